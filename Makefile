@@ -1,0 +1,28 @@
+# Two commands do everything on a fresh clone: `make demo` and `make test`.
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+GRADE  := $(VENV)/bin/grade
+
+.PHONY: setup demo test bench clean
+
+setup: $(VENV)/.installed
+
+# torch is pinned first: an unpinned torch resolves to a CUDA build of several GB.
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --disable-pip-version-check torch==2.13.0 numpy
+	$(PY) -m pip install -q --disable-pip-version-check -e .
+	touch $@
+
+demo: setup
+	$(GRADE) batch examples/submissions --out results/demo --force
+
+test: setup
+	$(PY) -m pytest -q
+
+bench: setup
+	$(PY) bench/batch_bench.py
+
+clean:
+	rm -rf $(VENV) results build *.egg-info

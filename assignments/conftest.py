@@ -1,0 +1,2 @@
+"""Lets plain `python -m pytest assignments/<name>/... --submission FILE` grade one file."""
+pytest_plugins = ["autograder.plugin"]

@@ -1,0 +1,202 @@
+"""`grade batch`: grade a folder of submissions with N grader processes; one result file each, then a CSV.
+
+This process never imports torch or the checks: it hands jobs to grader processes (gradeproc.py), writes each
+result atomically as soon as it arrives, and survives a grader process that dies.
+"""
+from __future__ import annotations
+
+import json
+import os
+import queue
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from . import discover
+from .assignment import PROJECT_ROOT, Assignment
+from .messages import Message
+from .plugin import Job
+from .results import SubmissionResult, csv_text, read_result, write_atomic, write_result
+
+WATCHDOG_GRACE = 60.0  # seconds past the per-submission limit before a grader process is presumed stuck
+
+
+@dataclass
+class Slot:
+    index: int
+    proc: subprocess.Popen
+    job: Job | None = None
+    since: float = 0.0
+    alive: bool = True
+
+
+@dataclass
+class Summary:
+    results: list[SubmissionResult] = field(default_factory=list)
+    graded: int = 0
+    reused: int = 0
+    seconds: float = 0.0
+
+
+def _start(slot: int, a: Assignment, timeout: float | None, events: queue.Queue) -> Slot:
+    r, w = os.pipe()
+    code = (f"import sys; sys.path.insert(0, {str(PROJECT_ROOT)!r}); "
+            "from autograder.gradeproc import main; main()")
+    proc = subprocess.Popen([sys.executable, "-I", "-c", code, a.name, str(slot), str(w),
+                             "" if timeout is None else str(timeout)],
+                            stdin=subprocess.PIPE, pass_fds=[w], cwd=str(PROJECT_ROOT), text=True,
+                            stdout=subprocess.DEVNULL)
+    os.close(w)
+
+    def pump() -> None:
+        with os.fdopen(r, encoding="utf-8") as f:
+            for line in f:
+                events.put((slot, line))
+        events.put((slot, None))
+    threading.Thread(target=pump, daemon=True).start()
+    return Slot(slot, proc)
+
+
+def _crashed(job: Job, a: Assignment, detail: str) -> SubmissionResult:
+    return SubmissionResult(
+        student=job.student, submission=job.path.name if job.path else "", assignment=a.name,
+        questions=a.question_ids, staff=detail,
+        error=Message("The autograder itself failed while grading this submission; your instructor has the "
+                      "details and will regrade it.",
+                      "이 제출물을 채점하는 중 채점기 자체에 오류가 발생했습니다. 담당 교수자가 확인 후 다시 채점합니다."))
+
+
+class Progress:
+    def __init__(self, total: int, echo: Callable[[str], None], tty: bool):
+        self.total, self.echo, self.tty = total, echo, tty
+        self.done = 0
+        self.start = time.monotonic()
+
+    def update(self, r: SubmissionResult) -> None:
+        self.done += 1
+        elapsed = time.monotonic() - self.start
+        rate = self.done / elapsed if elapsed > 0 else 0.0
+        eta = (self.total - self.done) / rate if rate > 0 else 0.0
+        status = "could not be graded" if r.error else f"{r.score:g}/{r.max_score:g}"
+        line = (f"[{self.done:>{len(str(self.total))}}/{self.total}] {rate:5.2f}/s  ETA {eta:5.0f}s  "
+                f"{r.student}: {status}")
+        self.echo(("\r\033[K" + line) if self.tty else line)
+
+    def close(self) -> None:
+        if self.tty and self.done:
+            self.echo("\n")
+
+
+def main(*, submissions: Path, out: Path, assignment: Assignment, workers: int = 2, timeout: float | None = None,
+         lang: str = "en", force: bool = False, echo: Callable[[str], None] = print, tty: bool = False) -> Summary:
+    started = time.monotonic()
+    jobs = discover.find(submissions, assignment)
+    out.mkdir(parents=True, exist_ok=True)
+    summary = Summary()
+    todo: list[Job] = []
+    for job in jobs:
+        prev = None if force else read_result(out / f"{job.student}.json")
+        if prev is not None and prev.submission == (job.path.name if job.path else "") and \
+                (job.path is None or prev.sha256 == _sha(job.path)):
+            summary.results.append(prev)
+            summary.reused += 1
+        else:
+            todo.append(job)
+    if summary.reused:
+        echo(f"{summary.reused} submission(s) already graded in {out}; skipping them (use --force to regrade).\n")
+
+    progress = Progress(len(todo), echo, tty)
+    events: queue.Queue = queue.Queue()
+    limit = (timeout or assignment.limits.total_timeout) + WATCHDOG_GRACE
+    slots: dict[int, Slot] = {}
+    pending = list(reversed(todo))
+
+    def finish(r: SubmissionResult) -> None:
+        write_result(out, r, lang)
+        summary.results.append(r)
+        summary.graded += 1
+        progress.update(r)
+
+    def dispatch(slot: Slot) -> None:
+        if not pending:
+            slot.job = None
+            try:
+                slot.proc.stdin.close()
+            except OSError:
+                pass
+            return
+        job = pending.pop()
+        slot.job, slot.since = job, time.monotonic()
+        line = {"student": job.student, "path": str(job.path) if job.path else None,
+                "error": {"en": job.error.en, "ko": job.error.ko} if job.error else None}
+        try:
+            slot.proc.stdin.write(json.dumps(line, ensure_ascii=False) + "\n")
+            slot.proc.stdin.flush()
+        except OSError:
+            pass  # the process died; its EOF event will requeue nothing and report the job
+
+    try:
+        for i in range(min(max(1, workers), len(todo))):
+            slots[i] = _start(i, assignment, timeout, events)
+            dispatch(slots[i])
+        while any(s.alive for s in slots.values()):
+            try:
+                idx, line = events.get(timeout=1.0)
+            except queue.Empty:
+                for s in slots.values():  # a grader process stuck past every limit is replaced
+                    if s.alive and s.job is not None and time.monotonic() - s.since > limit:
+                        s.proc.kill()
+                continue
+            slot = slots[idx]
+            if line is None:  # the grader process ended
+                slot.alive = False
+                slot.proc.wait()
+                if slot.job is not None:
+                    finish(_crashed(slot.job, assignment, f"grader process exited with {slot.proc.returncode}"))
+                if pending:
+                    slots[idx] = _start(idx, assignment, timeout, events)
+                    dispatch(slots[idx])
+                continue
+            msg = json.loads(line)
+            if "result" in msg:
+                finish(SubmissionResult.from_dict(msg["result"]))
+                dispatch(slot)
+            elif "fatal" in msg and slot.job is not None:
+                finish(_crashed(slot.job, assignment, msg["fatal"]))
+                slot.job = None
+    finally:
+        for s in slots.values():
+            if s.proc.poll() is None:
+                s.proc.kill()
+                s.proc.wait()
+        progress.close()
+    write_atomic(out / "scores.csv", csv_text(summary.results, assignment.question_ids))
+    summary.seconds = time.monotonic() - started
+    return summary
+
+
+def _sha(path: Path) -> str:
+    import hashlib
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return ""
+
+
+def summary_table(results: list[SubmissionResult], a: Assignment) -> str:
+    """One line per student: total and per-question scores, errors in words."""
+    qs = a.question_ids
+    heads = ["student", "total", *qs]
+    rows = []
+    for r in sorted(results, key=lambda r: r.student):
+        per_q = r.by_question()
+        rows.append([r.student, f"{r.score:g}/{r.max_score:g}", *[f"{per_q.get(q, (0, 0))[0]:g}" for q in qs]]
+                    + (["(" + r.error.en[:60] + ")"] if r.error else []))
+    widths = [max(len(str(x)) for x in col) for col in zip(heads, *[row[:len(heads)] for row in rows])]
+    fmt = lambda row: "  ".join(str(x).ljust(w) for x, w in zip(row, widths)) + (  # noqa: E731
+        "  " + row[len(heads)] if len(row) > len(heads) else "")
+    return "\n".join([fmt(heads)] + [fmt(row) for row in rows])

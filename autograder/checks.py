@@ -1,0 +1,101 @@
+"""What a check file uses: the @check decorator, CheckFailure, and tensor comparisons that explain themselves."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from .messages import Message
+
+VISIBILITIES = ("hidden", "after_due_date", "after_published", "visible")
+
+
+@dataclass(frozen=True)
+class CheckMeta:
+    question: str
+    points: float
+    visibility: str | None = None  # None: the assignment's default for the folder the check lives in
+    name: str | None = None
+
+
+def check(*, question: str, points: float, visibility: str | None = None,
+          name: str | None = None) -> Callable[[Callable], Callable]:
+    """Mark a pytest function as a graded check; it only sets an attribute (like gradescope-utils' @weight)."""
+    if visibility is not None and visibility not in VISIBILITIES:
+        raise ValueError(f"visibility must be one of {VISIBILITIES}, not {visibility!r}")
+
+    def mark(fn: Callable) -> Callable:
+        fn.__grade__ = CheckMeta(question, float(points), visibility, name)
+        return fn
+    return mark
+
+
+class CheckFailure(AssertionError):
+    """A check found something wrong with the submission; `message` is what the student reads."""
+
+    def __init__(self, message: Message, staff: str = ""):
+        super().__init__(message.en)
+        self.message = message
+        self.staff = staff
+
+
+class Reveal:
+    """Whether messages may show expected values: true for public checks, false for hidden ones.
+
+    Set by the pytest plugin before each check; hidden expected values never reach a student's screen.
+    """
+    expected_values = True
+
+
+def fail(en: str, ko: str = "", staff: str = "") -> None:
+    raise CheckFailure(Message(en, ko), staff)
+
+
+def _fmt(x: float) -> str:
+    return "-inf" if x == -math.inf else "inf" if x == math.inf else "nan" if x != x else f"{x:.4f}"
+
+
+def expect_tensor(got: Any, what: str) -> Any:
+    import torch
+    if type(got) is not torch.Tensor:
+        desc = getattr(got, "description", None) or type(got).__name__
+        fail(f"`{what}` should return a torch.Tensor, but returned {desc}.",
+             f"`{what}`는 torch.Tensor를 반환해야 하는데 {desc}을(를) 반환했습니다.")
+    return got
+
+
+def expect_shape(got: Any, shape: tuple[int, ...], what: str) -> Any:
+    expect_tensor(got, what)
+    if tuple(got.shape) != tuple(shape):
+        fail(f"`{what}` has shape {tuple(got.shape)}; expected {tuple(shape)}.",
+             f"`{what}`의 shape이 {tuple(got.shape)}입니다. {tuple(shape)}이어야 합니다.")
+    return got
+
+
+def expect_close(got: Any, want: Any, what: str, *, atol: float = 1e-4, rtol: float = 1e-4,
+                 hint: Message | None = None) -> None:
+    """Same shape, same -inf/nan positions, values within tolerance; the message says where and by how much."""
+    import torch
+    expect_shape(got, tuple(want.shape), what)
+    got = got.to(torch.float64)
+    want = want.detach().to(torch.float64)
+    same_special = (torch.isnan(got) == torch.isnan(want)) & (torch.isinf(got) == torch.isinf(want))
+    finite = torch.isfinite(want) & torch.isfinite(got)
+    close = torch.where(finite, (got - want).abs() <= atol + rtol * want.abs(),
+                        (got == want) | (torch.isnan(got) & torch.isnan(want)))
+    bad = ~(close & same_special)
+    if not bool(bad.any()):
+        return
+    idx = tuple(int(i) for i in bad.nonzero()[0])
+    where = f" at index {idx}" if idx else ""
+    n_bad, n = int(bad.sum()), bad.numel()
+    if Reveal.expected_values:
+        detail_en = f"expected {_fmt(float(want[idx]))}, got {_fmt(float(got[idx]))}"
+        detail_ko = f"기댓값 {_fmt(float(want[idx]))}, 실제 {_fmt(float(got[idx]))}"
+    else:
+        diff = float((got - want)[idx].abs()) if bool(finite[idx]) else math.inf
+        detail_en = f"off by {_fmt(diff)}"
+        detail_ko = f"차이 {_fmt(diff)}"
+    msg = Message(f"`{what}` differs from the expected values in {n_bad} of {n} entries; first{where}: {detail_en}.",
+                  f"`{what}`의 값이 {n}개 중 {n_bad}개 다릅니다. 첫 위치{where}: {detail_ko}.")
+    raise CheckFailure(msg + hint if hint else msg)

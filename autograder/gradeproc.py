@@ -1,0 +1,53 @@
+"""A grader process for `grade batch`: reads jobs as JSON lines on stdin, reports each result on its result fd.
+
+It imports pytest, torch and the checks once, then grades job after job in one pytest session; student code
+only ever runs in workers forked from this process's own zygote.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+import traceback
+from dataclasses import replace
+from pathlib import Path
+from typing import Iterator
+
+from . import assignment as assignments
+from .messages import Message
+from .plugin import Job
+from .results import SubmissionResult
+
+
+def read_jobs(stream) -> Iterator[Job]:
+    for line in stream:
+        if not line.strip():
+            continue
+        d = json.loads(line)
+        err = d.get("error")
+        yield Job(d["student"], Path(d["path"]) if d.get("path") else None, Message(**err) if err else None)
+
+
+def main() -> None:
+    name, slot, fd = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+    timeout = float(sys.argv[4]) if len(sys.argv) > 4 and sys.argv[4] else None
+    out = os.fdopen(fd, "w", buffering=1, encoding="utf-8")
+    a = assignments.load(name)
+    if timeout:
+        a = replace(a, limits=replace(a.limits, total_timeout=timeout))
+
+    def report(r: SubmissionResult) -> None:
+        out.write(json.dumps({"result": r.to_dict()}, ensure_ascii=False) + "\n")
+
+    from .runner import grade
+    try:
+        # A private copy of stdin: pytest may swap sys.stdin and fd 0 while tests run.
+        jobs = os.fdopen(os.dup(0), encoding="utf-8")
+        grade(a, read_jobs(jobs), report, slot=slot)
+    except BaseException:
+        out.write(json.dumps({"fatal": traceback.format_exc()[-8000:]}) + "\n")
+        raise
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,293 @@
+"""pytest plugin: gives checks the `sub` fixture, turns their outcomes into CheckResults, grades many submissions.
+
+Two ways in:
+- `grade batch`/`grade check` pass a GradingPlugin to pytest.main(); one pytest session collects the checks once
+  and runs them for each submission in turn (pytest_runtestloop), with a fresh worker per submission.
+- plain `python -m pytest assignments/<name>/hidden --submission FILE [--json-report]` grades one file the
+  ordinary way (assignments/conftest.py loads this module); the benchmark uses it as the baseline.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+import pytest
+
+from .assignment import Assignment, for_file, load
+from .checks import CheckFailure, CheckMeta, Reveal
+from .errors import SubmissionFormatError
+from .messages import Message, near_miss
+from .proxy import Submission
+from .results import CheckResult, SubmissionResult, write_atomic
+from .sandbox import UID_BASE, Zygote, is_root, make_scratch, remove_scratch
+from .source import read
+
+MAX_SHOWN_OUTPUT = 2000
+
+
+@dataclass
+class Job:
+    student: str
+    path: Path | None
+    error: Message | None = None  # found before grading (e.g. a folder with two candidate files)
+
+
+def protect(paths: Iterable[Path]) -> None:
+    """Make hidden material unreadable for workers (they run as another uid when we are root)."""
+    if not is_root():
+        return
+    for p in paths:
+        if p.exists():
+            os.chmod(p, 0o700)
+
+
+class GradingPlugin:
+    def __init__(self, assignment: Assignment, jobs: Iterable[Job], *, on_result: Callable[[SubmissionResult], None],
+                 public_only: bool = False, slot: int = 0, loop: bool = True, zygote: Zygote | None = None):
+        self.assignment = assignment
+        self.jobs = jobs
+        self.on_result = on_result
+        self.public_only = public_only
+        self.uid = UID_BASE + slot if is_root() else None
+        self.loop = loop
+        self.zygote = zygote
+        self.current: Submission | None = None
+        self.records: dict[str, CheckResult] = {}
+        self.collect_errors: list[str] = []
+        self.scratch: str | None = None
+
+    # ------------------------------------------------------------------ fixture and metadata
+
+    @pytest.fixture
+    def sub(self) -> Submission:
+        if self.current is None:
+            pytest.fail("no submission is being graded (run through `grade` or pass --submission)")
+        return self.current
+
+    def _meta(self, item: pytest.Item) -> CheckMeta | None:
+        fn = getattr(item, "function", None)
+        return getattr(fn, "__grade__", None)
+
+    def _public(self, item: pytest.Item) -> bool:
+        return Path(str(item.path)).resolve().is_relative_to(self.assignment.public_dir.resolve())
+
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        items[:] = [i for i in items if self._meta(i) is not None]
+
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        if report.failed:
+            self.collect_errors.append(str(report.longrepr))
+
+    # ------------------------------------------------------------------ outcomes
+
+    def _classify(self, item: pytest.Item, call: pytest.CallInfo, rep: pytest.TestReport) -> CheckResult:
+        meta = self._meta(item)
+        public = self._public(item)
+        vis = meta.visibility or ("visible" if public else self.assignment.hidden_visibility)
+        name = meta.name or ((item.function.__doc__ or "").strip().splitlines() or [item.name])[0]
+        res = CheckResult(name=name, nodeid=item.nodeid, question=meta.question, points=meta.points, score=0.0,
+                          status="failed", public=public, visibility=vis)
+        if rep.passed:
+            res.status, res.score = "passed", meta.points
+        elif rep.skipped:
+            res.status = "skipped"
+            reason = call.excinfo.value.msg if call.excinfo and hasattr(call.excinfo.value, "msg") else ""
+            res.message = Message(f"Skipped: {reason}", f"건너뜀: {reason}")
+        else:
+            exc = call.excinfo.value if call.excinfo else None
+            if isinstance(exc, CheckFailure):
+                res.message, res.staff = exc.message, exc.staff
+            elif isinstance(exc, AssertionError):
+                text = str(exc).strip() or "assertion failed"
+                if public:
+                    res.message = Message(text, text)
+                else:
+                    res.message = Message("This hidden check failed.", "이 비공개 검사를 통과하지 못했습니다.")
+                    res.staff = text[:4000]
+            else:
+                res.status = "error"
+                res.message = Message("The autograder hit an internal error in this check; your instructor "
+                                      "has been given the details.",
+                                      "이 검사에서 채점기 내부 오류가 발생했습니다. 자세한 내용은 담당 교수자에게 전달됩니다.")
+                res.staff = "".join(traceback.format_exception(exc))[-8000:] if exc else str(rep.longrepr)
+        if self.current is not None:
+            printed = self.current.take_output()
+            if printed and public:
+                res.output = printed[:MAX_SHOWN_OUTPUT] + (" ..." if len(printed) > MAX_SHOWN_OUTPUT else "")
+        return res
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo):
+        outcome = yield
+        rep = outcome.get_result()
+        if call.when == "call" or (call.when == "setup" and not rep.passed):
+            self.records[item.nodeid] = self._classify(item, call, rep)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_json_runtest_metadata(self, item: pytest.Item, call: pytest.CallInfo) -> dict[str, Any]:
+        rec = self.records.get(item.nodeid)
+        if call.when != "call" or rec is None:
+            return {}
+        return {"grade": {"question": rec.question, "points": rec.points, "score": rec.score,
+                          "status": rec.status, "public": rec.public}}
+
+    def pytest_runtest_setup(self, item: pytest.Item) -> None:
+        Reveal.expected_values = self._public(item)
+        if self.current is not None:
+            self.current.take_output()
+
+    # ------------------------------------------------------------------ one submission
+
+    def _begin(self, job: Job) -> SubmissionResult:
+        a = self.assignment
+        result = SubmissionResult(student=job.student, submission=job.path.name if job.path else "",
+                                  assignment=a.name, questions=a.question_ids)
+        self.records = {}
+        self.current = None
+        if job.error is not None:
+            result.error = job.error
+            return result
+        try:
+            data = job.path.read_bytes()
+            result.sha256 = hashlib.sha256(data).hexdigest()
+            source = read(job.path)
+        except SubmissionFormatError as e:
+            result.error = e.message
+            return result
+        except OSError as e:
+            result.error = Message(f"{job.path.name} could not be read ({e.strerror}).",
+                                   f"{job.path.name} 파일을 읽을 수 없습니다 ({e.strerror}).")
+            return result
+        result.notes.extend(source.notes)
+        if self.zygote is None:
+            self.zygote = Zygote()
+        self.scratch = make_scratch(self.uid)
+        zyg, scratch, uid, limits = self.zygote, self.scratch, self.uid, a.limits
+        sub = Submission(source, lambda: zyg.spawn(limits, scratch, uid), limits)
+        self.current = sub
+        try:
+            sub.start()
+        except CheckFailure as e:
+            result.error = e.message
+            return result
+        result.notes.extend(self._load_notes(sub))
+        return result
+
+    def _load_notes(self, sub: Submission) -> list[Message]:
+        notes = []
+        for err in sub.load_errors[:5]:
+            w = err.get("where") or {}
+            loc = f"{w.get('file')}, line {w.get('line')}" if w.get("line") else str(w.get("file", ""))
+            loc_ko = f"{w.get('file')}, {w.get('line')}번째 줄" if w.get("line") else str(w.get("file", ""))
+            text = f"{err.get('type')}: {err.get('message')}"
+            if err.get("type") == "SyntaxError":
+                code = f" `{w.get('code')}`" if w.get("code") else ""
+                notes.append(Message(f"Syntax error ({loc}):{code} {err.get('message')}. Nothing in "
+                                     f"{w.get('file')} could run; fix it and check again.",
+                                     f"문법 오류 ({loc_ko}):{code} {err.get('message')}. {w.get('file')}의 코드가 "
+                                     "전혀 실행되지 않았습니다. 고친 뒤 다시 확인하세요."))
+                continue
+            notes.append(Message(f"While loading your code ({loc}): {text}. Code after this point in the same "
+                                 "statement did not run; later definitions were still loaded.",
+                                 f"코드를 불러오는 중 오류 ({loc_ko}): {text}. 이 문장은 실행되지 않았고, "
+                                 "이후의 정의는 계속 불러왔습니다."))
+        defined = list(sub.names)
+        for q in self.assignment.questions:
+            for n in q.names:
+                if n not in sub.names:
+                    guess = near_miss(n, defined)
+                    if guess:
+                        notes.append(Message(f"`{n}` is missing but `{guess}` is defined: rename it to `{n}`.",
+                                             f"`{n}`이(가) 없고 `{guess}`이(가) 있습니다: 이름을 `{n}`(으)로 바꾸세요."))
+        return notes
+
+    def _finish(self, result: SubmissionResult, items: list[pytest.Item], started: float) -> SubmissionResult:
+        if self.current is not None:
+            self.current.close()
+        if self.scratch is not None:
+            remove_scratch(self.scratch)
+            self.scratch = None
+        for item in items:
+            rec = self.records.get(item.nodeid)
+            if rec is None:  # never ran: the submission could not be loaded
+                meta = self._meta(item)
+                public = self._public(item)
+                rec = CheckResult(name=meta.name or ((item.function.__doc__ or item.name).strip().splitlines()[0]),
+                                  nodeid=item.nodeid, question=meta.question, points=meta.points, score=0.0,
+                                  status="failed", public=public,
+                                  visibility=meta.visibility or ("visible" if public else
+                                                                 self.assignment.hidden_visibility),
+                                  message=Message("Not graded: see the error at the top.",
+                                                  "채점되지 않음: 맨 위의 오류를 보세요."))
+            result.checks.append(rec)
+        self.current = None
+        result.duration = time.monotonic() - started
+        return result
+
+    # ------------------------------------------------------------------ the loop
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtestloop(self, session: pytest.Session) -> bool | None:
+        if not self.loop:
+            return None
+        if self.collect_errors or not session.items:
+            raise RuntimeError("the assignment's checks could not be collected:\n" + "\n".join(self.collect_errors))
+        items = session.items
+        try:
+            for job in self.jobs:
+                started = time.monotonic()
+                result = self._begin(job)
+                if result.error is None:
+                    for i, item in enumerate(items):
+                        nxt = items[i + 1] if i + 1 < len(items) else None
+                        item.ihook.pytest_runtest_protocol(item=item, nextitem=nxt)
+                self.on_result(self._finish(result, items, started))
+        finally:
+            if self.zygote is not None:
+                self.zygote.close()
+        return True
+
+    # standalone mode: one submission, pytest's own loop
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        if not self.loop:
+            self._started = time.monotonic()
+            job = next(iter(self.jobs))
+            self._result = self._begin(job)
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        if not self.loop and hasattr(self, "_result"):
+            result = self._finish(self._result, list(session.items), self._started)
+            if self.zygote is not None:
+                self.zygote.close()
+            self.on_result(result)
+
+
+# ---------------------------------------------------------------------------------------------- standalone hooks
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    g = parser.getgroup("grade")
+    g.addoption("--submission", help="grade this .py/.ipynb file with the collected checks")
+    g.addoption("--grade-out", help="write the result (our JSON format) to this file")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    path = config.getoption("submission", None)
+    if not path or config.pluginmanager.has_plugin("grading-session"):
+        return
+    p = Path(path).resolve()
+    assignment = for_file(p.name) or load(Path(str(config.args[0] if config.args else ".")).resolve().parent.name)
+    out = config.getoption("grade_out", None)
+
+    def save(r: SubmissionResult) -> None:
+        if out:
+            import json
+            write_atomic(Path(out), json.dumps(r.to_dict(), ensure_ascii=False))
+
+    protect(assignment.private)
+    config.pluginmanager.register(GradingPlugin(assignment, [Job(p.stem, p)], on_result=save, loop=False),
+                                  "grading-session")

@@ -1,0 +1,251 @@
+"""The only way a check reaches student code: `sub` sends requests to the worker and gets plain data back."""
+from __future__ import annotations
+
+import time
+from typing import Any, Callable
+
+from .checks import CheckFailure
+from .messages import Message, near_miss
+from .protocol import Opaque
+from .sandbox import Limits, WorkerLost, WorkerProcess, WorkerTimeout
+from .source import Source
+
+MAX_RESTARTS = 3
+
+
+def _exc_text(err: dict[str, Any]) -> tuple[str, str]:
+    """English and Korean one-liners for an exception the submission raised."""
+    etype, msg = str(err.get("type", "Exception")), str(err.get("message", ""))
+    where = err.get("where") or {}
+    loc_en = loc_ko = ""
+    if where.get("line"):
+        loc_en = f" ({where.get('file')}, line {where['line']} in {where.get('function')}: `{where.get('code', '')}`)"
+        loc_ko = f" ({where.get('file')}, {where['line']}번째 줄, {where.get('function')}: `{where.get('code', '')}`)"
+    head = f"{etype}: {msg}" if msg else etype
+    return head + loc_en, head + loc_ko
+
+
+class Remote:
+    """A handle on an object that lives in the worker (usually an nn.Module)."""
+
+    def __init__(self, sub: "Submission", handle: int, label: str, generation: int):
+        self.sub, self.handle, self.label, self.generation = sub, handle, label, generation
+
+    def _req(self, op: str, **args: Any) -> Any:
+        if self.generation != self.sub.generation:
+            raise CheckFailure(Message(
+                f"`{self.label}` was lost when the worker running your code had to be restarted.",
+                f"코드를 실행하던 프로세스가 재시작되어 `{self.label}` 객체를 잃었습니다."))
+        return self.sub.request(op, what=self.label, handle=self.handle, **args)
+
+    def __call__(self, *args: Any, mode: str | None = "eval", seed: int | None = None,
+                 record: list[str] | None = None, device: str | None = None, **kwargs: Any) -> Any:
+        return self.run(*args, mode=mode, seed=seed, record=record, device=device, **kwargs)["out"]
+
+    def run(self, *args: Any, mode: str | None = "eval", seed: int | None = None, record: list[str] | None = None,
+            grad_output: Any = None, device: str | None = None, **kwargs: Any) -> dict[str, Any]:
+        """Like calling, but returns everything: `out`, `records` (inputs of recorded ops), `grads`.
+
+        mode: "eval"/"train" sets the module's mode first; seed: torch.manual_seed right before the call;
+        device: tensor arguments are moved there inside the worker (results always come back on the CPU).
+        """
+        res = self._req("call", args=list(args), kwargs=kwargs, mode=mode, seed=seed, record=record,
+                        grad_output=grad_output, device=device)
+        if not isinstance(res, dict):
+            raise CheckFailure(Message(f"`{self.label}` returned a malformed reply.",
+                                       f"`{self.label}`의 응답 형식이 잘못되었습니다."))
+        return res
+
+    def state(self) -> dict[str, Any]:
+        return self._req("state")
+
+    def load_state(self, tensors: dict[str, Any]) -> dict[str, Any]:
+        return self._req("load_state", tensors=tensors)
+
+    def describe(self, *attrs: str) -> dict[str, Any]:
+        return self._req("describe", attrs=list(attrs))
+
+    def to(self, device: str) -> "Remote":
+        self._req("to", device=device)
+        return self
+
+    def probe_devices(self, *shapes: tuple[int, ...], mode: str = "eval") -> dict[str, Any]:
+        return self._req("probe_devices", shapes=[list(s) for s in shapes], mode=mode)
+
+
+class Submission:
+    """Grader-side view of one submission: starts its worker, restarts it after a crash, keeps the time budget."""
+
+    def __init__(self, source: Source, spawn: Callable[[], WorkerProcess], limits: Limits):
+        self.source = source
+        self.spawn = spawn
+        self.limits = limits
+        self.worker: WorkerProcess | None = None
+        self.generation = 0
+        self.restarts = 0
+        self.deadline = time.monotonic() + limits.total_timeout
+        self.names: dict[str, str] = {}
+        self.load_errors: list[dict[str, Any]] = []
+        self.fatal: Message | None = None  # set when the code cannot be run at all any more
+        self.output: list[str] = []  # student prints since the last take_output()
+        self.output_dropped = 0
+        self.ended: list[dict[str, Any]] = []  # how each worker ended
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def start(self) -> None:
+        """Start a worker and run the submission's cells in it."""
+        if self.fatal is not None:
+            raise CheckFailure(self.fatal)
+        self.worker = self.spawn()
+        self.generation += 1
+        cells = [{"code": c.code, "label": c.label} for c in self.source.cells]
+        try:
+            loaded = self._raw("load", {"cells": cells}, loading=True)
+        except WorkerTimeout:
+            self.fatal = Message(
+                f"Running your file took longer than {self._call_timeout():g} s, so nothing could be graded. "
+                "Look for an infinite loop or slow demo code at the top level of your file.",
+                f"파일을 실행하는 데 {self._call_timeout():g}초가 넘게 걸려서 채점할 수 없었습니다. "
+                "파일 최상단의 무한 루프나 느린 데모 코드를 확인하세요.")
+            raise CheckFailure(self.fatal) from None
+        except WorkerLost as e:
+            self.fatal = self._lost_message(e, loading=True)
+            raise CheckFailure(self.fatal) from None
+        if self.generation == 1:
+            self.names = dict(loaded.get("names", {}))
+            self.load_errors = list(loaded.get("errors", []))
+
+    def close(self) -> None:
+        if self.worker is not None:
+            self.ended.append(self.worker.kill(graceful=True))
+            self.worker = None
+
+    def _call_timeout(self) -> float:
+        return max(0.1, min(self.limits.call_timeout, self.deadline - time.monotonic()))
+
+    def _lost_message(self, e: WorkerLost, loading: bool = False) -> Message:
+        st = e.status or {}
+        if isinstance(e, WorkerTimeout):
+            return Message(f"Your code did not finish within {self.limits.call_timeout:g} s (infinite loop?).",
+                           f"코드가 {self.limits.call_timeout:g}초 안에 끝나지 않았습니다 (무한 루프?).")
+        if st.get("how") == "signal" and st.get("name") == "SIGKILL":
+            how_en, how_ko = "was killed (out of memory or a resource limit)", "강제 종료되었습니다 (메모리 또는 자원 제한)"
+        elif st.get("how") == "signal":
+            how_en = how_ko = f"crashed with {st.get('name')}"
+        elif st.get("how") == "exit":
+            how_en = f"exited with code {st.get('code')} (os._exit or a crash)"
+            how_ko = f"종료 코드 {st.get('code')}로 끝났습니다 (os._exit 또는 비정상 종료)"
+        else:
+            how_en, how_ko = "stopped unexpectedly", "예기치 않게 멈췄습니다"
+        when_en = "while your file was being loaded" if loading else "during this check"
+        when_ko = "파일을 불러오는 중에" if loading else "이 검사 중에"
+        return Message(f"The process running your code {how_en} {when_en}.",
+                       f"코드를 실행하던 프로세스가 {when_ko} {how_ko}.")
+
+    # ------------------------------------------------------------------ requests
+
+    def _raw(self, op: str, args: dict[str, Any], loading: bool = False) -> Any:
+        assert self.worker is not None
+        resp = self.worker.request(op, args, timeout=self._call_timeout())
+        if not isinstance(resp, dict):
+            raise WorkerLost("malformed reply")
+        out = resp.get("out")
+        if isinstance(out, dict):
+            if isinstance(out.get("text"), str) and out["text"]:
+                self.output.append(out["text"])
+            if type(out.get("dropped")) is int:
+                self.output_dropped = out["dropped"]
+        if resp.get("ok") is True:
+            return resp.get("value")
+        err = resp.get("error") if isinstance(resp.get("error"), dict) else {}
+        raise RemoteError(err)
+
+    def request(self, op: str, what: str = "", **args: Any) -> Any:
+        """Send one request; student exceptions and worker crashes become CheckFailures with a clear message."""
+        if self.fatal is not None:
+            raise CheckFailure(self.fatal)
+        if time.monotonic() >= self.deadline:
+            self.fatal = Message(
+                f"Grading stopped: this submission used its whole time budget of {self.limits.total_timeout:g} s.",
+                f"채점 중단: 이 제출물에 주어진 전체 시간 {self.limits.total_timeout:g}초를 모두 사용했습니다.")
+            raise CheckFailure(self.fatal)
+        if self.worker is None or not self.worker.alive:
+            if self.restarts >= MAX_RESTARTS:
+                self.fatal = Message("Your code crashed the grader's worker too many times; the remaining checks "
+                                     "could not run.",
+                                     "코드가 채점 프로세스를 여러 번 중단시켜 남은 검사를 실행할 수 없습니다.")
+                raise CheckFailure(self.fatal)
+            if self.worker is not None:
+                self.restarts += 1
+            self.start()
+        try:
+            return self._raw(op, args)
+        except RemoteError as e:
+            en, ko = _exc_text(e.err)
+            if e.err.get("type") == "NotImplementedError":
+                detail = str(e.err.get("message", ""))[:160]
+                raise CheckFailure(Message(f"`{what}` is not implemented yet ({detail}).".replace(" ().", "."),
+                                           f"`{what}`이(가) 아직 구현되지 않았습니다 ({detail}).".replace(
+                                               " ().", "."))) from None
+            raise CheckFailure(Message(f"`{what}` raised {en}", f"`{what}`에서 예외 발생: {ko}")) from None
+        except WorkerLost as e:
+            self.ended.append(e.status)
+            raise CheckFailure(self._lost_message(e)) from None
+
+    # ------------------------------------------------------------------ what checks call
+
+    def require(self, name: str, kind: str = "class") -> None:
+        """Fail with a rename hint when `name` is missing (e.g. `CasualAttention` for `CausalAttention`)."""
+        if self.fatal is not None:
+            raise CheckFailure(self.fatal)
+        if self.worker is None:
+            self.request("names")
+        if name in self.names:
+            return
+        guess = near_miss(name, [n for n, k in self.names.items() if k == kind or k != "value"])
+        if guess:
+            raise CheckFailure(Message(
+                f"`{name}` is not defined, but `{guess}` is. Rename `{guess}` to `{name}`: the grader looks "
+                "for the exact name from the notebook.",
+                f"`{name}`이(가) 정의되어 있지 않고 `{guess}`이(가) 있습니다. `{guess}`의 이름을 `{name}`(으)로 "
+                "바꾸세요: 채점기는 노트북에 나온 이름 그대로를 찾습니다."))
+        raise CheckFailure(Message(f"`{name}` is not defined in your submission.",
+                                   f"제출물에 `{name}`이(가) 정의되어 있지 않습니다."))
+
+    def signature(self, name: str) -> list[dict[str, Any]]:
+        self.require(name)
+        return self.request("signature", what=name, name=name)["params"]
+
+    def new(self, name: str, *args: Any, seed: int | None = None, **kwargs: Any) -> Remote:
+        """Construct `name(*args, **kwargs)` in the worker, after torch.manual_seed(seed) when a seed is given."""
+        self.require(name)
+        label = f"{name}({', '.join([repr(a) for a in args] + [f'{k}={v!r}' for k, v in kwargs.items()])})"
+        info = self.request("new", what=label, name=name, args=list(args), kwargs=kwargs, seed=seed)
+        return Remote(self, int(info["handle"]), label, self.generation)
+
+    def call(self, name: str, *args: Any, record: list[str] | None = None, **kwargs: Any) -> Any:
+        """Call a top-level function of the submission and return its result."""
+        self.require(name, kind="function")
+        return self.request("call", what=f"{name}(...)", name=name, args=list(args), kwargs=kwargs,
+                            record=record)["out"]
+
+    def env(self) -> dict[str, Any]:
+        return self.request("env")
+
+    def take_output(self) -> str:
+        text = "".join(self.output)
+        self.output.clear()
+        return text
+
+
+class RemoteError(Exception):
+    """The submission's code raised; `err` holds its type, message and the student's line."""
+
+    def __init__(self, err: dict[str, Any]):
+        super().__init__(err.get("message", ""))
+        self.err = err
+
+
+def is_opaque(x: Any) -> bool:
+    return isinstance(x, Opaque)

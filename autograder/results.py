@@ -1,0 +1,192 @@
+"""Typed grading results and their serializers: Gradescope results.json, CSV rows, and a terminal table."""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import tempfile
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .messages import Message
+
+
+@dataclass
+class CheckResult:
+    name: str
+    nodeid: str
+    question: str
+    points: float
+    score: float
+    status: str  # passed | failed | skipped | error
+    public: bool
+    visibility: str
+    message: Message | None = None
+    output: str = ""  # what the student's code printed during a public check
+    staff: str = ""  # staff-only detail: tracebacks, messages of hidden checks that could leak
+
+
+@dataclass
+class SubmissionResult:
+    student: str
+    submission: str
+    assignment: str
+    checks: list[CheckResult] = field(default_factory=list)
+    notes: list[Message] = field(default_factory=list)
+    error: Message | None = None  # the submission could not be graded at all
+    staff: str = ""
+    duration: float = 0.0
+    questions: list[str] = field(default_factory=list)  # question ids in assignment order
+    sha256: str = ""
+
+    @property
+    def score(self) -> float:
+        return round(sum(c.score for c in self.checks), 4)
+
+    @property
+    def max_score(self) -> float:
+        return round(sum(c.points for c in self.checks), 4)
+
+    def by_question(self) -> dict[str, tuple[float, float]]:
+        out: dict[str, tuple[float, float]] = {q: (0.0, 0.0) for q in self.questions}
+        for c in self.checks:
+            s, m = out.get(c.question, (0.0, 0.0))
+            out[c.question] = (round(s + c.score, 4), round(m + c.points, 4))
+        return out
+
+    # ------------------------------------------------------------------ our own round-trip format
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["score"], d["max_score"] = self.score, self.max_score
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "SubmissionResult":
+        def msg(m: Any) -> Message | None:
+            return Message(**m) if isinstance(m, dict) else None
+        checks = [CheckResult(**{**c, "message": msg(c.get("message"))}) for c in d.get("checks", [])]
+        return cls(student=d["student"], submission=d["submission"], assignment=d["assignment"], checks=checks,
+                   notes=[Message(**n) for n in d.get("notes", [])], error=msg(d.get("error")),
+                   staff=d.get("staff", ""), duration=d.get("duration", 0.0),
+                   questions=list(d.get("questions", [])), sha256=d.get("sha256", ""))
+
+
+# ---------------------------------------------------------------------------------------------- Gradescope
+
+def _check_output(c: CheckResult, lang: str) -> str:
+    parts = []
+    if c.message is not None:
+        parts.append(c.message.text(lang))
+    elif c.status == "passed":
+        parts.append("통과" if lang == "ko" else "Passed.")
+    if c.output:
+        parts.append(("코드 출력:\n" if lang == "ko" else "Your code printed:\n") + c.output)
+    return "\n".join(parts)
+
+
+def to_gradescope(r: SubmissionResult, lang: str = "en") -> dict[str, Any]:
+    """Gradescope's results.json: one test per check, tagged with its question; staff details hidden."""
+    tests: list[dict[str, Any]] = []
+    for i, c in enumerate(r.checks, start=1):
+        tests.append({
+            "name": f"{c.question}: {c.name}", "number": str(i), "score": c.score, "max_score": c.points,
+            "status": "passed" if c.status == "passed" else "failed", "output": _check_output(c, lang),
+            "output_format": "text", "tags": [c.question], "visibility": c.visibility,
+        })
+        if c.staff:
+            tests.append({"name": f"[staff] {c.question}: {c.name}", "score": 0, "max_score": 0,
+                          "status": "failed" if c.status != "passed" else "passed", "output": c.staff,
+                          "output_format": "text", "tags": [c.question, "staff"], "visibility": "hidden"})
+    if r.error is not None:
+        tests.insert(0, {"name": "Autograder: submission could not be graded", "score": 0, "max_score": 0,
+                         "status": "failed", "output": r.error.text(lang), "output_format": "text",
+                         "tags": ["autograder"], "visibility": "visible"})
+    if r.staff:
+        tests.append({"name": "[staff] autograder details", "score": 0, "max_score": 0, "status": "failed",
+                      "output": r.staff, "output_format": "text", "tags": ["staff"], "visibility": "hidden"})
+    notes = "\n".join(n.text(lang) for n in r.notes)
+    return {"score": r.score, "execution_time": round(r.duration, 3), "output": notes, "output_format": "text",
+            "visibility": "visible", "stdout_visibility": "hidden",
+            "extra_data": {"student": r.student, "submission": r.submission, "assignment": r.assignment,
+                           "max_score": r.max_score, "questions": {q: list(v) for q, v in r.by_question().items()},
+                           "sha256": r.sha256},
+            "tests": tests}
+
+
+# ---------------------------------------------------------------------------------------------- CSV and files
+
+def csv_text(results: list[SubmissionResult], questions: list[str]) -> str:
+    buf = io.StringIO()
+    w = csv.writer(buf)
+    w.writerow(["student", "submission", "score", "max_score", *questions, "error"])
+    for r in sorted(results, key=lambda r: r.student):
+        per_q = r.by_question()
+        w.writerow([r.student, r.submission, r.score, r.max_score,
+                    *[per_q.get(q, (0.0, 0.0))[0] for q in questions],
+                    r.error.en if r.error else ""])
+    return buf.getvalue()
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write via a temporary file and rename, so a crash never leaves a truncated file behind."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def write_result(out_dir: Path, r: SubmissionResult, lang: str) -> Path:
+    path = out_dir / f"{r.student}.json"
+    gs = to_gradescope(r, lang)
+    gs["extra_data"]["internal"] = r.to_dict()  # lets a resumed batch rebuild the CSV without re-grading
+    write_atomic(path, json.dumps(gs, ensure_ascii=False, indent=1))
+    return path
+
+
+def read_result(path: Path) -> SubmissionResult | None:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        return SubmissionResult.from_dict(data["extra_data"]["internal"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+# ---------------------------------------------------------------------------------------------- terminal
+
+def table(r: SubmissionResult, lang: str = "en", show_passed: bool = False) -> str:
+    lines = []
+    per_q = r.by_question()
+    width = max([len(q) for q in per_q] + [8])
+    lines.append(f"{'question'.ljust(width)}  score")
+    for q, (s, m) in per_q.items():
+        mark = "ok" if s == m and m > 0 else "--" if s == 0 else "~~"
+        lines.append(f"{q.ljust(width)}  {s:g}/{m:g}  {mark}")
+    lines.append(f"{'total'.ljust(width)}  {r.score:g}/{r.max_score:g}")
+    if r.error is not None:
+        lines.append("")
+        lines.append(r.error.text(lang))
+    for n in r.notes:
+        lines.append(f"note: {n.text(lang)}")
+    failed = [c for c in r.checks if c.status != "passed" or show_passed]
+    if failed:
+        lines.append("")
+    for c in failed:
+        tag = {"passed": "PASS", "failed": "FAIL", "skipped": "SKIP", "error": "ERROR"}[c.status]
+        text = c.message.text(lang) if c.message else ""
+        lines.append(f"[{tag}] {c.question}: {c.name} ({c.score:g}/{c.points:g})")
+        if text:
+            lines.append("       " + text.replace("\n", "\n       "))
+    return "\n".join(lines)

@@ -1,0 +1,419 @@
+"""Worker processes: a warm zygote forks a keeper and a limited worker for each submission, and kills them all.
+
+Process tree (the grader holds the hidden checks and never forks student code itself):
+
+    grader ──socketpair──> zygote (clean interpreter: torch and autograder.worker imported, nothing hidden)
+                              └─ keeper   one per submission; child subreaper, so every descendant stays below it
+                                   └─ worker   rlimits, scratch folder, other uid when run as root, runs the code
+
+The zygote is started with `python -I`, so it never sees the grader's memory, and a fork costs milliseconds
+instead of the seconds an `import torch` costs.
+"""
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import resource
+import select
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from . import protocol
+
+PR_SET_PDEATHSIG = 1
+PR_SET_CHILD_SUBREAPER = 36
+UID_BASE = 61000  # workers of slot k run as uid/gid UID_BASE + k when the grader is root
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Per-submission resource limits; the defaults let two workers run side by side on a 2-core, 24 GiB box."""
+    call_timeout: float = 20.0  # seconds for one request (one forward pass, one construction, ...)
+    total_timeout: float = 120.0  # wall-clock seconds for the whole submission
+    memory_mb: int = 2048  # address space the worker may add on top of the zygote's
+    max_procs: int = 64  # processes and threads
+    file_mb: int = 16  # largest file the worker may write
+    output_kb: int = 64  # student stdout/stderr kept
+
+
+def _prctl(option: int, arg: int) -> None:
+    _libc.prctl(option, arg, 0, 0, 0)
+
+
+def is_root() -> bool:
+    return os.geteuid() == 0
+
+
+def clean_env(home: str | None = None) -> dict[str, str]:
+    """The few variables a worker needs; nothing from the grader's environment leaks through."""
+    env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "PYTHONHASHSEED": "0",
+           "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "PYTHONDONTWRITEBYTECODE": "1",
+           "CUDA_VISIBLE_DEVICES": os.environ.get("CUDA_VISIBLE_DEVICES", "")}
+    if not env["CUDA_VISIBLE_DEVICES"]:
+        del env["CUDA_VISIBLE_DEVICES"]
+    if home:
+        env["HOME"] = env["TMPDIR"] = home
+    return env
+
+
+# ---------------------------------------------------------------------------------------------- process listing
+
+def _children(pid: int) -> list[int]:
+    kids = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(b")") + 2:].split()
+        if len(fields) > 1 and int(fields[1]) == pid:
+            kids.append(int(entry))
+    return kids
+
+
+def _user_tasks(uid: int) -> int:
+    n = 0
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if os.stat(f"/proc/{entry}").st_uid == uid:
+                    n += len(os.listdir(f"/proc/{entry}/task"))
+            except OSError:
+                pass
+    return n
+
+
+def _reap() -> dict[int, int]:
+    done = {}
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return done
+        if pid == 0:
+            return done
+        done[pid] = status
+
+
+def _kill_descendants(rounds: int = 200) -> None:
+    """Kill every process below this one; orphans re-parent here because we are a child subreaper."""
+    me = os.getpid()
+    for _ in range(rounds):
+        _reap()
+        kids = _children(me)
+        if not kids:
+            return
+        for k in kids:
+            try:
+                os.kill(k, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        time.sleep(0.002)
+
+
+def kill_uid(uid: int) -> None:
+    """Kill every process of `uid` (root only): a forked helper becomes that user and signals -1."""
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.setgroups([])
+            os.setgid(uid)
+            os.setuid(uid)
+            os.kill(-1, signal.SIGKILL)
+        finally:
+            os._exit(0)
+    os.waitpid(pid, 0)
+
+
+def describe_status(status: int | None) -> dict[str, Any]:
+    if status is None:
+        return {"how": "unknown"}
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        return {"how": "signal", "signal": sig, "name": signal.Signals(sig).name if sig in
+                signal.Signals._value2member_map_ else str(sig)}
+    return {"how": "exit", "code": os.WEXITSTATUS(status)}
+
+
+# ---------------------------------------------------------------------------------------------- inside the zygote
+
+def _become_worker(spec: dict[str, Any], wsock: socket.socket, keeper_pid: int) -> None:
+    from .worker import Worker  # already imported by the zygote
+    import torch
+
+    lim = spec["limits"]
+    scratch = spec["scratch"]
+    os.chdir(scratch)
+    out = os.open(os.path.join(scratch, "output.log"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.dup2(out, 1)
+    os.dup2(out, 2)
+    keep = wsock.fileno()
+    os.closerange(3, keep)
+    os.closerange(keep + 1, 65536)
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # an oversized write fails with EFBIG instead of killing
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+    uid = spec.get("uid")
+    # RLIMIT_DATA (private writable memory) rather than RLIMIT_AS: CUDA reserves huge PROT_NONE ranges.
+    with open("/proc/self/status") as f:
+        vm = next(int(line.split()[1]) for line in f if line.startswith("VmData:")) * 1024
+    nproc = lim["max_procs"] if uid is not None else _user_tasks(os.getuid()) + lim["max_procs"]
+    for res, value in ((resource.RLIMIT_DATA, vm + lim["memory_mb"] * 1024 * 1024),
+                       (resource.RLIMIT_FSIZE, lim["file_mb"] * 1024 * 1024),
+                       (resource.RLIMIT_CORE, 0),
+                       (resource.RLIMIT_NPROC, nproc),
+                       (resource.RLIMIT_CPU, int(lim["total_timeout"]) + 5)):
+        resource.setrlimit(res, (value, value))
+    if uid is not None:
+        os.setgroups([])
+        os.setgid(uid)
+        os.setuid(uid)
+    os.environ.clear()
+    os.environ.update(clean_env(scratch))
+    # Set after the uid change (a credential change clears it): the worker dies with its keeper.
+    _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != keeper_pid:
+        os._exit(3)
+    torch.set_num_threads(1)
+    Worker(wsock, output_limit=lim["output_kb"] * 1024).serve()
+
+
+def _keeper(spec: dict[str, Any], wsock: socket.socket, ksock: socket.socket) -> None:
+    os.setsid()
+    _prctl(PR_SET_CHILD_SUBREAPER, 1)
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    me = os.getpid()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            ksock.close()
+            _become_worker(spec, wsock, me)
+        finally:
+            os._exit(0)
+    wsock.close()
+    protocol.send(ksock, {"keeper": me, "worker": pid})
+    rfd, wfd = os.pipe()
+    os.set_blocking(wfd, False)
+    signal.set_wakeup_fd(wfd)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    status = None
+    while status is None:
+        for p, st in _reap().items():
+            if p == pid:
+                status = st
+        if status is not None:
+            break
+        ready, _, _ = select.select([ksock, rfd], [], [], 1.0)
+        if rfd in ready:
+            os.read(rfd, 4096)
+        if ksock in ready:
+            try:
+                data = ksock.recv(64)
+            except OSError:
+                data = b""
+            if not data or b"kill" in data:
+                break
+    _kill_descendants()
+    if status is None:
+        try:
+            _, status = os.waitpid(pid, 0)
+        except ChildProcessError:
+            pass
+    try:
+        protocol.send(ksock, {"status": describe_status(status)})
+    except OSError:
+        pass
+
+
+def zygote_main(fd: int) -> None:
+    sock = socket.socket(fileno=fd)
+    _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the grader's to handle
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # keepers are reaped automatically
+    from . import worker  # torch and the worker code, imported once before any fork
+    worker.warm_up()
+    while True:
+        try:
+            msg, fds, _, _ = socket.recv_fds(sock, 1 << 16, 4)
+        except OSError:
+            return
+        if not msg:
+            return
+        spec = json.loads(msg)
+        pid = os.fork()
+        if pid == 0:
+            try:
+                sock.close()
+                signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+                _keeper(spec, socket.socket(fileno=fds[0]), socket.socket(fileno=fds[1]))
+            finally:
+                os._exit(0)
+        for f in fds:
+            os.close(f)
+
+
+# ---------------------------------------------------------------------------------------------- grader side
+
+class WorkerLost(Exception):
+    """The worker stopped answering: it exited, crashed, was killed, or broke the protocol."""
+
+    def __init__(self, reason: str, status: dict[str, Any] | None = None):
+        super().__init__(reason)
+        self.reason = reason
+        self.status = status or {}
+
+
+class WorkerTimeout(WorkerLost):
+    """A request ran past its deadline; the worker has been killed."""
+
+
+class Zygote:
+    """Grader-side handle on the zygote process."""
+
+    def __init__(self) -> None:
+        parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        root = str(Path(__file__).resolve().parent.parent)
+        env = clean_env()
+        env["PYTHONPATH"] = root  # -I ignores it; the path is passed explicitly below
+        self.proc = subprocess.Popen(
+            [sys.executable, "-I", "-c",
+             f"import sys; sys.path.insert(0, {root!r}); from autograder.sandbox import zygote_main; "
+             f"zygote_main({child.fileno()})"],
+            pass_fds=[child.fileno()], env=env, stdin=subprocess.DEVNULL, cwd="/",
+            stdout=subprocess.DEVNULL, stderr=None)
+        child.close()
+        self.sock = parent
+
+    def spawn(self, limits: Limits, scratch: str, uid: int | None, start_timeout: float = 90.0) -> "WorkerProcess":
+        wa, wb = socket.socketpair()
+        ka, kb = socket.socketpair()
+        spec = {"limits": asdict(limits), "scratch": scratch, "uid": uid}
+        try:
+            socket.send_fds(self.sock, [json.dumps(spec).encode()], [wb.fileno(), kb.fileno()])
+        except OSError as e:
+            for s in (wa, wb, ka, kb):
+                s.close()
+            raise WorkerLost(f"the worker pool is not running ({e})") from None
+        wb.close()
+        kb.close()
+        try:
+            hello = protocol.recv(ka, deadline=time.monotonic() + start_timeout)
+        except protocol.ProtocolError as e:
+            wa.close()
+            ka.close()
+            raise WorkerLost(f"the worker did not start ({e})") from None
+        return WorkerProcess(wa, ka, hello["keeper"], hello["worker"], uid, scratch)
+
+    def close(self) -> None:
+        try:
+            self.sock.close()
+        finally:
+            try:
+                self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+class WorkerProcess:
+    """One live worker: send requests, enforce deadlines, and kill it with everything it started."""
+
+    def __init__(self, sock: socket.socket, ctrl: socket.socket, keeper: int, worker: int,
+                 uid: int | None, scratch: str):
+        self.sock, self.ctrl = sock, ctrl
+        self.keeper_pid, self.worker_pid = keeper, worker
+        self.uid, self.scratch = uid, scratch
+        self.status: dict[str, Any] | None = None
+        self.alive = True
+
+    def request(self, op: str, args: dict[str, Any], timeout: float) -> Any:
+        if not self.alive:
+            raise WorkerLost("the worker is no longer running", self.status)
+        try:
+            protocol.send(self.sock, {"op": op, "args": args})
+            return protocol.recv(self.sock, deadline=time.monotonic() + timeout)
+        except protocol.ChannelTimeout:
+            self.kill()
+            raise WorkerTimeout(f"no answer within {timeout:g} s", self.status) from None
+        except (protocol.ProtocolError, OSError) as e:
+            self.kill()
+            raise WorkerLost(str(e), self.status) from None
+
+    def kill(self, graceful: bool = False) -> dict[str, Any]:
+        """Stop the worker and every descendant; returns how the worker ended."""
+        if not self.alive:
+            return self.status or {}
+        self.alive = False
+        if graceful:  # ask the worker to leave; the keeper then sweeps up whatever it started
+            try:
+                protocol.send(self.sock, {"op": "exit", "args": {}})
+                self.status = self._keeper_status(3.0)
+            except (OSError, protocol.ProtocolError):
+                pass
+        if self.status is None:
+            try:
+                self.ctrl.sendall(b"kill")
+                self.status = self._keeper_status(2.0)
+            except (OSError, protocol.ProtocolError):
+                # The keeper did not answer (only possible when the worker shares our uid): force it.
+                for pid in (self.worker_pid, self.keeper_pid):
+                    try:
+                        os.kill(pid, signal.SIGKILL)
+                    except (ProcessLookupError, PermissionError):
+                        pass
+        if self.uid is not None:
+            kill_uid(self.uid)
+        for s in (self.sock, self.ctrl):
+            s.close()
+        return self.status or {}
+
+    def _keeper_status(self, timeout: float) -> dict[str, Any]:
+        reply = protocol.recv(self.ctrl, deadline=time.monotonic() + timeout)
+        if not isinstance(reply, dict) or not isinstance(reply.get("status"), dict):
+            raise protocol.ProtocolError("bad keeper reply")
+        return reply["status"]
+
+    def output(self, limit: int) -> tuple[str, int]:
+        """Raw stdout/stderr the worker wrote at the file-descriptor level (first `limit` bytes, total size)."""
+        path = os.path.join(self.scratch, "output.log")
+        try:
+            with open(path, "rb") as f:
+                data = f.read(limit)
+            return data.decode("utf-8", "replace"), os.path.getsize(path)
+        except OSError:
+            return "", 0
+
+
+def make_scratch(uid: int | None) -> str:
+    path = tempfile.mkdtemp(prefix="grade-")
+    if uid is not None:
+        os.chown(path, uid, uid)
+    return path
+
+
+def remove_scratch(path: str) -> None:
+    def unlock(func, p, _exc):
+        try:
+            os.chmod(os.path.dirname(p), 0o700)
+            os.chmod(p, 0o700)
+            func(p)
+        except OSError:
+            pass
+    shutil.rmtree(path, onerror=unlock)

@@ -1,0 +1,126 @@
+"""Turn a submitted `.py` or `.ipynb` file into code cells, in the grader, without running anything."""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .errors import SubmissionFormatError
+from .messages import Message
+
+MAX_SOURCE_BYTES = 20 * 1024 * 1024  # notebooks with images can be large; code itself never is
+_MAGIC_LINE = re.compile(r"^(\s*)([%!]|\?\?|\?)")
+_HELP_SUFFIX = re.compile(r"^\s*[\w.]+\?{1,2}\s*$")
+
+
+@dataclass(frozen=True)
+class Cell:
+    code: str
+    label: str  # shown to students: "attention.py" or "attention.ipynb, cell 7"
+
+
+@dataclass
+class Source:
+    filename: str
+    kind: str  # "py" or "ipynb"
+    cells: list[Cell]
+    notes: list[Message] = field(default_factory=list)
+
+
+def decode(data: bytes, filename: str) -> tuple[str, list[Message]]:
+    """UTF-8 first (with or without BOM), then the Korean legacy encodings Windows editors still write."""
+    notes: list[Message] = []
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    try:
+        return data.decode("utf-8"), notes
+    except UnicodeDecodeError:
+        pass
+    for enc in ("cp949", "euc-kr"):
+        try:
+            text = data.decode(enc)
+        except UnicodeDecodeError:
+            continue
+        notes.append(Message(
+            f"{filename} is not UTF-8; it was read as {enc.upper()} (Korean Windows encoding). "
+            "Save it as UTF-8 to be safe.",
+            f"{filename} 파일이 UTF-8이 아니어서 {enc.upper()}(한국어 Windows 인코딩)로 읽었습니다. "
+            "UTF-8로 저장하는 것이 안전합니다."))
+        return text, notes
+    raise SubmissionFormatError(Message(
+        f"{filename} could not be decoded as UTF-8 or CP949/EUC-KR. Save the file as UTF-8 and submit again.",
+        f"{filename} 파일을 UTF-8이나 CP949/EUC-KR로 읽을 수 없습니다. UTF-8로 저장해서 다시 제출하세요."))
+
+
+def strip_magics(code: str) -> str | None:
+    """Replace IPython magics and shell lines with `pass` (line numbers kept); None for a whole-cell magic."""
+    if code.lstrip().startswith("%%"):
+        return None
+    out = []
+    for line in code.splitlines():
+        m = _MAGIC_LINE.match(line)
+        if m or _HELP_SUFFIX.match(line):
+            indent = m.group(1) if m else re.match(r"\s*", line).group(0)
+            out.append(f"{indent}pass  # grader: skipped notebook magic")
+        else:
+            out.append(line)
+    return "\n".join(out)
+
+
+def _cell_text(raw: object) -> str:
+    if isinstance(raw, list):
+        return "".join(x for x in raw if isinstance(x, str))
+    return raw if isinstance(raw, str) else ""
+
+
+def read(path: Path) -> Source:
+    """Read one submission file; raises SubmissionFormatError with a student-facing message."""
+    name = path.name
+    try:
+        size = path.stat().st_size
+    except OSError as e:
+        raise SubmissionFormatError(Message(f"{name} could not be read ({e.strerror}).",
+                                            f"{name} 파일을 읽을 수 없습니다 ({e.strerror}).")) from None
+    if size > MAX_SOURCE_BYTES:
+        raise SubmissionFormatError(Message(
+            f"{name} is {size // (1024 * 1024)} MB, over the {MAX_SOURCE_BYTES // (1024 * 1024)} MB limit. "
+            "Clear the notebook outputs and submit again.",
+            f"{name} 파일이 {size // (1024 * 1024)} MB로 제한({MAX_SOURCE_BYTES // (1024 * 1024)} MB)을 넘습니다. "
+            "노트북 출력을 지우고 다시 제출하세요."))
+    data = path.read_bytes()
+    if not data.strip():
+        raise SubmissionFormatError(Message(f"{name} is empty.", f"{name} 파일이 비어 있습니다."))
+    text, notes = decode(data, name)
+    if path.suffix == ".py":
+        return Source(name, "py", [Cell(text, name)], notes)
+    if path.suffix == ".ipynb":
+        return Source(name, "ipynb", notebook_cells(text, name), notes)
+    raise SubmissionFormatError(Message(f"{name}: only .py and .ipynb files can be graded.",
+                                        f"{name}: .py와 .ipynb 파일만 채점할 수 있습니다."))
+
+
+def notebook_cells(text: str, name: str) -> list[Cell]:
+    try:
+        nb = json.loads(text)
+    except (json.JSONDecodeError, RecursionError) as e:
+        where = f" (line {e.lineno})" if isinstance(e, json.JSONDecodeError) else ""
+        raise SubmissionFormatError(Message(
+            f"{name} is not a valid notebook: its JSON is broken{where}. Re-download it from Jupyter/Colab "
+            "(File > Download > .ipynb) instead of editing it as text.",
+            f"{name} 파일이 올바른 노트북이 아닙니다: JSON이 깨졌습니다{where}. 텍스트로 고치지 말고 "
+            "Jupyter/Colab에서 다시 내려받으세요 (파일 > 다운로드 > .ipynb).")) from None
+    cells = nb.get("cells") if isinstance(nb, dict) else None
+    if not isinstance(cells, list):
+        raise SubmissionFormatError(Message(f"{name} is JSON but not a Jupyter notebook (no cells).",
+                                            f"{name} 파일은 JSON이지만 주피터 노트북이 아닙니다 (셀이 없음)."))
+    out: list[Cell] = []
+    for i, cell in enumerate(cells, start=1):
+        if not isinstance(cell, dict) or cell.get("cell_type") != "code":
+            continue
+        code = strip_magics(_cell_text(cell.get("source")))
+        if code and code.strip():
+            out.append(Cell(code, f"{name}, cell {i}"))
+    if not out:
+        raise SubmissionFormatError(Message(f"{name} has no code cells.", f"{name}에 코드 셀이 없습니다."))
+    return out

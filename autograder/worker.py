@@ -1,0 +1,335 @@
+"""Inside the worker process: run the submission's cells and answer one request at a time over a socket.
+
+Nothing here is trusted by the grader. The submission shares this interpreter and may patch any of it;
+the grader only ever receives data (see protocol.py) and re-checks every value it gets back.
+"""
+from __future__ import annotations
+
+import ast
+import copy
+import inspect
+import io
+import socket
+import sys
+import traceback
+from typing import Any
+
+import torch
+import torch.nn as nn
+import torch.nn.functional  # noqa: F401  (loaded before the fork, so the worker needs no disk access for it)
+from torch.overrides import TorchFunctionMode
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_flatten
+
+from . import protocol
+
+MAX_TEXT = 600  # characters of an exception message sent back
+
+
+class BoundedText(io.TextIOBase):
+    """A stdout/stderr stand-in that keeps the first `limit` characters and counts the rest."""
+
+    def __init__(self, limit: int):
+        self.limit = limit
+        self.kept: list[str] = []
+        self.size = 0
+        self.dropped = 0
+        self.unread = 0
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, s: Any) -> int:
+        s = str(s)
+        room = self.limit - self.size
+        if room > 0:
+            self.kept.append(s[:room])
+            self.size += min(len(s), room)
+        self.dropped += max(0, len(s) - max(room, 0))
+        return len(s)
+
+    def take(self) -> dict[str, Any]:
+        text = "".join(self.kept)
+        fresh, self.unread = text[self.unread:], len(text)
+        return {"text": fresh, "dropped": self.dropped}
+
+
+def _short(s: str) -> str:
+    return s if len(s) <= MAX_TEXT else s[:MAX_TEXT] + " ..."
+
+
+class Worker:
+    def __init__(self, sock: socket.socket, output_limit: int = 64 * 1024):
+        self.sock = sock
+        self.ns: dict[str, Any] = {"__name__": "submission", "__builtins__": __builtins__}
+        self.objects: dict[int, Any] = {}
+        self.lines: dict[str, list[str]] = {}
+        self.out = BoundedText(output_limit)
+
+    # ------------------------------------------------------------------ plumbing
+
+    def serve(self) -> None:
+        sys.stdout = sys.stderr = self.out
+        while True:
+            try:
+                req = protocol.recv(self.sock)
+            except protocol.ProtocolError:
+                return
+            op = req.get("op") if isinstance(req, dict) else None
+            if op == "exit":
+                return
+            handler = getattr(self, f"op_{op}", None)
+            try:
+                if handler is None:
+                    raise ValueError(f"unknown request {op!r}")
+                resp = {"ok": True, "value": handler(**req.get("args", {}))}
+            except BaseException as e:  # SystemExit and KeyboardInterrupt from student code included
+                resp = {"ok": False, "error": self.describe(e)}
+            resp["out"] = self.out.take()
+            try:
+                protocol.send(self.sock, resp)
+            except OSError:
+                return
+
+    def describe(self, e: BaseException) -> dict[str, Any]:
+        try:
+            text = _short(str(e))
+        except BaseException:
+            text = "(the exception could not be turned into text)"
+        where = None
+        try:
+            for fr in traceback.extract_tb(e.__traceback__):
+                if fr.filename in self.lines:
+                    src = self.lines[fr.filename]
+                    code = src[fr.lineno - 1].strip() if fr.lineno and 0 < fr.lineno <= len(src) else ""
+                    where = {"file": fr.filename, "line": fr.lineno, "function": fr.name, "code": _short(code)}
+        except BaseException:
+            pass
+        return {"type": type(e).__name__, "message": text, "where": where}
+
+    # ------------------------------------------------------------------ loading
+
+    def op_load(self, cells: list[dict[str, str]]) -> dict[str, Any]:
+        errors = []
+        for cell in cells:
+            code, label = str(cell["code"]), str(cell["label"])
+            self.lines[label] = code.splitlines()
+            try:
+                tree = ast.parse(code, filename=label)
+            except SyntaxError as e:
+                errors.append({"type": "SyntaxError", "message": _short(e.msg or "invalid syntax"),
+                               "where": {"file": label, "line": e.lineno, "function": "<module>",
+                                         "code": _short((e.text or "").strip())}})
+                continue
+            # One statement at a time: a failing demo line must not cost the definitions after it.
+            for stmt in tree.body:
+                try:
+                    exec(compile(ast.Module(body=[stmt], type_ignores=[]), label, "exec"), self.ns)
+                except BaseException as e:
+                    errors.append(self.describe(e))
+        return {"names": self.op_names(), "errors": errors[:20]}
+
+    def op_names(self) -> dict[str, str]:
+        kinds = {}
+        for name, value in list(self.ns.items()):
+            if name.startswith("__"):
+                continue
+            kinds[name] = "class" if inspect.isclass(value) else "function" if callable(value) else "value"
+        return kinds
+
+    def op_signature(self, name: str) -> dict[str, Any]:
+        target = self.ns[name]
+        sig = inspect.signature(target.__init__ if inspect.isclass(target) else target)
+        params = [p for p in sig.parameters.values() if p.name != "self"]
+        return {"params": [{"name": p.name, "kind": p.kind.name,
+                            "default": None if p.default is p.empty else repr(p.default)[:80]} for p in params]}
+
+    # ------------------------------------------------------------------ objects
+
+    def _obj(self, handle: int) -> Any:
+        if handle not in self.objects:
+            raise KeyError(f"no object with handle {handle}")
+        return self.objects[handle]
+
+    def op_new(self, name: str, args: list, kwargs: dict, seed: int | None = None) -> dict[str, Any]:
+        if seed is not None:
+            torch.manual_seed(seed)
+        obj = self.ns[name](*args, **kwargs)
+        handle = len(self.objects) + 1
+        self.objects[handle] = obj
+        return {"handle": handle, "type": type(obj).__name__, "module": isinstance(obj, nn.Module)}
+
+    def op_call(self, args: list, kwargs: dict, handle: int | None = None, name: str | None = None,
+                mode: str | None = None, seed: int | None = None, record: list[str] | None = None,
+                grad_output: torch.Tensor | None = None, device: str | None = None) -> dict[str, Any]:
+        target = self._obj(handle) if handle is not None else self.ns[name]
+        if device is not None:
+            args = [a.to(device) if isinstance(a, torch.Tensor) else a for a in args]
+        if mode is not None and isinstance(target, nn.Module):
+            target.train(mode == "train")
+        if grad_output is not None and isinstance(target, nn.Module):
+            target.zero_grad(set_to_none=True)
+        recorder = Recorder(record or [])
+        if seed is not None:
+            torch.manual_seed(seed)
+        with torch.set_grad_enabled(grad_output is not None), recorder:
+            out = target(*args, **kwargs)
+        result: dict[str, Any] = {"out": out, "records": recorder.seen}
+        if grad_output is not None:
+            if not isinstance(out, torch.Tensor) or not out.requires_grad:
+                result["grads"] = None
+            else:
+                out.backward(grad_output.to(out.device))
+                result["grads"] = {n: p.grad for n, p in target.named_parameters()}
+        return result
+
+    def op_state(self, handle: int) -> dict[str, Any]:
+        m = self._obj(handle)
+        persistent = set(m.state_dict().keys())
+        return {"params": {n: p for n, p in m.named_parameters()},
+                "buffers": {n: b for n, b in m.named_buffers()},
+                "persistent": sorted(n for n, _ in m.named_buffers() if n in persistent)}
+
+    def op_load_state(self, handle: int, tensors: dict[str, torch.Tensor]) -> dict[str, Any]:
+        m = self._obj(handle)
+        own = dict(m.named_parameters())
+        own.update(dict(m.named_buffers()))
+        loaded, mismatched = [], []
+        with torch.no_grad():
+            for n, t in own.items():
+                if n not in tensors:
+                    continue
+                if tuple(t.shape) != tuple(tensors[n].shape):
+                    mismatched.append([n, list(t.shape), list(tensors[n].shape)])
+                    continue
+                t.copy_(tensors[n].to(t.device, t.dtype))
+                loaded.append(n)
+        return {"loaded": loaded, "missing": sorted(set(tensors) - set(own)),
+                "unexpected": sorted(set(own) - set(tensors)), "mismatched": mismatched}
+
+    def op_describe(self, handle: int, attrs: list[str] = ()) -> dict[str, Any]:
+        m = self._obj(handle)
+        info: dict[str, Any] = {"type": type(m).__name__, "attrs": {}}
+        if isinstance(m, nn.Module):
+            info["modules"] = [[n, type(c).__name__] for n, c in m.named_modules() if n]
+            info["params"] = [[n, list(p.shape), p.requires_grad] for n, p in m.named_parameters()]
+        for a in attrs:
+            if not hasattr(m, a):
+                info["attrs"][a] = None
+                continue
+            v = getattr(m, a)
+            entry: dict[str, Any] = {"type": type(v).__name__}
+            if isinstance(v, (list, tuple, nn.ModuleList, nn.Sequential)):
+                entry["len"] = len(v)
+                entry["items"] = [type(x).__name__ for x in v][:64]
+                entry["same_object"] = len({id(x) for x in v}) < len(v)
+            if type(v) in (int, float, bool, str) or isinstance(v, torch.Tensor):
+                entry["value"] = v
+            if isinstance(v, nn.Dropout):
+                entry["p"] = float(v.p)
+            info["attrs"][a] = entry
+        return info
+
+    def op_to(self, handle: int, device: str) -> None:
+        self._obj(handle).to(device)
+
+    def op_probe_devices(self, handle: int, shapes: list[list[int]], mode: str = "eval") -> dict[str, Any]:
+        """Run forward on the meta device and list ops whose tensor arguments sit on different devices."""
+        m = copy.deepcopy(self._obj(handle)).to("meta")
+        m.train(mode == "train")
+        args = [torch.randn(*s, device="meta") for s in shapes]
+        mix = DeviceMix()
+        with torch.no_grad(), mix:
+            out = m(*args)
+        leftovers = sorted({f"{n} on {t.device.type}" for n, t in
+                            list(m.named_parameters()) + list(m.named_buffers()) if t.device.type != "meta"})
+        return {"mixed": mix.mixed[:20], "out_device": out.device.type if isinstance(out, torch.Tensor) else None,
+                "stay_behind": leftovers[:20]}
+
+    def op_env(self) -> dict[str, Any]:
+        return {"cuda": torch.cuda.is_available(), "torch": torch.__version__}
+
+
+class Recorder(TorchFunctionMode):
+    """Keeps a copy of the first argument of the named torch functions (e.g. what went into softmax)."""
+
+    def __init__(self, names: list[str]):
+        super().__init__()
+        self.names = set(names)
+        self.seen: list[dict[str, Any]] = []
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        name = getattr(func, "__name__", "")
+        if name in self.names and args and isinstance(args[0], torch.Tensor) and len(self.seen) < 16:
+            dim = kwargs.get("dim", args[1] if len(args) > 1 else None)
+            self.seen.append({"fn": name, "input": args[0].detach().clone(),
+                              "dim": dim if type(dim) is int else None})
+        return func(*args, **kwargs)
+
+
+class DeviceMix(TorchDispatchMode):
+    """Records every aten op that receives tensors (of dim > 0) from more than one device."""
+
+    def __init__(self):
+        super().__init__()
+        self.mixed: list[list[Any]] = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        devices = {a.device.type for a in tree_flatten((args, kwargs))[0]
+                   if isinstance(a, torch.Tensor) and a.dim() > 0}
+        if len(devices) > 1 and len(self.mixed) < 20:
+            self.mixed.append([str(func), sorted(devices)])
+        return func(*args, **kwargs)
+
+
+# Imported by the zygote before any fork. A worker that runs as another user may not be able to read the
+# interpreter's files (e.g. a Python installed under /root), so what student code commonly imports, and what
+# torch imports lazily, must already be in memory. It also saves every worker the import time.
+PRELOAD = ("math", "random", "numpy", "collections", "itertools", "functools", "typing", "dataclasses", "copy",
+           "re", "json", "time", "warnings", "string", "textwrap", "types", "abc", "enum", "operator", "pprint",
+           "statistics", "fractions", "decimal", "numbers", "contextlib", "weakref", "heapq", "bisect",
+           "torch.nn.init", "torch.optim", "torch.utils.data", "torch.autograd", "torch.testing", "unittest",
+           "unittest.mock")
+
+
+def warm_up() -> None:
+    """Import PRELOAD and run each kind of request once, so lazy imports inside torch happen before the fork."""
+    import importlib
+    for name in PRELOAD:
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            pass
+
+    class Tiny(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(4, 4)
+            self.drop = nn.Dropout(0.5)
+            self.register_buffer("mask", torch.triu(torch.ones(3, 3), diagonal=1))
+
+        def forward(self, x):
+            s = self.lin(x) @ x.transpose(-2, -1)
+            s = s.masked_fill(self.mask.bool(), -torch.inf)
+            return self.drop(torch.softmax(s / 2 ** 0.5, dim=-1)) @ x
+
+    m = Tiny()
+    x = torch.rand(2, 3, 4)
+    with Recorder(["softmax", "exp"]):
+        y = m(x)
+    y.backward(torch.ones_like(y))
+    mc = copy.deepcopy(m).to("meta")
+    with torch.no_grad(), DeviceMix():
+        mc(torch.randn(2, 3, 4, device="meta"))
+    protocol.unpack(*_split(protocol.pack({"t": y.detach(), "b": torch.ones(2, dtype=torch.bool)})))
+    torch.nn.functional.dropout(x, 0.5, training=True)
+    inspect.signature(Tiny.__init__)
+    ast.parse("x = 1")
+
+
+def _split(frame: bytes) -> tuple[bytes, bytes]:
+    head_len, _ = protocol._HEAD.unpack(frame[:protocol._HEAD.size])
+    start = protocol._HEAD.size
+    return frame[start:start + head_len], frame[start + head_len:]

@@ -1,0 +1,71 @@
+"""The `grade` command line. It only parses options; each command is a keyword-only main() in autograder/."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from autograder.errors import GraderError
+
+LANG = click.option("--lang", type=click.Choice(["en", "ko"]), default="en", show_default=True,
+                    help="Language of the feedback (English or Korean).")
+
+
+def _fail(e: GraderError, lang: str = "en") -> None:
+    click.echo(f"error: {e.message.text(lang)}", err=True)
+    sys.exit(2)
+
+
+@click.group()
+@click.version_option(package_name="attention-grader")
+def grade() -> None:
+    """Auto-grading for PyTorch attention labs: student self-checks and isolated batch grading."""
+
+
+@grade.command()
+@click.argument("path", required=False, type=click.Path(path_type=Path))
+@click.option("--assignment", "assignment_name", help="Assignment name (default: recognised from the file name).")
+@LANG
+def check(path: Path | None, assignment_name: str | None, lang: str) -> None:
+    """Run the public checks on PATH (default: attention.py or attention.ipynb here)."""
+    from autograder import cmd_check
+    try:
+        sys.exit(cmd_check.main(path=path, assignment_name=assignment_name, lang=lang, echo=click.echo))
+    except GraderError as e:
+        _fail(e, lang)
+
+
+@grade.command()
+@click.argument("submissions_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--out", "out_dir", default="results", show_default=True, type=click.Path(path_type=Path),
+              help="Folder for <student>.json results and scores.csv.")
+@click.option("--timeout", type=click.FloatRange(min=1), default=None,
+              help="Wall-clock seconds per submission (default: the assignment's limit).")
+@click.option("--workers", type=click.IntRange(min=1, max=64), default=2, show_default=True,
+              help="Submissions graded at the same time.")
+@click.option("--assignment", "assignment_name", default="attention", show_default=True)
+@click.option("--force", is_flag=True, help="Regrade submissions that already have a result in --out.")
+@LANG
+def batch(submissions_dir: Path, out_dir: Path, timeout: float | None, workers: int, assignment_name: str,
+          force: bool, lang: str) -> None:
+    """Grade every submission in SUBMISSIONS_DIR with the hidden checks."""
+    from autograder import assignment, batch as batch_cmd
+    try:
+        a = assignment.load(assignment_name)
+        s = batch_cmd.main(submissions=submissions_dir, out=out_dir, assignment=a, workers=workers,
+                           timeout=timeout, lang=lang, force=force, tty=sys.stderr.isatty(),
+                           echo=lambda m: click.echo(m, err=True, nl=not sys.stderr.isatty()))
+    except GraderError as e:
+        _fail(e, lang)
+    click.echo(batch_cmd.summary_table(s.results, a))
+    click.echo(f"graded {s.graded}, reused {s.reused}, in {s.seconds:.1f} s; results in {out_dir}/ "
+               f"(one JSON per student, scores.csv)")
+
+
+def main() -> None:
+    grade(prog_name="grade")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,4 @@
+import torch
+
+class SelfAttention_v1(torch.nn.Module)
+    pass

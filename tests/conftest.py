@@ -1,0 +1,50 @@
+"""Shared fixtures: grade folders of submissions through the real `grade batch` path and read the results."""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from autograder import assignment, batch
+from autograder.results import SubmissionResult
+
+ROOT = Path(__file__).resolve().parent.parent
+REFERENCE = ROOT / "reference" / "attention.py"
+SKELETON = ROOT / "student_template" / "attention.py"
+
+
+def notebook(*cells: str) -> str:
+    """A minimal valid .ipynb holding the given code cells."""
+    return json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {},
+                       "cells": [{"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [],
+                                  "source": c} for c in cells]})
+
+
+def grade_folder(folder: Path, out: Path, name: str = "attention", **kw) -> dict[str, SubmissionResult]:
+    """Run `grade batch` on `folder`; return results by student id, read back from the JSON files."""
+    a = assignment.load(name)
+    batch.main(submissions=folder, out=out, assignment=a, echo=lambda _m: None, **kw)
+    return {p.stem: SubmissionResult.from_dict(json.loads(p.read_text())["extra_data"]["internal"])
+            for p in out.glob("*.json")}
+
+
+def grade_sources(tmp: Path, files: dict[str, str | bytes | Path], name: str = "attention",
+                  **kw) -> dict[str, SubmissionResult]:
+    """Write each submission (text, bytes, or a file to copy; a name with '/' makes a folder) and grade them."""
+    subs = tmp / "submissions"
+    for rel, content in files.items():
+        p = subs / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, Path):
+            shutil.copy(content, p)
+        elif isinstance(content, bytes):
+            p.write_bytes(content)
+        else:
+            p.write_text(content, encoding="utf-8")
+    return grade_folder(subs, tmp / "results", name, **kw)
+
+
+def by_question(r: SubmissionResult) -> dict[str, float]:
+    return {q: s for q, (s, _m) in r.by_question().items()}

@@ -1,0 +1,42 @@
+"""`grade check` for students: exit status, the per-question table, and the note about hidden tests."""
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import REFERENCE, ROOT, SKELETON
+
+GRADE = [sys.executable, str(ROOT / "cli.py")]
+
+
+def run(args, cwd):
+    return subprocess.run(GRADE + args, cwd=cwd, capture_output=True, text=True, timeout=300)
+
+
+def test_check_passes_reference_in_current_folder(tmp_path):
+    shutil.copy(REFERENCE, tmp_path / "attention.py")
+    p = run(["check"], tmp_path)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "total" in p.stdout and "36/36" in p.stdout
+    assert "hidden" in p.stdout.lower()
+
+
+def test_check_fails_skeleton_in_korean(tmp_path):
+    shutil.copy(SKELETON, tmp_path / "attention.py")
+    p = run(["check", "--lang", "ko"], tmp_path)
+    assert p.returncode == 1
+    assert "0/36" in p.stdout and "구현되지 않았습니다" in p.stdout
+
+
+def test_check_without_a_file_explains(tmp_path):
+    p = run(["check"], tmp_path)
+    assert p.returncode == 2
+    assert "attention.py" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_check_unknown_file_name_asks_for_assignment(tmp_path):
+    (tmp_path / "mywork.py").write_text("x = 1\n")
+    p = run(["check", "mywork.py"], tmp_path)
+    assert p.returncode == 2 and "--assignment" in p.stderr and "Traceback" not in p.stderr

@@ -1,0 +1,103 @@
+"""The grader grades the lab: reference = full marks, skeleton = zero, notebook form, bad files, result formats."""
+from __future__ import annotations
+
+import csv
+import json
+
+import pytest
+
+from conftest import REFERENCE, SKELETON, by_question, grade_sources, notebook
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    ref = REFERENCE.read_text()
+    nb = notebook(
+        "%matplotlib inline\n!pip install torch\nimport torch",
+        ref,
+        "%%timeit\nthis cell is a magic and never runs",
+        "raise RuntimeError('a demo cell that fails')",
+        "print(undefined_name)  # another broken demo",
+    )
+    return grade_sources(tmp_path_factory.mktemp("core"), {
+        "reference.py": REFERENCE,
+        "skeleton.py": SKELETON,
+        "nbstudent/attention.ipynb": nb,
+        "cp949.py": ("# 한국어 주석: 인코딩 테스트\n" + ref).encode("cp949"),
+        "twofiles/attention.py": REFERENCE,
+        "twofiles/attention.ipynb": nb,
+        "empty.py": "",
+        "badjson.ipynb": '{"cells": [',
+        "syntax.py": "import torch\ndef broken(:\n    pass\n",
+        "readme.txt": "not code",
+    })
+
+
+def test_reference_gets_full_marks(graded):
+    r = graded["reference"]
+    assert r.error is None
+    assert r.max_score == 100
+    assert r.score == 100, [(c.name, c.message) for c in r.checks if c.status != "passed"]
+
+
+def test_skeleton_gets_zero_without_crash(graded):
+    r = graded["skeleton"]
+    assert r.error is None, r.error
+    assert r.score == 0
+    assert r.max_score == 100
+    assert all(c.status in ("failed", "skipped") for c in r.checks)
+    texts = [c.message.en for c in r.checks if c.status == "failed"]
+    assert texts and all("not implemented" in t for t in texts), texts[:3]
+
+
+def test_notebook_with_magics_and_failing_demo_cells_gets_full_marks(graded):
+    r = graded["nbstudent"]
+    assert r.submission == "attention.ipynb"
+    assert r.score == 100
+    notes = " ".join(n.en for n in r.notes)
+    assert "a demo cell that fails" in notes and "undefined_name" in notes
+
+
+def test_cp949_source_is_decoded_with_a_note(graded):
+    r = graded["cp949"]
+    assert r.score == 100
+    assert any("CP949" in n.en for n in r.notes)
+
+
+@pytest.mark.parametrize("student, words", [
+    ("twofiles", "several files"),
+    ("empty", "empty"),
+    ("badjson", "not a valid notebook"),
+    ("readme", "not a .py or .ipynb"),
+])
+def test_unusable_input_gets_a_result_with_a_clear_message(graded, student, words):
+    r = graded[student]
+    assert r.error is not None and words in r.error.en
+    assert r.score == 0 and r.max_score == 100  # every check is listed, none earned
+
+
+def test_syntax_error_names_the_line(graded):
+    r = graded["syntax"]
+    assert r.score == 0
+    assert any("Syntax error" in n.en and "line 2" in n.en for n in r.notes)
+
+
+def test_results_follow_gradescope_schema_and_csv_has_a_row_each(graded, tmp_path_factory):
+    out = next(p for p in tmp_path_factory.getbasetemp().glob("core*/results"))
+    data = json.loads((out / "reference.json").read_text())
+    assert data["score"] == 100
+    for t in data["tests"]:
+        assert {"name", "score", "max_score", "status", "output", "visibility", "tags"} <= set(t)
+        assert t["status"] in ("passed", "failed")
+        assert t["visibility"] in ("hidden", "after_due_date", "after_published", "visible")
+    assert {"CausalAttention", "MultiHeadAttention"} <= {tag for t in data["tests"] for tag in t["tags"]}
+    rows = list(csv.DictReader((out / "scores.csv").open()))
+    assert sorted(r["student"] for r in rows) == sorted(graded)
+    ref = next(r for r in rows if r["student"] == "reference")
+    assert float(ref["score"]) == 100 and float(ref["CausalAttention"]) == 25
+
+
+def test_question_totals(graded):
+    assert by_question(graded["reference"]) == {"steps": 10, "SelfAttention_v1": 15, "SelfAttention_v2": 15,
+                                                "CausalAttention": 25, "MultiHeadAttentionWrapper": 15,
+                                                "MultiHeadAttention": 20}

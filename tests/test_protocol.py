@@ -1,0 +1,62 @@
+"""The grader-worker channel carries data only: tensors come back as plain torch.Tensor, malformed input is refused."""
+import socket
+
+import pytest
+import torch
+
+from autograder import protocol
+
+
+def roundtrip(obj):
+    frame = protocol.pack(obj)
+    head_len, area_len = protocol._HEAD.unpack(frame[:8])
+    return protocol.unpack(frame[8:8 + head_len], frame[8 + head_len:])
+
+
+def test_tensors_and_containers_round_trip_exactly():
+    obj = {"a": torch.randn(2, 3), "b": (1, 2.5, None, "x"), "c": [torch.ones(0), torch.tensor(True)],
+           "d": torch.arange(6, dtype=torch.int64).reshape(2, 3).t(), "inf": torch.tensor([-torch.inf, 1.0])}
+    back = roundtrip(obj)
+    assert type(back["a"]) is torch.Tensor and torch.equal(back["a"], obj["a"])
+    assert back["b"] == (1, 2.5, None, "x")
+    assert back["c"][0].shape == (0,) and back["c"][1].item() is True
+    assert torch.equal(back["d"], obj["d"])
+    assert back["inf"][0].item() == -float("inf")
+
+
+def test_tensor_subclasses_and_objects_arrive_as_opaque_descriptions():
+    class Sneaky(torch.Tensor):
+        def __eq__(self, other):
+            return True
+    back = roundtrip({"t": torch.ones(2).as_subclass(Sneaky), "o": object()})
+    assert isinstance(back["t"], protocol.Opaque) and "subclass" in back["t"].description
+    assert isinstance(back["o"], protocol.Opaque)
+
+
+@pytest.mark.parametrize("head, area", [
+    (b'{"body": {"$t": 0, "dtype": "float32", "shape": [3]}, "sizes": [4]}', b"\0" * 4),  # size mismatch
+    (b'{"body": {"$t": 0, "dtype": "object", "shape": [1]}, "sizes": [8]}', b"\0" * 8),  # dtype not allowed
+    (b'{"body": {"$t": 5, "dtype": "float32", "shape": [1]}, "sizes": [4]}', b"\0" * 4),  # no such blob
+    (b'{"body": {"$reduce": "os.system"}, "sizes": []}', b""),  # no pickle-like tags
+    (b"not json", b""),
+])
+def test_malformed_messages_are_refused(head, area):
+    with pytest.raises(protocol.ProtocolError):
+        protocol.unpack(head, area)
+
+
+def test_oversized_message_is_refused_before_reading_it():
+    a, b = socket.socketpair()
+    a.sendall(protocol._HEAD.pack(10, 10 ** 9))
+    with pytest.raises(protocol.ProtocolError, match="limit"):
+        protocol.recv(b, max_bytes=1024)
+    a.close(), b.close()
+
+
+def test_timeout_and_close_are_distinguished():
+    a, b = socket.socketpair()
+    with pytest.raises(protocol.ChannelTimeout):
+        protocol.recv(b, deadline=0)
+    a.close()
+    with pytest.raises(protocol.ChannelClosed):
+        protocol.recv(b, deadline=None)
