@@ -63,6 +63,46 @@ def batch(submissions_dir: Path, out_dir: Path, timeout: float | None, workers: 
                f"(one JSON per student, scores.csv)")
 
 
+@grade.command()
+@click.option("--assignment", "assignment_name", default="attention", show_default=True)
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Where to write the zip (default: autograder.zip; with --try, a temporary file).")
+@click.option("--hidden-visibility", type=click.Choice(["hidden", "after_due_date", "after_published", "visible"]),
+              default=None, help="When students see the hidden checks (default: the assignment's "
+                                 "hidden_visibility, normally after_published). Public checks are always visible.")
+@click.option("--try", "try_path", type=click.Path(exists=True, path_type=Path), default=None,
+              help="Then grade this submission (file or folder) with the zip in a local /autograder-like "
+                   "layout and print its results.json.")
+@LANG
+def gradescope(assignment_name: str, output: Path | None, hidden_visibility: str | None, try_path: Path | None,
+               lang: str) -> None:
+    """Build the Gradescope autograder zip (otter-grader layout, graded by this engine)."""
+    import json
+    from autograder import gradescope as gs
+    try:
+        built = gs.main(assignment_name=assignment_name, output=output, hidden_visibility=hidden_visibility,
+                        lang=lang, try_path=try_path, echo=lambda m: click.echo(m, err=True))
+    except GraderError as e:
+        _fail(e, lang)
+    if built.results is not None:
+        click.echo(json.dumps(built.results, ensure_ascii=False, indent=1))
+
+
+@grade.command()
+@click.option("--assignment", "assignment_name", default="attention", show_default=True)
+@click.option("-o", "--out", "out_dir", required=True, type=click.Path(file_okay=False, path_type=Path),
+              help="Empty or new folder for the student bundle.")
+@LANG
+def release(assignment_name: str, out_dir: Path, lang: str) -> None:
+    """Write the student bundle: skeleton, notebook, public checks and the engine to run them (no hidden material)."""
+    from autograder import release as release_cmd
+    try:
+        files = release_cmd.main(assignment_name=assignment_name, out=out_dir)
+    except GraderError as e:
+        _fail(e, lang)
+    click.echo(f"wrote {len(files)} files to {out_dir}/ (students: pip install {out_dir} && grade check)")
+
+
 def main() -> None:
     grade(prog_name="grade")
 

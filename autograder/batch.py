@@ -12,7 +12,7 @@ import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable
 
@@ -46,8 +46,11 @@ def _start(slot: int, a: Assignment, timeout: float | None, events: queue.Queue)
     r, w = os.pipe()
     code = (f"import sys; sys.path.insert(0, {str(PROJECT_ROOT)!r}); "
             "from autograder.gradeproc import main; main()")
+    # The options and limits travel along: a caller may grade with an Assignment whose [options] or [limits]
+    # it has overridden.
     proc = subprocess.Popen([sys.executable, "-I", "-c", code, a.name, str(slot), str(w),
-                             "" if timeout is None else str(timeout)],
+                             "" if timeout is None else str(timeout), json.dumps(a.options),
+                             json.dumps(asdict(a.limits))],
                             stdin=subprocess.PIPE, pass_fds=[w], cwd=str(PROJECT_ROOT), text=True,
                             stdout=subprocess.DEVNULL)
     os.close(w)
@@ -94,14 +97,19 @@ class Progress:
 def main(*, submissions: Path, out: Path, assignment: Assignment, workers: int = 2, timeout: float | None = None,
          lang: str = "en", force: bool = False, echo: Callable[[str], None] = print, tty: bool = False) -> Summary:
     started = time.monotonic()
-    jobs = discover.find(submissions, assignment)
+    found = discover.entries(submissions, assignment)
+    jobs = [job for job, _origin in found]
+    origins = {job.student: origin for job, origin in found}
     out.mkdir(parents=True, exist_ok=True)
     summary = Summary()
     todo: list[Job] = []
+    grader = fingerprint(assignment)
     for job in jobs:
         prev = None if force else read_result(out / f"{job.student}.json")
-        if prev is not None and prev.submission == (job.path.name if job.path else "") and \
-                (job.path is None or prev.sha256 == _sha(job.path)):
+        # Reuse only what the same checks and options produced for the same file.
+        if prev is not None and prev.grader == grader and prev.submission == (job.path.name if job.path else "") \
+                and (job.path is None or prev.sha256 == _sha(job.path)):
+            prev.origin = origins.get(job.student, {})
             summary.results.append(prev)
             summary.reused += 1
         else:
@@ -116,6 +124,8 @@ def main(*, submissions: Path, out: Path, assignment: Assignment, workers: int =
     pending = list(reversed(todo))
 
     def finish(r: SubmissionResult) -> None:
+        r.origin = origins.get(r.student, {})
+        r.grader = grader
         write_result(out, r, lang)
         summary.results.append(r)
         summary.graded += 1
@@ -179,10 +189,22 @@ def main(*, submissions: Path, out: Path, assignment: Assignment, workers: int =
     return summary
 
 
+def fingerprint(a: Assignment) -> str:
+    """Hash of everything that decides a score: the assignment's files (checks, toml), options and limits."""
+    import hashlib
+    h = hashlib.sha256(json.dumps([a.options, repr(a.limits)], sort_keys=True, default=str).encode())
+    files = {p for d in (a.dir, *a.private) if d.is_dir() for p in d.rglob("*")}  # reference code included
+    for p in sorted(files):
+        if p.is_file() and p.suffix in (".py", ".toml") and "__pycache__" not in p.parts:
+            h.update(os.path.relpath(p, a.dir.parent.parent).encode() + b"\0" + p.read_bytes())
+    return h.hexdigest()[:16]
+
+
 def _sha(path: Path) -> str:
     import hashlib
     try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()
+        with open(path, "rb") as f:
+            return hashlib.file_digest(f, "sha256").hexdigest()
     except OSError:
         return ""
 

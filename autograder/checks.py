@@ -77,6 +77,9 @@ def expect_close(got: Any, want: Any, what: str, *, atol: float = 1e-4, rtol: fl
     """Same shape, same -inf/nan positions, values within tolerance; the message says where and by how much."""
     import torch
     expect_shape(got, tuple(want.shape), what)
+    if got.dtype != want.dtype:  # e.g. float16 results could otherwise pass a float32 tolerance
+        fail(f"`{what}` returned a tensor of dtype {got.dtype}; expected {want.dtype}.",
+             f"`{what}`가 dtype {got.dtype} 텐서를 반환했습니다. {want.dtype}이어야 합니다.")
     got = got.to(torch.float64)
     want = want.detach().to(torch.float64)
     same_special = (torch.isnan(got) == torch.isnan(want)) & (torch.isinf(got) == torch.isinf(want))

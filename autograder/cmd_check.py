@@ -11,10 +11,10 @@ from .plugin import Job
 from .results import SubmissionResult, table
 
 HIDDEN_NOTE = Message(
-    "These are the public checks only. After you submit, hidden checks with other seeds and shapes also run "
-    "(and look at the mask fill, dropout, devices and gradients), so passing here does not guarantee full marks.",
-    "여기서 실행한 것은 공개 검사뿐입니다. 제출 후에는 다른 시드와 shape을 쓰는 비공개 검사(마스크 채우기, "
-    "dropout, 장치, 그래디언트 포함)도 실행되므로, 여기서 모두 통과해도 만점이 보장되지는 않습니다.")
+    "These are the public checks only. After you submit, hidden checks with other seeds and shapes also run, "
+    "so passing here does not guarantee full marks.",
+    "여기서 실행한 것은 공개 검사뿐입니다. 제출 후에는 다른 시드와 shape을 쓰는 비공개 검사도 실행되므로, "
+    "여기서 모두 통과해도 만점이 보장되지는 않습니다.")
 
 
 def resolve(path: Path | None, assignment_name: str | None) -> tuple[Path, assignments.Assignment]:

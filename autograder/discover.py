@@ -3,8 +3,10 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 from .assignment import Assignment
+from .errors import UsageError
 from .messages import Message
 from .plugin import Job
 
@@ -12,6 +14,8 @@ GRADABLE = (".py", ".ipynb")
 # Never the student's answer, even when it is the only .py in a folder: these would shadow real modules
 # or configure pytest if anything imported them.
 NOT_ANSWERS = {"conftest.py", "setup.py", "__init__.py", "torch.py", "numpy.py", "pytest.py"}
+# Gradescope's "Export Submissions" download: one folder per submission plus this file naming their students.
+EXPORT_METADATA = "submission_metadata.yml"
 
 
 def student_id(name: str) -> str:
@@ -21,7 +25,7 @@ def student_id(name: str) -> str:
 
 def pick_file(folder: Path, assignment: Assignment) -> tuple[Path | None, Message | None]:
     """The file to grade in a submission folder, or an explanation of why there is none."""
-    files = [p for p in sorted(folder.rglob("*")) if p.is_file() and p.suffix in GRADABLE
+    files = [p for p in sorted(folder.rglob("*")) if p.is_file() and not p.is_symlink() and p.suffix in GRADABLE
              and not any(part.startswith(".") or part == "__pycache__" for part in p.relative_to(folder).parts)]
     named = [p for p in files if p.name in assignment.files]
     if len(named) == 1:
@@ -49,22 +53,102 @@ def pick_file(folder: Path, assignment: Assignment) -> tuple[Path | None, Messag
 
 def find(root: Path, assignment: Assignment) -> list[Job]:
     """One Job per entry of `root` (hidden entries skipped); ids are unique and safe as file names."""
-    jobs: list[Job] = []
+    return [job for job, _origin in entries(root, assignment)]
+
+
+def entries(root: Path, assignment: Assignment) -> list[tuple[Job, dict[str, Any]]]:
+    """Like find(), with where each job came from: {"folder": entry name} plus, for a Gradescope export, the
+    submitters and submission time from submission_metadata.yml (see export_id for how those jobs are named)."""
+    meta = read_export_metadata(root)
+    out: list[tuple[Job, dict[str, Any]]] = []
     seen: dict[str, int] = {}
     for entry in sorted(root.iterdir()):
-        if entry.name.startswith(".") or entry.name in ("submission_metadata.yml", "__pycache__"):
+        if entry.name.startswith(".") or entry.name in (EXPORT_METADATA, "__pycache__"):
             continue
-        sid = student_id(entry.stem if entry.is_file() else entry.name)
+        info = meta.get(entry.name)
+        sid = export_id(info) if info else ""
+        sid = sid or student_id(entry.stem if entry.is_file() else entry.name)
         seen[sid] = seen.get(sid, 0) + 1
         if seen[sid] > 1:
             sid = f"{sid}-{seen[sid]}"
-        if entry.is_dir():
+        origin: dict[str, Any] = {"folder": entry.name, **(info or {})}
+        if entry.is_symlink():  # it could point anywhere the grader may read (the reference, another student)
+            out.append((Job(sid, None, Message(
+                f"{entry.name} is a symbolic link; only regular files and folders are graded.",
+                f"{entry.name}은(는) 심볼릭 링크입니다. 일반 파일과 폴더만 채점합니다.")), origin))
+        elif entry.is_dir():
             path, err = pick_file(entry, assignment)
-            jobs.append(Job(sid, path, err))
-        elif entry.suffix in GRADABLE:
-            jobs.append(Job(sid, entry))
+            out.append((Job(sid, path, err), origin))
+        elif entry.suffix in GRADABLE and entry.is_file():  # not a FIFO or device that would block a read
+            out.append((Job(sid, entry), origin))
         else:
-            jobs.append(Job(sid, None, Message(
+            out.append((Job(sid, None, Message(
                 f"{entry.name} is not a .py or .ipynb file and cannot be graded.",
-                f"{entry.name}은(는) .py나 .ipynb 파일이 아니어서 채점할 수 없습니다.")))
-    return jobs
+                f"{entry.name}은(는) .py나 .ipynb 파일이 아니어서 채점할 수 없습니다.")), origin))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------- Gradescope export
+
+def _field(d: Any, key: str) -> Any:
+    """Gradescope writes Ruby symbols (`:submitters:` reads as the key ":submitters"); accept plain keys too."""
+    if not isinstance(d, dict):
+        return None
+    return d[key] if key in d else d.get(":" + key)
+
+
+def _yaml_loader():
+    import yaml
+
+    class Loader(yaml.SafeLoader):
+        """Safe loading that reads Ruby-tagged nodes (e.g. !ruby/hash:...) as plain data instead of failing."""
+
+    def untagged(loader, _suffix, node):
+        if isinstance(node, yaml.MappingNode):
+            return loader.construct_mapping(node, deep=True)
+        if isinstance(node, yaml.SequenceNode):
+            return loader.construct_sequence(node, deep=True)
+        return loader.construct_scalar(node)
+    Loader.add_multi_constructor("!", untagged)
+    Loader.add_multi_constructor("tag:", untagged)
+    return yaml, Loader
+
+
+def read_export_metadata(root: Path) -> dict[str, dict[str, Any]]:
+    """submission_metadata.yml of a Gradescope export, as {folder: {"submitters": [{name, sid, email}],
+    "created_at": str}}; {} when the folder is not an export."""
+    path = root / EXPORT_METADATA
+    if not path.is_file():
+        return {}
+    yaml, loader = _yaml_loader()
+    try:
+        data = yaml.load(path.read_text(encoding="utf-8"), Loader=loader) or {}
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as e:
+        raise UsageError(f"{path} could not be read ({e}); fix it, or remove it to name results by folder") \
+            from None
+    if not isinstance(data, dict):
+        raise UsageError(f"{path} is not a mapping of submission folders to submitters")
+    out: dict[str, dict[str, Any]] = {}
+    for folder, sub in data.items():
+        people = _field(sub, "submitters")
+        submitters = [{k: "" if _field(p, k) is None else str(_field(p, k)) for k in ("name", "sid", "email")}
+                      for p in (people if isinstance(people, list) else []) if isinstance(p, dict)]
+        created = _field(sub, "created_at")
+        out[str(folder)] = {"submitters": submitters, "created_at": "" if created is None else str(created)}
+    return out
+
+
+def export_id(info: dict[str, Any]) -> str:
+    """How a Gradescope export names a result: per submitter the local part of the email (lower case), else
+    the student id (sid), else the name; group submissions join theirs with "+". "" when nobody is named.
+
+    Email local parts are unique within one university and are what staff recognise; a clash (two domains)
+    gets the usual "-2" suffix, and the folder and full submitter details stay in the result's origin."""
+    ids = []
+    for p in info.get("submitters", []):
+        email, sid, name = p.get("email", ""), p.get("sid", ""), p.get("name", "")
+        raw = email.split("@", 1)[0].lower() if "@" in email else sid or name
+        one = student_id(raw) if raw.strip() else ""
+        if one and one != "submission":
+            ids.append(one)
+    return "+".join(ids)[:100]

@@ -16,6 +16,7 @@ from typing import Iterator
 from . import assignment as assignments
 from .messages import Message
 from .plugin import Job
+from .sandbox import Limits
 from .results import SubmissionResult
 
 
@@ -29,21 +30,27 @@ def read_jobs(stream) -> Iterator[Job]:
 
 
 def main() -> None:
-    name, slot, fd = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+    name, fd = sys.argv[1], int(sys.argv[3])  # argv[2] is the slot number, a label for ps
     timeout = float(sys.argv[4]) if len(sys.argv) > 4 and sys.argv[4] else None
     out = os.fdopen(fd, "w", buffering=1, encoding="utf-8")
     a = assignments.load(name)
+    if len(sys.argv) > 5 and sys.argv[5]:
+        a = replace(a, options=json.loads(sys.argv[5]))  # as given to `grade batch` (possibly overridden)
+    if len(sys.argv) > 6 and sys.argv[6]:
+        a = replace(a, limits=Limits(**json.loads(sys.argv[6])))  # likewise
     if timeout:
         a = replace(a, limits=replace(a.limits, total_timeout=timeout))
 
     def report(r: SubmissionResult) -> None:
         out.write(json.dumps({"result": r.to_dict()}, ensure_ascii=False) + "\n")
 
+    import torch
+    torch.set_num_threads(1)  # N grader processes and N workers share the cores; intra-op threads only contend
     from .runner import grade
     try:
         # A private copy of stdin: pytest may swap sys.stdin and fd 0 while tests run.
         jobs = os.fdopen(os.dup(0), encoding="utf-8")
-        grade(a, read_jobs(jobs), report, slot=slot)
+        grade(a, read_jobs(jobs), report)
     except BaseException:
         out.write(json.dumps({"fatal": traceback.format_exc()[-8000:]}) + "\n")
         raise

@@ -24,7 +24,7 @@ from .errors import SubmissionFormatError
 from .messages import Message, near_miss
 from .proxy import Submission
 from .results import CheckResult, SubmissionResult, write_atomic
-from .sandbox import UID_BASE, Zygote, is_root, make_scratch, remove_scratch
+from .sandbox import Zygote, claim_uid, is_root, make_scratch, remove_scratch
 from .source import read
 
 MAX_SHOWN_OUTPUT = 2000
@@ -48,12 +48,12 @@ def protect(paths: Iterable[Path]) -> None:
 
 class GradingPlugin:
     def __init__(self, assignment: Assignment, jobs: Iterable[Job], *, on_result: Callable[[SubmissionResult], None],
-                 public_only: bool = False, slot: int = 0, loop: bool = True, zygote: Zygote | None = None):
+                 public_only: bool = False, loop: bool = True, zygote: Zygote | None = None):
         self.assignment = assignment
         self.jobs = jobs
         self.on_result = on_result
         self.public_only = public_only
-        self.uid = UID_BASE + slot if is_root() else None
+        self.uid = claim_uid() if is_root() else None
         self.loop = loop
         self.zygote = zygote
         self.current: Submission | None = None
@@ -68,6 +68,11 @@ class GradingPlugin:
         if self.current is None:
             pytest.fail("no submission is being graded (run through `grade` or pass --submission)")
         return self.current
+
+    @pytest.fixture
+    def options(self) -> dict[str, Any]:
+        """The assignment's [options] table from assignment.toml (a copy), for checks whose grading it sets."""
+        return dict(self.assignment.options)
 
     def _meta(self, item: pytest.Item) -> CheckMeta | None:
         fn = getattr(item, "function", None)
@@ -85,15 +90,23 @@ class GradingPlugin:
 
     # ------------------------------------------------------------------ outcomes
 
-    def _classify(self, item: pytest.Item, call: pytest.CallInfo, rep: pytest.TestReport) -> CheckResult:
+    def _blank(self, item: pytest.Item) -> CheckResult:
+        """The check's row with no score yet: name, question, points and visibility from its metadata."""
         meta = self._meta(item)
         public = self._public(item)
         vis = meta.visibility or ("visible" if public else self.assignment.hidden_visibility)
         name = meta.name or ((item.function.__doc__ or "").strip().splitlines() or [item.name])[0]
-        res = CheckResult(name=name, nodeid=item.nodeid, question=meta.question, points=meta.points, score=0.0,
-                          status="failed", public=public, visibility=vis)
-        if rep.passed:
-            res.status, res.score = "passed", meta.points
+        return CheckResult(name=name, nodeid=item.nodeid, question=meta.question, points=meta.points, score=0.0,
+                           status="failed", public=public, visibility=vis)
+
+    def _classify(self, item: pytest.Item, call: pytest.CallInfo, rep: pytest.TestReport) -> CheckResult:
+        res = self._blank(item)
+        public = res.public
+        fatal = self.current.fatal if self.current is not None else None
+        if rep.passed and fatal is not None:  # the code could not run any more: whatever the check concluded
+            res.message = fatal  # (e.g. "both fail alike"), it earned nothing
+        elif rep.passed:
+            res.status, res.score = "passed", res.points
         elif rep.skipped:
             res.status = "skipped"
             reason = call.excinfo.value.msg if call.excinfo and hasattr(call.excinfo.value, "msg") else ""
@@ -153,8 +166,8 @@ class GradingPlugin:
             result.error = job.error
             return result
         try:
-            data = job.path.read_bytes()
-            result.sha256 = hashlib.sha256(data).hexdigest()
+            with open(job.path, "rb") as f:  # streamed: the file may be huge (read() refuses it then)
+                result.sha256 = hashlib.file_digest(f, "sha256").hexdigest()
             source = read(job.path)
         except SubmissionFormatError as e:
             result.error = e.message
@@ -215,15 +228,8 @@ class GradingPlugin:
         for item in items:
             rec = self.records.get(item.nodeid)
             if rec is None:  # never ran: the submission could not be loaded
-                meta = self._meta(item)
-                public = self._public(item)
-                rec = CheckResult(name=meta.name or ((item.function.__doc__ or item.name).strip().splitlines()[0]),
-                                  nodeid=item.nodeid, question=meta.question, points=meta.points, score=0.0,
-                                  status="failed", public=public,
-                                  visibility=meta.visibility or ("visible" if public else
-                                                                 self.assignment.hidden_visibility),
-                                  message=Message("Not graded: see the error at the top.",
-                                                  "채점되지 않음: 맨 위의 오류를 보세요."))
+                rec = self._blank(item)
+                rec.message = Message("Not graded: see the error at the top.", "채점되지 않음: 맨 위의 오류를 보세요.")
             result.checks.append(rec)
         self.current = None
         result.duration = time.monotonic() - started

@@ -63,6 +63,8 @@ def _encode(obj: Any, blobs: list[bytes]) -> Any:
         blobs.append(data)
         return {"$t": len(blobs) - 1, "dtype": _NAMES[t.dtype], "shape": list(t.shape),
                 "device": obj.device.type}
+    if type(obj) is torch.Size:
+        return {"$tuple": [int(d) for d in obj]}
     if type(obj) in (list, tuple):
         items = [_encode(x, blobs) for x in obj]
         return items if type(obj) is list else {"$tuple": items}
@@ -157,9 +159,11 @@ def _recv_exact(sock: socket.socket, n: int, deadline: float | None) -> bytes:
     return bytes(buf)
 
 
-def recv(sock: socket.socket, deadline: float | None = None, max_bytes: int = MAX_MESSAGE) -> Any:
+def recv(sock: socket.socket, deadline: float | None = None, max_bytes: int = MAX_MESSAGE,
+         max_head: int | None = None) -> Any:
+    """max_head caps the JSON part alone: a few MB of `[{},{},...]` decode to GBs of Python objects."""
     head_len, area_len = _HEAD.unpack(_recv_exact(sock, _HEAD.size, deadline))
-    if head_len + area_len > max_bytes:
+    if head_len + area_len > max_bytes or (max_head is not None and head_len > max_head):
         raise ProtocolError(f"message of {head_len + area_len} bytes is over the {max_bytes}-byte limit")
     head = _recv_exact(sock, head_len, deadline)
     area = _recv_exact(sock, area_len, deadline)

@@ -7,6 +7,7 @@ from typing import Any, Callable
 from .checks import CheckFailure
 from .messages import Message, near_miss
 from .protocol import Opaque
+from .replies import well_formed
 from .sandbox import Limits, WorkerLost, WorkerProcess, WorkerTimeout
 from .source import Source
 
@@ -112,6 +113,13 @@ class Submission:
         except WorkerLost as e:
             self.fatal = self._lost_message(e, loading=True)
             raise CheckFailure(self.fatal) from None
+        except RemoteError as e:  # only a worker the submission tampered with fails the load request itself
+            en, ko = _exc_text(e.err)
+            self.fatal = Message(f"Your file could not be loaded: {en}", f"파일을 불러올 수 없습니다: {ko}")
+            raise CheckFailure(self.fatal) from None
+        if not well_formed("load", loaded):
+            self.fatal = MALFORMED
+            raise CheckFailure(self.fatal)
         if self.generation == 1:
             self.names = dict(loaded.get("names", {}))
             self.load_errors = list(loaded.get("errors", []))
@@ -129,7 +137,23 @@ class Submission:
         if isinstance(e, WorkerTimeout):
             return Message(f"Your code did not finish within {self.limits.call_timeout:g} s (infinite loop?).",
                            f"코드가 {self.limits.call_timeout:g}초 안에 끝나지 않았습니다 (무한 루프?).")
-        if st.get("how") == "signal" and st.get("name") == "SIGKILL":
+        if st.get("how") == "memory":
+            how_en = (f"was stopped: all its processes together used more than the {st.get('limit_mb')} MB of "
+                      "memory a submission may use")
+            how_ko = f"중단되었습니다: 모든 프로세스가 합쳐서 제출물 메모리 한도 {st.get('limit_mb')} MB를 넘었습니다"
+        elif st.get("how") == "protocol":
+            how_en = ("sent a malformed reply and was stopped (code that changes the grader's worker or its "
+                      "protocol is not graded)")
+            how_ko = "잘못된 형식의 응답을 보내 중단되었습니다 (채점기의 작업 프로세스나 통신 규약을 바꾸는 코드는 채점되지 않습니다)"
+        elif st.get("how") == "cpu":
+            how_en = (f"was stopped: it kept {st.get('cores')} CPU cores busy at once (threads or processes "
+                      f"that keep running; a submission may use {st.get('limit')})")
+            how_ko = (f"CPU 코어 {st.get('cores')}개를 동시에 계속 사용해서 중단되었습니다 (계속 실행되는 스레드나 "
+                      f"프로세스; 제출물은 {st.get('limit')}개까지 쓸 수 있습니다)")
+        elif st.get("how") == "disk":
+            how_en = f"was stopped: it wrote more than {st.get('limit_mb')} MB (or too many files) to disk"
+            how_ko = f"중단되었습니다: 디스크에 {st.get('limit_mb')} MB가 넘게 (또는 너무 많은 파일을) 썼습니다"
+        elif st.get("how") == "signal" and st.get("name") == "SIGKILL":
             how_en, how_ko = "was killed (out of memory or a resource limit)", "강제 종료되었습니다 (메모리 또는 자원 제한)"
         elif st.get("how") == "signal":
             how_en = how_ko = f"crashed with {st.get('name')}"
@@ -152,10 +176,11 @@ class Submission:
             raise WorkerLost("malformed reply")
         out = resp.get("out")
         if isinstance(out, dict):
-            if isinstance(out.get("text"), str) and out["text"]:
-                self.output.append(out["text"])
+            room = self.limits.output_kb * 1024 - sum(map(len, self.output))  # what a check may show is bounded
+            if isinstance(out.get("text"), str) and out["text"] and room > 0:
+                self.output.append(out["text"][:room])
             if type(out.get("dropped")) is int:
-                self.output_dropped = out["dropped"]
+                self.output_dropped += max(0, out["dropped"])
         if resp.get("ok") is True:
             return resp.get("value")
         err = resp.get("error") if isinstance(resp.get("error"), dict) else {}
@@ -172,15 +197,22 @@ class Submission:
             raise CheckFailure(self.fatal)
         if self.worker is None or not self.worker.alive:
             if self.restarts >= MAX_RESTARTS:
-                self.fatal = Message("Your code crashed the grader's worker too many times; the remaining checks "
-                                     "could not run.",
-                                     "코드가 채점 프로세스를 여러 번 중단시켜 남은 검사를 실행할 수 없습니다.")
+                self.fatal = Message(f"The process running your code had to be restarted {MAX_RESTARTS} times "
+                                     "(it crashed, hung or ran out of memory; see the first failed check); the "
+                                     "remaining checks could not run.",
+                                     f"코드를 실행하던 프로세스를 {MAX_RESTARTS}번 재시작해야 했습니다 (비정상 종료, "
+                                     "응답 없음 또는 메모리 초과; 처음 실패한 검사를 보세요). 남은 검사를 실행할 수 "
+                                     "없습니다.")
                 raise CheckFailure(self.fatal)
             if self.worker is not None:
                 self.restarts += 1
             self.start()
         try:
-            return self._raw(op, args)
+            value = self._raw(op, args)
+            if not well_formed(op, value):  # the worker was tampered with: nothing it says counts any more
+                self.fatal = MALFORMED
+                raise CheckFailure(self.fatal)
+            return value
         except RemoteError as e:
             en, ko = _exc_text(e.err)
             if e.err.get("type") == "NotImplementedError":
@@ -237,6 +269,13 @@ class Submission:
         text = "".join(self.output)
         self.output.clear()
         return text
+
+
+MALFORMED = Message(
+    "The process running your code sent back a malformed reply; code that changes the grader's worker "
+    "(autograder.*, the protocol) is not graded.",
+    "코드를 실행하던 프로세스가 잘못된 형식의 응답을 보냈습니다. 채점기의 작업 프로세스(autograder.*, 통신 규약)를 "
+    "바꾸는 코드는 채점되지 않습니다.")
 
 
 class RemoteError(Exception):

@@ -40,6 +40,8 @@ class SubmissionResult:
     duration: float = 0.0
     questions: list[str] = field(default_factory=list)  # question ids in assignment order
     sha256: str = ""
+    origin: dict[str, Any] = field(default_factory=dict)  # where it came from: folder, export submitters
+    grader: str = ""  # fingerprint of the checks and options that produced it (batch resume compares it)
 
     @property
     def score(self) -> float:
@@ -71,7 +73,8 @@ class SubmissionResult:
         return cls(student=d["student"], submission=d["submission"], assignment=d["assignment"], checks=checks,
                    notes=[Message(**n) for n in d.get("notes", [])], error=msg(d.get("error")),
                    staff=d.get("staff", ""), duration=d.get("duration", 0.0),
-                   questions=list(d.get("questions", [])), sha256=d.get("sha256", ""))
+                   questions=list(d.get("questions", [])), sha256=d.get("sha256", ""),
+                   origin=dict(d.get("origin") or {}), grader=str(d.get("grader", "")))
 
 
 # ---------------------------------------------------------------------------------------------- Gradescope
@@ -91,6 +94,8 @@ def to_gradescope(r: SubmissionResult, lang: str = "en") -> dict[str, Any]:
     """Gradescope's results.json: one test per check, tagged with its question; staff details hidden."""
     tests: list[dict[str, Any]] = []
     for i, c in enumerate(r.checks, start=1):
+        if c.status == "skipped" and c.points == 0:
+            continue  # e.g. the CUDA checks on a machine without a GPU: nothing to show, nothing at stake
         tests.append({
             "name": f"{c.question}: {c.name}", "number": str(i), "score": c.score, "max_score": c.points,
             "status": "passed" if c.status == "passed" else "failed", "output": _check_output(c, lang),
@@ -112,7 +117,7 @@ def to_gradescope(r: SubmissionResult, lang: str = "en") -> dict[str, Any]:
             "visibility": "visible", "stdout_visibility": "hidden",
             "extra_data": {"student": r.student, "submission": r.submission, "assignment": r.assignment,
                            "max_score": r.max_score, "questions": {q: list(v) for q, v in r.by_question().items()},
-                           "sha256": r.sha256},
+                           "sha256": r.sha256, "origin": r.origin},
             "tests": tests}
 
 
@@ -121,12 +126,12 @@ def to_gradescope(r: SubmissionResult, lang: str = "en") -> dict[str, Any]:
 def csv_text(results: list[SubmissionResult], questions: list[str]) -> str:
     buf = io.StringIO()
     w = csv.writer(buf)
-    w.writerow(["student", "submission", "score", "max_score", *questions, "error"])
+    w.writerow(["student", "submission", "score", "max_score", *questions, "error", "folder"])
     for r in sorted(results, key=lambda r: r.student):
         per_q = r.by_question()
         w.writerow([r.student, r.submission, r.score, r.max_score,
                     *[per_q.get(q, (0.0, 0.0))[0] for q in questions],
-                    r.error.en if r.error else ""])
+                    r.error.en if r.error else "", r.origin.get("folder", "")])
     return buf.getvalue()
 
 

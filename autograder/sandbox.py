@@ -27,12 +27,16 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from . import protocol
+from . import confine, protocol
 
 PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
-UID_BASE = 61000  # workers of slot k run as uid/gid UID_BASE + k when the grader is root
+UID_BASE = 61000  # workers run as a uid/gid in [UID_BASE, UID_BASE + UID_COUNT) when the grader is root
+UID_COUNT = 1000
+LOCK_DIR = "/run/attention-grader"
+_claimed: dict[int, int] = {}  # uid -> fd of the lock that reserves it for this process
 _libc = ctypes.CDLL(None, use_errno=True)
+MAX_REPLY_HEAD = 16 * 1024 * 1024  # JSON part of a worker's reply; tensors travel outside it
 
 
 @dataclass(frozen=True)
@@ -44,6 +48,8 @@ class Limits:
     max_procs: int = 64  # processes and threads
     file_mb: int = 16  # largest file the worker may write
     output_kb: int = 64  # student stdout/stderr kept
+    disk_mb: int = 256  # all files in the scratch folder together
+    cpu_cores: float = 1.25  # all processes together, averaged over a second (the worker itself uses one)
 
 
 def _prctl(option: int, arg: int) -> None:
@@ -52,6 +58,30 @@ def _prctl(option: int, arg: int) -> None:
 
 def is_root() -> bool:
     return os.geteuid() == 0
+
+
+def claim_uid() -> int:
+    """Reserve a worker uid no other live grader process uses (root only); held until this process exits.
+
+    A fixed uid per slot would let two grading runs on one machine kill each other's workers, since a
+    finished submission ends with killing every process of its uid.
+    """
+    import fcntl
+    os.makedirs(LOCK_DIR, mode=0o700, exist_ok=True)
+    os.chmod(LOCK_DIR, 0o700)
+    for uid in range(UID_BASE, UID_BASE + UID_COUNT):
+        if uid in _claimed:
+            continue
+        fd = os.open(os.path.join(LOCK_DIR, f"uid-{uid}.lock"), os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            continue
+        _claimed[uid] = fd
+        kill_uid(uid)  # leftovers of a grader that died without cleaning up
+        return uid
+    raise RuntimeError("no free worker uid: too many grading processes on this machine")
 
 
 def clean_env(home: str | None = None) -> dict[str, str]:
@@ -108,20 +138,25 @@ def _reap() -> dict[int, int]:
         done[pid] = status
 
 
-def _kill_descendants(rounds: int = 200) -> None:
-    """Kill every process below this one; orphans re-parent here because we are a child subreaper."""
+def _kill_descendants(rounds: int = 200) -> dict[int, int]:
+    """Kill every process below this one (orphans re-parent here: we are a child subreaper).
+
+    Returns the exit statuses it reaped on the way, so a caller waiting for one child does not lose it.
+    """
     me = os.getpid()
+    reaped: dict[int, int] = {}
     for _ in range(rounds):
-        _reap()
+        reaped.update(_reap())
         kids = _children(me)
         if not kids:
-            return
+            return reaped
         for k in kids:
             try:
                 os.kill(k, signal.SIGKILL)
             except ProcessLookupError:
                 pass
         time.sleep(0.002)
+    return reaped
 
 
 def kill_uid(uid: int) -> None:
@@ -191,6 +226,10 @@ def _become_worker(spec: dict[str, Any], wsock: socket.socket, keeper_pid: int) 
     if os.getppid() != keeper_pid:
         os._exit(3)
     torch.set_num_threads(1)
+    # Last step before student code: read only Python's own folders, write only the scratch folder (Landlock).
+    from . import worker
+    worker.SANDBOX.update(memory_mb=lim["memory_mb"], uid=uid,
+                          landlock=confine.landlock(scratch, confine.read_paths(confine.project_root())))
     Worker(wsock, output_limit=lim["output_kb"] * 1024).serve()
 
 
@@ -214,13 +253,19 @@ def _keeper(spec: dict[str, Any], wsock: socket.socket, ksock: socket.socket) ->
     signal.set_wakeup_fd(wfd)
     signal.signal(signal.SIGCHLD, lambda *_: None)
     status = None
+    over = None  # set when the watchdog stops the submission (memory or disk of all its processes together)
+    lim = spec["limits"]
+    watch = confine.Watchdog(lim["memory_mb"], lim.get("disk_mb", 256), spec["scratch"], lim.get("cpu_cores", 1.25))
     while status is None:
         for p, st in _reap().items():
             if p == pid:
                 status = st
         if status is not None:
             break
-        ready, _, _ = select.select([ksock, rfd], [], [], 1.0)
+        over = watch.check()
+        if over is not None:
+            break
+        ready, _, _ = select.select([ksock, rfd], [], [], 0.25)
         if rfd in ready:
             os.read(rfd, 4096)
         if ksock in ready:
@@ -230,14 +275,16 @@ def _keeper(spec: dict[str, Any], wsock: socket.socket, ksock: socket.socket) ->
                 data = b""
             if not data or b"kill" in data:
                 break
-    _kill_descendants()
+    reaped = _kill_descendants()
+    if status is None and pid in reaped:
+        status = reaped[pid]
     if status is None:
         try:
             _, status = os.waitpid(pid, 0)
         except ChildProcessError:
             pass
     try:
-        protocol.send(ksock, {"status": describe_status(status)})
+        protocol.send(ksock, {"status": over or describe_status(status)})
     except OSError:
         pass
 
@@ -288,6 +335,9 @@ class Zygote:
     """Grader-side handle on the zygote process."""
 
     def __init__(self) -> None:
+        self._launch()
+
+    def _launch(self) -> None:
         parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         root = str(Path(__file__).resolve().parent.parent)
         env = clean_env()
@@ -305,6 +355,9 @@ class Zygote:
         wa, wb = socket.socketpair()
         ka, kb = socket.socketpair()
         spec = {"limits": asdict(limits), "scratch": scratch, "uid": uid}
+        if self.proc.poll() is not None:  # the zygote died (killed, out of memory): later submissions need one
+            self.sock.close()
+            self._launch()
         try:
             socket.send_fds(self.sock, [json.dumps(spec).encode()], [wb.fileno(), kb.fileno()])
         except OSError as e:
@@ -348,12 +401,14 @@ class WorkerProcess:
             raise WorkerLost("the worker is no longer running", self.status)
         try:
             protocol.send(self.sock, {"op": op, "args": args})
-            return protocol.recv(self.sock, deadline=time.monotonic() + timeout)
+            return protocol.recv(self.sock, deadline=time.monotonic() + timeout, max_head=MAX_REPLY_HEAD)
         except protocol.ChannelTimeout:
             self.kill()
             raise WorkerTimeout(f"no answer within {timeout:g} s", self.status) from None
         except (protocol.ProtocolError, OSError) as e:
             self.kill()
+            if isinstance(e, protocol.ProtocolError) and not isinstance(e, protocol.ChannelClosed):
+                raise WorkerLost(str(e), {"how": "protocol", "detail": str(e)[:200]}) from None
             raise WorkerLost(str(e), self.status) from None
 
     def kill(self, graceful: bool = False) -> dict[str, Any]:
@@ -370,6 +425,9 @@ class WorkerProcess:
         if self.status is None:
             try:
                 self.ctrl.sendall(b"kill")
+            except OSError:
+                pass  # the keeper may have ended already (its watchdog stopped the worker): its report is queued
+            try:
                 self.status = self._keeper_status(2.0)
             except (OSError, protocol.ProtocolError):
                 # The keeper did not answer (only possible when the worker shares our uid): force it.

@@ -33,6 +33,15 @@ def decode(data: bytes, filename: str) -> tuple[str, list[Message]]:
     notes: list[Message] = []
     if data.startswith(b"\xef\xbb\xbf"):
         data = data[3:]
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):  # what Windows Notepad calls "Unicode"
+        try:
+            text = data.decode("utf-16")
+        except UnicodeDecodeError:
+            pass
+        else:
+            notes.append(Message(f"{filename} is UTF-16; it was converted. Save it as UTF-8 to be safe.",
+                                 f"{filename} 파일이 UTF-16이어서 변환했습니다. UTF-8로 저장하는 것이 안전합니다."))
+            return text, notes
     try:
         return data.decode("utf-8"), notes
     except UnicodeDecodeError:
@@ -92,6 +101,12 @@ def read(path: Path) -> Source:
     if not data.strip():
         raise SubmissionFormatError(Message(f"{name} is empty.", f"{name} 파일이 비어 있습니다."))
     text, notes = decode(data, name)
+    if "\x00" in text:
+        raise SubmissionFormatError(Message(
+            f"{name} contains NUL bytes, so it is not a text file (a binary file renamed, or a broken save?). "
+            "Save it as UTF-8 text and submit again.",
+            f"{name} 파일에 NUL 바이트가 있어 텍스트 파일이 아닙니다 (이름만 바꾼 바이너리 파일이거나 저장 오류?). "
+            "UTF-8 텍스트로 저장해서 다시 제출하세요."))
     if path.suffix == ".py":
         return Source(name, "py", [Cell(text, name)], notes)
     if path.suffix == ".ipynb":
@@ -115,12 +130,12 @@ def notebook_cells(text: str, name: str) -> list[Cell]:
         raise SubmissionFormatError(Message(f"{name} is JSON but not a Jupyter notebook (no cells).",
                                             f"{name} 파일은 JSON이지만 주피터 노트북이 아닙니다 (셀이 없음)."))
     out: list[Cell] = []
-    for i, cell in enumerate(cells, start=1):
-        if not isinstance(cell, dict) or cell.get("cell_type") != "code":
-            continue
+    code_cells = [c for c in cells if isinstance(c, dict) and c.get("cell_type") == "code"]
+    for i, cell in enumerate(code_cells, start=1):
         code = strip_magics(_cell_text(cell.get("source")))
         if code and code.strip():
-            out.append(Cell(code, f"{name}, cell {i}"))
+            # Jupyter shows no cell numbers; "code cell N" plus the offending line (in the message) is findable.
+            out.append(Cell(code, f"{name}, code cell {i}"))
     if not out:
         raise SubmissionFormatError(Message(f"{name} has no code cells.", f"{name}에 코드 셀이 없습니다."))
     return out

@@ -9,6 +9,7 @@ import ast
 import copy
 import inspect
 import io
+import os
 import socket
 import sys
 import traceback
@@ -24,6 +25,8 @@ from torch.utils._pytree import tree_flatten
 from . import protocol
 
 MAX_TEXT = 600  # characters of an exception message sent back
+SANDBOX: dict[str, Any] = {}  # filled in by sandbox._become_worker: memory_mb, uid, landlock (ABI version or 0)
+_exit = os._exit  # kept before student code can replace os._exit
 
 
 class BoundedText(io.TextIOBase):
@@ -34,7 +37,6 @@ class BoundedText(io.TextIOBase):
         self.kept: list[str] = []
         self.size = 0
         self.dropped = 0
-        self.unread = 0
 
     def writable(self) -> bool:
         return True
@@ -49,9 +51,11 @@ class BoundedText(io.TextIOBase):
         return len(s)
 
     def take(self) -> dict[str, Any]:
-        text = "".join(self.kept)
-        fresh, self.unread = text[self.unread:], len(text)
-        return {"text": fresh, "dropped": self.dropped}
+        """What was printed since the last take (at most `limit` characters); the budget starts over, so a flood
+        at import does not silence the prints of later checks."""
+        text, dropped = "".join(self.kept), self.dropped
+        self.kept, self.size, self.dropped = [], 0, 0
+        return {"text": text, "dropped": dropped}
 
 
 def _short(s: str) -> str:
@@ -70,6 +74,7 @@ class Worker:
 
     def serve(self) -> None:
         sys.stdout = sys.stderr = self.out
+        me = os.getpid()
         while True:
             try:
                 req = protocol.recv(self.sock)
@@ -85,6 +90,8 @@ class Worker:
                 resp = {"ok": True, "value": handler(**req.get("args", {}))}
             except BaseException as e:  # SystemExit and KeyboardInterrupt from student code included
                 resp = {"ok": False, "error": self.describe(e)}
+            if os.getpid() != me:  # a process the submission forked got here: only the worker may answer
+                _exit(0)
             resp["out"] = self.out.take()
             try:
                 protocol.send(self.sock, resp)
@@ -96,6 +103,9 @@ class Worker:
             text = _short(str(e))
         except BaseException:
             text = "(the exception could not be turned into text)"
+        if SANDBOX.get("memory_mb") and (isinstance(e, MemoryError) or "not enough memory" in text
+                                         or "can't allocate memory" in text):
+            text += f" (the grader allows {SANDBOX['memory_mb']} MB of memory per submission)"
         where = None
         try:
             for fr in traceback.extract_tb(e.__traceback__):
@@ -120,6 +130,10 @@ class Worker:
                 errors.append({"type": "SyntaxError", "message": _short(e.msg or "invalid syntax"),
                                "where": {"file": label, "line": e.lineno, "function": "<module>",
                                          "code": _short((e.text or "").strip())}})
+                continue
+            except Exception as e:  # null bytes (ValueError), nesting too deep for the parser (RecursionError)
+                errors.append({"type": "SyntaxError", "message": _short(f"{type(e).__name__}: {e}"),
+                               "where": {"file": label, "line": None, "function": "<module>", "code": ""}})
                 continue
             # One statement at a time: a failing demo line must not cost the definitions after it.
             for stmt in tree.body:
@@ -176,8 +190,8 @@ class Worker:
             out = target(*args, **kwargs)
         result: dict[str, Any] = {"out": out, "records": recorder.seen}
         if grad_output is not None:
-            if not isinstance(out, torch.Tensor) or not out.requires_grad:
-                result["grads"] = None
+            if not isinstance(out, torch.Tensor) or not out.requires_grad or out.shape != grad_output.shape:
+                result["grads"] = None  # the grader reports the shape or the missing graph itself
             else:
                 out.backward(grad_output.to(out.device))
                 result["grads"] = {n: p.grad for n, p in target.named_parameters()}
@@ -247,7 +261,8 @@ class Worker:
                 "stay_behind": leftovers[:20]}
 
     def op_env(self) -> dict[str, Any]:
-        return {"cuda": torch.cuda.is_available(), "torch": torch.__version__}
+        return {"cuda": torch.cuda.is_available(), "torch": torch.__version__,
+                "landlock": SANDBOX.get("landlock", 0), "uid": os.getuid()}
 
 
 class Recorder(TorchFunctionMode):

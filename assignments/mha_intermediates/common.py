@@ -1,0 +1,233 @@
+"""Check logic shared by the public and hidden checks of mha_intermediates.
+
+Public: it holds no reference code and no hidden value, only the demo shapes printed in the notes, how to
+build and call the student's classes, and the rule that a step is judged on the student's own inputs.
+"""
+from __future__ import annotations
+
+import math
+import weakref
+from typing import Any, Callable
+
+import torch
+
+from autograder.checks import expect_shape, expect_tensor, fail
+from autograder.messages import Message
+
+KEYS = ("Q_feat", "K_feat", "V_feat", "Q_split", "K_split", "V_split", "scores", "attention",
+        "x_raw", "x_rsh1", "x_rsh2", "x")
+
+# What each entry is made from: a step is judged on the student's own inputs to it, so a mistake is charged
+# once, at the step where it happens.
+UPSTREAM = {"Q_split": ("Q_feat",), "K_split": ("K_feat",), "V_split": ("V_feat",),
+            "scores": ("Q_split", "K_split"), "attention": ("scores",), "x_raw": ("attention", "V_split"),
+            "x_rsh1": ("x_raw",), "x_rsh2": ("x_rsh1",), "x": ("x_rsh2",)}
+
+LAYOUT = {"Q_feat": "[n_batch, n_Q, d_feat]", "K_feat": "[n_batch, n_K, d_feat]", "V_feat": "[n_batch, n_K, d_feat]",
+          "Q_split": "[n_batch, n_head, n_Q, d_head]", "K_split": "[n_batch, n_head, n_K, d_head]",
+          "V_split": "[n_batch, n_head, n_K, d_head]", "scores": "[n_batch, n_head, n_Q, n_K]",
+          "attention": "[n_batch, n_head, n_Q, n_K]", "x_raw": "[n_batch, n_head, n_Q, d_head]",
+          "x_rsh1": "[n_batch, n_Q, n_head, d_head]", "x_rsh2": "[n_batch, n_Q, d_feat]",
+          "x": "[n_batch, n_Q, d_feat]"}
+
+# The notes' self-attention demo: n_batch 128, n_src 32, d_feat 200, n_head 5 (d_head 40).
+DEMO = {"n_batch": 128, "n_src": 32, "d_feat": 200, "n_head": 5}
+# The notes' SDPA demos: Q, K, V shapes and the printed out / attention shapes.
+SDPA_DEMOS = {
+    "3d": (((3, 30, 128), (3, 50, 128), (3, 50, 256)), (3, 30, 256), (3, 30, 50)),
+    "4d": (((3, 5, 30, 128), (3, 5, 50, 128), (3, 5, 50, 256)), (3, 5, 30, 256), (3, 5, 30, 50)),
+}
+
+
+def rand(seed: int, *shape: int) -> torch.Tensor:
+    """torch.rand from its own generator (the notes' demos use torch.rand); no global state is touched."""
+    return torch.rand(*shape, generator=torch.Generator().manual_seed(seed))
+
+
+def randn(seed: int, *shape: int) -> torch.Tensor:
+    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed))
+
+
+# ---------------------------------------------------------------------------------------------- the scale option
+
+def scale_of(options: dict) -> str:
+    scale = options.get("scale", "head")
+    if scale not in ("head", "full"):
+        raise ValueError(f"assignment option scale must be 'head' or 'full', not {scale!r}")
+    return scale
+
+
+def divisor(options: dict, d_feat: int, n_head: int) -> float:
+    return math.sqrt(d_feat // n_head) if scale_of(options) == "head" else math.sqrt(d_feat)
+
+
+def scale_rule(options: dict, d_feat: int, n_head: int) -> Message:
+    """The convention this assignment grades with, in words, with the numbers of the case at hand."""
+    if scale_of(options) == "head":
+        d = d_feat // n_head
+        return Message(f"This assignment divides the scores by sqrt(d_head) = sqrt(d_feat // n_head) "
+                       f"(here sqrt({d}) = {math.sqrt(d):.4g}).",
+                       f"이 과제는 점수를 sqrt(d_head) = sqrt(d_feat // n_head)로 나눕니다 "
+                       f"(여기서는 sqrt({d}) = {math.sqrt(d):.4g}).")
+    return Message(f"This assignment divides the scores by sqrt(d_feat), the feature size before the split "
+                   f"(here sqrt({d_feat}) = {math.sqrt(d_feat):.4g}).",
+                   f"이 과제는 점수를 분할 전 특징 크기인 sqrt(d_feat)로 나눕니다 "
+                   f"(여기서는 sqrt({d_feat}) = {math.sqrt(d_feat):.4g}).")
+
+
+def other_divisor(options: dict, d_feat: int, n_head: int) -> tuple[float, str]:
+    """The divisor of the convention this assignment does NOT use, and its name (to recognise a mix-up)."""
+    if scale_of(options) == "head":
+        return math.sqrt(d_feat), f"sqrt(d_feat) = sqrt({d_feat})"
+    return math.sqrt(d_feat // n_head), f"sqrt(d_head) = sqrt({d_feat // n_head})"
+
+
+# ---------------------------------------------------------------------------------------------- calling the student
+
+def call_text(d_feat: int, n_head: int, **kw: Any) -> str:
+    extra = "".join(f", {k}={v!r}" for k, v in kw.items())
+    return f"MultiHeadedAttention(d_feat={d_feat}, n_head={n_head}{extra})"
+
+
+def build_mha(sub, d_feat: int, n_head: int, *, seed: int, dropout_p: float = 0.1, USE_BIAS: bool = True):
+    """Construct with the notes' keyword names (actv and device keep their defaults)."""
+    return sub.new("MultiHeadedAttention", d_feat=d_feat, n_head=n_head, USE_BIAS=USE_BIAS, dropout_p=dropout_p,
+                   seed=seed)
+
+
+def forward_dict(m, Q, K, V, mask=None, *, what: str, mode: str = "eval", seed: int | None = None) -> dict:
+    kwargs = {} if mask is None else {"mask": mask}
+    out = m(Q, K, V, mode=mode, seed=seed, **kwargs)
+    if type(out) is not dict:
+        desc = getattr(out, "description", None) or type(out).__name__
+        fail(f"`{what}.forward(Q, K, V)` should return a dict of the intermediate tensors "
+             f"({', '.join(KEYS)}); it returned {desc}.",
+             f"`{what}.forward(Q, K, V)`는 중간 텐서들의 dict({', '.join(KEYS)})를 반환해야 하는데 "
+             f"{desc}을(를) 반환했습니다.")
+    return out
+
+
+def entry(out: dict, key: str, what: str) -> torch.Tensor:
+    if key not in out:
+        have = ", ".join(sorted(out)) or "nothing"
+        fail(f"The dict returned by `{what}.forward` has no entry '{key}' (it has: {have}).",
+             f"`{what}.forward`가 반환한 dict에 '{key}' 항목이 없습니다 (있는 항목: {have}).")
+    return expect_tensor(out[key], f"{what}(...)['{key}']")
+
+
+def tensor_or_none(out: dict, key: str) -> torch.Tensor | None:
+    v = out.get(key)
+    return v if type(v) is torch.Tensor else None
+
+
+# ---------------------------------------------------------------------------------------------- per-submission memo
+
+_memo: "weakref.WeakKeyDictionary[Any, dict]" = weakref.WeakKeyDictionary()
+
+
+def memo(sub, key: Any, make: Callable[[], Any]) -> Any:
+    """Compute `make()` once per submission (e.g. the big demo forward pass). Only a success is kept: a failure
+    may come from a worker that was lost and restarted, so the next check tries again."""
+    store = _memo.setdefault(sub, {})
+    if key not in store:
+        store[key] = make()
+    return store[key]
+
+
+# ---------------------------------------------------------------------------------------------- demo shapes
+
+def demo_shapes(n_batch: int, n_src: int, d_feat: int, n_head: int) -> dict[str, tuple[int, ...]]:
+    d_head = d_feat // n_head
+    feat, split = (n_batch, n_src, d_feat), (n_batch, n_head, n_src, d_head)
+    square = (n_batch, n_head, n_src, n_src)
+    return {"Q_feat": feat, "K_feat": feat, "V_feat": feat, "Q_split": split, "K_split": split, "V_split": split,
+            "scores": square, "attention": square, "x_raw": split, "x_rsh1": (n_batch, n_src, n_head, d_head),
+            "x_rsh2": feat, "x": feat}
+
+
+def derived_shape(key: str, ups: list[tuple[int, ...]], d_feat: int, n_head: int) -> tuple[int, ...] | None:
+    """The shape this step gives when its inputs have the (student's) shapes `ups`; None when it cannot run."""
+    try:
+        if key in ("Q_split", "K_split", "V_split"):
+            (s,) = ups
+            return (s[0], n_head, s[1], s[2] // n_head) if len(s) == 3 and s[2] % n_head == 0 else None
+        if key in ("scores", "attention"):
+            if key == "attention":
+                return ups[0]
+            q, k = ups
+            return q[:-1] + (k[-2],) if len(q) >= 2 and len(k) >= 2 and q[-1] == k[-1] else None
+        if key == "x_raw":
+            a, v = ups
+            return a[:-1] + (v[-1],) if len(a) >= 2 and len(v) >= 2 and a[-1] == v[-2] else None
+        if key == "x_rsh1":
+            (s,) = ups
+            return (s[0], s[2], s[1], s[3]) if len(s) == 4 else None
+        if key == "x_rsh2":
+            (s,) = ups
+            n = math.prod(s)
+            return (s[0], n // (s[0] * d_feat), d_feat) if s and s[0] and n % (s[0] * d_feat) == 0 else None
+        if key == "x":
+            (s,) = ups
+            return s[:-1] + (d_feat,) if s and s[-1] == d_feat else None
+    except (ValueError, IndexError, ZeroDivisionError):
+        return None
+    return None
+
+
+def demo_outputs(sub) -> dict:
+    """The notes' self-attention demo, run once per submission: src = torch.rand(128, 32, 200), 5 heads."""
+    def run() -> dict:
+        d = DEMO
+        m = build_mha(sub, d["d_feat"], d["n_head"], seed=0, dropout_p=0.1)
+        src = rand(2024, d["n_batch"], d["n_src"], d["d_feat"])
+        return forward_dict(m, src, src, src, what=call_text(d["d_feat"], d["n_head"]))
+    return memo(sub, "demo", run)
+
+
+def check_demo_shapes(sub, keys: tuple[str, ...]) -> None:
+    """Each entry has the shape the notes print; an entry built from a wrongly shaped earlier entry is judged
+    by whether this step turned that input into the right kind of shape."""
+    d = DEMO
+    want_all = demo_shapes(d["n_batch"], d["n_src"], d["d_feat"], d["n_head"])
+    out = demo_outputs(sub)
+    what = call_text(d["d_feat"], d["n_head"])
+    for key in keys:
+        got = entry(out, key, what)
+        want = want_all[key]
+        if tuple(got.shape) == want:
+            continue
+        ups = [tensor_or_none(out, u) for u in UPSTREAM.get(key, ())]
+        if ups and all(u is not None for u in ups):
+            up_shapes = [tuple(u.shape) for u in ups]
+            upstream_wrong = any(s != want_all[u] for s, u in zip(up_shapes, UPSTREAM[key]))
+            if upstream_wrong and derived_shape(key, up_shapes, d["d_feat"], d["n_head"]) == tuple(got.shape):
+                continue  # consistent with the student's own (wrong) input, which is charged at its own step
+        fail(f"With the notes' demo (n_batch={d['n_batch']}, n_src={d['n_src']}, d_feat={d['d_feat']}, "
+             f"n_head={d['n_head']}), out['{key}'] has shape {list(got.shape)}; the notes print {list(want)} "
+             f"= {LAYOUT[key]}.",
+             f"노트의 데모(n_batch={d['n_batch']}, n_src={d['n_src']}, d_feat={d['d_feat']}, n_head={d['n_head']})"
+             f"에서 out['{key}']의 shape이 {list(got.shape)}입니다. 노트에는 {list(want)} = {LAYOUT[key]}로 "
+             "출력됩니다.")
+
+
+# ---------------------------------------------------------------------------------------------- SDPA
+
+def sdpa_call(sub, Q, K, V, mask=None, what: str = "ScaledDotProductAttention().forward(Q, K, V)"):
+    m = sub.new("ScaledDotProductAttention")
+    kwargs = {} if mask is None else {"mask": mask}
+    res = m(Q, K, V, **kwargs)
+    if type(res) not in (tuple, list) or len(res) != 2:
+        desc = getattr(res, "description", None) or type(res).__name__
+        fail(f"`{what}` should return the pair (out, attention); it returned {desc}.",
+             f"`{what}`는 (out, attention) 쌍을 반환해야 하는데 {desc}을(를) 반환했습니다.")
+    out, attention = res
+    return expect_tensor(out, what + "[0] (out)"), expect_tensor(attention, what + "[1] (attention)")
+
+
+def check_sdpa_demo(sub, which: str) -> None:
+    (qs, ks, vs), out_shape, att_shape = SDPA_DEMOS[which]
+    Q, K, V = rand(11, *qs), rand(12, *ks), rand(13, *vs)
+    what = f"SDPA on Q{list(qs)} K{list(ks)} V{list(vs)}"
+    out, attention = sdpa_call(sub, Q, K, V, what=what)
+    expect_shape(out, out_shape, what + " -> out")
+    expect_shape(attention, att_shape, what + " -> attention")

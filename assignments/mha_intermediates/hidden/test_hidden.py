@@ -1,0 +1,383 @@
+"""Hidden checks for mha_intermediates: values of every intermediate against the reference, with the
+reference's weights copied into the student's module. A step passes when it matches the reference, or when
+it is the right step applied to the student's own (possibly wrong) inputs: a mistake is charged once."""
+from __future__ import annotations
+
+from typing import Callable
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from assignments.mha_intermediates.common import (build_mha, call_text, divisor, entry, forward_dict, memo,
+                                                  other_divisor, rand, randn, scale_of, scale_rule, sdpa_call,
+                                                  tensor_or_none)
+from autograder.checks import CheckFailure, check, expect_close, fail
+from autograder.messages import Message
+from reference import mha_intermediates as R
+
+# ------------------------------------------------------------------------------- cases
+
+# name: (seed, n_batch, n_Q, n_K, d_feat, n_head, distinct Q/K/V inputs, mask kind)
+CASES = {
+    "self": (301, 3, 6, 6, 20, 4, False, None),
+    "cross": (302, 2, 5, 7, 24, 3, True, None),
+    "padding": (303, 3, 6, 6, 12, 2, False, "padding"),
+    "causal": (304, 2, 5, 5, 18, 3, False, "causal"),
+}
+
+
+def case_inputs(name):
+    seed, b, nq, nk, d, h, distinct, mask_kind = CASES[name]
+    Q = randn(seed, b, nq, d)
+    K = randn(seed + 1, b, nk, d) if distinct else Q
+    V = randn(seed + 2, b, nk, d) if distinct else Q
+    mask = None
+    if mask_kind == "padding":  # (n_batch, 1, 1, n_K): the last keys of some sequences are padding
+        lengths = torch.tensor([nk, nk - 2, 1])[:b]
+        mask = (torch.arange(nk)[None, :] < lengths[:, None]).to(torch.float32)[:, None, None, :]
+    elif mask_kind == "causal":  # (n_Q, n_K): 1 where a query may look
+        mask = torch.tril(torch.ones(nq, nk, dtype=torch.int64))
+    return Q, K, V, mask
+
+
+def transplant(m, ref, what):
+    report = m.load_state(dict(ref.state_dict()))
+    needed = {n for n, _ in ref.named_parameters()}
+    missing = sorted(needed & set(report["missing"]))
+    shapes = [(n, s, r) for n, s, r in report["mismatched"] if n in needed]
+    if missing or shapes:
+        have = ", ".join(f"{n} {tuple(s)}" for n, s, _ in m.describe()["params"]) or "no parameters"
+        bad = "; ".join([f"no parameter named {n}" for n in missing] +
+                        [f"{n} has shape {tuple(s)}, expected {tuple(r)}" for n, s, r in shapes])
+        fail(f"The reference weights could not be copied into your `{what}`: {bad}. Keep the layers named "
+             f"lin_Q, lin_K, lin_V, lin_O as in the notebook (yours: {have}).",
+             f"참조 가중치를 `{what}`에 복사할 수 없습니다: {bad}. 레이어 이름을 노트북처럼 lin_Q, lin_K, lin_V, "
+             f"lin_O로 두세요 (현재: {have}).")
+
+
+def run_case(sub, options, name, *, mode="eval", dropout_p=0.0, seed_call=None):
+    """The student's dict and the reference's dict for one case, same weights; computed once per submission."""
+    def make():
+        seed, b, nq, nk, d, h, distinct, mask_kind = CASES[name]
+        Q, K, V, mask = case_inputs(name)
+        torch.manual_seed(seed)
+        ref = R.MultiHeadedAttention(d, h, USE_BIAS=True, dropout_p=dropout_p, scale=scale_of(options))
+        what = call_text(d, h)
+        m = build_mha(sub, d, h, seed=seed, dropout_p=dropout_p)
+        transplant(m, ref, what)
+        got = forward_dict(m, Q, K, V, mask, what=what, mode=mode, seed=seed_call)
+        ref.train(mode == "train")
+        if seed_call is not None:
+            torch.manual_seed(seed_call)
+        with torch.no_grad():
+            want = ref(Q, K, V, mask)
+        return got, want, ref, (Q, K, V, mask)
+    return memo(sub, ("case", name, mode, dropout_p, seed_call, scale_of(options)), make)
+
+
+def judge(got_out, want_out, key, what, fallback: Callable[[], torch.Tensor] | None = None,
+          hint: Message | None = None, atol=1e-4):
+    """Pass if the entry matches the reference, or equals this step applied to the student's own inputs."""
+    got = entry(got_out, key, what)
+    try:
+        expect_close(got, want_out[key], f"{what}['{key}']", atol=atol, hint=hint)
+        return
+    except CheckFailure as first:
+        if fallback is not None:
+            try:
+                alt = fallback()
+            except (RuntimeError, ValueError, TypeError, IndexError, AttributeError):
+                alt = None
+            if alt is not None and tuple(alt.shape) == tuple(got.shape) and _close(got, alt, atol):
+                return
+        if hint is not None and hint.en not in first.message.en:  # e.g. a shape mismatch, reported without it
+            raise CheckFailure(first.message + hint, first.staff) from None
+        raise first from None
+
+
+def _close(a, b, atol):
+    a, b = a.to(torch.float64), b.detach().to(torch.float64)
+    nan = torch.isnan(a) & torch.isnan(b)
+    return bool(((a - b).abs() <= atol + 1e-4 * b.abs()).logical_or(nan).logical_or(a == b).all())
+
+
+def own(out, *keys):
+    """The student's own tensors for a fallback; raises ValueError when one is missing."""
+    ts = [tensor_or_none(out, k) for k in keys]
+    if any(t is None for t in ts):
+        raise ValueError("missing")
+    return ts
+
+
+def case_what(name, **kw):
+    seed, b, nq, nk, d, h, distinct, mask_kind = CASES[name]
+    return call_text(d, h, **kw) + (f" on Q ({b}, {nq}, {d}), K and V ({b}, {nk}, {d})" if distinct else
+                              f" on x ({b}, {nq}, {d})") + (f" with a {mask_kind} mask" if mask_kind else "")
+
+
+# ------------------------------------------------------------------------------- ScaledDotProductAttention
+
+SDPA_HINT = Message("out = softmax(Q @ K^T / sqrt(d_K), dim=-1) @ V, with K.transpose(-2, -1) so that any leading "
+                    "batch axes work, and d_K = K.size(-1).",
+                    "out = softmax(Q @ K^T / sqrt(d_K), dim=-1) @ V입니다. 앞쪽 배치 축이 몇 개든 동작하도록 "
+                    "K.transpose(-2, -1)을 쓰고, d_K = K.size(-1)입니다.")
+
+
+def sdpa_against_reference(sub, Q, K, V, mask=None, label="", hint=SDPA_HINT):
+    what = f"ScaledDotProductAttention()(Q{list(Q.shape)}, K{list(K.shape)}, V{list(V.shape)}{label})"
+    out, attention = sdpa_call(sub, Q, K, V, mask, what=what)
+    with torch.no_grad():
+        want_out, want_att = R.ScaledDotProductAttention()(Q, K, V, mask)
+    expect_close(attention, want_att, what + " -> attention", hint=hint)
+    expect_close(out, want_out, what + " -> out", hint=hint)
+
+
+@check(question="sdpa", points=4)
+def test_sdpa_values(sub):
+    """SDPA values with n_Q != n_K and d_K != d_V"""
+    sdpa_against_reference(sub, rand(401, 2, 4, 6), rand(402, 2, 7, 6), rand(403, 2, 7, 9))
+    sdpa_against_reference(sub, randn(404, 3, 5, 8), randn(405, 3, 3, 8), randn(406, 3, 3, 2))
+
+
+@check(question="sdpa", points=4)
+def test_sdpa_multihead_values(sub):
+    """SDPA values on 4-D (multi-head) inputs"""
+    sdpa_against_reference(sub, randn(411, 2, 3, 4, 6), randn(412, 2, 3, 7, 6), randn(413, 2, 3, 7, 5))
+
+
+@check(question="sdpa", points=5)
+def test_sdpa_mask(sub):
+    """SDPA: scores where mask == 0 become -1e9 before the softmax (a fully masked row stays finite)"""
+    hint = Message("Fill the scores where mask == 0 with -1e9 before the softmax: "
+                   "scores.masked_fill(mask == 0, -1e9). With -inf a fully masked row turns into NaN.",
+                   "softmax 전에 mask == 0인 위치의 점수를 -1e9로 채우세요: scores.masked_fill(mask == 0, -1e9). "
+                   "-inf를 쓰면 전부 가려진 행이 NaN이 됩니다.")
+    mask = (rand(421, 2, 4, 7) > 0.4).to(torch.int64)
+    mask[0, 1, :] = 0  # one query sees nothing at all
+    mask[1, :, 0] = 1
+    sdpa_against_reference(sub, randn(422, 2, 4, 6), randn(423, 2, 7, 6), randn(424, 2, 7, 3), mask,
+                           ", mask=0/1 ints", hint)
+    pad = torch.ones(2, 1, 1, 5, dtype=torch.bool)
+    pad[1, ..., 3:] = False
+    sdpa_against_reference(sub, randn(425, 2, 2, 5, 4), randn(426, 2, 2, 5, 4), randn(427, 2, 2, 5, 4), pad,
+                           ", padding mask (2, 1, 1, 5) of bools", hint)
+
+
+@check(question="sdpa", points=3)
+def test_sdpa_any_leading_axes(sub):
+    """SDPA works without a batch axis and with three leading axes"""
+    sdpa_against_reference(sub, randn(431, 4, 6), randn(432, 5, 6), randn(433, 5, 3))
+    sdpa_against_reference(sub, randn(434, 2, 2, 3, 4, 6), randn(435, 2, 2, 3, 5, 6), randn(436, 2, 2, 3, 5, 3))
+
+
+# ------------------------------------------------------------------------------- constructor
+
+@check(question="mha_init", points=2)
+def test_mha_no_bias(sub):
+    """USE_BIAS=False: none of the four layers has a bias"""
+    info = build_mha(sub, 12, 3, seed=0, USE_BIAS=False).describe()
+    biases = sorted(n for n, _, _ in info.get("params", []) if n.endswith("bias"))
+    if biases:
+        fail(f"With USE_BIAS=False no layer should have a bias, but found {', '.join(biases)}. Pass the flag to "
+             "every layer: nn.Linear(d_feat, d_feat, bias=USE_BIAS).",
+             f"USE_BIAS=False이면 어떤 레이어에도 bias가 없어야 하는데 {', '.join(biases)}이(가) 있습니다. "
+             "모든 레이어에 전달하세요: nn.Linear(d_feat, d_feat, bias=USE_BIAS).")
+
+
+@check(question="mha_init", points=1)
+def test_mha_dropout_module(sub):
+    """self.dropout is nn.Dropout(p=dropout_p)"""
+    info = build_mha(sub, 12, 3, seed=0, dropout_p=0.3).describe("dropout")
+    d = info["attrs"].get("dropout")
+    if d is None or d.get("type") != "Dropout" or abs(d.get("p", -1) - 0.3) > 1e-9:
+        found = "nothing" if d is None else f"{d.get('type')} (p={d.get('p')})"
+        fail(f"With dropout_p=0.3, `self.dropout` should be nn.Dropout(p=0.3); found {found}.",
+             f"dropout_p=0.3이면 `self.dropout`은 nn.Dropout(p=0.3)이어야 합니다. 현재: {found}.")
+
+
+# ------------------------------------------------------------------------------- projections
+
+PROJ_HINT = Message("Each projection is one linear layer on its own input: Q_feat = lin_Q(Q), K_feat = lin_K(K), "
+                    "V_feat = lin_V(V) (`actv` is stored but not applied).",
+                    "각 투영은 자기 입력에 대한 선형 레이어 하나입니다: Q_feat = lin_Q(Q), K_feat = lin_K(K), "
+                    "V_feat = lin_V(V) (`actv`는 저장만 하고 적용하지 않습니다).")
+
+
+def check_projections(sub, options, name):
+    got, want, _, _ = run_case(sub, options, name)
+    for key in ("Q_feat", "K_feat", "V_feat"):
+        judge(got, want, key, case_what(name), hint=PROJ_HINT)
+
+
+@check(question="projections", points=4)
+def test_projections_self(sub, options):
+    """Q_feat, K_feat, V_feat values (self-attention)"""
+    check_projections(sub, options, "self")
+
+
+@check(question="projections", points=4)
+def test_projections_cross(sub, options):
+    """Q_feat, K_feat, V_feat values with different Q, K, V (n_Q != n_K)"""
+    check_projections(sub, options, "cross")
+
+
+# ------------------------------------------------------------------------------- split
+
+SPLIT_HINT = Message("Split the features into heads with .view(n_batch, -1, n_head, d_head) and then bring the head "
+                     "axis forward with .permute(0, 2, 1, 3).",
+                     "특징을 .view(n_batch, -1, n_head, d_head)로 헤드별로 나눈 뒤 .permute(0, 2, 1, 3)으로 헤드 축을 "
+                     "앞으로 옮기세요.")
+
+
+def check_split(sub, options, name):
+    got, want, ref, _ = run_case(sub, options, name)
+    for key, src in (("Q_split", "Q_feat"), ("K_split", "K_feat"), ("V_split", "V_feat")):
+        judge(got, want, key, case_what(name), lambda src=src: R.split_heads(*own(got, src), ref.n_head),
+              hint=SPLIT_HINT)
+
+
+@check(question="split", points=5)
+def test_split_self(sub, options):
+    """Q_split, K_split, V_split values (self-attention)"""
+    check_split(sub, options, "self")
+
+
+@check(question="split", points=6)
+def test_split_cross(sub, options):
+    """Q_split, K_split, V_split values with n_Q != n_K"""
+    check_split(sub, options, "cross")
+
+
+# ------------------------------------------------------------------------------- scores
+
+def check_scores(sub, options, name):
+    got, want, ref, (_, _, _, mask) = run_case(sub, options, name)
+    seed, b, nq, nk, d, h, distinct, mask_kind = CASES[name]
+    div = divisor(options, d, h)
+    what = case_what(name)
+    hint = scale_rule(options, d, h)
+    qs, ks, sc = (tensor_or_none(got, k) for k in ("Q_split", "K_split", "scores"))
+    if qs is not None and ks is not None and sc is not None:
+        alt, alt_name = other_divisor(options, d, h)
+        try:
+            other = R.head_scores(qs, ks, alt, mask)
+        except RuntimeError:
+            other = None
+        if other is not None and other.shape == sc.shape and _close(sc, other, 1e-4):
+            fail(f"`{what}`: your scores are divided by {alt_name}. " + hint.en,
+                 f"`{what}`: 점수를 {alt_name}(으)로 나눴습니다. " + hint.ko)
+        if mask is not None and bool(torch.isinf(sc).any()):
+            hint = Message("Masked scores must be -1e9, not -inf: scores.masked_fill(mask == 0, -1e9).",
+                           "가려진 점수는 -inf가 아니라 -1e9여야 합니다: scores.masked_fill(mask == 0, -1e9).")
+        elif mask is not None:
+            hint = Message("Apply the mask to the scores before the softmax: scores.masked_fill(mask == 0, -1e9).",
+                           "softmax 전에 점수에 마스크를 적용하세요: scores.masked_fill(mask == 0, -1e9).")
+    judge(got, want, "scores", what, lambda: R.head_scores(*own(got, "Q_split", "K_split"), div, mask), hint=hint)
+
+
+@check(question="scores", points=4)
+def test_scores_values(sub, options):
+    """scores values without a mask (self- and cross-attention)"""
+    check_scores(sub, options, "self")
+    check_scores(sub, options, "cross")
+
+
+@check(question="scores", points=5)
+def test_scores_masked(sub, options):
+    """scores with a padding mask and a causal mask: -1e9 where mask == 0"""
+    check_scores(sub, options, "padding")
+    check_scores(sub, options, "causal")
+
+
+# ------------------------------------------------------------------------------- attention and x_raw
+
+SOFTMAX_HINT = Message("attention = torch.softmax(scores, dim=-1): each query's weights over the keys sum to 1.",
+                       "attention = torch.softmax(scores, dim=-1): 각 쿼리의 키에 대한 가중치 합이 1이 되어야 합니다.")
+XRAW_HINT = Message("x_raw = self.dropout(attention) @ V_split.", "x_raw = self.dropout(attention) @ V_split입니다.")
+
+
+@check(question="attention", points=3)
+def test_attention_values(sub, options):
+    """attention = softmax of the scores over the keys"""
+    for name in ("self", "cross", "padding"):
+        got, want, _, _ = run_case(sub, options, name)
+        judge(got, want, "attention", case_what(name), lambda: torch.softmax(*own(got, "scores"), dim=-1),
+              hint=SOFTMAX_HINT)
+
+
+@check(question="attention", points=3)
+def test_x_raw_values(sub, options):
+    """x_raw = attention @ V_split (eval mode: dropout does nothing)"""
+    for name in ("self", "cross", "causal"):
+        got, want, _, _ = run_case(sub, options, name)
+        judge(got, want, "x_raw", case_what(name) + " in eval mode",
+              lambda: torch.matmul(*own(got, "attention", "V_split")), hint=XRAW_HINT)
+
+
+@check(question="attention", points=2)
+def test_x_raw_dropout(sub, options):
+    """Train mode: dropout is applied to the attention weights, before they weigh V_split"""
+    p, seed_call = 0.5, 77
+    got, want, ref, _ = run_case(sub, options, "self", mode="train", dropout_p=p, seed_call=seed_call)
+
+    def own_dropout():
+        attention, v = own(got, "attention", "V_split")
+        torch.manual_seed(seed_call)
+        return R.weigh_values(attention, v, nn.Dropout(p).train())
+    judge(got, want, "x_raw", case_what("self", dropout_p=p) + " in train mode", own_dropout,
+          hint=Message("In train mode x_raw = self.dropout(attention) @ V_split: dropout acts on the attention "
+                       "weights (after the softmax), once, through the nn.Dropout module.",
+                       "train 모드에서 x_raw = self.dropout(attention) @ V_split입니다. dropout은 softmax 뒤의 "
+                       "어텐션 가중치에 nn.Dropout 모듈로 한 번 적용합니다."))
+
+
+# ------------------------------------------------------------------------------- merge
+
+MERGE_HINT = Message("x_rsh1 = x_raw.permute(0, 2, 1, 3).contiguous() puts the heads next to each other for every "
+                     "query; x_rsh2 = x_rsh1.view(n_batch, -1, d_feat) glues them into one feature vector.",
+                     "x_rsh1 = x_raw.permute(0, 2, 1, 3).contiguous()로 쿼리마다 헤드를 나란히 놓고, "
+                     "x_rsh2 = x_rsh1.view(n_batch, -1, d_feat)로 하나의 특징 벡터로 이어 붙입니다.")
+
+
+@check(question="merge", points=3)
+def test_x_rsh1_values(sub, options):
+    """x_rsh1: heads moved behind the query axis"""
+    for name in ("self", "cross"):
+        got, want, _, _ = run_case(sub, options, name)
+        judge(got, want, "x_rsh1", case_what(name), lambda: R.heads_to_back(*own(got, "x_raw")), hint=MERGE_HINT)
+
+
+@check(question="merge", points=4)
+def test_x_rsh2_values(sub, options):
+    """x_rsh2: the heads merged back into d_feat features"""
+    for name in ("self", "cross"):
+        got, want, ref, _ = run_case(sub, options, name)
+        judge(got, want, "x_rsh2", case_what(name), lambda: R.merge_heads(*own(got, "x_rsh1"), ref.d_feat),
+              hint=MERGE_HINT)
+
+
+# ------------------------------------------------------------------------------- output
+
+OUT_HINT = Message("x = self.lin_O(x_rsh2): the output projection of the merged heads, nothing added.",
+                   "x = self.lin_O(x_rsh2): 합친 헤드에 출력 투영만 적용하고 다른 것은 더하지 않습니다.")
+
+
+def check_output(sub, options, names):
+    for name in names:
+        got, want, ref, _ = run_case(sub, options, name)
+        judge(got, want, "x", case_what(name),
+              lambda: F.linear(*own(got, "x_rsh2"), ref.lin_O.weight.detach(), ref.lin_O.bias.detach()),
+              hint=OUT_HINT)
+
+
+@check(question="output", points=5)
+def test_output_values(sub, options):
+    """x values (self-attention, with and without a mask)"""
+    check_output(sub, options, ("self", "padding"))
+
+
+@check(question="output", points=3)
+def test_output_cross(sub, options):
+    """x values with different Q, K, V (n_Q != n_K)"""
+    check_output(sub, options, ("cross",))

@@ -1,0 +1,184 @@
+"""Check logic shared by the public and hidden checks of transformer_block.
+
+Public: no reference code and no hidden value; only how to build and call the student's classes, the
+parameter names the template fixes, and properties every correct block has.
+"""
+from __future__ import annotations
+
+import re
+
+import torch
+
+from autograder.checks import CheckFailure, expect_shape, expect_tensor, fail
+
+# The parameter names and shapes the template fixes (what the grader copies PyTorch's weights into).
+def attn_params(d: int) -> dict[str, tuple[int, ...]]:
+    return {f"W_{r}.{t}": ((d, d) if t == "weight" else (d,)) for r in "qkvo" for t in ("weight", "bias")}
+
+
+def ffn_params(d: int, d_ff: int) -> dict[str, tuple[int, ...]]:
+    return {"linear1.weight": (d_ff, d), "linear1.bias": (d_ff,), "linear2.weight": (d, d_ff), "linear2.bias": (d,)}
+
+
+def block_params(d: int, d_ff: int) -> dict[str, tuple[int, ...]]:
+    out = {f"attn.{k}": v for k, v in attn_params(d).items()}
+    out.update({f"ff.{k}": v for k, v in ffn_params(d, d_ff).items()})
+    out.update({f"norm{i}.{t}": (d,) for i in (1, 2) for t in ("weight", "bias")})
+    return out
+
+
+def randn(seed: int, *shape: int) -> torch.Tensor:
+    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed))
+
+
+# ---------------------------------------------------------------------------------------------- building, calling
+
+def build_attn(sub, d: int, h: int, dropout: float = 0.0, seed: int = 0):
+    return sub.new("MultiHeadSelfAttention", d, h, dropout, seed=seed)
+
+
+def build_ffn(sub, d: int, d_ff: int, dropout: float = 0.0, seed: int = 0):
+    return sub.new("FeedForward", d, d_ff, dropout, seed=seed)
+
+
+def build_block(sub, d: int, h: int, d_ff: int, dropout: float = 0.0, norm_first: bool = False, seed: int = 0):
+    return sub.new("TransformerBlock", d, h, d_ff, dropout, norm_first=norm_first, seed=seed)
+
+
+def attn_text(d, h, dropout=0.0, causal=False):
+    return f"MultiHeadSelfAttention({d}, {h}, {dropout})(x{', causal=True' if causal else ''})"
+
+
+def ffn_text(d, d_ff, dropout=0.0):
+    return f"FeedForward({d}, {d_ff}, {dropout})(x)"
+
+
+def block_text(d, h, d_ff, dropout=0.0, norm_first=False, causal=False):
+    return (f"TransformerBlock({d}, {h}, {d_ff}, {dropout}, norm_first={norm_first})"
+            f"(x{', causal=True' if causal else ''})")
+
+
+def call(m, x, what: str, causal: bool | None = None, **kw) -> torch.Tensor:
+    kwargs = {} if causal is None else {"causal": causal}
+    return expect_tensor(m(x, **kwargs, **kw), what)
+
+
+def check_params(m, want: dict[str, tuple[int, ...]], cls: str) -> None:
+    have = {n: tuple(s) for n, s, _ in m.describe().get("params", [])}
+    missing = [n for n in want if n not in have]
+    wrong = [f"{n} is {have[n]}, expected {want[n]}" for n in want if n in have and have[n] != want[n]]
+    if missing or wrong:
+        listed = ", ".join(f"{n} {s}" for n, s in have.items()) or "none"
+        problems = "; ".join(([f"missing {', '.join(missing)}"] if missing else []) + wrong)
+        fail(f"`{cls}` does not have the parameters the template names ({problems}). The grader copies "
+             f"PyTorch's weights into exactly these names. Yours: {listed}.",
+             f"`{cls}`에 템플릿이 정한 파라미터가 없습니다 ({problems}). 채점기는 PyTorch의 가중치를 바로 이 "
+             f"이름들에 복사합니다. 현재: {listed}.")
+
+
+# ---------------------------------------------------------------------------------------------- properties
+
+def causal_leak(m, d: int, seed: int, what: str, b: int = 2, T: int = 6) -> float:
+    """How much the outputs of tokens 0..k-1 change when tokens k.. change (0 for a causal layer)."""
+    x = randn(seed, b, T, d)
+    k = T // 2
+    x2 = x.clone()
+    x2[:, k:] = randn(seed + 1, b, T - k, d) * 3
+    y1 = expect_shape(call(m, x, what, causal=True), (b, T, d), what)
+    y2 = call(m, x2, what, causal=True)
+    diff = (y1[:, :k] - y2[:, :k]).abs()
+    return float(diff[torch.isfinite(diff)].max()) if bool(torch.isfinite(diff).any()) else 0.0
+
+
+def fail_leak(cls: str, leak: float, T: int = 6) -> None:
+    k = T // 2
+    fail(f"`{cls}(..., causal=True)` is not causal: changing tokens {k}..{T - 1} changed the outputs of tokens "
+         f"0..{k - 1} by up to {leak:.3g}. Hide the future before the softmax: scores above the diagonal "
+         "become -inf.",
+         f"`{cls}(..., causal=True)`가 인과적이지 않습니다: 토큰 {k}..{T - 1}을 바꾸자 토큰 0..{k - 1}의 출력이 "
+         f"최대 {leak:.3g} 바뀌었습니다. softmax 전에 미래를 가리세요: 대각선 위의 점수를 -inf로.")
+
+
+def part_problem(sub, which: str, d: int = 8, h: int = 2, d_ff: int = 12,
+                 causal: bool = False) -> tuple[str, str] | None:
+    """What is wrong with the student's own attention ("attn") or feed-forward ("ffn") on a small input:
+    ("raised", message) or ("wrong", what) -- a wrong shape, non-finite values, or (causal=True) a leak;
+    None when nothing is."""
+    try:
+        x = randn(99, 2, 5, d)
+        if which == "attn":
+            m = build_attn(sub, d, h, seed=1)
+            y = call(m, x, "attn", causal=causal)
+            if causal and causal_leak(m, d, 98, "attn") > 1e-5:
+                return ("wrong", "not causal")
+        else:
+            y = call(build_ffn(sub, d, d_ff, seed=1), x, "ffn")
+    except CheckFailure as e:
+        return ("raised", e.message.en)
+    if tuple(y.shape) != (2, 5, d) or not bool(torch.isfinite(y).all()):
+        return ("wrong", f"shape {tuple(y.shape)}")
+    return None
+
+
+def _cause(text: str):
+    """Where an exception of the student's code came from: (line, function), or the not-implemented note."""
+    m = re.search(r"line (\d+) in (\w+)", text)
+    if m:
+        return m.groups()
+    m = re.search(r"not implemented yet \((.*?)\)", text)
+    return ("todo", m.group(1)) if m else None
+
+
+def blame_part(sub, err: CheckFailure | None, d: int = 8, h: int = 2, d_ff: int = 12, causal: bool = False) -> bool:
+    """True when a failure of the student's block follows from a failure of the student's own attention or
+    feed-forward module, which is charged in that module's question: the part gives a wrong shape, NaNs or
+    (causal) a leak, or it raises at the very line where the block's call raised. A block that is itself not
+    implemented is never excused."""
+    for which in ("attn", "ffn"):
+        problem = part_problem(sub, which, d, h, d_ff, causal)
+        if problem is None:
+            continue
+        kind, text = problem
+        if kind == "wrong":
+            return True
+        if err is not None and _cause(text) is not None and _cause(text) == _cause(err.message.en):
+            return True
+    return False
+
+
+# ---------------------------------------------------------------------------------------------- nn.Transformer
+
+CONFIG = {"d_model": 16, "nhead": 4, "num_encoder_layers": 2, "num_decoder_layers": 2, "dim_feedforward": 32,
+          "batch_first": True}
+
+
+def build_transformer(sub):
+    return sub.new("build_transformer", seed=0)
+
+
+def check_transformer_config(sub) -> None:
+    info = build_transformer(sub).describe("d_model", "nhead", "batch_first")
+    if info.get("type") != "Transformer":
+        fail(f"`build_transformer()` should return a torch.nn.Transformer; it returned a {info.get('type')}.",
+             f"`build_transformer()`는 torch.nn.Transformer를 반환해야 하는데 {info.get('type')}을(를) 반환했습니다.")
+    names = [n for n, _ in info.get("modules", [])]
+    params = {n: tuple(s) for n, s, _ in info.get("params", [])}
+    got = {
+        "d_model": (info["attrs"].get("d_model") or {}).get("value"),
+        "nhead": (info["attrs"].get("nhead") or {}).get("value"),
+        "num_encoder_layers": sum(1 for n in names if re.fullmatch(r"encoder\.layers\.\d+", n)),
+        "num_decoder_layers": sum(1 for n in names if re.fullmatch(r"decoder\.layers\.\d+", n)),
+        "dim_feedforward": (params.get("encoder.layers.0.linear1.weight") or (None,))[0],
+        "batch_first": (info["attrs"].get("batch_first") or {}).get("value"),
+    }
+    wrong = [f"{k}={got[k]!r} (expected {v!r})" for k, v in CONFIG.items() if got[k] != v]
+    if wrong:
+        fail("`build_transformer()` should build nn.Transformer(d_model=16, nhead=4, num_encoder_layers=2, "
+             f"num_decoder_layers=2, dim_feedforward=32, batch_first=True); found {', '.join(wrong)}.",
+             "`build_transformer()`는 nn.Transformer(d_model=16, nhead=4, num_encoder_layers=2, "
+             f"num_decoder_layers=2, dim_feedforward=32, batch_first=True)를 만들어야 합니다. 현재: {', '.join(wrong)}.")
+
+
+def transformer_out(sub, src: torch.Tensor, tgt: torch.Tensor) -> torch.Tensor:
+    what = f"build_transformer()(src {tuple(src.shape)}, tgt {tuple(tgt.shape)})"
+    return call(build_transformer(sub), src, what, tgt=tgt)

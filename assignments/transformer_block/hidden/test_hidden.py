@@ -1,0 +1,562 @@
+"""Hidden checks for transformer_block.
+
+The expected values come from torch.nn (TransformerEncoderLayer with batch_first=True, its MultiheadAttention,
+its two linear layers; nn.Transformer) with the weights copied into the student's modules. PyTorch fuses the
+query, key and value projections into one `in_proj_weight` of shape (3 d_model, d_model); the template keeps
+them apart as W_q, W_k, W_v, so the transplant cuts that matrix (and its bias) in three.
+
+A block that differs from PyTorch is still accepted when it is the right composition of the student's OWN
+attention and feed-forward modules (so a bug in a part is charged to that part only); otherwise the checks
+look for the usual structural mistakes (a missing residual connection, LayerNorms in the wrong place, the
+causal flag not passed on) and name them.
+"""
+from __future__ import annotations
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from assignments.transformer_block.common import (CONFIG, attn_text, block_text, build_attn, build_block,
+                                                  blame_part, build_ffn, build_transformer, call, ffn_text,
+                                                  randn, transformer_out)
+from autograder.checks import CheckFailure, check, expect_close, expect_shape, expect_tensor, fail
+from autograder.messages import Message
+
+ATOL = 1e-4
+
+
+# ------------------------------------------------------------------------------- PyTorch's side
+
+def ref_layer(d, h, d_ff, norm_first=False, seed=0) -> nn.TransformerEncoderLayer:
+    """An encoder layer in eval mode whose biases and LayerNorm parameters are moved off their 0/1 defaults,
+    so that a bias left out or norm1/norm2 swapped shows in the output."""
+    torch.manual_seed(seed)
+    layer = nn.TransformerEncoderLayer(d, h, d_ff, dropout=0.0, batch_first=True, norm_first=norm_first)
+    with torch.no_grad():
+        for name, p in layer.named_parameters():
+            if name.endswith("bias") or name.startswith("norm"):
+                p.add_(0.2 * torch.randn_like(p))
+    return layer.eval()
+
+
+def attn_state(mha: nn.MultiheadAttention) -> dict[str, torch.Tensor]:
+    d = mha.embed_dim
+    W, b = mha.in_proj_weight.detach(), mha.in_proj_bias.detach()
+    out = {}
+    for i, role in enumerate("qkv"):  # in_proj_weight stacks the query, key and value projections
+        out[f"W_{role}.weight"] = W[i * d:(i + 1) * d].clone()
+        out[f"W_{role}.bias"] = b[i * d:(i + 1) * d].clone()
+    out["W_o.weight"] = mha.out_proj.weight.detach().clone()
+    out["W_o.bias"] = mha.out_proj.bias.detach().clone()
+    return out
+
+
+def ffn_state(layer) -> dict[str, torch.Tensor]:
+    return {f"{lin}.{t}": getattr(getattr(layer, lin), t).detach().clone()
+            for lin in ("linear1", "linear2") for t in ("weight", "bias")}
+
+
+def block_state(layer) -> dict[str, torch.Tensor]:
+    out = {f"attn.{k}": v for k, v in attn_state(layer.self_attn).items()}
+    out.update({f"ff.{k}": v for k, v in ffn_state(layer).items()})
+    out.update({f"{n}.{t}": getattr(getattr(layer, n), t).detach().clone()
+                for n in ("norm1", "norm2") for t in ("weight", "bias")})
+    return out
+
+
+def attn_grads(mha: nn.MultiheadAttention) -> dict[str, torch.Tensor]:
+    d = mha.embed_dim
+    gW, gb = mha.in_proj_weight.grad, mha.in_proj_bias.grad
+    out = {}
+    for i, role in enumerate("qkv"):
+        out[f"W_{role}.weight"], out[f"W_{role}.bias"] = gW[i * d:(i + 1) * d], gb[i * d:(i + 1) * d]
+    out["W_o.weight"], out["W_o.bias"] = mha.out_proj.weight.grad, mha.out_proj.bias.grad
+    return out
+
+
+def causal_mask(n: int) -> torch.Tensor:
+    return nn.Transformer.generate_square_subsequent_mask(n)
+
+
+def ref_attn(layer, x, causal=False):
+    with torch.no_grad():
+        return layer.self_attn(x, x, x, attn_mask=causal_mask(x.shape[1]) if causal else None,
+                               need_weights=False)[0]
+
+
+def ref_ffn(layer, x):
+    with torch.no_grad():
+        return layer.linear2(F.relu(layer.linear1(x)))
+
+
+def ref_block(layer, x, causal=False):
+    with torch.no_grad():
+        return layer(x, src_mask=causal_mask(x.shape[1]) if causal else None)
+
+
+def load(m, state, cls):
+    """Copy `state` into the student's module; fail naming what is missing or misshaped."""
+    report = m.load_state(state)
+    missing = sorted(set(report["missing"]))
+    shapes = [f"{n} is {tuple(s)}, PyTorch's is {tuple(r)}" for n, s, r in report["mismatched"]]
+    if missing or shapes:
+        have = ", ".join(f"{n} {tuple(s)}" for n, s, _ in m.describe()["params"]) or "no parameters"
+        bad = "; ".join(([f"no parameter named {', '.join(missing)}"] if missing else []) + shapes)
+        fail(f"PyTorch's weights could not be copied into your `{cls}`: {bad}. Keep the template's names "
+             f"and shapes (yours: {have}).",
+             f"PyTorch의 가중치를 `{cls}`에 복사할 수 없습니다: {bad}. 템플릿의 이름과 shape을 지키세요 "
+             f"(현재: {have}).")
+
+
+def close(a, b, atol=ATOL) -> bool:
+    if type(a) is not torch.Tensor or tuple(a.shape) != tuple(b.shape):
+        return False
+    a, b = a.to(torch.float64), b.detach().to(torch.float64)
+    same = (a - b).abs() <= atol + ATOL * b.abs()
+    return bool((same | (torch.isnan(a) & torch.isnan(b))).all())
+
+
+# ------------------------------------------------------------------------------- MultiHeadSelfAttention
+
+ATTN_HINT = Message(
+    "Per head: softmax(q k^T / sqrt(d_head)) v with d_head = d_model // n_heads; split the heads with "
+    ".view(b, n, n_heads, d_head).transpose(1, 2), put them side by side again after the weighted sum, and "
+    "finish with W_o. With causal=True the scores above the diagonal are -inf.",
+    "헤드마다 softmax(q k^T / sqrt(d_head)) v이고 d_head = d_model // n_heads입니다. "
+    ".view(b, n, n_heads, d_head).transpose(1, 2)로 헤드를 나누고, 가중합 뒤에 다시 나란히 붙인 다음 W_o를 "
+    "적용하세요. causal=True이면 대각선 위의 점수는 -inf입니다.")
+
+ATTN_CASES = [(16, 4, 2, 5, 601), (12, 3, 3, 7, 602)]  # d_model, n_heads, batch, tokens, seed
+
+
+def attn_against_pytorch(sub, d, h, b, n, seed, causal):
+    layer = ref_layer(d, h, 2 * d, seed=seed)
+    m = build_attn(sub, d, h, seed=seed)
+    load(m, attn_state(layer.self_attn), f"MultiHeadSelfAttention({d}, {h})")
+    x = randn(seed + 1, b, n, d)
+    what = attn_text(d, h, causal=causal)
+    got = call(m, x, what, causal=causal)
+    if causal and tuple(got.shape) == tuple(x.shape) and bool(torch.isnan(got).any()):
+        rows = sorted({int(i) for i in torch.isnan(got).any(dim=-1).nonzero()[:, 1]})
+        fail(f"`{what}` returns NaN for token(s) {rows}: the softmax got a row of scores that are all -inf. "
+             "The causal mask must hide only the future (above the diagonal, torch.triu(..., diagonal=1)); "
+             "every token may look at itself.",
+             f"`{what}`가 토큰 {rows}에 대해 NaN을 반환합니다: softmax에 모두 -inf인 점수 행이 들어갔습니다. "
+             "인과 마스크는 미래(대각선 위, torch.triu(..., diagonal=1))만 가려야 하며, 모든 토큰은 자기 자신을 "
+             "볼 수 있어야 합니다.")
+    expect_close(got, ref_attn(layer, x, causal), what + " with PyTorch's weights", atol=ATOL, hint=ATTN_HINT)
+
+
+@check(question="MultiHeadSelfAttention", points=6)
+def test_attn_matches_pytorch(sub):
+    """MultiHeadSelfAttention equals nn.MultiheadAttention (in_proj cut into W_q, W_k, W_v)"""
+    for d, h, b, n, seed in ATTN_CASES:
+        attn_against_pytorch(sub, d, h, b, n, seed, causal=False)
+
+
+@check(question="MultiHeadSelfAttention", points=5)
+def test_attn_causal_matches_pytorch(sub):
+    """MultiHeadSelfAttention(x, causal=True) equals nn.MultiheadAttention with the causal mask"""
+    for d, h, b, n, seed in ATTN_CASES:
+        attn_against_pytorch(sub, d, h, b, n, seed, causal=True)
+
+
+@check(question="MultiHeadSelfAttention", points=3)
+def test_attn_head_counts(sub):
+    """MultiHeadSelfAttention with 1 head and with 8 heads"""
+    for d, h, seed in ((8, 1, 611), (16, 8, 612)):
+        attn_against_pytorch(sub, d, h, 2, 4, seed, causal=False)
+
+
+@check(question="MultiHeadSelfAttention", points=3)
+def test_attn_gradients(sub):
+    """Gradients reach W_q, W_k, W_v and W_o and equal PyTorch's"""
+    d, h, seed = 12, 3, 621
+    layer = ref_layer(d, h, 2 * d, seed=seed).train()
+    m = build_attn(sub, d, h, seed=seed)
+    load(m, attn_state(layer.self_attn), f"MultiHeadSelfAttention({d}, {h})")
+    x = randn(seed + 1, 2, 5, d)
+    out = layer.self_attn(x, x, x, need_weights=False)[0]
+    g = randn(seed + 2, *out.shape)
+    out.backward(g)
+    res = m.run(x, grad_output=g)
+    expect_tensor(res["out"], attn_text(d, h))
+    grads = res.get("grads")
+    if grads is None:
+        fail("The output of `MultiHeadSelfAttention` is not connected to its weights (no grad_fn): do not use "
+             ".detach(), torch.no_grad() or .data in forward.",
+             "`MultiHeadSelfAttention`의 출력이 가중치와 연결되어 있지 않습니다 (grad_fn 없음). forward에서 "
+             ".detach(), torch.no_grad(), .data를 쓰지 마세요.")
+    for name, want in attn_grads(layer.self_attn).items():
+        got = grads.get(name)
+        if type(got) is not torch.Tensor:
+            fail(f"No gradient reached `MultiHeadSelfAttention.{name}`: it is not used in forward.",
+                 f"`MultiHeadSelfAttention.{name}`에 그래디언트가 전달되지 않았습니다: forward에서 쓰이지 않습니다.")
+        expect_close(got, want, f"gradient of MultiHeadSelfAttention.{name}", atol=ATOL, rtol=1e-3)
+
+
+# ------------------------------------------------------------------------------- FeedForward
+
+FFN_HINT = Message("FeedForward(x) = linear2(dropout(relu(linear1(x)))): ReLU between the two linear layers.",
+                   "FeedForward(x) = linear2(dropout(relu(linear1(x))))입니다: 두 선형 레이어 사이에 ReLU.")
+
+
+@check(question="FeedForward", points=6)
+def test_ffn_matches_pytorch(sub):
+    """FeedForward equals the encoder layer's linear1 -> ReLU -> linear2"""
+    for d, d_ff, seed in ((16, 32, 701), (12, 20, 702)):
+        layer = ref_layer(d, 4 if d == 16 else 3, d_ff, seed=seed)
+        m = build_ffn(sub, d, d_ff, seed=seed)
+        load(m, ffn_state(layer), f"FeedForward({d}, {d_ff})")
+        x = randn(seed + 1, 2, 5, d)
+        expect_close(call(m, x, ffn_text(d, d_ff)), ref_ffn(layer, x), ffn_text(d, d_ff) + " with PyTorch's weights",
+                     hint=FFN_HINT)
+
+
+@check(question="FeedForward", points=1)
+def test_ffn_eval_ignores_dropout(sub):
+    """FeedForward(..., dropout=0.5) in eval mode gives what FeedForward(..., dropout=0.0) gives"""
+    layer = ref_layer(8, 2, 16, seed=711)
+    x = randn(712, 2, 5, 8)
+    outs = []
+    for p in (0.5, 0.0):
+        m = build_ffn(sub, 8, 16, p, seed=711)
+        load(m, ffn_state(layer), f"FeedForward(8, 16, {p})")
+        outs.append(call(m, x, ffn_text(8, 16, p)))
+    expect_close(outs[0], outs[1], ffn_text(8, 16, 0.5) + " in eval mode (compared with dropout=0.0)",
+                 hint=Message("Use the nn.Dropout module (self.dropout), which does nothing after model.eval().",
+                              "model.eval() 뒤에는 아무 일도 하지 않는 nn.Dropout 모듈(self.dropout)을 쓰세요."))
+
+
+@check(question="FeedForward", points=2)
+def test_ffn_dropout_placement(sub):
+    """FeedForward in train mode: dropout sits between the ReLU and linear2, as in PyTorch's encoder layer"""
+    layer = ref_layer(8, 2, 16, seed=721)
+    m = build_ffn(sub, 8, 16, 0.5, seed=721)
+    load(m, ffn_state(layer), "FeedForward(8, 16, 0.5)")
+    x = randn(722, 2, 5, 8)
+    if not close(call(m, x, ffn_text(8, 16, 0.5)), ref_ffn(layer, x)):
+        fail("The dropout placement cannot be judged: FeedForward already differs from PyTorch's in eval mode "
+             "(see the check that compares with the encoder layer).",
+             "dropout 위치를 평가할 수 없습니다: FeedForward가 eval 모드에서 이미 PyTorch와 다릅니다 "
+             "(인코더 레이어와 비교하는 검사를 보세요).")
+    got = call(m, x, ffn_text(8, 16, 0.5), mode="train", seed=723)
+    torch.manual_seed(723)
+    with torch.no_grad():
+        want = layer.linear2(F.dropout(F.relu(layer.linear1(x)), 0.5, training=True))
+    expect_close(got, want, ffn_text(8, 16, 0.5) + " in train mode", hint=Message(
+        "Apply self.dropout once, to the ReLU output, before linear2: linear2(dropout(relu(linear1(x)))).",
+        "self.dropout은 ReLU 출력에, linear2 전에 한 번만 적용하세요: linear2(dropout(relu(linear1(x))))."))
+
+
+@check(question="FeedForward", points=2)
+def test_ffn_gradients(sub):
+    """Gradients reach linear1 and linear2 and equal PyTorch's"""
+    layer = ref_layer(8, 2, 16, seed=731)
+    m = build_ffn(sub, 8, 16, seed=731)
+    load(m, ffn_state(layer), "FeedForward(8, 16)")
+    x = randn(732, 2, 5, 8)
+    out = layer.linear2(F.relu(layer.linear1(x)))
+    g = randn(733, *out.shape)
+    out.backward(g)
+    grads = m.run(x, grad_output=g).get("grads") or {}
+    for name in ("linear1.weight", "linear1.bias", "linear2.weight", "linear2.bias"):
+        lin, t = name.split(".")
+        got = grads.get(name)
+        if type(got) is not torch.Tensor:
+            fail(f"No gradient reached `FeedForward.{name}`: keep the output connected to both layers.",
+                 f"`FeedForward.{name}`에 그래디언트가 전달되지 않았습니다: 출력이 두 레이어와 연결되어야 합니다.")
+        expect_close(got, getattr(getattr(layer, lin), t).grad, f"gradient of FeedForward.{name}", rtol=1e-3)
+
+
+# ------------------------------------------------------------------------------- TransformerBlock
+
+def compose(x, A, Fn, ln1, ln2, norm_first, causal, variant=""):
+    """The block built from attention A, feed-forward Fn and the two LayerNorms, or one of its usual mistakes."""
+    attend = (lambda z: A(z, False)) if variant == "causal_ignored" else (lambda z: A(z, causal))
+    n1, n2 = (ln2, ln1) if variant == "norms_swapped" else (ln1, ln2)
+    pre = (not norm_first) if variant == "other_order" else norm_first
+    keep_a = 0.0 if variant in ("no_res_attn", "no_res") else 1.0
+    keep_f = 0.0 if variant in ("no_res_ff", "no_res") else 1.0
+    if variant == "norm_on_branch":
+        x1 = x + n1(attend(x))
+        return x1 + n2(Fn(x1))
+    if variant == "attn_pre_ff_post":
+        x1 = x + attend(n1(x))
+        return n2(x1 + Fn(x1))
+    if variant == "attn_post_ff_pre":
+        x1 = n1(x + attend(x))
+        return x1 + Fn(n2(x1))
+    if pre:
+        x1 = keep_a * x + attend(n1(x))
+        return keep_f * x1 + Fn(n2(x1))
+    x1 = n1(keep_a * x + attend(x))
+    y = keep_f * x1 + Fn(x1)
+    return y if variant == "no_final_norm" else n2(y)
+
+
+def variant_message(variant, norm_first):
+    order = ("pre-norm: x = x + attn(norm1(x)); x = x + ff(norm2(x))" if norm_first else
+             "post-norm: x = norm1(x + attn(x)); x = norm2(x + ff(x))")
+    texts = {
+        "no_res_attn": ("the residual connection around the self-attention is missing: add the sub-layer's input "
+                        "to its output", "셀프 어텐션을 감싸는 잔차 연결이 없습니다: 서브레이어의 입력을 출력에 더하세요"),
+        "no_res_ff": ("the residual connection around the feed-forward network is missing: add its input back",
+                      "피드포워드 네트워크를 감싸는 잔차 연결이 없습니다: 입력을 다시 더하세요"),
+        "no_res": ("both residual connections (around the attention and around the feed-forward network) are "
+                   "missing", "두 잔차 연결(어텐션과 피드포워드 둘레)이 모두 없습니다"),
+        "other_order": (("the LayerNorms sit after the residual additions (post-norm) although norm_first=True"
+                         if norm_first else
+                         "the LayerNorms sit before the sub-layers (pre-norm) although norm_first=False"),
+                        ("norm_first=True인데 LayerNorm이 잔차 덧셈 뒤에 있습니다 (post-norm)" if norm_first else
+                         "norm_first=False인데 LayerNorm이 서브레이어 앞에 있습니다 (pre-norm)")),
+        "no_final_norm": ("the second LayerNorm is missing: the post-norm block ends with norm2(x + ff(x))",
+                          "두 번째 LayerNorm이 없습니다: post-norm 블록은 norm2(x + ff(x))로 끝납니다"),
+        "norm_on_branch": ("the LayerNorm is applied to the sub-layer's output (x + norm(attn(x))) instead of "
+                           + ("its input" if norm_first else "the residual sum"),
+                           "LayerNorm이 " + ("서브레이어의 입력" if norm_first else "잔차 합") +
+                           " 대신 서브레이어의 출력에 적용되었습니다 (x + norm(attn(x)))"),
+        "norms_swapped": ("norm1 and norm2 are swapped: norm1 belongs to the attention sub-layer, norm2 to the "
+                          "feed-forward one", "norm1과 norm2가 바뀌었습니다: norm1은 어텐션, norm2는 피드포워드 서브레이어 것"),
+        "attn_pre_ff_post": ("the attention sub-layer is pre-norm but the feed-forward one is post-norm "
+                             "(norm2 after the addition)", "어텐션 서브레이어는 pre-norm인데 피드포워드는 post-norm입니다 "
+                             "(덧셈 뒤에 norm2)"),
+        "attn_post_ff_pre": ("the attention sub-layer is post-norm but the feed-forward one is pre-norm",
+                             "어텐션 서브레이어는 post-norm인데 피드포워드는 pre-norm입니다"),
+        "causal_ignored": ("with causal=True the block computes the non-causal output: pass the flag on, "
+                           "self.attn(..., causal=causal)", "causal=True인데 블록이 인과적이지 않은 출력을 계산합니다: "
+                           "self.attn(..., causal=causal)로 플래그를 넘기세요"),
+    }
+    en, ko = texts[variant]
+    return Message(f"Your block matches a transformer block in which {en}. Expected {order}.",
+                   f"여러분의 블록은 다음과 같은 블록과 일치합니다: {ko}. 기대하는 구조는 {order}입니다.")
+
+
+VARIANTS = ("no_res_attn", "no_res_ff", "no_res", "other_order", "no_final_norm", "norm_on_branch", "norms_swapped",
+            "attn_pre_ff_post", "attn_post_ff_pre", "causal_ignored")
+
+BLOCK_CASES = [(16, 4, 32, 801), (12, 3, 20, 802)]  # d_model, n_heads, d_ff, seed
+
+
+def ref_parts(layer):
+    return (lambda z, c: ref_attn(layer, z, c)), (lambda z: ref_ffn(layer, z))
+
+
+def student_parts(sub, layer, d, h, d_ff):
+    """The student's own attention and feed-forward modules with the block's weights, as functions."""
+    try:
+        a = build_attn(sub, d, h, seed=1)
+        load(a, attn_state(layer.self_attn), "MultiHeadSelfAttention")
+        f = build_ffn(sub, d, d_ff, seed=1)
+        load(f, ffn_state(layer), "FeedForward")
+    except CheckFailure:
+        return None
+    return (lambda z, c: call(a, z, "attn", causal=c)), (lambda z: call(f, z, "ffn"))
+
+
+def norms(layer):
+    def ln(which):
+        mod = getattr(layer, which)
+        return lambda z: F.layer_norm(z, mod.normalized_shape, mod.weight.detach(), mod.bias.detach(), mod.eps)
+    return ln("norm1"), ln("norm2")
+
+
+def safe_compose(x, parts, layer, norm_first, causal, variant=""):
+    try:
+        with torch.no_grad():
+            return compose(x, *parts, *norms(layer), norm_first, causal, variant)
+    except (CheckFailure, RuntimeError):
+        return None
+
+
+def judge_block(sub, d, h, d_ff, seed, norm_first, causal, dropout=0.0):
+    layer = ref_layer(d, h, d_ff, norm_first, seed)
+    m = build_block(sub, d, h, d_ff, dropout, norm_first, seed=seed)
+    load(m, block_state(layer), "TransformerBlock")
+    x = randn(seed + 1, 2, 6, d)
+    what = block_text(d, h, d_ff, dropout, norm_first, causal)
+    want = ref_block(layer, x, causal)
+    try:
+        got = call(m, x, what, causal=causal)
+    except CheckFailure as e:
+        if blame_part(sub, e, d, h, d_ff, causal=causal):
+            return  # the block fails because one of the student's parts fails: charged to that part
+        raise
+    if close(got, want):
+        return
+    mine = student_parts(sub, layer, d, h, d_ff)
+    if mine is not None and close(got, safe_compose(x, mine, layer, norm_first, causal)):
+        return  # the right block around the student's own (differing) parts
+    for parts in (ref_parts(layer), mine):
+        if parts is None:
+            continue
+        for v in VARIANTS:
+            if v == "causal_ignored" and not causal:
+                continue
+            alt = safe_compose(x, parts, layer, norm_first, causal, v)
+            if alt is not None and close(got, alt):
+                raise CheckFailure(variant_message(v, norm_first), staff=f"{what}: matches variant {v}")
+    expect_close(got, want, what + " with PyTorch's weights", hint=Message(
+        "Compare with torch.nn.TransformerEncoderLayer(d_model, n_heads, d_ff, batch_first=True, "
+        f"norm_first={norm_first}) in eval mode.",
+        "eval 모드의 torch.nn.TransformerEncoderLayer(d_model, n_heads, d_ff, batch_first=True, "
+        f"norm_first={norm_first})와 비교해 보세요."))
+
+
+@check(question="TransformerBlock", points=7)
+def test_block_post_norm(sub):
+    """norm_first=False equals nn.TransformerEncoderLayer(batch_first=True) with the same weights"""
+    for d, h, d_ff, seed in BLOCK_CASES:
+        judge_block(sub, d, h, d_ff, seed, norm_first=False, causal=False)
+
+
+@check(question="TransformerBlock", points=7)
+def test_block_pre_norm(sub):
+    """norm_first=True equals nn.TransformerEncoderLayer(batch_first=True, norm_first=True)"""
+    for d, h, d_ff, seed in BLOCK_CASES:
+        judge_block(sub, d, h, d_ff, seed, norm_first=True, causal=False)
+
+
+@check(question="TransformerBlock", points=5)
+def test_block_post_norm_causal(sub):
+    """norm_first=False with causal=True equals the encoder layer with the causal src_mask"""
+    for d, h, d_ff, seed in BLOCK_CASES:
+        judge_block(sub, d, h, d_ff, seed + 10, norm_first=False, causal=True)
+
+
+@check(question="TransformerBlock", points=5)
+def test_block_pre_norm_causal(sub):
+    """norm_first=True with causal=True equals the encoder layer with the causal src_mask"""
+    for d, h, d_ff, seed in BLOCK_CASES:
+        judge_block(sub, d, h, d_ff, seed + 10, norm_first=True, causal=True)
+
+
+@check(question="TransformerBlock", points=5)
+def test_block_residual_connections(sub):
+    """Both residual connections carry the input past their sub-layer"""
+    d, h, d_ff, seed = 12, 3, 20, 811
+    x = randn(seed + 1, 2, 6, d)
+    for nf in (False, True):
+        for silenced, names, what_en, what_ko in (
+                ("attn", ("attn.W_o.weight", "attn.W_o.bias"), "self-attention", "셀프 어텐션"),
+                ("ff", ("ff.linear2.weight", "ff.linear2.bias"), "feed-forward network", "피드포워드 네트워크")):
+            layer = ref_layer(d, h, d_ff, nf, seed)
+            state = block_state(layer)
+            for n in names:  # this sub-layer now outputs exactly zero for every input
+                state[n] = torch.zeros_like(state[n])
+            m = build_block(sub, d, h, d_ff, 0.0, nf, seed=seed)
+            load(m, state, "TransformerBlock")
+            y = call(m, x, block_text(d, h, d_ff, norm_first=nf))
+            if tuple(y.shape) == tuple(x.shape) and float((y - y[:1, :1]).abs().max()) < 1e-5:
+                fail(f"The residual connection around the {what_en} is missing (norm_first={nf}): with that "
+                     "sub-layer's output weights set to zero, your block returns the same vector for every token, "
+                     f"so nothing of its input gets past the {what_en}. Add the sub-layer's input to its output: "
+                     "x + sublayer(...).",
+                     f"{what_ko}을(를) 감싸는 잔차 연결이 없습니다 (norm_first={nf}): 그 서브레이어의 출력 가중치를 "
+                     "0으로 두면 블록이 모든 토큰에 같은 벡터를 반환하므로, 입력이 전혀 전달되지 않습니다. "
+                     "서브레이어의 입력을 출력에 더하세요: x + sublayer(...).")
+
+
+@check(question="TransformerBlock", points=5)
+def test_block_layernorm_placement(sub):
+    """LayerNorm placement: pre-norm normalises the sub-layer inputs; post-norm normalises the residual sums"""
+    d, h, d_ff, seed = 12, 3, 20, 821
+    x = randn(seed + 1, 2, 6, d)
+    for nf in (False, True):
+        layer = ref_layer(d, h, d_ff, nf, seed)
+        m = build_block(sub, d, h, d_ff, 0.0, nf, seed=seed)
+        load(m, block_state(layer), "TransformerBlock")
+        res = m.run(x, record=["layer_norm"])
+        y = expect_tensor(res["out"], block_text(d, h, d_ff, norm_first=nf))
+        seen = [r["input"] for r in res.get("records") or [] if r.get("fn") == "layer_norm"
+                and type(r.get("input")) is torch.Tensor]
+        if len(seen) != 2:
+            fail(f"A forward pass of the block (norm_first={nf}) called LayerNorm {len(seen)} times; it should call "
+                 "norm1 once and norm2 once (nn.LayerNorm modules).",
+                 f"블록(norm_first={nf})의 forward에서 LayerNorm이 {len(seen)}번 호출되었습니다. norm1과 norm2를 "
+                 "한 번씩 호출해야 합니다 (nn.LayerNorm 모듈).")
+        first_is_input = close(seen[0], x, 1e-6)
+        with torch.no_grad():  # is the output the last LayerNorm's result (whichever norm the student used)?
+            ends_with_norm = tuple(seen[1].shape) == tuple(y.shape) and any(
+                close(y, ln(seen[1]), 1e-5) for ln in norms(layer))
+        if nf and not first_is_input:
+            fail("With norm_first=True the first thing the block does is norm1(x): the attention works on the "
+                 "normalised input, x + attn(norm1(x)). Your first LayerNorm was applied to something else.",
+                 "norm_first=True이면 블록은 먼저 norm1(x)을 계산합니다: 어텐션은 정규화된 입력에 적용됩니다, "
+                 "x + attn(norm1(x)). 첫 LayerNorm이 다른 값에 적용되었습니다.")
+        if nf and ends_with_norm:
+            fail("With norm_first=True the block must not end with a LayerNorm: its output is x + ff(norm2(x)), "
+                 "not norm2(...) of the sum.",
+                 "norm_first=True이면 블록이 LayerNorm으로 끝나면 안 됩니다: 출력은 x + ff(norm2(x))이고, "
+                 "합에 norm2(...)를 적용한 값이 아닙니다.")
+        if not nf and first_is_input:
+            fail("With norm_first=False the input goes into the attention unnormalised and norm1 comes after the "
+                 "residual addition: norm1(x + attn(x)). Yours normalises x first (pre-norm order).",
+                 "norm_first=False이면 입력은 정규화 없이 어텐션에 들어가고, norm1은 잔차 덧셈 뒤에 옵니다: "
+                 "norm1(x + attn(x)). 여러분의 코드는 x를 먼저 정규화합니다 (pre-norm 순서).")
+        if not nf and not ends_with_norm:
+            fail("With norm_first=False the block ends with norm2 applied to the feed-forward residual sum: "
+                 "norm2(x + ff(x)). Your output is not the result of that last LayerNorm.",
+                 "norm_first=False이면 블록은 피드포워드 잔차 합에 norm2를 적용하며 끝납니다: norm2(x + ff(x)). "
+                 "출력이 그 마지막 LayerNorm의 결과가 아닙니다.")
+
+
+@check(question="TransformerBlock", points=3)
+def test_block_eval_ignores_dropout(sub):
+    """TransformerBlock(..., dropout=0.5) in eval mode gives what the same block with dropout=0.0 gives"""
+    d, h, d_ff, seed = 12, 3, 20, 831
+    x = randn(seed + 1, 2, 6, d)
+    for nf in (False, True):
+        layer = ref_layer(d, h, d_ff, nf, seed)
+        outs = []
+        for p in (0.5, 0.0):
+            m = build_block(sub, d, h, d_ff, p, nf, seed=seed)
+            load(m, block_state(layer), "TransformerBlock")
+            outs.append(call(m, x, block_text(d, h, d_ff, p, nf)))
+        if close(outs[0], outs[1]):
+            continue
+        for build, text in ((lambda p: build_attn(sub, d, h, p, seed=2), "attn"),
+                            (lambda p: build_ffn(sub, d, d_ff, p, seed=2), "ffn")):
+            try:  # a part that keeps dropping in eval mode is charged to that part
+                if not close(call(build(0.5), x, text), call(build(0.0), x, text)):
+                    return
+            except CheckFailure:
+                pass
+        expect_close(outs[0], outs[1], block_text(d, h, d_ff, 0.5, nf) + " in eval mode (compared with dropout=0.0)",
+                     hint=Message("In eval mode the block must drop nothing: use nn.Dropout modules (self.dropout1, "
+                                  "self.dropout2), which follow model.eval(), not F.dropout(...).",
+                                  "eval 모드에서는 블록이 아무것도 버리면 안 됩니다: F.dropout(...) 대신 model.eval()을 "
+                                  "따르는 nn.Dropout 모듈(self.dropout1, self.dropout2)을 쓰세요."))
+
+
+# ------------------------------------------------------------------------------- nn.Transformer
+
+@check(question="nn_transformer", points=2)
+def test_transformer_lengths(sub):
+    """The built model maps src (2, 7, 16) and tgt (2, 3, 16) to (2, 3, 16): the target length, batch first"""
+    out = transformer_out(sub, randn(901, 2, 7, 16), randn(902, 2, 3, 16))
+    expect_shape(out, (2, 3, 16), "build_transformer()(src (2, 7, 16), tgt (2, 3, 16))")
+
+
+@check(question="nn_transformer", points=3)
+def test_transformer_values(sub):
+    """The built model computes what nn.Transformer(..., batch_first=True) computes with its weights"""
+    m = build_transformer(sub)
+    state = m.state()
+    local = nn.Transformer(**CONFIG).eval()
+    try:
+        local.load_state_dict({**state["params"], **state["buffers"]}, strict=True)
+    except RuntimeError as e:
+        fail(f"The weights of your model do not fit nn.Transformer(d_model=16, nhead=4, 2 + 2 layers, "
+             f"dim_feedforward=32): {str(e).splitlines()[0][:300]}",
+             f"모델의 가중치가 nn.Transformer(d_model=16, nhead=4, 2 + 2 레이어, dim_feedforward=32)와 맞지 "
+             f"않습니다: {str(e).splitlines()[0][:300]}")
+    src, tgt = randn(911, 2, 5, 16), randn(912, 2, 5, 16)
+    with torch.no_grad():
+        want = local(src, tgt)
+    expect_close(call(m, src, "build_transformer()(src, tgt)", tgt=tgt), want,
+                 "build_transformer()(src, tgt)", atol=1e-4, hint=Message(
+                     "With batch_first=True the inputs are (batch, sequence, feature); without it PyTorch reads "
+                     "them as (sequence, batch, feature).",
+                     "batch_first=True이면 입력은 (batch, sequence, feature)입니다. 없으면 PyTorch는 "
+                     "(sequence, batch, feature)로 읽습니다."))

@@ -1,0 +1,132 @@
+"""Public checks for transformer_block: shapes, parameter names, causality, the block's structure and the
+nn.Transformer exercise from the notes.
+
+These ship to students. Hidden checks copy the weights of torch.nn.TransformerEncoderLayer into your modules
+and compare the outputs (post-norm and pre-norm, with and without the causal mask), and look for missing
+residual connections and misplaced LayerNorms.
+"""
+from assignments.transformer_block.common import (attn_params, attn_text, block_text, build_attn, build_block,
+                                                  build_ffn, call, causal_leak, check_params,
+                                                  check_transformer_config, fail_leak, ffn_params, ffn_text,
+                                                  blame_part, randn, transformer_out)
+from autograder.checks import CheckFailure, check, expect_shape, fail
+
+# ------------------------------------------------------------------------------- MultiHeadSelfAttention
+
+@check(question="MultiHeadSelfAttention", points=2)
+def test_attn_shape(sub):
+    """MultiHeadSelfAttention(16, 4) keeps the shape (2, 5, 16), with and without causal=True"""
+    m = build_attn(sub, 16, 4, seed=1)
+    x = randn(1, 2, 5, 16)
+    expect_shape(call(m, x, attn_text(16, 4)), (2, 5, 16), attn_text(16, 4))
+    expect_shape(call(m, x, attn_text(16, 4, causal=True), causal=True), (2, 5, 16), attn_text(16, 4, causal=True))
+
+
+@check(question="MultiHeadSelfAttention", points=3)
+def test_attn_parameters(sub):
+    """MultiHeadSelfAttention has W_q, W_k, W_v, W_o = nn.Linear(d_model, d_model) with biases"""
+    check_params(build_attn(sub, 12, 3, seed=1), attn_params(12), "MultiHeadSelfAttention(12, 3)")
+
+
+@check(question="MultiHeadSelfAttention", points=3)
+def test_attn_is_causal(sub):
+    """MultiHeadSelfAttention(..., causal=True): future tokens do not change earlier outputs"""
+    leak = causal_leak(build_attn(sub, 8, 2, seed=2), 8, 21, attn_text(8, 2, causal=True))
+    if leak > 1e-5:
+        fail_leak("MultiHeadSelfAttention", leak)
+
+
+# ------------------------------------------------------------------------------- FeedForward
+
+@check(question="FeedForward", points=2)
+def test_ffn_shape(sub):
+    """FeedForward(16, 32) keeps the shape (2, 5, 16)"""
+    expect_shape(call(build_ffn(sub, 16, 32, seed=1), randn(2, 2, 5, 16), ffn_text(16, 32)), (2, 5, 16),
+                 ffn_text(16, 32))
+
+
+@check(question="FeedForward", points=2)
+def test_ffn_parameters(sub):
+    """FeedForward has linear1 = nn.Linear(d_model, d_ff) and linear2 = nn.Linear(d_ff, d_model)"""
+    check_params(build_ffn(sub, 12, 20, seed=1), ffn_params(12, 20), "FeedForward(12, 20)")
+
+
+# ------------------------------------------------------------------------------- TransformerBlock
+
+@check(question="TransformerBlock", points=2)
+def test_block_shape(sub):
+    """TransformerBlock(16, 4, 32) keeps the shape (2, 5, 16) for norm_first False and True"""
+    x = randn(3, 2, 5, 16)
+    for nf in (False, True):
+        what = block_text(16, 4, 32, norm_first=nf)
+        m = build_block(sub, 16, 4, 32, norm_first=nf, seed=3)
+        try:
+            expect_shape(call(m, x, what), (2, 5, 16), what)
+        except CheckFailure as e:
+            if blame_part(sub, e, 16, 4, 32):
+                return  # the block fails because one of the student's parts fails: charged to that part
+            raise
+
+
+@check(question="TransformerBlock", points=3)
+def test_block_structure(sub):
+    """TransformerBlock holds attn (MultiHeadSelfAttention), ff (FeedForward), norm1 and norm2 (nn.LayerNorm)"""
+    info = build_block(sub, 8, 2, 12, seed=4).describe()
+    modules = dict(info.get("modules", []))
+    want = {"attn": "MultiHeadSelfAttention", "ff": "FeedForward", "norm1": "LayerNorm", "norm2": "LayerNorm"}
+    wrong = [f"self.{n} should be a {t} (found {modules.get(n, 'nothing')})" for n, t in want.items()
+             if modules.get(n) != t]
+    if wrong:
+        fail(f"`TransformerBlock` is not built from the template's parts: {'; '.join(wrong)}.",
+             f"`TransformerBlock`이 템플릿의 구성 요소로 만들어지지 않았습니다: {'; '.join(wrong)}.")
+
+
+@check(question="TransformerBlock", points=3)
+def test_block_is_causal(sub):
+    """TransformerBlock(..., causal=True): future tokens do not change earlier outputs"""
+    for nf in (False, True):
+        m = build_block(sub, 8, 2, 12, norm_first=nf, seed=5)
+        try:
+            leak = causal_leak(m, 8, 51, block_text(8, 2, 12, norm_first=nf, causal=True))
+        except CheckFailure as e:
+            if blame_part(sub, e, 8, 2, 12, causal=True):
+                return
+            raise
+        if leak > 1e-5:
+            if blame_part(sub, None, 8, 2, 12, causal=True):
+                return  # the attention itself leaks: charged there
+            fail(f"`TransformerBlock(..., norm_first={nf})(x, causal=True)` is not causal (outputs of earlier "
+                 f"tokens changed by up to {leak:.3g}) although your attention is: pass the flag on, "
+                 "self.attn(..., causal=causal).",
+                 f"어텐션은 인과적인데 `TransformerBlock(..., norm_first={nf})(x, causal=True)`는 인과적이지 "
+                 f"않습니다 (앞 토큰의 출력이 최대 {leak:.3g} 바뀜). 플래그를 넘기세요: self.attn(..., causal=causal).")
+
+
+# ------------------------------------------------------------------------------- nn.Transformer (the notes' example)
+
+@check(question="nn_transformer", points=4)
+def test_build_transformer_config(sub):
+    """build_transformer() is nn.Transformer(d_model=16, nhead=4, 2 + 2 layers, dim_feedforward=32, batch_first)"""
+    check_transformer_config(sub)
+
+
+@check(question="nn_transformer", points=3)
+def test_transformer_demo_shape(sub):
+    """The built model maps src (2, 5, 16) and tgt (2, 5, 16) to (2, 5, 16)"""
+    out = transformer_out(sub, randn(6, 2, 5, 16), randn(7, 2, 5, 16))
+    expect_shape(out, (2, 5, 16), "build_transformer()(src, tgt)")
+
+
+@check(question="nn_transformer", points=3)
+def test_transformer_output_shape(sub):
+    """transformer_output_shape() returns (2, 5, 16) = (batch, target length, d_model)"""
+    got = sub.call("transformer_output_shape")
+    desc = getattr(got, "description", "")
+    if "Size" in desc:
+        fail("`transformer_output_shape()` returned a torch.Size; return a plain tuple: tuple(out.shape).",
+             "`transformer_output_shape()`가 torch.Size를 반환했습니다. 일반 튜플을 반환하세요: tuple(out.shape).")
+    if type(got) not in (list, tuple) or [x for x in got] != [2, 5, 16]:
+        fail(f"`transformer_output_shape()` returned {got!r}; the output of nn.Transformer with batch_first=True "
+             "has the shape (batch, target length, d_model).",
+             f"`transformer_output_shape()`가 {got!r}을(를) 반환했습니다. batch_first=True인 nn.Transformer의 "
+             "출력 shape은 (batch, 타깃 길이, d_model)입니다.")

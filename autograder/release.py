@@ -1,0 +1,155 @@
+"""`grade release`: the student bundle. Everything `grade check` needs to run the public checks offline, and nothing
+hidden: no hidden checks, no reference code, no hidden expected values.
+
+Bundle layout (DIR):
+    attention.py, attention.ipynb       the assignment's `files` found in student_template/ (the notebook only when
+                                        it exists)
+    cli.py, autograder/                 the engine (it holds nothing about any assignment)
+    pyproject.toml                      minimal: `pip install DIR` gives `grade`; ships assignments/ as package data
+    assignments/conftest.py
+    assignments/<name>/assignment.toml  unchanged (its `private` paths simply do not exist here)
+    assignments/<name>/public/          the public checks
+    assignments/<name>/<module>.py      only the assignment modules the public checks import (common.py)
+    README.md                           how to install and run `grade check`
+"""
+from __future__ import annotations
+
+import ast
+import shutil
+from pathlib import Path
+from typing import Callable
+
+from . import assignment as assignments
+from .assignment import PROJECT_ROOT, Assignment
+from .errors import UsageError
+from .gradescope import _tree  # regular files without caches
+
+PYPROJECT = """[build-system]
+requires = ["setuptools>=68"]
+build-backend = "setuptools.build_meta"
+
+[project]
+name = "attention-grader"
+version = "{version}"
+description = "Student self-checks for the course labs: grade check runs the public checks on your file."
+requires-python = ">=3.11"
+# Install torch first from https://pytorch.org (the CPU build is enough); then pip install this folder.
+dependencies = ["torch>=2.1", "numpy", "pytest>=7", "click>=8"]
+
+[project.scripts]
+grade = "cli:main"
+
+[tool.setuptools]
+py-modules = ["cli"]
+
+[tool.setuptools.packages.find]
+include = ["autograder*", "assignments*"]
+
+[tool.setuptools.package-data]
+"*" = ["*.toml"]
+"""
+
+README = """# {title}
+
+Your files: {files}.
+
+Check your work with the public checks (they run offline, on your machine):
+
+```
+pip install .            # once, in this folder (install torch first if you do not have it)
+grade check              # in the folder with {first}
+grade check --lang ko    # 한국어 피드백
+```
+
+Without installing: `python cli.py check path/to/{first}`.
+
+These are the public checks only. After you submit, hidden checks with other seeds and shapes also run, so
+passing here does not guarantee full marks.
+"""
+
+
+def _version(root: Path) -> str:
+    import tomllib
+    try:
+        return tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))["project"]["version"]
+    except (OSError, KeyError, ValueError):
+        return "0"
+
+
+def _public_modules(a: Assignment) -> list[Path]:
+    """Modules of the assignment's own package that the public checks import, followed transitively."""
+    package = f"assignments.{a.dir.name}"
+    todo = [p for p, _ in _tree(a.public_dir, a.public_dir) if p.suffix == ".py"]
+    seen: set[Path] = set()
+    needed: list[Path] = []
+    while todo:
+        py = todo.pop()
+        if py in seen:
+            continue
+        seen.add(py)
+        for node in ast.walk(ast.parse(py.read_text(encoding="utf-8"))):
+            names = [node.module] if isinstance(node, ast.ImportFrom) and node.module and node.level == 0 else \
+                [al.name for al in node.names] if isinstance(node, ast.Import) else []
+            for n in names:
+                if n.startswith(package + "."):
+                    mod = a.dir / (n[len(package) + 1:].split(".")[0] + ".py")
+                    if mod.is_file() and mod not in seen:
+                        needed.append(mod)
+                        todo.append(mod)
+    return sorted(set(needed))
+
+
+def bundle_files(a: Assignment, root: Path = PROJECT_ROOT, template: Path | None = None) -> list[tuple[Path, str]]:
+    """(file, path in the bundle) for everything the bundle holds except the generated pyproject/README."""
+    template = template if template is not None else root / "student_template"
+    # only this assignment's files: student_template/ also holds other labs' skeletons and notebooks
+    files = [(template / f, f) for f in a.files if (template / f).is_file()]
+    files += _tree(root / "autograder", root)
+    files.append((root / "cli.py", "cli.py"))
+    conftest = root / "assignments" / "conftest.py"
+    if conftest.is_file():
+        files.append((conftest, "assignments/conftest.py"))
+    files.append((a.dir / "assignment.toml", (a.dir / "assignment.toml").relative_to(root).as_posix()))
+    files += [(m, m.relative_to(root).as_posix()) for m in _public_modules(a)]
+    files += _tree(a.public_dir, root)
+    return files
+
+
+def audit(out: Path, a: Assignment, root: Path = PROJECT_ROOT) -> None:
+    """Refuse a bundle that holds anything hidden: a hidden/private path, or a copy of a hidden or reference file."""
+    private = [a.hidden_dir.resolve(), *a.private]
+    secret = {p.read_bytes() for d in private if d.is_dir() for p, _ in _tree(d, d)} - {b""}
+    for p in out.rglob("*"):
+        rel = p.relative_to(out)
+        if rel.parts[0] in ("reference",) or a.hidden_dir.name in rel.parts[:-1] or \
+                (p.is_file() and p.read_bytes() in secret):
+            raise UsageError(f"refusing to release {rel}: it is (or holds) hidden material")
+
+
+def main(*, assignment_name: str = "attention", out: Path, template: Path | None = None,
+         echo: Callable[[str], None] = lambda _m: None) -> list[Path]:
+    a = assignments.load(assignment_name)
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise UsageError(f"{out} exists and is not an empty folder; pass a new one")
+    root = PROJECT_ROOT
+    files = bundle_files(a, root, template)
+    written: list[Path] = []
+    for src, rel in files:
+        dst = out / rel
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(src, dst)
+        written.append(dst)
+    (out / "pyproject.toml").write_text(PYPROJECT.format(version=_version(root)), encoding="utf-8")
+    student_files = [rel for _, rel in files if "/" not in rel and rel not in ("cli.py",)]
+    (out / "README.md").write_text(README.format(
+        title=a.title, files=", ".join(student_files) or "see your course page",
+        first=next((f for f in a.files if f in student_files), a.files[0])), encoding="utf-8")
+    written += [out / "pyproject.toml", out / "README.md"]
+    try:
+        audit(out, a, root)
+    except UsageError:
+        shutil.rmtree(out, ignore_errors=True)
+        raise
+    echo(f"wrote {len(written)} files to {out}")
+    return written
+

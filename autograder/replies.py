@@ -1,0 +1,82 @@
+"""The shape of a well-formed worker reply, per request: anything else came from a worker the submission tampered
+with (or broke) and is refused before a check sees it, so that it reads as the submission's fault, not the
+grader's. Only the structure is checked here; the values are the checks' business."""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+
+def _str(x: Any) -> bool:
+    return type(x) is str
+
+
+def _opt_str(x: Any) -> bool:
+    return x is None or type(x) is str
+
+
+def _list_of(x: Any, item: Callable[[Any], bool]) -> bool:
+    return type(x) is list and all(item(i) for i in x)
+
+
+def _dict_of(x: Any, item: Callable[[Any], bool]) -> bool:
+    return type(x) is dict and all(_str(k) and item(v) for k, v in x.items())
+
+
+def _anything(_x: Any) -> bool:
+    return True
+
+
+def _fields(x: Any, required: dict[str, Callable[[Any], bool]],
+            optional: dict[str, Callable[[Any], bool]] | None = None) -> bool:
+    if type(x) is not dict or not all(k in x and ok(x[k]) for k, ok in required.items()):
+        return False
+    return all(k not in x or ok(x[k]) for k, ok in (optional or {}).items())
+
+
+def _tuple(*items: Callable[[Any], bool]) -> Callable[[Any], bool]:
+    return lambda x: type(x) is list and len(x) == len(items) and all(ok(v) for ok, v in zip(items, x))
+
+
+def _ints(x: Any) -> bool:
+    return _list_of(x, lambda i: type(i) is int)
+
+
+_ERROR = lambda e: _fields(e, {"type": _str, "message": _str},  # noqa: E731
+                           {"where": lambda w: w is None or type(w) is dict})
+_NAMES = lambda v: _dict_of(v, _str)  # noqa: E731
+_ATTR = lambda a: a is None or _fields(a, {"type": _str}, {  # noqa: E731
+    "len": lambda n: type(n) is int, "items": lambda i: _list_of(i, _str),
+    "same_object": lambda b: type(b) is bool, "value": _anything, "p": lambda p: type(p) in (int, float)})
+
+SCHEMAS: dict[str, Callable[[Any], bool]] = {
+    "load": lambda v: _fields(v, {"names": _NAMES, "errors": lambda e: _list_of(e, _ERROR)}),
+    "names": _NAMES,
+    "signature": lambda v: _fields(v, {"params": lambda ps: _list_of(ps, lambda p: _fields(
+        p, {"name": _str, "kind": _str}, {"default": _opt_str}))}),
+    "new": lambda v: _fields(v, {"handle": lambda h: type(h) is int}, {"type": _str, "module": _anything}),
+    "call": lambda v: _fields(v, {"out": _anything, "records": lambda r: _list_of(r, lambda d: _fields(
+        d, {"fn": _str, "input": _anything}, {"dim": lambda n: n is None or type(n) is int}))},
+        {"grads": lambda g: g is None or _dict_of(g, _anything)}),
+    "state": lambda v: _fields(v, {"params": lambda d: _dict_of(d, _anything),
+                                   "buffers": lambda d: _dict_of(d, _anything),
+                                   "persistent": lambda p: _list_of(p, _str)}),
+    "load_state": lambda v: _fields(v, {"loaded": lambda x: _list_of(x, _str), "missing": lambda x: _list_of(x, _str),
+                                        "unexpected": lambda x: _list_of(x, _str),
+                                        "mismatched": lambda x: _list_of(x, _tuple(_str, _ints, _ints))}),
+    "describe": lambda v: _fields(v, {"type": _str, "attrs": lambda a: _dict_of(a, _ATTR)}, {
+        "modules": lambda m: _list_of(m, _tuple(_str, _str)),
+        "params": lambda p: _list_of(p, _tuple(_str, _ints, lambda b: type(b) is bool))}),
+    "to": lambda v: v is None,
+    "probe_devices": lambda v: _fields(v, {"mixed": lambda m: _list_of(m, _tuple(_str, lambda d: _list_of(d, _str))),
+                                           "out_device": _opt_str, "stay_behind": lambda s: _list_of(s, _str)}),
+    "env": lambda v: type(v) is dict,
+}
+
+
+def well_formed(op: str, value: Any) -> bool:
+    """True when `value` has the structure a genuine worker gives for `op` (unknown ops are not judged)."""
+    check = SCHEMAS.get(op)
+    try:
+        return check is None or bool(check(value))
+    except RecursionError:
+        return False

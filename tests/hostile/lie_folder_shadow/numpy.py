@@ -1,0 +1,4 @@
+"""Would sabotage grading if anything imported it: numpy.py"""
+import os
+open("/tmp/HOSTILE-GRADER-TEST-7f3a-shadow-imported", "w").write(__file__)
+os._exit(7)

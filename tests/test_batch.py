@@ -1,0 +1,69 @@
+"""`grade batch` at scale: results appear one by one, an interrupted batch resumes, reuse is never stale."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+from autograder import assignment, batch
+from conftest import REFERENCE, ROOT, SKELETON
+
+
+def make(folder: Path, n: int) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    for i in range(n):
+        (folder / f"s{i:02d}.py").write_text((REFERENCE if i % 2 == 0 else SKELETON).read_text())
+
+
+def test_interrupted_batch_resumes_and_leaves_no_partial_json(tmp_path):
+    subs, out = tmp_path / "subs", tmp_path / "out"
+    make(subs, 8)
+    cmd = [sys.executable, str(ROOT / "cli.py"), "batch", str(subs), "--out", str(out), "--workers", "1"]
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline and len(list(out.glob("s*.json"))) < 2:
+        time.sleep(0.1)
+    os.killpg(p.pid, signal.SIGKILL)  # as hard as an interruption gets
+    p.wait()
+    first = {f.name for f in out.glob("s*.json")}
+    assert 2 <= len(first) < 8
+    for f in out.glob("*.json"):
+        json.loads(f.read_text())  # every file that exists is complete
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert f"reused {len(first)}" in done.stdout
+    assert sorted(f.name for f in out.glob("s*.json")) == [f"s{i:02d}.json" for i in range(8)]
+    assert not list(out.glob(".*tmp"))
+    scores = {f.stem: json.loads(f.read_text())["score"] for f in out.glob("s*.json")}
+    assert scores == {f"s{i:02d}": (100.0 if i % 2 == 0 else 0.0) for i in range(8)}
+    assert "/s" in done.stderr and "ETA" in done.stderr  # progress: count, rate, ETA
+
+
+def test_reuse_only_when_file_checks_and_options_are_unchanged(tmp_path):
+    subs, out = tmp_path / "subs", tmp_path / "out"
+    make(subs, 2)
+    a = assignment.load("attention")
+    quiet = dict(echo=lambda _m: None)
+    assert batch.main(submissions=subs, out=out, assignment=a, **quiet).graded == 2
+    again = batch.main(submissions=subs, out=out, assignment=a, **quiet)
+    assert (again.graded, again.reused) == (0, 2)
+    (subs / "s01.py").write_text(REFERENCE.read_text())  # the student fixed the file
+    changed = batch.main(submissions=subs, out=out, assignment=a, **quiet)
+    assert (changed.graded, changed.reused) == (1, 1)
+    assert {r.student: r.score for r in changed.results} == {"s00": 100, "s01": 100}
+    other = replace(a, options={**a.options, "note": "instructor changed an option"})
+    assert batch.main(submissions=subs, out=out, assignment=other, **quiet).graded == 2
+    assert batch.main(submissions=subs, out=out, assignment=other, force=True, **quiet).graded == 2
+
+
+def test_progress_line_has_count_rate_and_eta():
+    lines = []
+    p = batch.Progress(4, lines.append, tty=False)
+    from autograder.results import SubmissionResult
+    p.update(SubmissionResult(student="ana", submission="ana.py", assignment="attention"))
+    assert lines[0].startswith("[1/4]") and "/s" in lines[0] and "ETA" in lines[0] and "ana" in lines[0]

@@ -1,0 +1,269 @@
+"""`grade gradescope`: the zip otter builds (and what we change in it), the same scores there as with `grade batch`,
+and `grade batch` on a Gradescope "Export Submissions" folder (results named by student)."""
+from __future__ import annotations
+
+import csv
+import json
+import re
+import stat
+import subprocess
+import sys
+import tomllib
+import zipfile
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conftest import REFERENCE, ROOT, SKELETON, grade_folder
+from autograder import assignment, discover, gradescope
+from autograder.results import to_gradescope
+
+A = assignment.load("attention")
+
+
+def bug_softmax_dim1() -> str:
+    """The reference with the softmax of CausalAttention over dim=1 (the query axis) instead of the last axis."""
+    text = REFERENCE.read_text()
+    start, end = text.index("class CausalAttention"), text.index("class MultiHeadAttentionWrapper")
+    part = text[start:end]
+    assert part.count("dim=-1") == 1
+    return text[:start] + part.replace("dim=-1", "dim=1") + text[end:]
+
+
+# Tries to forge its result wherever one could be written, then kills the process that loads it.
+HOSTILE = """import glob, os
+for d in glob.glob('/tmp/gradescope-try-*/autograder/results') + ['/autograder/results', '../results']:
+    try:
+        with open(os.path.join(d, 'results.json'), 'w') as f:
+            f.write('{"score": 100, "tests": []}')
+    except Exception:
+        pass
+os._exit(0)
+""" + SKELETON.read_text()
+
+# Export folder -> (files in it, submitters); the last uses plain keys, the rest Gradescope's Ruby symbols.
+EXPORT = {
+    "submission_1001": ({"attention.py": REFERENCE.read_text(), "helper.py": "SCALE = 1\n"},
+                        [{"name": "Ada Lovelace", "sid": "2024001", "email": "Ada.L@uni.example"}]),
+    "submission_1002": ({"attention.py": SKELETON.read_text()},
+                        [{"name": "Bo Kim", "sid": "2024002", "email": "bo@uni.example"},
+                         {"name": "Chen Wu", "sid": "2024003", "email": "chen@uni.example"}]),
+    "submission_1003": ({"attention.py": bug_softmax_dim1()}, [{"name": "Dana", "sid": "2024004", "email": ""}]),
+    "submission_1004": ({"work/attention.py": HOSTILE}, [{"name": "Eli", "sid": "", "email": "eli@uni.example"}]),
+}
+EXPECTED_IDS = {"submission_1001": "ada.l", "submission_1002": "bo+chen", "submission_1003": "2024004",
+                "submission_1004": "eli"}
+EXPECTED_SCORES = {"ada.l": 100, "bo+chen": 0, "eli": 0}  # 2024004 (the bug) loses CausalAttention marks
+
+
+def metadata_yaml(plain_keys_for: str = "submission_1004") -> str:
+    lines = []
+    for folder, (_files, people) in EXPORT.items():
+        k = (lambda s: s) if folder == plain_keys_for else (lambda s: f":{s}")
+        lines.append(f"{folder}:")
+        lines.append(f"  {k('submitters')}:")
+        for p in people:
+            lines.append(f"  - {k('name')}: {p['name']}")
+            lines.append(f"    {k('sid')}: '{p['sid']}'")
+            lines.append(f"    {k('email')}: {p['email']}")
+        lines.append(f"  {k('created_at')}: 2025-03-14 09:26:53.589793000 +09:00")
+        lines.append(f"  {k('score')}: 0.0")
+        lines.append(f"  {k('results')}: !ruby/hash:ActiveSupport::HashWithIndifferentAccess")
+        lines.append("    score: 0.0")
+    return "\n".join(lines) + "\n"
+
+
+def make_export(root: Path) -> Path:
+    for folder, (files, _people) in EXPORT.items():
+        for rel, text in files.items():
+            p = root / folder / rel
+            p.parent.mkdir(parents=True, exist_ok=True)
+            p.write_text(text, encoding="utf-8")
+    (root / "submission_metadata.yml").write_text(metadata_yaml(), encoding="utf-8")
+    return root
+
+
+def key(tests: list[dict]) -> list[tuple]:
+    return [(t["name"], t["score"], t["max_score"], t["status"], t["visibility"]) for t in tests]
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    return gradescope.build(A, tmp_path_factory.mktemp("zip") / "autograder.zip")
+
+
+@pytest.fixture(scope="module")
+def batch_export(tmp_path_factory):
+    """`grade batch` over a fake Gradescope export of the four submissions."""
+    tmp = tmp_path_factory.mktemp("export")
+    export = make_export(tmp / "export")
+    return grade_folder(export, tmp / "results", workers=2), tmp / "results"
+
+
+@pytest.fixture(scope="module")
+def tried(built, tmp_path_factory):
+    """The same four submissions graded through the zip's Gradescope entry point (hostile one via the CLI)."""
+    tmp = tmp_path_factory.mktemp("try")
+    export = make_export(tmp / "export")
+    out = {}
+    for folder, sid in EXPECTED_IDS.items():
+        if folder == "submission_1004":
+            continue
+        out[sid] = gradescope.try_zip(built.zip, export / folder, echo=lambda _m: None)
+    p = subprocess.run([sys.executable, str(ROOT / "cli.py"), "gradescope", "-o", str(tmp / "cli.zip"),
+                        "--try", str(export / "submission_1004")], capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stderr[-3000:]
+    out["eli"] = json.loads(p.stdout)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------- the zip
+
+def test_zip_holds_our_package_and_nothing_else(built):
+    names = set(built.entries)
+    with zipfile.ZipFile(built.zip) as zf:
+        assert set(zf.namelist()) == names
+        modes = {i.filename: i.external_attr >> 16 for i in zf.infolist()}
+    assert {"setup.sh", "run_autograder", "grade_submission.py", "environment.yml", "otter_config.json",
+            "files/cli.py", "files/pyproject.toml", "files/autograder/batch.py", "files/autograder/gradescope.py",
+            "files/assignments/conftest.py", "files/assignments/attention/assignment.toml",
+            "files/assignments/attention/common.py", "files/assignments/attention/public/test_public.py",
+            "files/assignments/attention/hidden/test_hidden.py",
+            "files/reference/__init__.py", "files/reference/attention.py"} <= names
+    assert "run_otter.py" not in names
+    for n in names:
+        parts = n.split("/")
+        assert not ({"__pycache__", ".venv", "results", "tests", "student_template", "examples", "bench"}
+                    & set(parts)), n
+        assert not n.endswith((".pyc", ".pyo")) and not any(p.startswith(".") for p in parts), n
+    assert {n.split("/")[2] for n in names if n.startswith("files/assignments/") and n.count("/") > 2} == {"attention"}
+    assert {n for n in names if n.startswith("files/reference/")} == {"files/reference/__init__.py",
+                                                                      "files/reference/attention.py"}
+    assert modes["run_autograder"] & stat.S_IXUSR and modes["setup.sh"] & stat.S_IXUSR
+    assert 20 <= len(names) <= 60
+    assert built.size < 150 * 1024, built.size  # about 70 KiB today
+
+
+def test_setup_installs_python_311_and_cpu_torch_without_pdf_or_chromium(built):
+    with zipfile.ZipFile(built.zip) as zf:
+        setup = zf.read("setup.sh").decode()
+        env = yaml.safe_load(zf.read("environment.yml"))
+        run = zf.read("run_autograder").decode()
+        entry = zf.read("grade_submission.py").decode()
+    deps = env["dependencies"]
+    assert "python=3.11" in deps
+    pip = next(d["pip"] for d in deps if isinstance(d, dict))
+    assert "--extra-index-url https://download.pytorch.org/whl/cpu" in pip
+    torch_pin = [d for d in pip if d.startswith("torch")]
+    assert len(torch_pin) == 1 and re.fullmatch(r"torch==\d+\.\d+\.\d+\+cpu", torch_pin[0]), torch_pin
+    assert not any("otter" in d or "playwright" in d for d in pip), pip  # otter's runner is not used on Gradescope
+    low = "\n".join(line for line in setup.lower().splitlines() if not line.lstrip().startswith("#"))
+    for word in ("playwright", "chromium", "texlive", "pandoc", "nb_conda_kernels"):
+        assert word not in low, word
+    assert "mamba env create -f /autograder/source/environment.yml" in setup
+    assert "torch.version.cuda is None" in setup
+    assert "python -I /autograder/source/grade_submission.py /autograder" in run
+    assert "run_otter" not in run and "otter" not in entry.replace("otter-env", "")
+    fallback = json.loads(run.split("<<'RESULTS_JSON'\n")[1].split("\nRESULTS_JSON")[0])
+    assert [t["visibility"] for t in fallback["tests"]] == ["visible", "hidden"]
+
+
+def test_hidden_visibility_is_baked_into_the_zip(tmp_path, built):
+    with zipfile.ZipFile(built.zip) as zf:
+        default = zf.read("files/assignments/attention/assignment.toml")
+    assert default == (A.dir / "assignment.toml").read_bytes()
+    other = gradescope.build(A, tmp_path / "hidden.zip", hidden_visibility="hidden")
+    with zipfile.ZipFile(other.zip) as zf:
+        cfg = tomllib.loads(zf.read("files/assignments/attention/assignment.toml").decode())
+    assert cfg["hidden_visibility"] == "hidden" and cfg["questions"] == tomllib.loads(default.decode())["questions"]
+
+
+# ---------------------------------------------------------------------------------------------- same scores
+
+def test_zip_scores_match_grade_batch(tried, batch_export):
+    results, _ = batch_export
+    assert set(results) == set(tried) == set(EXPECTED_IDS.values())
+    for sid, gs in tried.items():
+        r = results[sid]
+        assert gs["score"] == r.score, sid
+        assert key(gs["tests"]) == key(to_gradescope(r)["tests"]), sid
+        assert gs["extra_data"]["max_score"] == 100
+    for sid, score in EXPECTED_SCORES.items():
+        assert tried[sid]["score"] == score, sid
+    bug = results["2024004"].by_question()
+    assert 0 < results["2024004"].score < 100 and bug["CausalAttention"][0] < 25
+    assert bug["SelfAttention_v2"] == (15, 15)
+
+
+def test_visibility_public_visible_hidden_after_published(tried):
+    tests = tried["ada.l"]["tests"]
+    vis = {t["visibility"] for t in tests if "staff" not in t["tags"]}
+    assert vis == {"visible", "after_published"}
+    assert all(t["visibility"] == "hidden" for t in tests if "staff" in t["tags"])
+    assert sum(t["max_score"] for t in tests if t["visibility"] == "visible") == 36
+
+
+def test_hostile_submission_cannot_forge_its_result(tried):
+    gs = tried["eli"]
+    assert gs["score"] == 0 and gs["extra_data"]["max_score"] == 100
+    assert len(gs["tests"]) > 20  # every check is listed, none earned
+
+
+def test_grading_failure_still_writes_results_json(tmp_path):
+    root = tmp_path / "autograder"
+    (root / "submission").mkdir(parents=True)
+    (root / "submission" / "attention.py").write_text("x = 1\n")
+    data = gradescope.run_submission(root, assignment_name="no_such_assignment", echo=lambda _m: None)
+    assert json.loads((root / "results" / "results.json").read_text()) == data
+    assert data["score"] == 0
+    first, last = data["tests"][0], data["tests"][-1]
+    assert first["visibility"] == "visible" and "autograder itself failed" in first["output"]
+    assert last["visibility"] == "hidden" and "no_such_assignment" in last["output"] and "Traceback" in last["output"]
+
+
+# ---------------------------------------------------------------------------------------------- exports
+
+def test_export_metadata_names_results_by_student(tmp_path):
+    export = make_export(tmp_path / "export")
+    (export / "submission_1005").mkdir()  # not in the metadata: named by its folder
+    (export / "submission_1005" / "attention.py").write_text("x = 1\n")
+    found = {job.student: (job, origin) for job, origin in discover.entries(export, A)}
+    assert set(found) == set(EXPECTED_IDS.values()) | {"submission_1005"}
+    job, origin = found["bo+chen"]
+    assert origin["folder"] == "submission_1002" and job.path.name == "attention.py"
+    assert [p["email"] for p in origin["submitters"]] == ["bo@uni.example", "chen@uni.example"]
+    assert origin["created_at"].startswith("2025-03-14")
+    assert found["eli"][1]["submitters"] == [{"name": "Eli", "sid": "", "email": "eli@uni.example"}]  # plain keys
+    assert found["ada.l"][0].path.name == "attention.py"  # helper.py beside it does not confuse the pick
+    assert found["submission_1005"][1] == {"folder": "submission_1005"}
+
+
+def test_export_duplicate_and_nameless_submitters(tmp_path):
+    export = tmp_path / "export"
+    for f in ("submission_1", "submission_2", "submission_3"):
+        (export / f).mkdir(parents=True)
+        (export / f / "attention.py").write_text("x = 1\n")
+    (export / "submission_metadata.yml").write_text(
+        "submission_1:\n  :submitters:\n  - :name: A\n    :email: same@a.example\n"
+        "submission_2:\n  :submitters:\n  - :name: B\n    :email: same@b.example\n"
+        "submission_3:\n  :submitters:\n  - :name: 김철수\n", encoding="utf-8")
+    ids = [job.student for job in discover.find(export, A)]
+    assert ids == ["same", "same-2", "submission_3"]
+
+
+def test_broken_metadata_is_reported(tmp_path):
+    (tmp_path / "submission_metadata.yml").write_text("a: [unclosed\n")
+    from autograder.errors import UsageError
+    with pytest.raises(UsageError, match="submission_metadata.yml"):
+        discover.find(tmp_path, A)
+
+
+def test_batch_on_export_keeps_the_folder(batch_export):
+    results, out = batch_export
+    assert {p.stem for p in out.glob("*.json")} == set(EXPECTED_IDS.values())
+    data = json.loads((out / "ada.l.json").read_text())
+    assert data["extra_data"]["origin"]["folder"] == "submission_1001"
+    assert data["extra_data"]["origin"]["submitters"][0]["name"] == "Ada Lovelace"
+    rows = {r["student"]: r for r in csv.DictReader((out / "scores.csv").open())}
+    assert rows["bo+chen"]["folder"] == "submission_1002" and float(rows["ada.l"]["score"]) == 100

@@ -1,0 +1,448 @@
+"""Hostile and broken submissions (tests/hostile/, one per case) are contained, gain no credit and lose nothing else.
+
+The whole corpus is graded in ONE `grade batch` run, next to three copies of the reference (bystanders that must
+keep their 100), from a folder that is world-writable on purpose: only the sandbox keeps the workers out of it.
+Each case then gets its exact score and the words the student reads; after the batch no process of the
+submissions is left, the submissions folder is byte-for-byte (and mode-for-mode) what it was, nothing was planted
+outside the workers' scratch folders, and no hidden material reached any feedback. Grading the folder a second
+time gives the same scores; `grade check` survives a hostile file in a hostile folder.
+
+Scores are exact and derived in the comments: "what the code earns legitimately", never more.
+"""
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import glob
+import hashlib
+import json
+import os
+import runpy
+import shutil
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from autograder import assignment, batch, confine, sandbox
+from autograder.results import SubmissionResult
+from conftest import REFERENCE, ROOT
+
+CORPUS = Path(__file__).resolve().parent / "hostile"
+MARKER = "HOSTILE-GRADER-TEST-7f3a"  # in the command line of every process the corpus leaves running
+# Short limits keep the run short; memory and disk budgets small enough that the floods hit them fast.
+LIMITS = {"call_timeout": 6.0, "total_timeout": 60.0, "memory_mb": 512, "disk_mb": 64}
+BYSTANDERS = ("aa_bystander", "mm_bystander", "zz_bystander")  # sorted first, in the middle and last
+# Bits of the hidden checks and the reference that no student-visible text may ever contain.
+HIDDEN_SNIPPETS = ("def ref_build", "def transplant", "from reference import", "CONFIGS = {",
+                   "Instructor reference for the attention lab", "Creation order is part of the contract")
+
+# case: (exact score, where the explanation is, words it must contain)
+CASES = {
+    # ---------------------------------------------------------------- won't load
+    # The broken cells are lost, the reference in the other cells earns everything.
+    "load_syntax_cell": (100, "notes", "`print('demo'` '(' was never closed"),
+    # The wrapper (15) and MultiHeadAttention (20) are missing; the other 65 points are graded normally.
+    "load_missing_classes": (65, "checks", "`MultiHeadAttention` is not defined in your submission"),
+    "load_missing_package": (100, "notes", "No module named 'definitely_not_installed_pkg_xyz'"),
+    "load_euckr": (100, "notes", "read as CP949"),
+    "load_utf16": (100, "notes", "is UTF-16; it was converted"),
+    "load_nul_bytes": (0, "error", "contains NUL bytes"),
+    "load_deep_json": (0, "error", "is not a valid notebook"),
+    "load_not_notebook": (0, "error", "not a Jupyter notebook"),
+    "load_empty": (0, "error", "load_empty.ipynb is empty"),
+    "load_blank": (0, "error", "load_blank.py is empty"),
+    "load_markdown_only": (0, "error", "has no code cells"),
+    "load_candidates": (0, "error", "several candidate files (part1.py, part2.py)"),
+    "load_no_code": (0, "error", "No .py or .ipynb file was found"),
+    "load_huge": (0, "error", "is 100 MB, over the 20 MB limit"),  # made by the test: a sparse file
+    # ---------------------------------------------------------------- won't stop
+    "stop_loop_import": (0, "error", "took longer than 6 s"),
+    # CausalAttention hangs: the 4th time-out (its figure, the wrapper's and a lone head's in the wrapper figure
+    # check, its causality check) ends grading. Earned before that, all by code that works: steps 3,
+    # signatures 5, the v1/v2/MHA figures 9, the wrapper figure 3 (the check charges a hang its heads share to
+    # CausalAttention; the wrapper code is right), qkv_bias 1, v1 shape 1, both mask buffers 3 = 25.
+    "stop_loop_forward": (25, "checks", "did not finish within 6 s"),
+    "stop_signals": (0, "checks", "did not finish within 6 s"),
+    "stop_setsid_children": (100, None, ""),
+    # Spinning processes in new sessions and spinning threads while the file loads: stopped either by the CPU
+    # budget or by the load time-out, whichever the machine's load makes trip first; nothing is graded.
+    "stop_cpu_hog": (0, "error", ("kept", "took longer than 6 s")),
+    "stop_flood": (100, None, ""),
+    # ---------------------------------------------------------------- won't fit
+    "fit_memory_import": (100, "notes", "the grader allows 512 MB of memory per submission"),
+    # Every MultiHeadAttention check that runs forward fails; its signature (1), mask buffer (1) and
+    # indivisible-heads (1) checks do not run forward: 100 - 20 + 3.
+    "fit_memory_forward": (83, "checks", "the grader allows 512 MB of memory per submission"),
+    "fit_fork_memory": (0, "error", "all its processes together used more than the 512 MB"),
+    "fit_disk_flood": (0, "error", "wrote more than 64 MB"),
+    "fit_output_flood": (100, "output", "FLOOD FLOOD"),
+    # ---------------------------------------------------------------- lies
+    "lie_sys_exit": (0, "checks", "raised SystemExit: 0"),
+    "lie_os_exit": (0, "error", "exited with code 0 (os._exit or a crash) while your file was being loaded"),
+    # SelfAttention_v2.forward exits: its four checks that run it crash (3 + 4 + 4 + 2), the 4th crash ends
+    # grading, so the 37 hidden points of CausalAttention, the wrapper and MultiHeadAttention after it are lost
+    # too: 100 - 13 - 37. Everything before, the reference's way.
+    "lie_os_exit_forward": (50, "checks", "exited with code 0"),
+    "lie_patch_compare": (0, "checks", "is not implemented yet"),
+    "lie_patch_grader": (0, "checks", "sent back a malformed reply"),
+    # Only the honest CausalAttention earns (25); every Liar output is refused as a tensor subclass.
+    "lie_tensor_subclass": (25, "checks", "returned Liar (a torch.Tensor subclass)"),
+    # The 8 notebook figures (18 points) are all it can match, plus the 5 signature checks its constructors
+    # honestly pass; nothing else.
+    "lie_hardcoded": (23, "checks", "is not implemented yet"),
+    # Reseeding with 123 breaks the v2 figure (seed 789, 3) and the hidden same-seed checks of v1, v2,
+    # CausalAttention and MultiHeadAttention (4 + 4 + 3 + 3): 100 - 17.
+    "lie_reseed": (83, "checks", "do not reseed inside __init__"),
+    # float16 from softmax_naive passes neither its figure (1) nor its hidden check (2).
+    "lie_dtype": (97, "checks", "returned a tensor of dtype torch.float16; expected torch.float32"),
+    "lie_fake_results": (0, "output", "Autograder report: 100/100"),
+    "lie_folder_shadow": (100, None, ""),
+    # ---------------------------------------------------------------- pries
+    "pry_disk": (0, "output", "solution found: None"),
+    "pry_stack": (0, "output", "frames:"),
+    "pry_print_inputs": (100, "output", "PRY-INPUT"),
+    "pry_symlink": (0, "error", "is a symbolic link"),
+}
+
+
+# ---------------------------------------------------------------------------------------------- helpers
+
+def snapshot(root: Path) -> dict[str, tuple]:
+    """Every entry below root: type, mode, owner, mtime and content hash (link target for a symlink)."""
+    state = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        for p in [Path(dirpath)] + [Path(dirpath, n) for n in dirnames + filenames]:
+            st = os.lstat(p)
+            if stat.S_ISLNK(st.st_mode):
+                content = "-> " + os.readlink(p)
+            elif stat.S_ISREG(st.st_mode):
+                content = hashlib.sha256(p.read_bytes()).hexdigest()
+            else:
+                content = ""
+            state[str(p.relative_to(root))] = (stat.S_IFMT(st.st_mode), stat.S_IMODE(st.st_mode), st.st_uid,
+                                               st.st_mtime_ns, content)
+    return state
+
+
+def uid_in_use(uid: int) -> bool:
+    """Whether a live grader process (someone else's run on this shared machine) holds worker uid `uid`."""
+    lock_dir = getattr(sandbox, "LOCK_DIR", None)
+    if not lock_dir:
+        return False
+    try:
+        fd = os.open(os.path.join(lock_dir, f"uid-{uid}.lock"), os.O_RDWR)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return False
+    except OSError:
+        return True
+    finally:
+        os.close(fd)
+
+
+def worker_uid(uid: int) -> bool:
+    return sandbox.UID_BASE <= uid < sandbox.UID_BASE + getattr(sandbox, "UID_COUNT", 64)
+
+
+def strays(wait: float = 10.0) -> list[str]:
+    """Processes our submissions left: any with the marker in its command line, any of a worker uid that no live
+    grader holds. Waits a little for processes that are being killed."""
+    deadline = time.monotonic() + wait
+    while True:
+        found = []
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                uid = os.stat(f"/proc/{entry}").st_uid
+                cmd = Path(f"/proc/{entry}/cmdline").read_bytes()
+                state = Path(f"/proc/{entry}/stat").read_bytes().rsplit(b")", 1)[1].split()[0]
+            except OSError:
+                continue
+            if state == b"Z":
+                continue
+            if MARKER.encode() in cmd or (worker_uid(uid) and not uid_in_use(uid)):
+                found.append(f"pid {entry} uid {uid}: {cmd[:100]!r}")
+        if not found or time.monotonic() > deadline:
+            return found
+        time.sleep(0.5)
+
+
+def planted(since: float) -> list[str]:
+    """Files the corpus tried to plant outside its scratch folders (see lie_fake_results, lie_folder_shadow)."""
+    paths = glob.glob(f"/tmp/*{MARKER}*") + glob.glob(f"/var/tmp/*{MARKER}*") + glob.glob(f"/dev/shm/*{MARKER}*")
+    paths += glob.glob(f"{ROOT}/*{MARKER}*") + glob.glob(f"{ROOT}/results/*{MARKER}*")
+    for p in ("/tmp/results.json", "/tmp/scores.csv", "/tmp/report.txt", "/autograder/results/results.json",
+              "/var/tmp/results.json", "/dev/shm/results.json"):
+        try:
+            st = os.lstat(p)
+        except OSError:
+            continue
+        if worker_uid(st.st_uid) or st.st_mtime >= since:
+            paths.append(p)
+    return sorted(set(paths))
+
+
+def private_tmp(base: Path) -> Path:
+    """A TMPDIR for the grader processes of one test, so that their scratch folders can be told from those of
+    other runs on this machine. World-writable like /tmp: only the sandbox keeps workers out of its parent."""
+    tmp = base / "tmp"
+    tmp.mkdir()
+    os.chmod(tmp, 0o1777)
+    return tmp
+
+
+@contextlib.contextmanager
+def env(**values: str):
+    """Environment variables for the child processes started inside the block (grader processes)."""
+    old = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def visible_text(r: SubmissionResult) -> str:
+    """Everything a student can read about their result, in both languages."""
+    parts = []
+    for m in [r.error, *r.notes, *[c.message for c in r.checks]]:
+        if m is not None:
+            parts += [m.en, m.ko]
+    parts += [c.output for c in r.checks]
+    return "\n".join(parts)
+
+
+def where(r: SubmissionResult, place: str) -> str:
+    if place == "error":
+        return r.error.en if r.error else ""
+    if place == "notes":
+        return "\n".join(n.en for n in r.notes)
+    if place == "checks":
+        return "\n".join(c.message.en for c in r.checks if c.message is not None)
+    return "\n".join(c.output for c in r.checks)
+
+
+def read_results(out: Path) -> dict[str, SubmissionResult]:
+    return {p.stem: SubmissionResult.from_dict(json.loads(p.read_text())["extra_data"]["internal"])
+            for p in out.glob("*.json")}
+
+
+def limited_assignment():
+    a = assignment.load("attention")
+    return replace(a, limits=replace(a.limits, **LIMITS))
+
+
+def writable_copy(src: Path, dest: Path) -> None:
+    """Copy the corpus (mtimes kept) and open it up to everybody: the sandbox, not permissions, must protect it."""
+    shutil.copytree(src, dest, symlinks=True)
+    for n in BYSTANDERS:
+        shutil.copy2(REFERENCE, dest / f"{n}.py")
+    os.symlink(REFERENCE, dest / "pry_symlink.py")
+    with open(dest / "load_huge.py", "wb") as f:  # sparse: takes no disk, but the grader must not load it
+        f.truncate(100 * 1024 * 1024)
+    for dirpath, dirnames, filenames in os.walk(dest):
+        os.chmod(dirpath, 0o777)
+        for n in filenames:
+            os.chmod(os.path.join(dirpath, n), 0o666)
+    os.chmod(dest / "load_blank.py", 0o444)  # and an odd mode that must survive too
+
+
+# ---------------------------------------------------------------------------------------------- the batch
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    base = Path(tempfile.mkdtemp(prefix="hostile-", dir="/tmp"))
+    os.chmod(base, 0o755)
+    subs = base / "submissions"
+    writable_copy(CORPUS, subs)
+    before = snapshot(subs)
+    out = tmp_path_factory.mktemp("hostile") / "results"
+    tmp = private_tmp(base)
+    since = time.time() - 1
+    started = time.monotonic()
+    with env(TMPDIR=str(tmp)):
+        summary = batch.main(submissions=subs, out=out, assignment=limited_assignment(), echo=lambda _m: None)
+    info = {"subs": subs, "out": out, "base": base, "since": since, "seconds": time.monotonic() - started,
+            "summary": summary, "results": read_results(out), "strays": strays(), "planted": planted(since),
+            "scratch": sorted(os.listdir(tmp)), "before": before, "after": snapshot(subs)}
+    yield info
+    shutil.rmtree(base, ignore_errors=True)
+
+
+def test_every_case_is_in_the_corpus_and_gets_a_result(graded):
+    on_disk = {p.stem for p in CORPUS.iterdir()}
+    assert on_disk == set(CASES) - {"pry_symlink", "load_huge"}
+    assert set(graded["results"]) == set(CASES) | set(BYSTANDERS)
+    assert graded["summary"].graded == len(CASES) + len(BYSTANDERS)
+    rows = (graded["out"] / "scores.csv").read_text().splitlines()
+    assert len(rows) == 1 + len(CASES) + len(BYSTANDERS)
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_case_outcome(graded, case):
+    score, place, words = CASES[case]
+    r = graded["results"][case]
+    assert r.max_score == 100  # every check is listed, whatever happened
+    if score is not None:
+        assert r.score == score, [(c.nodeid.split("::")[-1], c.score) for c in r.checks if c.score]
+    if place is not None:
+        assert any(w in where(r, place) for w in (words if isinstance(words, tuple) else (words,))), \
+            where(r, place)[:2000]
+    if place == "error":
+        assert r.error.ko and all(c.score == 0 for c in r.checks)
+    texts = visible_text(r)
+    assert "internal error" not in texts  # always the submission's own doing, said so plainly
+    for snippet in HIDDEN_SNIPPETS:
+        assert snippet not in texts
+
+
+def test_os_exit_in_a_forward_costs_only_what_ran_after_it(graded):
+    r = graded["results"]["lie_os_exit_forward"]
+    ref = graded["results"]["aa_bystander"]
+    crashed = [c for c in r.checks if c.message and "exited with code 0" in c.message.en]
+    restarted = [c for c in r.checks if c.message and "had to be restarted 3 times" in c.message.en]
+    assert len(crashed) == 4 and restarted  # four crashes, then grading stops
+    first_stop = min(r.checks.index(c) for c in restarted)
+    # Up to the end, it earns exactly what the reference earns on the checks that do not need v2's forward.
+    for mine, theirs in zip(r.checks, ref.checks):
+        assert mine.nodeid == theirs.nodeid
+        if r.checks.index(mine) >= first_stop or mine in crashed:
+            assert mine.score == 0
+        else:
+            assert mine.score == theirs.score, mine.nodeid
+
+
+def test_bystanders_keep_full_marks(graded):
+    for n in BYSTANDERS:
+        r = graded["results"][n]
+        assert r.error is None and r.score == 100, [c.message for c in r.checks if c.status == "failed"]
+
+
+def test_no_process_outlives_the_batch(graded):
+    assert graded["strays"] == []
+
+
+def test_submissions_folder_is_unchanged(graded):
+    assert graded["after"] == graded["before"]
+
+
+def test_nothing_is_planted_outside_scratch_and_scratch_is_removed(graded):
+    assert graded["planted"] == []
+    assert graded["scratch"] == []
+    assert sorted(p.name for p in graded["out"].iterdir()) == sorted(
+        [f"{n}.json" for n in list(CASES) + list(BYSTANDERS)] + ["scores.csv"])
+
+
+def test_output_floods_are_truncated(graded):
+    r = graded["results"]["fit_output_flood"]
+    shown = [c.output for c in r.checks if c.output]
+    assert shown and all(len(o) <= 2004 for o in shown)
+    assert (graded["out"] / "fit_output_flood.json").stat().st_size < 200_000
+
+
+def test_prints_show_only_in_public_checks(graded):
+    r = graded["results"]["pry_print_inputs"]
+    assert any("PRY-INPUT" in c.output for c in r.checks if c.public)
+    assert all(c.output == "" for c in r.checks if not c.public)
+    stack = graded["results"]["pry_stack"]
+    frames = " ".join(c.output for c in stack.checks)
+    assert "frames: ['pry_stack.py:softmax_naive', '/work/main/autograder/worker.py:op_call'" in frames
+    assert "'reference'" not in frames and "assignments" not in frames and "hidden" not in frames
+
+
+def test_hardcoded_values_earn_only_the_notebook_figures_and_signatures(graded):
+    r = graded["results"]["lie_hardcoded"]
+    earned = {c.nodeid.split("::")[-1] for c in r.checks if c.score}
+    figures = {"test_softmax_naive_notebook", "test_attention_scores_notebook", "test_context_vectors_notebook",
+               "test_v1_notebook", "test_v2_notebook", "test_causal_notebook", "test_wrapper_notebook",
+               "test_mha_notebook"}
+    signatures = {"test_v1_signature", "test_v2_signature", "test_causal_signature", "test_wrapper_signature",
+                  "test_mha_signature"}
+    assert earned == figures | signatures
+    assert sum(c.score for c in r.checks if c.nodeid.split("::")[-1] in figures) == 18
+    assert all(c.public for c in r.checks if c.score)
+
+
+def test_the_disk_search_would_succeed_without_the_sandbox(graded):
+    """pry_disk's search, run here (root, no sandbox), finds a working solution; in the worker it found none."""
+    mod = runpy.run_path(str(CORPUS / "pry_disk.py"), run_name="probe")
+    where_found, code = mod["find_solution"](str(ROOT))
+    assert code is not None and where_found
+    shown = " ".join(c.output for c in graded["results"]["pry_disk"].checks)
+    assert "solution found: None" in shown and "readable: []" in shown
+
+
+def test_patched_grader_modules_are_a_fatal_tamper(graded):
+    r = graded["results"]["lie_patch_grader"]
+    assert all(c.score == 0 for c in r.checks)
+    assert sum("malformed reply" in (c.message.en if c.message else "") for c in r.checks) >= 40
+
+
+def test_grading_twice_gives_identical_scores(graded, tmp_path):
+    out2 = tmp_path / "again"
+    with env(TMPDIR=str(graded["base"] / "tmp")):
+        batch.main(submissions=graded["subs"], out=out2, assignment=limited_assignment(), echo=lambda _m: None)
+    again = read_results(out2)
+    first = graded["results"]
+    assert set(again) == set(first)
+    for sid in first:
+        assert [(c.nodeid, c.score) for c in again[sid].checks] == \
+            [(c.nodeid, c.score) for c in first[sid].checks], (sid, [
+                (a.nodeid, a.message, b.message) for a, b in zip(again[sid].checks, first[sid].checks)
+                if a.score != b.score])
+        assert (again[sid].error is None) == (first[sid].error is None)
+    assert snapshot(graded["subs"]) == graded["before"]
+    assert strays() == [] and os.listdir(graded["base"] / "tmp") == []
+
+
+def test_a_dead_zygote_is_replaced(tmp_path):
+    """Later submissions still get a worker when the zygote died (killed, or out of memory)."""
+    z = sandbox.Zygote()
+    try:
+        z.proc.kill()
+        z.proc.wait()
+        w = z.spawn(sandbox.Limits(), str(tmp_path), None)
+        env = w.request("env", {}, timeout=60)
+        assert env["ok"] and env["value"]["landlock"] == confine.abi_version()
+        w.kill(graceful=True)
+    finally:
+        z.close()
+
+
+def test_grade_check_survives_a_hostile_file_in_a_hostile_folder():
+    """`grade check` in a folder whose conftest.py, pytest.ini, numpy.py, torch.py and pytest.py would each end
+    the process, on a file that leaves children in new sessions behind: a normal result, nothing left over."""
+    folder = Path(tempfile.mkdtemp(prefix="hostile-check-", dir="/tmp"))
+    scratch = Path(tempfile.mkdtemp(prefix="hostile-check-tmp-", dir="/tmp"))  # its TMPDIR
+    try:
+        os.chmod(folder, 0o777)
+        os.chmod(scratch, 0o1777)
+        shutil.copy2(CORPUS / "stop_setsid_children.py", folder / "attention.py")
+        for p in (CORPUS / "lie_folder_shadow").iterdir():
+            if p.name != "attention.py":
+                shutil.copy2(p, folder / p.name)
+        before = snapshot(folder)
+        since = time.time() - 1
+        p = subprocess.run([sys.executable, str(ROOT / "cli.py"), "check", "attention.py"], cwd=folder,
+                           capture_output=True, text=True, timeout=240, env={**os.environ, "TMPDIR": str(scratch)})
+        assert p.returncode == 0, p.stdout + p.stderr
+        assert "36/36" in p.stdout and "Traceback" not in p.stdout + p.stderr
+        assert snapshot(folder) == before
+        assert strays() == []
+        assert planted(since) == [] and os.listdir(scratch) == []
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+        shutil.rmtree(scratch, ignore_errors=True)

@@ -1,0 +1,225 @@
+"""The student notebook: a valid, output-free notebook that scores 0 as shipped, defines every graded name with
+the notebook's signature (and nothing more), does not break grading once filled in, and leaks no hidden value."""
+from __future__ import annotations
+
+import ast
+import json
+import re
+
+import nbformat
+import pytest
+
+from autograder.source import notebook_cells
+from conftest import REFERENCE, ROOT, SKELETON, grade_sources
+
+NOTEBOOK = ROOT / "student_template" / "attention.ipynb"
+HIDDEN = ROOT / "assignments" / "attention" / "hidden" / "test_hidden.py"
+
+# name -> parameters as (name, default) after `self`; `...` marks "no default"
+SIGNATURES = {
+    "softmax_naive": [("x", ...)],
+    "attention_scores": [("inputs", ...)],
+    "context_vectors": [("inputs", ...)],
+    "SelfAttention_v1": [("d_in", ...), ("d_out", ...)],
+    "SelfAttention_v2": [("d_in", ...), ("d_out", ...), ("qkv_bias", False)],
+    "CausalAttention": [("d_in", ...), ("d_out", ...), ("context_length", ...), ("dropout", ...),
+                        ("qkv_bias", False)],
+    "MultiHeadAttentionWrapper": [("d_in", ...), ("d_out", ...), ("context_length", ...), ("dropout", ...),
+                                  ("num_heads", ...), ("qkv_bias", False)],
+    "MultiHeadAttention": [("d_in", ...), ("d_out", ...), ("context_length", ...), ("dropout", ...),
+                           ("num_heads", ...), ("qkv_bias", False)],
+}
+
+
+def code_cells() -> list[str]:
+    """The code cells exactly as the grader sees them (magics replaced by `pass`)."""
+    return [c.code for c in notebook_cells(NOTEBOOK.read_text(encoding="utf-8"), NOTEBOOK.name)]
+
+
+def top_level_defs() -> dict[str, list[ast.FunctionDef | ast.ClassDef]]:
+    defs: dict[str, list] = {}
+    for src in code_cells():
+        for node in ast.parse(src).body:
+            if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+                defs.setdefault(node.name, []).append(node)
+    return defs
+
+
+def params(fn: ast.FunctionDef) -> list[tuple[str, object]]:
+    a = fn.args
+    pos = a.posonlyargs + a.args
+    defaults = [...] * (len(pos) - len(a.defaults)) + [ast.literal_eval(d) for d in a.defaults]
+    out = list(zip([p.arg for p in pos], defaults))
+    out += [(k.arg, ... if d is None else ast.literal_eval(d)) for k, d in zip(a.kwonlyargs, a.kw_defaults)]
+    assert a.vararg is None and a.kwarg is None, f"{fn.name} takes *args/**kwargs"
+    return out
+
+
+def graded_bodies(defs) -> dict[str, ast.FunctionDef]:
+    """'softmax_naive', 'SelfAttention_v1.__init__', ... -> the function node."""
+    out = {}
+    for name in SIGNATURES:
+        node = defs[name][0]
+        if isinstance(node, ast.FunctionDef):
+            out[name] = node
+        else:
+            for item in node.body:
+                if isinstance(item, ast.FunctionDef):
+                    out[f"{name}.{item.name}"] = item
+    return out
+
+
+def raised_message(fn: ast.FunctionDef) -> str | None:
+    """The message of a final `raise NotImplementedError("...")`, else None."""
+    last = fn.body[-1]
+    if (isinstance(last, ast.Raise) and isinstance(last.exc, ast.Call)
+            and isinstance(last.exc.func, ast.Name) and last.exc.func.id == "NotImplementedError"
+            and len(last.exc.args) == 1 and isinstance(last.exc.args[0], ast.Constant)):
+        return last.exc.args[0].value
+    return None
+
+
+def is_super_init(stmt: ast.stmt) -> bool:
+    return ast.unparse(stmt).strip() == "super().__init__()"
+
+
+# ----------------------------------------------------------------------------------------- the file itself
+
+def test_notebook_is_valid_nbformat_4_without_outputs():
+    nb = nbformat.read(NOTEBOOK, as_version=4)
+    nbformat.validate(nb)
+    assert nb.nbformat == 4
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    assert len(code) >= 20
+    dirty = [i for i, c in enumerate(nb.cells) if c.cell_type == "code" and (c.outputs or c.execution_count)]
+    assert not dirty, f"cells with outputs or execution counts: {dirty}"
+
+
+def test_every_code_cell_is_valid_python():
+    """Blanks are `...` placeholders: `x = ### your code` would be a syntax error in the student's first run."""
+    for i, src in enumerate(code_cells()):
+        try:
+            ast.parse(src)
+        except SyntaxError as e:
+            pytest.fail(f"code cell {i} does not parse: {e}\n{src}")
+
+
+def test_markdown_is_bilingual_and_images_are_the_books_public_figures():
+    nb = nbformat.read(NOTEBOOK, as_version=4)
+    hangul, latin = re.compile(r"[\uac00-\ud7a3]"), re.compile(r"[A-Za-z]{3,}")
+    for i, c in enumerate(nb.cells):
+        if c.cell_type == "markdown":
+            text = re.sub(r"<img [^>]*>", "", c.source)
+            assert hangul.search(text) and latin.search(text), f"markdown cell {i} is not Korean + English"
+    imgs = [u for c in nb.cells if c.cell_type == "markdown" for u in re.findall(r'<img src="([^"]+)"', c.source)]
+    assert imgs
+    bad = [u for u in imgs if not u.startswith("https://sebastianraschka.com/images/LLMs-from-scratch-images/")]
+    assert not bad, bad
+
+
+def test_top_explains_checking_and_names_and_each_graded_section_ends_with_a_check_cell():
+    nb = nbformat.read(NOTEBOOK, as_version=4)
+    checks = [i for i, c in enumerate(nb.cells) if c.cell_type == "code"
+              and c.source.strip() == "!grade check attention.ipynb"]
+    defined = {name: next((i for i, c in enumerate(nb.cells) if c.cell_type == "code"
+                           and re.search(rf"^(class|def) {name}\b", c.source, re.M)), None) for name in SIGNATURES}
+    assert None not in defined.values(), [n for n, i in defined.items() if i is None]
+    top = "\n".join(c.source for c in nb.cells[:min(defined.values())] if c.cell_type == "markdown")
+    assert "grade check attention.ipynb" in top and checks and checks[0] < min(defined.values())
+    for word in ("SelfAttentionV1", "CasualAttention", "context_len"):  # the common renaming mistakes
+        assert word in top, word
+    for name, where in defined.items():
+        assert f"`{name}(" in top, f"{name} and its signature are not listed at the top"
+        assert any(i > where for i in checks), f"no `!grade check` cell after {name}"
+
+
+# ----------------------------------------------------------------------------------------- names and stubs
+
+def test_every_graded_name_is_defined_once_with_the_exact_signature():
+    defs = top_level_defs()
+    for name, want in SIGNATURES.items():
+        assert len(defs.get(name, [])) == 1, f"{name} defined {len(defs.get(name, []))} times"
+        node = defs[name][0]
+        if name[0].isupper():
+            assert isinstance(node, ast.ClassDef), name
+            assert [ast.unparse(b) for b in node.bases] == ["nn.Module"], name
+            methods = {m.name: m for m in node.body if isinstance(m, ast.FunctionDef)}
+            assert set(methods) == {"__init__", "forward"}, (name, sorted(methods))
+            assert params(methods["__init__"]) == [("self", ...)] + want, name
+            assert params(methods["forward"]) == [("self", ...), ("x", ...)], name
+        else:
+            assert isinstance(node, ast.FunctionDef), name
+            assert params(node) == want, name
+
+
+def test_graded_bodies_only_raise_not_implemented_with_the_skeletons_messages():
+    """No solution code hides in the notebook: each graded body is (docstring,) (super().__init__(),) raise."""
+    skeleton = {}
+    for node in ast.parse(SKELETON.read_text(encoding="utf-8")).body:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            skeleton[node.name] = [node]
+    want = {k: raised_message(f) for k, f in graded_bodies(skeleton).items()}
+    got = graded_bodies(top_level_defs())
+    assert set(got) == set(want)
+    for qual, fn in got.items():
+        body = fn.body
+        if isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+            body = body[1:]  # docstring
+        if qual.endswith(".__init__"):
+            assert body and is_super_init(body[0]), f"{qual} must start with super().__init__()"
+            body = body[1:]
+        assert len(body) == 1, f"{qual} holds code besides the NotImplementedError stub: {ast.unparse(fn)}"
+        assert raised_message(fn) == want[qual], (qual, raised_message(fn))
+    # and nothing outside them implements the buffer or another attention module
+    for src in code_cells():
+        tree = ast.parse(src)
+        calls = {ast.unparse(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
+        assert not any(c.endswith("register_buffer") for c in calls), src
+        extra = [n.name for n in tree.body if isinstance(n, ast.ClassDef) and n.name not in SIGNATURES]
+        assert not extra, extra
+
+
+def test_notebook_has_no_hidden_seeds():
+    tree = ast.parse(HIDDEN.read_text(encoding="utf-8"))
+    configs = next(ast.literal_eval(n.value) for n in tree.body if isinstance(n, ast.Assign)
+                   and any(isinstance(t, ast.Name) and t.id == "CONFIGS" for t in n.targets))
+    seeds = {cfg[0] for rows in configs.values() for cfg in rows}
+    assert {2024, 31337, 4242} <= seeds
+    text = NOTEBOOK.read_text(encoding="utf-8")
+    for s in seeds:  # as a number of its own: not a digit run inside 0.0177 or a decimal such as 0.77
+        assert not re.search(rf"(?<![\w.]){s}(?!\w)", text), f"hidden seed {s} appears in the notebook"
+    ints = {n.value for src in code_cells() for n in ast.walk(ast.parse(src))
+            if isinstance(n, ast.Constant) and type(n.value) is int}
+    assert not ints & seeds, ints & seeds
+
+
+# ----------------------------------------------------------------------------------------- graded for real
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    nb = json.loads(NOTEBOOK.read_text(encoding="utf-8"))
+    nb["cells"].append({"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [],
+                        "source": REFERENCE.read_text(encoding="utf-8")})
+    return grade_sources(tmp_path_factory.mktemp("notebook"), {
+        "nb/attention.ipynb": NOTEBOOK,
+        "nbref/attention.ipynb": json.dumps(nb, ensure_ascii=False),
+    })
+
+
+def test_shipped_notebook_scores_zero_and_every_failure_says_not_implemented(graded):
+    r = graded["nb"]
+    assert r.error is None, r.error
+    assert r.submission == "attention.ipynb"
+    assert r.max_score == 100
+    assert r.score == 0
+    assert all(c.status in ("failed", "skipped") for c in r.checks)
+    texts = [c.message.en for c in r.checks if c.status == "failed"]
+    assert texts and all("not implemented" in t for t in texts), [t for t in texts if "not implemented" not in t]
+
+
+def test_notebook_cells_plus_reference_score_full_marks(graded):
+    """The demo and check cells run first; they must not break the definitions that follow them."""
+    r = graded["nbref"]
+    assert r.error is None, r.error
+    assert r.score == 100, [(c.name, getattr(c.message, "en", c.message)) for c in r.checks
+                            if c.status not in ("passed", "skipped")]
