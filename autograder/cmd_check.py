@@ -44,7 +44,8 @@ def main(*, path: Path | None, assignment_name: str | None = None, lang: str = "
          echo: Callable[[str], None] = print) -> int:
     from .sandbox import Zygote
     file, a = resolve(path, assignment_name)
-    zygote = Zygote()  # starts importing torch in the background while this process imports pytest and torch
+    # Started first: it imports torch in the background while this process imports pytest and torch.
+    zygote = Zygote(full_warm_up=False)
     from .runner import grade
     results: list[SubmissionResult] = []
     grade(a, [Job(file.stem, file)], results.append, public_only=True, zygote=zygote)

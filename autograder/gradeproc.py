@@ -54,6 +54,8 @@ def main() -> None:
     except BaseException:
         out.write(json.dumps({"fatal": traceback.format_exc()[-8000:]}) + "\n")
         raise
+    out.flush()
+    os._exit(0)  # every result is reported; tearing down torch would only delay the batch's end
 
 
 if __name__ == "__main__":

@@ -19,7 +19,6 @@ import torch
 import torch.nn as nn
 import torch.nn.functional  # noqa: F401  (loaded before the fork, so the worker needs no disk access for it)
 from torch.overrides import TorchFunctionMode
-from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 
 from . import protocol
@@ -253,8 +252,14 @@ class Worker:
         m.train(mode == "train")
         args = [torch.randn(*s, device="meta") for s in shapes]
         mix = DeviceMix()
-        with torch.no_grad(), mix:
-            out = m(*args)
+        out = None
+        try:
+            with torch.no_grad(), mix:
+                out = m(*args)
+        except Exception:
+            if not mix.mixed:
+                raise
+            # The call that mixed devices is recorded; that it then failed says nothing more.
         leftovers = sorted({f"{n} on {t.device.type}" for n, t in
                             list(m.named_parameters()) + list(m.named_buffers()) if t.device.type != "meta"})
         return {"mixed": mix.mixed[:20], "out_device": out.device.type if isinstance(out, torch.Tensor) else None,
@@ -283,19 +288,24 @@ class Recorder(TorchFunctionMode):
         return func(*args, **kwargs)
 
 
-class DeviceMix(TorchDispatchMode):
-    """Records every aten op that receives tensors (of dim > 0) from more than one device."""
+class DeviceMix(TorchFunctionMode):
+    """Records every torch call that receives tensors (of dim > 0) from more than one device.
+
+    A function mode rather than a dispatch mode: it sees the same calls (Tensor methods included) before they
+    run, and the first dispatch mode in a process imports sympy, dynamo and inductor (over a second).
+    """
 
     def __init__(self):
         super().__init__()
         self.mixed: list[list[Any]] = []
 
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+    def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         devices = {a.device.type for a in tree_flatten((args, kwargs))[0]
                    if isinstance(a, torch.Tensor) and a.dim() > 0}
         if len(devices) > 1 and len(self.mixed) < 20:
-            self.mixed.append([str(func), sorted(devices)])
+            name = getattr(func, "__name__", None) or str(func)
+            self.mixed.append([name, sorted(devices)])
         return func(*args, **kwargs)
 
 
@@ -309,8 +319,11 @@ PRELOAD = ("math", "random", "numpy", "collections", "itertools", "functools", "
            "unittest.mock")
 
 
-def warm_up() -> None:
-    """Import PRELOAD and run each kind of request once, so lazy imports inside torch happen before the fork."""
+def warm_up(full: bool = True) -> None:
+    """Import PRELOAD and run each kind of request once, so lazy imports inside torch happen before the fork.
+
+    full=False skips the first backward pass and the first meta-device forward (about a second together).
+    """
     import importlib
     for name in PRELOAD:
         try:
@@ -334,10 +347,11 @@ def warm_up() -> None:
     x = torch.rand(2, 3, 4)
     with Recorder(["softmax", "exp"]):
         y = m(x)
-    y.backward(torch.ones_like(y))
-    mc = copy.deepcopy(m).to("meta")
-    with torch.no_grad(), DeviceMix():
-        mc(torch.randn(2, 3, 4, device="meta"))
+    if full:
+        y.backward(torch.ones_like(y))
+        mc = copy.deepcopy(m).to("meta")
+        with torch.no_grad(), DeviceMix():
+            mc(torch.randn(2, 3, 4, device="meta"))
     protocol.unpack(*_split(protocol.pack({"t": y.detach(), "b": torch.ones(2, dtype=torch.bool)})))
     torch.nn.functional.dropout(x, 0.5, training=True)
     inspect.signature(Tiny.__init__)

@@ -166,3 +166,10 @@ def test_hidden_messages_show_no_expected_values(graded):
              if not c.public and c.status == "failed" and c.message
              and (value.search(c.message.en) or value.search(c.message.ko))]
     assert not leaks, leaks
+
+
+def test_constant_output_earns_no_property_points(graded):
+    """Causality and eval-mode dropout hold for a constant; they must not pay for one."""
+    checks = {c.nodeid.split("::")[-1]: c for c in graded["bug_causal_constant_output"].checks}
+    for name in ("test_causal_is_causal", "test_causal_eval_disables_dropout"):
+        assert checks[name].score == 0 and "does not depend on the input" in checks[name].message.en

@@ -134,6 +134,7 @@ def check_causality(sub, cls: str, seed: int, b: int = 2, T: int = 6, d_in: int 
     y2 = expect_tensor(m(x2), f"{cls}(...)(x)")
     if y1.shape != y2.shape or y1.dim() != 3:
         expect_shape(y1, (b, T, y1.shape[-1] if y1.dim() else 0), f"{cls}(...)(x)")
+    expect_responds(y1, y2, cls, f"tokens {k}..{T - 1}")
     diff = (y1[:, :k] - y2[:, :k]).abs().max().item()
     if diff > 1e-5:
         fail(f"`{cls}` is not causal: changing tokens {k}..{T - 1} changed the outputs of tokens 0..{k - 1} "
@@ -142,6 +143,15 @@ def check_causality(sub, cls: str, seed: int, b: int = 2, T: int = 6, d_in: int 
              f"`{cls}`가 인과적이지 않습니다: 토큰 {k}..{T - 1}을 바꾸자 토큰 0..{k - 1}의 출력이 최대 {diff:.3g} "
              "바뀌었습니다. softmax 전에 미래 토큰을 가려야 합니다. `attn_scores.masked_fill(...)`은 새 텐서를 "
              "반환하므로 결과를 대입해야 합니다.")
+
+
+def expect_responds(y1, y2, cls: str, what: str) -> None:
+    """Properties that a constant output satisfies (causality, eval-mode dropout) also need an output that
+    follows its input; otherwise hard-coded tensors would pass them."""
+    if y1.shape == y2.shape and bool(torch.isfinite(y1).all()) and (y1 - y2).abs().max().item() <= 1e-7:
+        fail(f"`{cls}` gave the same output after {what} of the input changed: the output does not depend on "
+             "the input (hard-coded values?).",
+             f"입력의 {what}을(를) 바꿔도 `{cls}`의 출력이 같습니다: 출력이 입력에 의존하지 않습니다 (값을 고정했나요?).")
 
 
 def check_short_sequence(sub, cls: str, seed: int) -> None:
@@ -165,7 +175,9 @@ def check_eval_no_dropout(sub, cls: str, seed: int) -> None:
     x = randn(seed, b, T, d_in)
     with_p = build(sub, cls, d_in, d_out, T, 0.5, heads, seed=seed)
     without = build(sub, cls, d_in, d_out, T, 0.0, heads, seed=seed)
-    expect_close(with_p(x, mode="eval", seed=1), without(x, mode="eval", seed=1),
+    got = expect_tensor(with_p(x, mode="eval", seed=1), f"{call_text(cls, d_in, d_out, T, 0.5, heads)}")
+    expect_responds(got, expect_tensor(with_p(x * 2 + 1, mode="eval", seed=1), f"{cls}(...)(x)"), cls, "all")
+    expect_close(got, without(x, mode="eval", seed=1),
                  f"{call_text(cls, d_in, d_out, T, 0.5, heads)} in eval mode",
                  hint=Message("In eval mode dropout must do nothing: use the nn.Dropout module (self.dropout), "
                               "which follows model.eval(), not F.dropout(..., training=True).",
