@@ -152,11 +152,8 @@ def landlock(scratch: str, read_paths: list[str]) -> int:
 
 # ---------------------------------------------------------------------------------------------- watchdog
 
-def _process_tree(root: int) -> tuple[list[int], int]:
-    """Every descendant of `root` (not root itself), and the CPU time in clock ticks that they and the children
-    they reaped used, plus what root reaped: a total that only grows while processes come and go."""
-    kids: dict[int, list[int]] = {}
-    ticks: dict[int, int] = {}
+def proc_stats():
+    """(pid, fields of /proc/pid/stat after the command name) for every live process; fields[1] is the ppid."""
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -165,9 +162,16 @@ def _process_tree(root: int) -> tuple[list[int], int]:
                 stat = f.read()
         except OSError:
             continue
-        fields = stat[stat.rfind(b")") + 2:].split()
+        yield int(entry), stat[stat.rfind(b")") + 2:].split()
+
+
+def _process_tree(root: int) -> tuple[list[int], int]:
+    """Every descendant of `root` (not root itself), and the CPU time in clock ticks that they and the children
+    they reaped used, plus what root reaped: a total that only grows while processes come and go."""
+    kids: dict[int, list[int]] = {}
+    ticks: dict[int, int] = {}
+    for pid, fields in proc_stats():
         if len(fields) > 14:
-            pid = int(entry)
             kids.setdefault(int(fields[1]), []).append(pid)
             ticks[pid] = sum(int(x) for x in fields[11:15])  # utime, stime, cutime, cstime
     out, todo = [], [root]

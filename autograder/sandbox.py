@@ -99,19 +99,7 @@ def clean_env(home: str | None = None) -> dict[str, str]:
 # ---------------------------------------------------------------------------------------------- process listing
 
 def _children(pid: int) -> list[int]:
-    kids = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as f:
-                stat = f.read()
-        except OSError:
-            continue
-        fields = stat[stat.rfind(b")") + 2:].split()
-        if len(fields) > 1 and int(fields[1]) == pid:
-            kids.append(int(entry))
-    return kids
+    return [p for p, fields in confine.proc_stats() if len(fields) > 1 and int(fields[1]) == pid]
 
 
 def _user_tasks(uid: int) -> int:
