@@ -214,6 +214,10 @@ def _become_worker(spec: dict[str, Any], wsock: socket.socket, keeper_pid: int) 
     if os.getppid() != keeper_pid:
         os._exit(3)
     torch.set_num_threads(1)
+    # A Python-level fork in student code yields a child that exits at once: the lab needs no processes, and
+    # a fork bomb then ends at the same point every run (unreaped children fill RLIMIT_NPROC) instead of
+    # racing the time and memory budgets. subprocess forks in C without these hooks and still works.
+    os.register_at_fork(after_in_child=lambda: os._exit(0))
     # Last step before student code: read only Python's own folders, write only the scratch folder (Landlock).
     from . import worker
     worker.SANDBOX.update(memory_mb=lim["memory_mb"], uid=uid,
