@@ -6,7 +6,6 @@ from typing import Any, Callable
 
 from .checks import CheckFailure
 from .messages import Message, near_miss
-from .protocol import Opaque
 from .replies import well_formed
 from .sandbox import Limits, WorkerLost, WorkerProcess, WorkerTimeout
 from .source import Source
@@ -284,7 +283,3 @@ class RemoteError(Exception):
     def __init__(self, err: dict[str, Any]):
         super().__init__(err.get("message", ""))
         self.err = err
-
-
-def is_opaque(x: Any) -> bool:
-    return isinstance(x, Opaque)
