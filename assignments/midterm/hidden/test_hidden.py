@@ -1,0 +1,219 @@
+"""Hidden checks for the midterm, each against the student's own variant (options["variant"]).
+
+MultiHeadAttention and TransformerBlock are compared with the reference / nn.TransformerEncoderLayer built
+with the student's constants, after copying the same weights in; so an answer written for another variant
+(other NUM_HEADS, QKV_BIAS, CONTEXT_LENGTH, NORM_FIRST, FF_MULT...) loses these points. SDPA's values do not
+depend on the variant (only its shapes do); window_mask must follow the student's MASK_WINDOW.
+"""
+from __future__ import annotations
+
+import torch
+import torch.nn as nn
+
+from assignments.midterm.common import (build_block, build_mha, build_sdpa, call, call_sdpa, constant, randn,
+                                        variant)
+from autograder.checks import check, expect_close, expect_tensor, fail
+from autograder.messages import Message
+from reference import midterm as ref
+
+ATOL = 1e-4
+
+
+def _with(key: str, v: dict) -> str:
+    return f"{constant(key)} = {v[key]!r}"
+
+
+def load(m, state: dict[str, torch.Tensor], cls: str, hint_en: str, hint_ko: str) -> None:
+    """Copy the reference weights in; a parameter missing, extra or of another shape is named with the
+    constant that decides it."""
+    rep = m.load_state(state)
+    # From the grader's side: "missing" = reference names the student's module lacks, "unexpected" = the
+    # student's own names the reference has no value for.
+    problems = [f"no {n}" for n in rep.get("missing", [])]
+    problems += [f"an extra {n}" for n in rep.get("unexpected", [])]
+    problems += [f"{n} is {tuple(have)}, expected {tuple(want)}" for n, have, want in rep.get("mismatched", [])]
+    if problems:
+        text = "; ".join(problems[:6])
+        fail(f"Could not copy the reference weights into `{cls}` ({text}). {hint_en}",
+             f"`{cls}`에 참조 가중치를 복사할 수 없습니다 ({text}). {hint_ko}")
+
+
+# ------------------------------------------------------------------------------- MultiHeadAttention
+
+def ref_mha(v: dict, d_in: int, d_out: int, seed: int) -> ref.MultiHeadAttention:
+    torch.manual_seed(seed)
+    m = ref.MultiHeadAttention(d_in, d_out, num_heads=v["num_heads"], qkv_bias=v["qkv_bias"],
+                               drop_rate=v["drop_rate"], context_length=v["context_length"])
+    with torch.no_grad():
+        for n, p in m.named_parameters():
+            if n.endswith("bias"):
+                p.add_(0.3 * torch.randn_like(p))  # a bias left out shows in the output
+    return m.eval()
+
+
+@check(question="MultiHeadAttention", points=8)
+def test_mha_uses_constants(sub, options):
+    """MultiHeadAttention uses QKV_BIAS, DROP_RATE and CONTEXT_LENGTH (bias, dropout rate, mask buffer)"""
+    v = variant(options)
+    m = build_mha(sub, 5, 12)
+    info = m.describe("dropout")
+    params = {n: tuple(s) for n, s, _ in info.get("params", [])}
+    for lin in ("W_query", "W_key", "W_value"):
+        if f"{lin}.weight" not in params:
+            fail(f"`MultiHeadAttention(5, 12)` has no `{lin}` (an nn.Linear(d_in, d_out)).",
+                 f"`MultiHeadAttention(5, 12)`에 `{lin}`(nn.Linear(d_in, d_out))이 없습니다.")
+        if (f"{lin}.bias" in params) != bool(v["qkv_bias"]):
+            has = "has" if f"{lin}.bias" in params else "has no"
+            fail(f"`self.{lin}` {has} a bias, but your paper sets {_with('qkv_bias', v)}: pass bias=QKV_BIAS.",
+                 f"`self.{lin}`의 bias 유무가 시험지의 {_with('qkv_bias', v)}와 다릅니다: bias=QKV_BIAS를 넘기세요.")
+    drop = info["attrs"].get("dropout") or {}
+    if drop.get("p") is None or abs(float(drop["p"]) - float(v["drop_rate"])) > 1e-9:
+        fail(f"`self.dropout` should be nn.Dropout(DROP_RATE) with your paper's {_with('drop_rate', v)}; "
+             f"found {'p = ' + format(drop['p'], 'g') if drop.get('p') is not None else 'no nn.Dropout'}.",
+             f"`self.dropout`은 시험지의 {_with('drop_rate', v)}로 만든 nn.Dropout(DROP_RATE)이어야 합니다.")
+    buffers = m.state().get("buffers", {})
+    mask = buffers.get("mask")
+    n = int(v["context_length"])
+    if mask is None:
+        fail("`MultiHeadAttention` has no registered buffer `mask`; register "
+             "torch.triu(torch.ones(CONTEXT_LENGTH, CONTEXT_LENGTH), diagonal=1).",
+             "`MultiHeadAttention`에 등록된 버퍼 `mask`가 없습니다. "
+             "torch.triu(torch.ones(CONTEXT_LENGTH, CONTEXT_LENGTH), diagonal=1)을 등록하세요.")
+    mask = expect_tensor(mask, "self.mask")
+    if tuple(mask.shape) != (n, n) or not bool(((mask != 0) == torch.triu(torch.ones(n, n), 1).bool()).all()):
+        fail(f"`self.mask` should be the (CONTEXT_LENGTH, CONTEXT_LENGTH) upper triangle above the diagonal with "
+             f"your paper's {_with('context_length', v)}; it has shape {tuple(mask.shape)}.",
+             f"`self.mask`는 시험지의 {_with('context_length', v)}로 만든 (CONTEXT_LENGTH, CONTEXT_LENGTH) 대각선 위 "
+             f"삼각형이어야 합니다. 현재 shape: {tuple(mask.shape)}.")
+
+
+def _mha_values(sub, v: dict, d_in: int, d_out: int, b: int, T: int, seed: int) -> None:
+    r = ref_mha(v, d_in, d_out, seed)
+    what = f"MultiHeadAttention({d_in}, {d_out})(x)"
+    m = build_mha(sub, d_in, d_out, seed=seed)
+    load(m, dict(r.state_dict()), f"MultiHeadAttention({d_in}, {d_out})",
+         f"Your paper sets {_with('qkv_bias', v)} and {_with('context_length', v)}.",
+         f"시험지의 값은 {_with('qkv_bias', v)}, {_with('context_length', v)}입니다.")
+    x = randn(seed + 7, b, T, d_in)
+    with torch.no_grad():
+        want = r(x)
+    hint = Message(f"Split into NUM_HEADS heads ({_with('num_heads', v)}), scale by sqrt(head_dim), mask the "
+                   "future with self.mask, then out_proj.",
+                   f"NUM_HEADS개의 헤드로 나누고({_with('num_heads', v)}), sqrt(head_dim)으로 나누고, self.mask로 "
+                   "미래를 가린 뒤 out_proj를 적용하세요.")
+    expect_close(call(m, x, what=what), want, what, atol=ATOL, hint=hint)
+
+
+@check(question="MultiHeadAttention", points=14)
+def test_mha_values_full_context(sub, options):
+    """MultiHeadAttention(5, 12) on a full CONTEXT_LENGTH input matches the reference with your constants"""
+    v = variant(options)
+    _mha_values(sub, v, 5, 12, 2, int(v["context_length"]), seed=11)
+
+
+@check(question="MultiHeadAttention", points=10)
+def test_mha_values_other_width(sub, options):
+    """MultiHeadAttention(7, 24) on a shorter input matches the reference with your constants"""
+    v = variant(options)
+    _mha_values(sub, v, 7, 24, 3, int(v["context_length"]) - 2, seed=23)
+
+
+# ------------------------------------------------------------------------------- ScaledDotProductAttention
+
+def _qkv(v: dict, seed: int):
+    B, H, T, dk = (int(n) for n in v["sdpa_shape"])
+    return randn(seed, B, H, T, dk), randn(seed + 1, B, H, T, dk), randn(seed + 2, B, H, T, dk)
+
+
+def _sdpa_against_ref(sub, v: dict, masked: bool, seed: int) -> None:
+    Q, K, V = _qkv(v, seed)
+    T = Q.shape[-2]
+    mask = ref.window_mask(T, int(v["mask_window"])) if masked else None
+    what = "ScaledDotProductAttention()(Q, K, V" + (", mask=mask)" if masked else ")")
+    out, attn = call_sdpa(build_sdpa(sub), Q, K, V, mask, what=what)
+    want_out, want_attn = ref.ScaledDotProductAttention()(Q, K, V, mask)
+    hint = Message("Positions where mask == 0 get -1e9 before the softmax." if masked else
+                   "scores = Q @ K^T / sqrt(d_k), softmax over the last axis, then attention @ V.",
+                   "mask == 0인 위치는 softmax 전에 -1e9가 됩니다." if masked else
+                   "scores = Q @ K^T / sqrt(d_k), 마지막 축에 softmax, 그다음 attention @ V.")
+    expect_close(attn, want_attn, f"{what}[1]", atol=ATOL, hint=hint)
+    expect_close(out, want_out, f"{what}[0]", atol=ATOL, hint=hint)
+
+
+@check(question="ScaledDotProductAttention", points=8)
+def test_sdpa_values(sub, options):
+    """ScaledDotProductAttention on your paper's SDPA_SHAPE: out and attention match"""
+    _sdpa_against_ref(sub, variant(options), masked=False, seed=31)
+
+
+@check(question="ScaledDotProductAttention", points=8)
+def test_sdpa_values_masked(sub, options):
+    """ScaledDotProductAttention with a window mask: mask == 0 -> -1e9"""
+    _sdpa_against_ref(sub, variant(options), masked=True, seed=41)
+
+
+@check(question="ScaledDotProductAttention", points=10)
+def test_window_mask(sub, options):
+    """window_mask(T) lets token i see tokens i-MASK_WINDOW+1 .. i"""
+    v = variant(options)
+    for T in (int(v["sdpa_shape"][2]), 9):
+        what = f"window_mask({T})"
+        got = expect_tensor(sub.call("window_mask", T), what)
+        want = ref.window_mask(T, int(v["mask_window"])).bool()
+        if tuple(got.shape) != (T, T) or not bool(((got != 0) == want).all()):
+            where = ""
+            if tuple(got.shape) == (T, T):
+                i, j = (int(k) for k in ((got != 0) != want).nonzero()[0])
+                where = (f"; first difference at row {i}, column {j}",
+                         f"; 첫 차이는 {i}행 {j}열")
+            fail(f"`{what}` should allow token i to see the {_with('mask_window', v)} most recent tokens "
+                 f"j (i - MASK_WINDOW < j <= i){where[0] if where else ''}.",
+                 f"`{what}`는 토큰 i가 최근 MASK_WINDOW개 토큰 j만 보게 해야 합니다 (i - MASK_WINDOW < j <= i, "
+                 f"시험지: {_with('mask_window', v)}){where[1] if where else ''}.")
+
+
+# ------------------------------------------------------------------------------- TransformerBlock
+
+def ref_layer(v: dict, d: int, h: int, seed: int) -> nn.TransformerEncoderLayer:
+    torch.manual_seed(seed)
+    layer = nn.TransformerEncoderLayer(d, h, int(v["ff_mult"]) * d, dropout=0.0, batch_first=True,
+                                       norm_first=bool(v["norm_first"]))
+    with torch.no_grad():
+        for name, p in layer.named_parameters():
+            if name.endswith("bias") or name.startswith("norm"):
+                p.add_(0.2 * torch.randn_like(p))  # biases and LayerNorms off their defaults show in the output
+    return layer.eval()
+
+
+def _block_values(sub, v: dict, d: int, h: int, b: int, T: int, seed: int) -> None:
+    layer = ref_layer(v, d, h, seed)
+    cls = f"TransformerBlock({d}, {h})"
+    m = build_block(sub, d, h, seed=seed)
+    load(m, dict(layer.state_dict()), cls,
+         f"The parameters follow nn.TransformerEncoderLayer's names; linear1 is (FF_MULT * d_model, d_model) "
+         f"with your paper's {_with('ff_mult', v)}.",
+         f"파라미터 이름은 nn.TransformerEncoderLayer와 같습니다. linear1은 시험지의 {_with('ff_mult', v)}로 "
+         "(FF_MULT * d_model, d_model)입니다.")
+    x = randn(seed + 5, b, T, d)
+    with torch.no_grad():
+        want = layer(x)
+    order = "pre-norm: x + attn(norm1(x)), then x + ff(norm2(x))" if v["norm_first"] else \
+        "post-norm: norm1(x + attn(x)), then norm2(x + ff(x))"
+    order_ko = "pre-norm: x + attn(norm1(x)), 그다음 x + ff(norm2(x))" if v["norm_first"] else \
+        "post-norm: norm1(x + attn(x)), 그다음 norm2(x + ff(x))"
+    hint = Message(f"Your paper sets {_with('norm_first', v)}, so the block is {order}.",
+                   f"시험지의 값은 {_with('norm_first', v)}이므로 블록은 {order_ko}입니다.")
+    what = f"{cls}(x)"
+    expect_close(call(m, x, what=what), want, what, atol=ATOL, hint=hint)
+
+
+@check(question="TransformerBlock", points=16)
+def test_block_values(sub, options):
+    """TransformerBlock(12, 3) matches nn.TransformerEncoderLayer with your NORM_FIRST and FF_MULT"""
+    _block_values(sub, variant(options), 12, 3, 2, 5, seed=51)
+
+
+@check(question="TransformerBlock", points=16)
+def test_block_values_other_size(sub, options):
+    """TransformerBlock(16, 4) matches nn.TransformerEncoderLayer with your NORM_FIRST and FF_MULT"""
+    _block_values(sub, variant(options), 16, 4, 3, 7, seed=61)
