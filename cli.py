@@ -51,15 +51,23 @@ def check(path: Path | None, assignment_name: str | None, lang: str) -> None:
               help="Submissions graded at the same time.")
 @click.option("--assignment", "assignment_name", default="attention", show_default=True)
 @click.option("--force", is_flag=True, help="Regrade submissions that already have a result in --out.")
+@click.option("--roster", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+              help="Exams: ROSTER.csv (id, extra_minutes); each student is graded against their own variant.")
+@click.option("--secret-file", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Exams: the secret the papers were made with (default: $GRADE_EXAM_SECRET).")
 @LANG
 def batch(submissions_dir: Path, out_dir: Path, timeout: float | None, workers: int, assignment_name: str,
-          force: bool, lang: str) -> None:
+          force: bool, roster: Path | None, secret_file: Path | None, lang: str) -> None:
     """Grade every submission in SUBMISSIONS_DIR with the hidden checks."""
-    from autograder import assignment, batch as batch_cmd
+    from autograder import assignment, batch as batch_cmd, exam
     try:
         a = assignment.load(assignment_name)
+        plan = exam.plan(a, roster, secret_file)
+        if plan is not None and plan.students is None and plan.cfg.variants:
+            click.echo(f"note: {a.name} is an exam with variants but no --roster was given: every submission is "
+                       "graded against the default variant.", err=True)
         s = batch_cmd.main(submissions=submissions_dir, out=out_dir, assignment=a, workers=workers,
-                           timeout=timeout, lang=lang, force=force, tty=sys.stderr.isatty(),
+                           timeout=timeout, lang=lang, force=force, tty=sys.stderr.isatty(), exam=plan,
                            echo=lambda m: click.echo(m, err=True, nl=not sys.stderr.isatty()))
     except GraderError as e:
         _fail(e, lang)
@@ -106,6 +114,47 @@ def release(assignment_name: str, out_dir: Path, lang: str) -> None:
     except GraderError as e:
         _fail(e, lang)
     click.echo(f"wrote {len(files)} files to {out_dir}/ (students: pip install {out_dir} && grade check)")
+
+
+@grade.group()
+def exam() -> None:
+    """Exams: per-student papers from a secret, and the integrity audit of a graded exam."""
+
+
+@exam.command()
+@click.argument("assignment_name")
+@click.option("--roster", required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="ROSTER.csv with a column id (as grade batch names students) and optional extra_minutes.")
+@click.option("-o", "--out", "out_dir", required=True, type=click.Path(file_okay=False, path_type=Path),
+              help="Folder for <id>/<exam>.py, <id>/<exam>.ipynb and manifest.csv.")
+@click.option("--secret-file", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="The exam secret (default: $GRADE_EXAM_SECRET); the same one grades the exam.")
+def papers(assignment_name: str, roster: Path, out_dir: Path, secret_file: Path | None) -> None:
+    """Write one paper per student on ROSTER (their own variant) and a manifest."""
+    from autograder import assignment, exam as exam_cmd
+    try:
+        rows = exam_cmd.write_papers(assignment=assignment.load(assignment_name), roster=roster, out=out_dir,
+                                     secret_file=secret_file)
+    except GraderError as e:
+        _fail(e)
+    click.echo(f"wrote {len(rows)} papers to {out_dir}/ and {out_dir}/manifest.csv")
+
+
+@exam.command()
+@click.argument("results_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--threshold", type=click.FloatRange(0, 1), default=0.8, show_default=True,
+              help="Share of fingerprints two submissions must have in common to be reported.")
+@click.option("--json", "as_json", is_flag=True, help="Print the findings as JSON.")
+def audit(results_dir: Path, threshold: float, as_json: bool) -> None:
+    """Report other students' variants, near-identical files and late submissions in a graded exam."""
+    import json
+    from autograder import exam as exam_cmd
+    try:
+        findings = exam_cmd.audit(results_dir, threshold=threshold)
+    except GraderError as e:
+        _fail(e)
+    click.echo(json.dumps([f.to_dict() for f in findings], ensure_ascii=False, indent=1) if as_json
+               else exam_cmd.audit_text(findings))
 
 
 def main() -> None:

@@ -14,13 +14,16 @@ import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from . import discover
 from .assignment import PROJECT_ROOT, Assignment
 from .messages import Message
 from .plugin import Job
 from .results import SubmissionResult, csv_text, read_result, write_atomic, write_result
+
+if TYPE_CHECKING:
+    from .exam import Plan
 
 WATCHDOG_GRACE = 60.0  # seconds past the per-submission limit before a grader process is presumed stuck
 
@@ -95,19 +98,24 @@ class Progress:
 
 
 def main(*, submissions: Path, out: Path, assignment: Assignment, workers: int = 2, timeout: float | None = None,
-         lang: str = "en", force: bool = False, echo: Callable[[str], None] = print, tty: bool = False) -> Summary:
+         lang: str = "en", force: bool = False, echo: Callable[[str], None] = print, tty: bool = False,
+         exam: "Plan | None" = None) -> Summary:
     started = time.monotonic()
     found = discover.entries(submissions, assignment)
     jobs = [job for job, _origin in found]
     origins = {job.student: origin for job, origin in found}
+    paths = {job.student: job.path for job in jobs}
+    for job in jobs if exam is not None else []:
+        exam.prepare(job)  # each student's own variant (options["variant"]), or "not on the roster"
     out.mkdir(parents=True, exist_ok=True)
     summary = Summary()
     todo: list[Job] = []
-    grader = fingerprint(assignment)
+    base = fingerprint(assignment)
+    grader_of = lambda job: base + ("-" + exam.tag(job) if exam is not None else "")  # noqa: E731
     for job in jobs:
         prev = None if force else read_result(out / f"{job.student}.json")
         # Reuse only what the same checks and options produced for the same file.
-        if prev is not None and prev.grader == grader and prev.submission == (job.path.name if job.path else "") \
+        if prev is not None and prev.grader == grader_of(job) and prev.submission == (job.path.name if job.path else "") \
                 and (job.path is None or prev.sha256 == _sha(job.path)):
             prev.origin = origins.get(job.student, {})
             summary.results.append(prev)
@@ -123,9 +131,13 @@ def main(*, submissions: Path, out: Path, assignment: Assignment, workers: int =
     slots: dict[int, Slot] = {}
     pending = list(reversed(todo))
 
+    graders = {job.student: grader_of(job) for job in jobs}
+
     def finish(r: SubmissionResult) -> None:
         r.origin = origins.get(r.student, {})
-        r.grader = grader
+        r.grader = graders.get(r.student, base)
+        if exam is not None:
+            exam.stamp(r, r.origin, paths.get(r.student))
         write_result(out, r, lang)
         summary.results.append(r)
         summary.graded += 1
@@ -142,7 +154,7 @@ def main(*, submissions: Path, out: Path, assignment: Assignment, workers: int =
         job = pending.pop()
         slot.job, slot.since = job, time.monotonic()
         line = {"student": job.student, "path": str(job.path) if job.path else None,
-                "error": {"en": job.error.en, "ko": job.error.ko} if job.error else None}
+                "error": {"en": job.error.en, "ko": job.error.ko} if job.error else None, "options": job.options}
         try:
             slot.proc.stdin.write(json.dumps(line, ensure_ascii=False) + "\n")
             slot.proc.stdin.flush()

@@ -26,7 +26,8 @@ def read_jobs(stream) -> Iterator[Job]:
             continue
         d = json.loads(line)
         err = d.get("error")
-        yield Job(d["student"], Path(d["path"]) if d.get("path") else None, Message(**err) if err else None)
+        yield Job(d["student"], Path(d["path"]) if d.get("path") else None, Message(**err) if err else None,
+                  d.get("options"))
 
 
 def main() -> None:

@@ -35,6 +35,7 @@ class Job:
     student: str
     path: Path | None
     error: Message | None = None  # found before grading (e.g. a folder with two candidate files)
+    options: dict[str, Any] | None = None  # per-submission options on top of [options] (an exam's variant)
 
 
 def protect(paths: Iterable[Path]) -> None:
@@ -60,6 +61,7 @@ class GradingPlugin:
         self.records: dict[str, CheckResult] = {}
         self.collect_errors: list[str] = []
         self.scratch: str | None = None
+        self.job_options: dict[str, Any] = {}
 
     # ------------------------------------------------------------------ fixture and metadata
 
@@ -72,7 +74,7 @@ class GradingPlugin:
     @pytest.fixture
     def options(self) -> dict[str, Any]:
         """The assignment's [options] table from assignment.toml (a copy), for checks whose grading it sets."""
-        return dict(self.assignment.options)
+        return {**self.assignment.options, **self.job_options}
 
     def _meta(self, item: pytest.Item) -> CheckMeta | None:
         fn = getattr(item, "function", None)
@@ -169,6 +171,7 @@ class GradingPlugin:
                                   assignment=a.name, questions=a.question_ids)
         self.records = {}
         self.current = None
+        self.job_options = dict(job.options or {})
         if job.error is not None:
             result.error = job.error
             return result

@@ -42,10 +42,15 @@ class SubmissionResult:
     sha256: str = ""
     origin: dict[str, Any] = field(default_factory=dict)  # where it came from: folder, export submitters
     grader: str = ""  # fingerprint of the checks and options that produced it (batch resume compares it)
+    exam: dict[str, Any] = field(default_factory=dict)  # exams: variant, late minutes, penalty (exam.py)
+
+    @property
+    def late(self) -> float | None:
+        return self.exam.get("late")
 
     @property
     def score(self) -> float:
-        return round(sum(c.score for c in self.checks), 4)
+        return round(max(0.0, sum(c.score for c in self.checks) - self.exam.get("penalty", 0.0)), 4)
 
     @property
     def max_score(self) -> float:
@@ -74,7 +79,8 @@ class SubmissionResult:
                    notes=[Message(**n) for n in d.get("notes", [])], error=msg(d.get("error")),
                    staff=d.get("staff", ""), duration=d.get("duration", 0.0),
                    questions=list(d.get("questions", [])), sha256=d.get("sha256", ""),
-                   origin=dict(d.get("origin") or {}), grader=str(d.get("grader", "")))
+                   origin=dict(d.get("origin") or {}), grader=str(d.get("grader", "")),
+                   exam=dict(d.get("exam") or {}))
 
 
 # ---------------------------------------------------------------------------------------------- Gradescope
@@ -117,7 +123,8 @@ def to_gradescope(r: SubmissionResult, lang: str = "en") -> dict[str, Any]:
             "visibility": "visible", "stdout_visibility": "hidden",
             "extra_data": {"student": r.student, "submission": r.submission, "assignment": r.assignment,
                            "max_score": r.max_score, "questions": {q: list(v) for q, v in r.by_question().items()},
-                           "sha256": r.sha256, "origin": r.origin},
+                           "sha256": r.sha256, "origin": r.origin,
+                           **({"late": r.late} if r.late is not None else {})},
             "tests": tests}
 
 
@@ -126,12 +133,15 @@ def to_gradescope(r: SubmissionResult, lang: str = "en") -> dict[str, Any]:
 def csv_text(results: list[SubmissionResult], questions: list[str]) -> str:
     buf = io.StringIO()
     w = csv.writer(buf)
-    w.writerow(["student", "submission", "score", "max_score", *questions, "error", "folder"])
+    timed = any(r.late is not None for r in results)  # an exam with a window: minutes late per student
+    w.writerow(["student", "submission", "score", "max_score", *questions, "error", "folder"]
+               + (["late"] if timed else []))
     for r in sorted(results, key=lambda r: r.student):
         per_q = r.by_question()
         w.writerow([r.student, r.submission, r.score, r.max_score,
                     *[per_q.get(q, (0.0, 0.0))[0] for q in questions],
-                    r.error.en if r.error else "", r.origin.get("folder", "")])
+                    r.error.en if r.error else "", r.origin.get("folder", "")]
+                   + ([f"{r.late:g}" if r.late is not None else ""] if timed else []))
     return buf.getvalue()
 
 

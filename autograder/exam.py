@@ -1,0 +1,569 @@
+"""Exams: per-student variants from a secret, papers, the roster, time windows, and the integrity audit.
+
+A variant is a pure function of (secret, exam, student id): HMAC-SHA256 picks one value per key of the
+assignment's [exam.variants]. Only the secret is kept; papers, grading and the audit recompute the rest.
+"""
+from __future__ import annotations
+
+import ast
+import csv
+import datetime as dt
+import hashlib
+import hmac
+import io
+import json
+import math
+import os
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .assignment import PROJECT_ROOT, Assignment
+from .errors import UsageError
+from .messages import Message
+
+SECRET_ENV = "GRADE_EXAM_SECRET"
+FEEDBACK = ("none", "runs", "public")
+LATE_POLICIES = ("flag", "zero", "per_minute")
+VARIANT_BEGIN = "# ---- EXAM VARIANT"
+VARIANT_END = "# ---- END OF EXAM VARIANT"
+PRIVATE_DIR = "exam_private"  # in a Gradescope zip: the roster and the secret (staff-only zip)
+MAKE_SECRET = ("make one with: python -c \"import secrets; print(secrets.token_hex(32))\" > exam.secret && "
+               "chmod 600 exam.secret, then pass --secret-file exam.secret (or set GRADE_EXAM_SECRET); keep it "
+               "out of the repository and use the same file for papers, grading and Gradescope")
+
+
+class ExamError(UsageError):
+    """Raised for exam input that cannot work: no secret, a bad roster, an assignment that is not an exam."""
+
+
+# ---------------------------------------------------------------------------------------------- configuration
+
+@dataclass(frozen=True)
+class ExamConfig:
+    start: dt.datetime | None
+    end: dt.datetime | None
+    feedback: str
+    late_policy: str
+    late_penalty: float
+    variants: dict[str, list]
+    default: dict[str, Any]
+
+
+def _when(text: Any, what: str) -> dt.datetime | None:
+    if text in (None, ""):
+        return None
+    t = parse_time(str(text))
+    if t is None:
+        raise ExamError(f"[exam] {what} = {text!r} is not an ISO 8601 time with a zone "
+                        "(e.g. 2026-11-20T10:00:00+09:00)")
+    return t
+
+
+def config(a: Assignment) -> ExamConfig | None:
+    """The assignment's [exam] table, or None when it is not an exam."""
+    cfg = tomllib.loads((a.dir / "assignment.toml").read_text(encoding="utf-8")).get("exam")
+    if not isinstance(cfg, dict):
+        return None
+    feedback = cfg.get("feedback", "runs")
+    policy = cfg.get("late_policy", "flag")
+    if feedback not in FEEDBACK:
+        raise ExamError(f"[exam] feedback must be one of {', '.join(FEEDBACK)}, not {feedback!r}")
+    if policy not in LATE_POLICIES:
+        raise ExamError(f"[exam] late_policy must be one of {', '.join(LATE_POLICIES)}, not {policy!r}")
+    variants = dict(cfg.get("variants", {}))
+    for k, vs in variants.items():
+        if not isinstance(vs, list) or not vs:
+            raise ExamError(f"[exam.variants] {k} must be a non-empty list of values")
+    return ExamConfig(start=_when(cfg.get("start"), "start"), end=_when(cfg.get("end"), "end"), feedback=feedback,
+                      late_policy=policy, late_penalty=float(cfg.get("late_penalty", 1.0)), variants=variants,
+                      default=dict(cfg.get("default", {})))
+
+
+def require(a: Assignment) -> ExamConfig:
+    c = config(a)
+    if c is None or not c.variants:
+        raise ExamError(f"assignment {a.name!r} is not an exam with variants (no [exam.variants] in its "
+                        "assignment.toml)")
+    return c
+
+
+# ---------------------------------------------------------------------------------------------- secret, variants
+
+def read_secret(secret_file: Path | None) -> bytes:
+    """The exam secret from --secret-file, else $GRADE_EXAM_SECRET; refuses to go on without one."""
+    if secret_file is not None:
+        try:
+            raw = secret_file.read_bytes().strip()
+        except OSError as e:
+            raise ExamError(f"cannot read the secret file {secret_file} ({e.strerror}); {MAKE_SECRET}") from None
+    else:
+        raw = os.environ.get(SECRET_ENV, "").strip().encode()
+    if not raw:
+        raise ExamError(f"no exam secret: pass --secret-file FILE or set {SECRET_ENV}; {MAKE_SECRET}")
+    if len(raw) < 16:
+        raise ExamError(f"the exam secret is too short ({len(raw)} bytes; at least 16); {MAKE_SECRET}")
+    return raw
+
+
+def normalize_id(raw: str) -> str:
+    """A roster id as `grade batch` names students: an email becomes its local part in lower case."""
+    from .discover import student_id
+    raw = raw.strip()
+    if "@" in raw:
+        raw = raw.split("@", 1)[0]
+    return student_id(raw.lower()) if raw else ""
+
+
+def variant_for(secret: bytes, exam: str, student: str, choices: dict[str, list]) -> dict[str, Any]:
+    """One value per key, drawn from HMAC-SHA256(secret, exam NUL id); the same inputs give the same variant."""
+    digest = hmac.new(secret, f"{exam}\0{normalize_id(student)}".encode(), hashlib.sha256).digest()
+    n = int.from_bytes(digest, "big")
+    out: dict[str, Any] = {}
+    for key, values in choices.items():  # the toml order: adding a key at the end keeps earlier draws
+        n, i = divmod(n, len(values))
+        out[key] = values[i]
+    return out
+
+
+# ---------------------------------------------------------------------------------------------- roster
+
+@dataclass(frozen=True)
+class Student:
+    id: str
+    extra_minutes: float = 0.0
+
+
+def read_roster(path: Path) -> dict[str, Student]:
+    """ROSTER.csv: a column `id` (as grade batch names students; an email is reduced to its local part) and an
+    optional `extra_minutes`."""
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError) as e:
+        raise ExamError(f"cannot read the roster {path} ({e})") from None
+    rows = list(csv.DictReader(io.StringIO(text)))
+    heads = [h.strip().lower() for h in (csv.DictReader(io.StringIO(text)).fieldnames or [])]
+    if "id" not in heads:
+        raise ExamError(f"{path}: the roster needs a column `id` (optional: extra_minutes); found {heads}")
+    out: dict[str, Student] = {}
+    for n, row in enumerate(rows, start=2):
+        row = {(k or "").strip().lower(): (v or "").strip() for k, v in row.items()}
+        sid = normalize_id(row.get("id", ""))
+        if not sid:
+            continue
+        try:
+            extra = float(row.get("extra_minutes") or 0)
+        except ValueError:
+            raise ExamError(f"{path}, line {n}: extra_minutes {row.get('extra_minutes')!r} is not a number") \
+                from None
+        if sid in out:
+            raise ExamError(f"{path}, line {n}: the id {sid!r} appears twice")
+        out[sid] = Student(sid, extra)
+    if not out:
+        raise ExamError(f"{path}: the roster lists nobody")
+    return out
+
+
+# ---------------------------------------------------------------------------------------------- papers
+
+def literal(value: Any) -> str:
+    """A variant value as Python source: lists become tuples (shapes)."""
+    if isinstance(value, list):
+        return "(" + ", ".join(literal(v) for v in value) + ("," if len(value) == 1 else "") + ")"
+    return repr(value)
+
+
+def render(text: str, v: dict[str, Any], student: str) -> str:
+    """The template's text with its EXAM VARIANT block set to `v` (works on a .py or on one notebook cell)."""
+    begin = text.find(VARIANT_BEGIN)
+    end = text.find(VARIANT_END, begin)
+    if begin < 0 or end < 0:
+        raise ExamError("the template has no EXAM VARIANT block")
+    block = text[begin:end]
+    for key, value in v.items():
+        block, n = re.subn(rf"(?m)^{key.upper()} = .*$", f"{key.upper()} = {literal(value)}", block)
+        if n != 1:
+            raise ExamError(f"the template's EXAM VARIANT block sets {key.upper()} {n} times (expected once)")
+    first_nl = block.index("\n") + 1
+    block = block[:first_nl] + f"# paper for / 응시자: {student}\n" + block[first_nl:]
+    return text[:begin] + block + text[end:]
+
+
+def render_notebook(nb_text: str, v: dict[str, Any], student: str) -> str:
+    nb = json.loads(nb_text)
+    done = False
+    for cell in nb.get("cells", []):
+        src = "".join(cell.get("source", []))
+        if cell.get("cell_type") == "code" and VARIANT_BEGIN in src:
+            cell["source"] = render(src, v, student).splitlines(keepends=True)
+            done = True
+    if not done:
+        raise ExamError("the notebook template has no EXAM VARIANT cell")
+    return json.dumps(nb, ensure_ascii=False, indent=1) + "\n"
+
+
+def template(a: Assignment, suffix: str) -> Path:
+    return PROJECT_ROOT / "student_template" / f"{a.name}{suffix}"
+
+
+def paper(a: Assignment, v: dict[str, Any], student: str) -> str:
+    return render(template(a, ".py").read_text(encoding="utf-8"), v, student)
+
+
+def fingerprint(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def write_papers(*, assignment: Assignment, roster: Path, out: Path, secret_file: Path | None) -> list[dict]:
+    """`grade exam papers`: DIR/<id>/<name>.py and .ipynb per student, and DIR/manifest.csv."""
+    cfg = require(assignment)
+    secret = read_secret(secret_file)
+    students = read_roster(roster)
+    nb_template = template(assignment, ".ipynb")
+    rows = []
+    for sid in sorted(students):
+        v = variant_for(secret, assignment.name, sid, cfg.variants)
+        text = paper(assignment, v, sid)
+        folder = out / sid
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"{assignment.name}.py").write_text(text, encoding="utf-8")
+        if nb_template.is_file():
+            (folder / f"{assignment.name}.ipynb").write_text(
+                render_notebook(nb_template.read_text(encoding="utf-8"), v, sid), encoding="utf-8")
+        rows.append({"id": sid, "extra_minutes": f"{students[sid].extra_minutes:g}",
+                     **{k: json.dumps(val) for k, val in v.items()}, "fingerprint": fingerprint(text)})
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=["id", "extra_minutes", *cfg.variants, "fingerprint"], lineterminator="\n")
+    w.writeheader()
+    w.writerows(rows)
+    (out / "manifest.csv").write_text(buf.getvalue(), encoding="utf-8")
+    return rows
+
+
+# ---------------------------------------------------------------------------------------------- time windows
+
+def parse_time(text: str) -> dt.datetime | None:
+    """An aware datetime from ISO 8601 or Gradescope's forms ("2026-11-20 11:45:12.519522000 +0900")."""
+    s = text.strip()
+    s = re.sub(r"(\.\d{6})\d+", r"\1", s)  # nanoseconds
+    s = re.sub(r"\s+([+-]\d{2}:?\d{2}|Z)$", r"\1", s)  # a space before the zone
+    try:
+        t = dt.datetime.fromisoformat(s.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return t if t.tzinfo is not None else None
+
+
+def minutes_late(submitted: dt.datetime, end: dt.datetime, extra_minutes: float) -> float:
+    """Whole minutes past the student's own end (the exam's end plus their extra time), 0 when on time."""
+    over = (submitted - (end + dt.timedelta(minutes=extra_minutes))).total_seconds()
+    return float(math.ceil(over / 60)) if over > 0 else 0.0
+
+
+def penalty(policy: str, per_minute: float, late: float, score: float) -> float:
+    if late <= 0 or policy == "flag":
+        return 0.0
+    if policy == "zero":
+        return score
+    return min(score, round(late * per_minute, 4))
+
+
+# ---------------------------------------------------------------------------------------------- grading plan
+
+NOT_ON_ROSTER = "not_on_roster"
+
+
+@dataclass
+class Plan:
+    """What `grade batch --roster` needs per job: the variant, the student's extra time, the window."""
+    assignment: Assignment
+    cfg: ExamConfig
+    students: dict[str, Student] | None = None  # None: no roster, everyone gets the default variant
+    secret: bytes = b""
+    times: dict[str, str] = field(default_factory=dict)  # submission times known from elsewhere (Gradescope)
+
+    def variant(self, student: str) -> dict[str, Any] | None:
+        if self.students is None:
+            return dict(self.cfg.default)
+        sid = normalize_id(student)
+        if sid not in self.students:
+            return None
+        return variant_for(self.secret, self.assignment.name, sid, self.cfg.variants)
+
+    def prepare(self, job) -> None:
+        """Give the job its variant (the checks read it as options["variant"]), or an error if not listed."""
+        if job.error is not None:
+            return
+        v = self.variant(job.student)
+        if v is None:
+            job.error = Message(
+                f"`{job.student}` is not on this exam's roster, so there is no paper to grade this submission "
+                "against; your instructor will check the name it was submitted under.",
+                f"`{job.student}`은(는) 이 시험의 명단에 없어서 채점할 시험지가 없습니다. 담당 교수자가 제출 "
+                "이름을 확인합니다.")
+            job.options = {"exam": NOT_ON_ROSTER}
+            return
+        job.options = {"variant": v}
+
+    def tag(self, job) -> str:
+        """Part of the batch's resume key: a result is reused only for the same variant."""
+        sid = normalize_id(job.student)
+        extra = self.students[sid].extra_minutes if self.students and sid in self.students else 0.0
+        key = [job.options or {}, extra, self.times.get(job.student, "")]
+        return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:8]
+
+    def stamp(self, r, origin: dict[str, Any], path: Path | None = None) -> None:
+        """Record the variant and, with a window, how late the submission was and the penalty."""
+        info: dict[str, Any] = {"variant": self.variant(r.student), "roster": self.students is not None}
+        sid = normalize_id(r.student)
+        when = self.times.get(r.student) or (origin or {}).get("created_at") or ""
+        t = parse_time(str(when)) if when else None
+        if self.cfg.end is not None and t is not None:
+            extra = self.students[sid].extra_minutes if self.students and sid in self.students else 0.0
+            late = minutes_late(t, self.cfg.end, extra)
+            info.update(submitted_at=t.isoformat(), late=late, extra_minutes=extra, late_policy=self.cfg.late_policy)
+            raw = round(sum(c.score for c in r.checks), 4)
+            info["penalty"] = penalty(self.cfg.late_policy, self.cfg.late_penalty, late, raw)
+            if late > 0:
+                r.notes.append(Message(
+                    f"Submitted {late:g} minute(s) after your end time ({self.cfg.late_policy} policy"
+                    + (f": {info['penalty']:g} point(s) off)." if info["penalty"] else ")."),
+                    f"종료 시각보다 {late:g}분 늦게 제출했습니다 ({self.cfg.late_policy} 규정"
+                    + (f": {info['penalty']:g}점 감점)." if info["penalty"] else ").")))
+        if self.students is not None and self.variant(r.student) is not None:
+            info["paper"] = fingerprint(paper(self.assignment, info["variant"], sid))
+        if path is not None:
+            info["path"] = str(path.resolve())  # for `grade exam audit`, which reads the code again
+        r.exam = info
+
+
+def plan(a: Assignment, roster: Path | None, secret_file: Path | None) -> Plan | None:
+    """The grading plan for `grade batch`: None for an assignment that is not an exam."""
+    cfg = config(a)
+    if cfg is None:
+        if roster is not None:
+            raise ExamError(f"--roster is for exams; assignment {a.name!r} has no [exam] table")
+        return None
+    if roster is None:
+        return Plan(a, cfg)
+    return Plan(a, cfg, read_roster(roster), read_secret(secret_file))
+
+
+# ---------------------------------------------------------------------------------------------- audit
+
+K_GRAM = 10  # tokens per fingerprinted k-gram
+WINDOW = 6  # winnowing window: any shared run of K_GRAM + WINDOW - 1 tokens is guaranteed to be seen
+MIN_FINGERPRINTS = 8  # below this, too little of a student's own code remains to compare
+
+
+@dataclass
+class Finding:
+    kind: str  # other_variant | similar | late
+    students: list[str]
+    detail: str
+    score: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "students": self.students, "detail": self.detail, "score": self.score}
+
+
+def _code(path: Path) -> str:
+    from .source import read
+    return "\n".join(c.code for c in read(path).cells)
+
+
+def constants(code: str) -> dict[str, Any]:
+    """Top-level `NAME = literal` assignments, read without running anything."""
+    out: dict[str, Any] = {}
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return out
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            try:
+                out[node.targets[0].id] = ast.literal_eval(node.value)
+            except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+                continue
+    return out
+
+
+def _as_constants(v: dict[str, Any]) -> dict[str, Any]:
+    return {k.upper(): (tuple(x) if isinstance(x, list) else x) for k, x in v.items()}
+
+
+def tokens(code: str) -> list[str]:
+    """Python tokens with comments, blank lines and layout dropped and every identifier, number and string
+    replaced by a placeholder, so renaming, reformatting or recommenting does not change the sequence."""
+    import keyword
+    import tokenize
+    out: list[str] = []
+    skip = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT,
+            tokenize.ENCODING, tokenize.ENDMARKER}
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(code).readline):
+            if tok.type in skip:
+                continue
+            if tok.type == tokenize.NAME:
+                out.append(tok.string if keyword.iskeyword(tok.string) else "V")
+            elif tok.type == tokenize.NUMBER:
+                out.append("N")
+            elif tok.type == tokenize.STRING:
+                out.append("S")
+            else:
+                out.append(tok.string)
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        pass  # a broken file: compare what could be read
+    return out
+
+
+def winnow(toks: list[str], k: int = K_GRAM, w: int = WINDOW) -> set[int]:
+    """Winnowing (Schleimer, Wilkerson, Aiken 2003): the minimum k-gram hash of every window of w."""
+    grams = [int.from_bytes(hashlib.blake2b(" ".join(toks[i:i + k]).encode(), digest_size=8).digest(), "big")
+             for i in range(len(toks) - k + 1)]
+    if len(grams) <= w:
+        return set(grams)
+    return {min(grams[i:i + w]) for i in range(len(grams) - w + 1)}
+
+
+def audit(results_dir: Path, *, threshold: float = 0.8) -> list[Finding]:
+    """`grade exam audit`: read a graded exam's results and the files they point to."""
+    from .results import read_result
+    results = [r for p in sorted(results_dir.glob("*.json")) if (r := read_result(p)) is not None]
+    graded = [r for r in results if r.exam]
+    if not graded:
+        raise ExamError(f"{results_dir} holds no exam results (grade the exam with grade batch --roster first)")
+    from . import assignment as assignments
+    findings: list[Finding] = []
+    variants = {r.student: r.exam.get("variant") for r in graded if r.exam.get("variant")}
+    codes: dict[str, str] = {}
+    for r in graded:
+        path = r.exam.get("path")
+        if path and Path(path).is_file():
+            try:
+                codes[r.student] = _code(Path(path))
+            except Exception:  # noqa: BLE001 - an unreadable file is reported by grading, not here
+                continue
+    # 1. another student's variant
+    for sid, code in codes.items():
+        own = variants.get(sid)
+        if not own:
+            continue
+        have = constants(code)
+        keys = list(_as_constants(own))
+        found = {k: have.get(k) for k in keys if k in have}
+        if found == {k: _as_constants(own)[k] for k in found}:
+            continue
+        others = [o for o, v in variants.items() if o != sid and found and
+                  all(_as_constants(v)[k] == x for k, x in found.items())]
+        changed = ", ".join(f"{k} = {literal(list(x) if isinstance(x, tuple) else x)}" for k, x in found.items()
+                            if _as_constants(own)[k] != x)
+        findings.append(Finding("other_variant", [sid, *others],
+                                f"{sid}'s constants differ from their paper ({changed})"
+                                + (f" and match the paper of {', '.join(others)}" if others else "")))
+    # 2. near-identical files, once the code every student was given is subtracted
+    a = assignments.load(graded[0].assignment)
+    prints: dict[str, set[int]] = {}
+    for sid, code in codes.items():
+        base = winnow(tokens(paper(a, variants.get(sid) or {}, sid) if variants.get(sid) else ""))
+        base |= winnow(tokens(template(a, ".py").read_text(encoding="utf-8")))
+        prints[sid] = winnow(tokens(code)) - base
+    ids = sorted(prints)
+    for i, x in enumerate(ids):
+        for y in ids[i + 1:]:
+            px, py = prints[x], prints[y]
+            if min(len(px), len(py)) < MIN_FINGERPRINTS:
+                continue
+            share = len(px & py) / min(len(px), len(py))
+            if share >= threshold:
+                findings.append(Finding("similar", [x, y], f"{x} and {y} share {share:.0%} of their own code's "
+                                        f"fingerprints ({len(px & py)} of {min(len(px), len(py))})",
+                                        round(share, 3)))
+    # 3. late submissions
+    for r in graded:
+        if r.exam.get("late"):
+            findings.append(Finding("late", [r.student], f"{r.student} submitted {r.exam['late']:g} minute(s) "
+                                    f"late (extra time {r.exam.get('extra_minutes', 0):g} min, policy "
+                                    f"{r.exam.get('late_policy')}, {r.exam.get('penalty', 0):g} point(s) off)",
+                                    float(r.exam["late"])))
+    return findings
+
+
+def audit_text(findings: list[Finding]) -> str:
+    if not findings:
+        return "no findings: no other student's variant, no near-identical files, no late submission"
+    order = {"other_variant": 0, "similar": 1, "late": 2}
+    lines = [f"{f.kind:<14} {' '.join(f.students):<30} {f.detail}"
+             for f in sorted(findings, key=lambda f: (order.get(f.kind, 9), -f.score, f.students))]
+    return "\n".join(lines) + f"\n{len(findings)} finding(s)"
+
+
+# ---------------------------------------------------------------------------------------------- grade check
+
+STAGES = ("constructs", "shapes")  # the public checks of an exam are named "<stage>: ..."
+
+
+def mode_line(mode: str, file: str, lang: str) -> str:
+    what = {"none": ("only whether the file was found and which questions it defines",
+                     "파일을 찾았는지와 어떤 문제를 정의했는지만"),
+            "runs": ("only whether each question loads, constructs and returns the right shapes",
+                     "각 문제가 불러와지는지, 생성되는지, 올바른 shape을 반환하는지만"),
+            "public": ("the public checks", "공개 검사 결과를")}[mode]
+    if lang == "ko":
+        return (f"시험 모드 (feedback = {mode}): {file}에 대해 {what[1]} 보여 줍니다. 점수와 값은 시험이 끝난 뒤 "
+                "채점됩니다.")
+    return f"Exam mode (feedback = {mode}): {file}: shows {what[0]}. Scores and values are graded after the exam."
+
+
+def defined_names(path: Path) -> set[str] | None:
+    """Top-level names the file defines, read without running it; None when it cannot be read or parsed."""
+    try:
+        code = _code(path)
+        tree = ast.parse(code)
+    except Exception:  # noqa: BLE001 - unreadable or not Python: reported as "not found"/"does not load"
+        return None
+    names: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign):
+            names.update(t.id for t in node.targets if isinstance(t, ast.Name))
+    return names
+
+
+def _word(ok: bool | None, lang: str) -> str:
+    return "-" if ok is None else ("예" if ok else "아니오") if lang == "ko" else ("yes" if ok else "no")
+
+
+def report_none(a: Assignment, path: Path, lang: str) -> tuple[str, int]:
+    names = defined_names(path)
+    lines = [mode_line("none", path.name, lang), ""]
+    head = ("문제", "정의됨") if lang == "ko" else ("question", "defined")
+    width = max(len(q.id) for q in a.questions) + 2
+    lines.append(f"{head[0]:<{width}}{head[1]}")
+    for q in a.questions:
+        lines.append(f"{q.id:<{width}}{_word(names is not None and all(n in names for n in q.names), lang)}")
+    if names is None:
+        lines += ["", "파일을 파이썬 코드로 읽을 수 없습니다." if lang == "ko" else "The file could not be read as Python code."]
+    return "\n".join(lines), 0 if names is not None else 1
+
+
+def report_runs(a: Assignment, path: Path, r, lang: str) -> tuple[str, int]:
+    """Per question: loads, constructs, shapes, each yes or no; never a message, score or value."""
+    names = defined_names(path) or set()
+    lines = [mode_line("runs", path.name, lang), ""]
+    heads = ("문제", "불러옴", "생성", "shape") if lang == "ko" else ("question", "loads", "constructs", "shapes")
+    width = max(len(q.id) for q in a.questions) + 2
+    lines.append(f"{heads[0]:<{width}}{heads[1]:<12}{heads[2]:<12}{heads[3]}")
+    all_ok = r.error is None
+    for q in a.questions:
+        loads = r.error is None and all(n in names for n in q.names)
+        row = [loads]
+        for stage in STAGES:
+            mine = [c for c in r.checks if c.question == q.id and c.name.startswith(stage + ":")]
+            row.append(None if not mine else loads and all(c.status == "passed" for c in mine))
+        all_ok = all_ok and all(x is not False for x in row)
+        lines.append(f"{q.id:<{width}}" + "".join(f"{_word(x, lang):<12}" for x in row[:-1]) + _word(row[-1], lang))
+    return "\n".join(line.rstrip() for line in lines), 0 if all_ok else 1
