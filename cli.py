@@ -86,15 +86,21 @@ def batch(submissions_dir: Path, out_dir: Path, timeout: float | None, workers: 
 @click.option("--try", "try_path", type=click.Path(exists=True, path_type=Path), default=None,
               help="Then grade this submission (file or folder) with the zip in a local /autograder-like "
                    "layout and print its results.json.")
+@click.option("--roster", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+              help="Exams: ROSTER.csv; it and the secret go into the zip (which is then staff-only).")
+@click.option("--secret-file", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Exams: the secret the papers were made with (default: $GRADE_EXAM_SECRET).")
+@click.option("--try-as", default=None, help="With --try: the submitter's id (their email's local part).")
 @LANG
 def gradescope(assignment_name: str, output: Path | None, hidden_visibility: str | None, try_path: Path | None,
-               lang: str) -> None:
+               roster: Path | None, secret_file: Path | None, try_as: str | None, lang: str) -> None:
     """Build the Gradescope autograder zip (otter-grader layout, graded by this engine)."""
     import json
     from autograder import gradescope as gs
     try:
         built = gs.main(assignment_name=assignment_name, output=output, hidden_visibility=hidden_visibility,
-                        lang=lang, try_path=try_path, echo=lambda m: click.echo(m, err=True))
+                        lang=lang, try_path=try_path, echo=lambda m: click.echo(m, err=True), roster=roster,
+                        secret_file=secret_file, try_as=try_as)
     except GraderError as e:
         _fail(e, lang)
     if built.results is not None:

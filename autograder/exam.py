@@ -332,7 +332,8 @@ class Plan:
                     + (f": {info['penalty']:g} point(s) off)." if info["penalty"] else ")."),
                     f"종료 시각보다 {late:g}분 늦게 제출했습니다 ({self.cfg.late_policy} 규정"
                     + (f": {info['penalty']:g}점 감점)." if info["penalty"] else ").")))
-        if self.students is not None and self.variant(r.student) is not None:
+        has_template = template(self.assignment, ".py").is_file()  # not in a Gradescope zip
+        if self.students is not None and info["variant"] is not None and has_template:
             info["paper"] = fingerprint(paper(self.assignment, info["variant"], sid))
         if path is not None:
             info["path"] = str(path.resolve())  # for `grade exam audit`, which reads the code again
@@ -349,6 +350,30 @@ def plan(a: Assignment, roster: Path | None, secret_file: Path | None) -> Plan |
     if roster is None:
         return Plan(a, cfg)
     return Plan(a, cfg, read_roster(roster), read_secret(secret_file))
+
+
+def zip_files(a: Assignment, roster: Path | None, secret_file: Path | None) -> dict[str, bytes]:
+    """What an exam's Gradescope zip must carry to pick each submitter's variant: the roster and the secret."""
+    cfg = config(a)
+    if cfg is None or not cfg.variants:
+        if roster is not None:
+            raise ExamError(f"--roster is for exams; assignment {a.name!r} has no [exam.variants]")
+        return {}
+    if roster is None:
+        raise ExamError(f"{a.name} is an exam with per-student variants: pass --roster ROSTER.csv and the secret "
+                        f"(--secret-file or {SECRET_ENV}); they go into the zip, which is then staff-only")
+    read_roster(roster)  # refuse a broken roster here rather than on Gradescope
+    return {"roster.csv": roster.read_bytes(), "secret": read_secret(secret_file)}
+
+
+def gradescope_plan(a: Assignment, times: dict[str, str]) -> Plan | None:
+    """On Gradescope: the plan from the roster and secret the zip carries (PRIVATE_DIR), else as without one."""
+    folder = PROJECT_ROOT / PRIVATE_DIR
+    if not (folder / "roster.csv").is_file():
+        return plan(a, None, None)
+    p = Plan(a, require(a), read_roster(folder / "roster.csv"), read_secret(folder / "secret"))
+    p.times = dict(times)
+    return p
 
 
 # ---------------------------------------------------------------------------------------------- audit

@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from . import assignment as assignments
+from . import exam
 from .assignment import PROJECT_ROOT, Assignment
 from .checks import VISIBILITIES
 from .errors import UsageError
@@ -224,7 +225,7 @@ def _patch_setup(text: str) -> str:
 # ---------------------------------------------------------------------------------------------- build
 
 def build(a: Assignment, output: Path, *, hidden_visibility: str | None = None, lang: str = "en",
-          root: Path = PROJECT_ROOT) -> Built:
+          root: Path = PROJECT_ROOT, exam_files: dict[str, bytes] | None = None) -> Built:
     """Write the Gradescope autograder zip for `a` to `output` with `otter generate`, then adapt it."""
     import warnings
     with warnings.catch_warnings():  # otter's imports raise traitlets/jupyter deprecation warnings
@@ -241,6 +242,10 @@ def build(a: Assignment, output: Path, *, hidden_visibility: str | None = None, 
             dst = stage / rel
             dst.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(src, dst)
+        for name, data in (exam_files or {}).items():  # an exam's roster and secret: the zip is staff-only
+            dst = stage / exam.PRIVATE_DIR / name
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            dst.write_bytes(data)
         if hidden_visibility is not None:
             toml = stage / a.dir.relative_to(root) / "assignment.toml"
             toml.write_text(_set_toml_key(toml.read_text(encoding="utf-8"), "hidden_visibility", hidden_visibility),
@@ -337,8 +342,9 @@ def run_submission(root: Path, *, assignment_name: str, lang: str = "en",
             dropped = _copy_submission(root / "submission", subs / student)
             if dropped:
                 echo(f"not copied (links, dot files, or over {MAX_SUBMISSION_BYTES >> 20} MB): {', '.join(dropped)}")
+            plan = exam.gradescope_plan(a, {student: str(meta.get("created_at") or "")})
             summary = batch.main(submissions=subs, out=Path(tmp) / "out", assignment=a, workers=1, lang=lang,
-                                 force=True, echo=echo)
+                                 force=True, echo=echo, exam=plan)
             if len(summary.results) != 1:
                 raise RuntimeError(f"expected one result, got {len(summary.results)}")
             r = summary.results[0]
@@ -357,7 +363,7 @@ def run_submission(root: Path, *, assignment_name: str, lang: str = "en",
 
 # ---------------------------------------------------------------------------------------------- --try
 
-def try_zip(zip_path: Path, submission: Path, *, timeout: float | None = None,
+def try_zip(zip_path: Path, submission: Path, *, timeout: float | None = None, try_as: str | None = None,
             echo: Callable[[str], None] = print) -> dict[str, Any]:
     """Unpack the zip into a temporary /autograder-like layout and run its entry point with this Python.
 
@@ -381,7 +387,8 @@ def try_zip(zip_path: Path, submission: Path, *, timeout: float | None = None,
         now = datetime.datetime.now(datetime.timezone.utc).isoformat()
         (root / "submission_metadata.json").write_text(json.dumps({
             "id": 0, "created_at": now, "assignment": {"title": "local try"}, "submission_method": "upload",
-            "users": [{"name": "Local Try", "email": "local.try@example.com", "sid": "0", "id": 0}],
+            "users": [{"name": try_as or "Local Try", "email": f"{try_as or 'local.try'}@example.com",
+                       "sid": try_as or "0", "id": 0}],
             "previous_submissions": []}), encoding="utf-8")
         proc = subprocess.run([sys.executable, "-I", str(source / ENTRY), str(root)], cwd=root,
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=timeout)
@@ -394,17 +401,19 @@ def try_zip(zip_path: Path, submission: Path, *, timeout: float | None = None,
 
 
 def main(*, assignment_name: str = "attention", output: Path | None = None, hidden_visibility: str | None = None,
-         lang: str = "en", try_path: Path | None = None, echo: Callable[[str], None] = print) -> Built:
+         lang: str = "en", try_path: Path | None = None, echo: Callable[[str], None] = print,
+         roster: Path | None = None, secret_file: Path | None = None, try_as: str | None = None) -> Built:
     """Build the zip (default ./autograder.zip; with --try and no -o, a temporary one) and optionally try it."""
     a = assignments.load(assignment_name)
+    exam_files = exam.zip_files(a, roster, secret_file)
     if try_path is not None and not try_path.exists():
         raise UsageError(f"{try_path} does not exist")
     with tempfile.TemporaryDirectory(prefix="grade-zip-") as tmp:
         target = output or (Path(tmp) / "autograder.zip" if try_path is not None else Path("autograder.zip"))
-        built = build(a, target, hidden_visibility=hidden_visibility, lang=lang)
+        built = build(a, target, hidden_visibility=hidden_visibility, lang=lang, exam_files=exam_files)
         echo(f"built {built.zip if output or try_path is None else 'a temporary autograder.zip'}: "
              f"{built.size / 1024:.1f} KiB, {len(built.entries)} files")
         if try_path is not None:
             limit = a.limits.total_timeout + 300  # grader start-up and the batch watchdog's grace on top
-            built.results = try_zip(built.zip, try_path, timeout=limit, echo=echo)
+            built.results = try_zip(built.zip, try_path, timeout=limit, try_as=try_as, echo=echo)
         return built

@@ -1,0 +1,261 @@
+"""Exams (issue 11): papers, per-student grading, windows, exam-mode grade check, Gradescope, audit.
+
+Every command is driven through the installed `grade` from a temporary folder outside the repository. The
+secret was chosen so that ada's and bo's variants differ in every key the checks depend on (asserted).
+"""
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import json
+import os
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from autograder import assignment, exam
+from autograder.results import SubmissionResult
+
+ROOT = Path(__file__).resolve().parent.parent
+GRADE = str(Path(os.environ.get("VIRTUAL_ENV", ROOT / ".venv")) / "bin" / "grade")
+SECRET = "test-secret-005-0123456789abcdef"
+ROSTER = "id,extra_minutes\nada,0\nbo,0\nchen@uni.example,30\ndana,\n"
+END = dt.datetime.fromisoformat("2026-11-20T11:30:00+09:00")  # [exam] end of assignments/midterm
+
+
+def grade(*args: str, cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([GRADE, *args], cwd=cwd, capture_output=True, text=True, timeout=900,
+                          env={**os.environ, **(env or {})})
+
+
+def solved(student: str, variant: dict) -> str:
+    """The reference with the student's constants: a correct answer to that student's paper."""
+    return exam.render((ROOT / "reference" / "midterm.py").read_text(encoding="utf-8"), variant, student)
+
+
+def renamed(code: str) -> str:
+    """A copy disguised by renaming, recommenting and reformatting."""
+    for old, new in (("scores", "logits"), ("weights", "probs"), ("context", "merged"), ("split", "to_heads"),
+                     ("window", "width"), ("attention", "att")):
+        code = re.sub(rf"\b{old}\b", new, code)
+    code = re.sub(r"  # .*", "", code)
+    return code.replace("\n\n\n", "\n\n# my own work\n\n")
+
+
+@pytest.fixture(scope="module")
+def work(tmp_path_factory) -> Path:
+    w = tmp_path_factory.mktemp("exam")
+    (w / "exam.secret").write_text(SECRET + "\n")
+    (w / "roster.csv").write_text(ROSTER)
+    return w
+
+
+@pytest.fixture(scope="module")
+def variants() -> dict[str, dict]:
+    a = assignment.load("midterm")
+    c = exam.require(a)
+    return {s: exam.variant_for(SECRET.encode(), "midterm", s, c.variants) for s in ("ada", "bo", "chen", "dana")}
+
+
+@pytest.fixture(scope="module")
+def papers(work) -> Path:
+    p = grade("exam", "papers", "midterm", "--roster", "roster.csv", "-o", "papers", "--secret-file", "exam.secret",
+              cwd=work)
+    assert p.returncode == 0, p.stderr
+    return work / "papers"
+
+
+@pytest.fixture(scope="module")
+def graded(work, papers, variants) -> dict:
+    """One Gradescope-export-like batch: ada answers her paper on time; bo submits ada's answer renamed;
+    chen and dana submit their untouched papers, chen 40 minutes after the end (30 extra); frank is not listed."""
+    subs = work / "export"
+    files = {"submission_1": ("ada@uni.example", solved("ada", variants["ada"]), END - dt.timedelta(minutes=5)),
+             "submission_2": ("bo@uni.example", renamed(solved("ada", variants["ada"])), END - dt.timedelta(minutes=1)),
+             "submission_3": ("chen@uni.example", (papers / "chen" / "midterm.py").read_text(),
+                              END + dt.timedelta(minutes=39, seconds=30)),
+             "submission_4": ("dana@uni.example", (papers / "dana" / "midterm.py").read_text(),
+                              END - dt.timedelta(minutes=1)),
+             "submission_5": ("frank@uni.example", solved("ada", variants["ada"]), END - dt.timedelta(minutes=1))}
+    meta = []
+    for folder, (email, code, when) in files.items():
+        (subs / folder).mkdir(parents=True)
+        (subs / folder / "midterm.py").write_text(code, encoding="utf-8")
+        meta.append(f"{folder}:\n  :submitters:\n  - :name: x\n    :sid: '1'\n    :email: {email}\n"
+                    f"  :created_at: {when.strftime('%Y-%m-%d %H:%M:%S.123456000 %z')}\n")
+    (subs / "submission_metadata.yml").write_text("".join(meta))
+    p = grade("batch", str(subs), "--assignment", "midterm", "--roster", "roster.csv", "--secret-file",
+              "exam.secret", "--out", "results", cwd=work)
+    assert p.returncode == 0, p.stderr
+    out = work / "results"
+    results = {f.stem: SubmissionResult.from_dict(json.loads(f.read_text())["extra_data"]["internal"])
+               for f in out.glob("*.json")}
+    return {"results": results, "out": out, "csv": list(csv.DictReader((out / "scores.csv").open()))}
+
+
+def passed(r: SubmissionResult) -> dict[str, bool]:
+    return {c.nodeid.rsplit("::", 1)[-1]: c.status == "passed" for c in r.checks}
+
+
+# ---------------------------------------------------------------------------------------------- papers
+
+def test_papers_are_deterministic_and_personal(work, papers, variants):
+    """Are papers a pure function of (secret, exam, id), different across students and across secrets?"""
+    again = grade("exam", "papers", "midterm", "--roster", "roster.csv", "-o", "again", "--secret-file",
+                  "exam.secret", cwd=work)
+    assert again.returncode == 0, again.stderr
+    for s in ("ada", "bo", "chen", "dana"):
+        for name in ("midterm.py", "midterm.ipynb"):
+            assert (papers / s / name).read_bytes() == (work / "again" / s / name).read_bytes()
+    assert (papers / "manifest.csv").read_bytes() == (work / "again" / "manifest.csv").read_bytes()
+    rows = {r["id"]: r for r in csv.DictReader((papers / "manifest.csv").open())}
+    assert sorted(rows) == ["ada", "bo", "chen", "dana"] and rows["chen"]["extra_minutes"] == "30"
+    assert len({r["fingerprint"] for r in rows.values()}) == 4
+    assert json.loads(rows["bo"]["num_heads"]) == variants["bo"]["num_heads"]
+    assert f"NUM_HEADS = {variants['bo']['num_heads']}\n" in (papers / "bo" / "midterm.py").read_text()
+    nb = json.loads((papers / "bo" / "midterm.ipynb").read_text())
+    assert any(f"NORM_FIRST = {variants['bo']['norm_first']}" in "".join(c["source"]) for c in nb["cells"])
+    # another secret gives other papers
+    (work / "other.secret").write_text("another-secret-0123456789abcdef")
+    other = grade("exam", "papers", "midterm", "--roster", "roster.csv", "-o", "other", "--secret-file",
+                  "other.secret", cwd=work)
+    assert other.returncode == 0
+    assert sum((papers / s / "midterm.py").read_bytes() != (work / "other" / s / "midterm.py").read_bytes()
+               for s in rows) >= 3
+
+
+def test_papers_refuse_without_a_secret(work):
+    """Without --secret-file or GRADE_EXAM_SECRET, does the command refuse and say how to make a secret?"""
+    env = {k: v for k, v in os.environ.items() if k != exam.SECRET_ENV}
+    p = subprocess.run([GRADE, "exam", "papers", "midterm", "--roster", "roster.csv", "-o", "nosecret"], cwd=work,
+                       capture_output=True, text=True, env=env)
+    assert p.returncode == 2 and "secrets.token_hex" in p.stderr and not (work / "nosecret").exists()
+    p = grade("exam", "papers", "midterm", "--roster", "roster.csv", "-o", "envsecret", cwd=work,
+              env={exam.SECRET_ENV: SECRET})
+    assert p.returncode == 0
+    assert (work / "envsecret" / "ada" / "midterm.py").read_bytes() == \
+        (work / "papers" / "ada" / "midterm.py").read_bytes()
+
+
+# ---------------------------------------------------------------------------------------------- batch
+
+def test_each_student_is_graded_against_their_own_variant(graded, variants):
+    """Does a correct answer get 100, and the same answer under another student's id lose exactly the
+    points that depend on the variant?"""
+    va, vb = variants["ada"], variants["bo"]
+    assert all(va[k] != vb[k] for k in ("num_heads", "qkv_bias", "mask_window", "norm_first", "ff_mult"))
+    r = graded["results"]
+    assert r["ada"].score == 100 and r["ada"].exam["variant"] == va
+    bo = passed(r["bo"])
+    assert r["bo"].exam["variant"] == vb
+    for name in ("test_mha_uses_constants", "test_mha_values_full_context", "test_mha_values_other_width",
+                 "test_window_mask", "test_block_values", "test_block_values_other_size"):
+        assert not bo[name], name
+    for name in ("test_sdpa_values", "test_sdpa_values_masked", "test_mha_shapes", "test_block_shapes"):
+        assert bo[name], name  # what does not depend on the variant still counts
+    assert r["bo"].score == 26
+    assert r["dana"].score == 0 and r["chen"].score == 0
+
+
+def test_not_on_roster_gets_a_clear_error(graded):
+    frank = graded["results"]["frank"]
+    assert frank.error is not None and "roster" in frank.error.en and "명단" in frank.error.ko
+    assert frank.score == 0
+
+
+def test_late_submission_with_extra_time(graded):
+    """Is chen (end + 30 extra minutes, submitted at end + 39.5 min) 10 minutes late, and the others not?"""
+    r = graded["results"]
+    assert r["chen"].exam["late"] == 10 and r["chen"].exam["extra_minutes"] == 30
+    assert r["ada"].exam["late"] == 0 and r["dana"].exam["late"] == 0
+    rows = {row["student"]: row for row in graded["csv"]}
+    assert rows["chen"]["late"] == "10" and rows["ada"]["late"] == "0"
+    data = json.loads((graded["out"] / "chen.json").read_text())
+    assert data["extra_data"]["late"] == 10
+
+
+def test_window_arithmetic_and_policies():
+    assert exam.minutes_late(END + dt.timedelta(minutes=30), END, 30) == 0
+    assert exam.minutes_late(END + dt.timedelta(minutes=30, seconds=1), END, 30) == 1
+    assert exam.minutes_late(END - dt.timedelta(hours=1), END, 0) == 0
+    t = exam.parse_time("2026-11-20 02:45:12.519522000 +0000")
+    assert t == dt.datetime(2026, 11, 20, 2, 45, 12, 519522, tzinfo=dt.timezone.utc)
+    assert exam.parse_time("2026-11-20T11:30:00") is None  # no zone: refused, never guessed
+    assert exam.penalty("flag", 1.0, 10, 80) == 0
+    assert exam.penalty("zero", 1.0, 10, 80) == 80 and exam.penalty("zero", 1.0, 0, 80) == 0
+    assert exam.penalty("per_minute", 2.0, 10, 80) == 20 and exam.penalty("per_minute", 2.0, 50, 80) == 80
+    r = SubmissionResult("x", "x.py", "midterm", exam={"late": 10, "penalty": 20})
+    assert r.score == 0 and r.late == 10
+
+
+def test_reference_and_skeleton_without_roster(tmp_path):
+    """Without a roster: the default variant; the reference gets 100, the untouched notebook 0."""
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    (subs / "ref.py").write_bytes((ROOT / "reference" / "midterm.py").read_bytes())
+    (subs / "skel.ipynb").write_bytes((ROOT / "student_template" / "midterm.ipynb").read_bytes())
+    p = grade("batch", str(subs), "--assignment", "midterm", "--out", "res", cwd=tmp_path)
+    assert p.returncode == 0 and "default variant" in p.stderr
+    rows = {row["student"]: row for row in csv.DictReader((tmp_path / "res" / "scores.csv").open())}
+    assert float(rows["ref"]["score"]) == 100 and float(rows["skel"]["score"]) == 0
+
+
+# ---------------------------------------------------------------------------------------------- grade check
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_exam_mode_check_shows_no_value(work, papers, variants, lang):
+    """In "runs" mode, does grade check name the mode first and show only yes/no, never a number?"""
+    folder = work / f"check_{lang}"
+    folder.mkdir()
+    (folder / "midterm.py").write_text(solved("bo", variants["bo"]).replace(
+        "return attention @ V, attention", "return (attention @ V)[..., :1], attention"))  # a wrong shape
+    p = grade("check", "--lang", lang, cwd=folder)
+    assert p.returncode == 1, p.stdout + p.stderr
+    first = p.stdout.splitlines()[0]
+    assert first.startswith("Exam mode (feedback = runs)" if lang == "en" else "시험 모드 (feedback = runs)")
+    assert not re.search(r"\d", p.stdout), p.stdout
+    yes, no = ("yes", "no") if lang == "en" else ("예", "아니오")
+    rows = {line.split()[0]: line.split()[1:] for line in p.stdout.splitlines()[3:] if line.strip()}
+    assert rows["MultiHeadAttention"] == [yes, yes, yes] and rows["TransformerBlock"] == [yes, yes, yes]
+    assert rows["ScaledDotProductAttention"] == [yes, yes, no]
+
+
+def test_exam_mode_none_runs_nothing(papers):
+    a = assignment.load("midterm")
+    text, code = exam.report_none(a, papers / "dana" / "midterm.ipynb", "en")
+    assert code == 0 and text.startswith("Exam mode (feedback = none)") and not re.search(r"\d", text)
+    assert text.count(" yes") == 3
+
+
+# ---------------------------------------------------------------------------------------------- Gradescope
+
+def test_gradescope_zip_picks_the_variant(work, graded, variants):
+    """Does the zip grade ada's answer submitted by bo against bo's variant, with batch's score?"""
+    (work / "ada_answer.py").write_text(solved("ada", variants["ada"]))
+    p = grade("gradescope", "--assignment", "midterm", "--roster", "roster.csv", "--secret-file", "exam.secret",
+              "-o", "exam.zip", "--try", "ada_answer.py", "--try-as", "bo", cwd=work)
+    assert p.returncode == 0, p.stderr
+    data = json.loads(p.stdout)
+    assert data["score"] == graded["results"]["bo"].score == 26
+    assert data["extra_data"]["student"] == "bo"
+    import zipfile
+    assert "files/exam_private/secret" in zipfile.ZipFile(work / "exam.zip").namelist()
+    p = grade("gradescope", "--assignment", "midterm", "-o", "nozip.zip", cwd=work)
+    assert p.returncode == 2 and "--roster" in p.stderr
+
+
+# ---------------------------------------------------------------------------------------------- audit
+
+def test_audit(work, graded):
+    """Does the audit find bo's renamed copy of ada's answer and bo's foreign constants, chen's lateness,
+    and leave the two untouched papers (chen, dana) alone?"""
+    p = grade("exam", "audit", "results", "--json", cwd=work)
+    assert p.returncode == 0, p.stderr
+    found = [(f["kind"], sorted(f["students"])) for f in json.loads(p.stdout)]
+    assert ("similar", ["ada", "bo"]) in found
+    assert ("other_variant", ["ada", "bo"]) in found or ("other_variant", ["bo"]) in found
+    assert ("late", ["chen"]) in found
+    assert not any(k == "similar" and ("chen" in s or "dana" in s) for k, s in found), found
+    assert not any(k == "other_variant" and s[0] in ("chen", "dana") for k, s in found)
