@@ -26,3 +26,14 @@ bench: setup
 
 clean:
 	rm -rf $(VENV) results build *.egg-info
+
+# The exam demo (part of `make demo`): papers for examples/exam/roster.csv made with the DEMO-ONLY secret,
+# four submissions built from them, graded each against its own variant, then audited.
+.PHONY: demo-exam
+demo: demo-exam
+demo-exam: setup
+	rm -rf results/exam
+	$(GRADE) exam papers midterm --roster examples/exam/roster.csv --secret-file examples/exam/demo-only.secret -o results/exam/papers
+	$(PY) examples/exam/demo_submissions.py results/exam/papers results/exam/submissions
+	$(GRADE) batch results/exam/submissions --assignment midterm --roster examples/exam/roster.csv --secret-file examples/exam/demo-only.secret --out results/exam/results --force
+	$(GRADE) exam audit results/exam/results

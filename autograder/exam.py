@@ -558,6 +558,13 @@ def defined_names(path: Path) -> set[str] | None:
     return names
 
 
+def _pad(text: str, width: int) -> str:
+    """Left-justify by display width: Hangul takes two columns in a terminal."""
+    import unicodedata
+    cols = sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
+    return text + " " * max(1, width - cols)
+
+
 def _word(ok: bool | None, lang: str) -> str:
     return "-" if ok is None else ("예" if ok else "아니오") if lang == "ko" else ("yes" if ok else "no")
 
@@ -567,9 +574,9 @@ def report_none(a: Assignment, path: Path, lang: str) -> tuple[str, int]:
     lines = [mode_line("none", path.name, lang), ""]
     head = ("문제", "정의됨") if lang == "ko" else ("question", "defined")
     width = max(len(q.id) for q in a.questions) + 2
-    lines.append(f"{head[0]:<{width}}{head[1]}")
+    lines.append(_pad(head[0], width) + head[1])
     for q in a.questions:
-        lines.append(f"{q.id:<{width}}{_word(names is not None and all(n in names for n in q.names), lang)}")
+        lines.append(_pad(q.id, width) + _word(names is not None and all(n in names for n in q.names), lang))
     if names is None:
         lines += ["", "파일을 파이썬 코드로 읽을 수 없습니다." if lang == "ko" else "The file could not be read as Python code."]
     return "\n".join(lines), 0 if names is not None else 1
@@ -581,7 +588,7 @@ def report_runs(a: Assignment, path: Path, r, lang: str) -> tuple[str, int]:
     lines = [mode_line("runs", path.name, lang), ""]
     heads = ("문제", "불러옴", "생성", "shape") if lang == "ko" else ("question", "loads", "constructs", "shapes")
     width = max(len(q.id) for q in a.questions) + 2
-    lines.append(f"{heads[0]:<{width}}{heads[1]:<12}{heads[2]:<12}{heads[3]}")
+    lines.append(_pad(heads[0], width) + _pad(heads[1], 12) + _pad(heads[2], 12) + heads[3])
     all_ok = r.error is None
     for q in a.questions:
         loads = r.error is None and all(n in names for n in q.names)
@@ -590,5 +597,5 @@ def report_runs(a: Assignment, path: Path, r, lang: str) -> tuple[str, int]:
             mine = [c for c in r.checks if c.question == q.id and c.name.startswith(stage + ":")]
             row.append(None if not mine else loads and all(c.status == "passed" for c in mine))
         all_ok = all_ok and all(x is not False for x in row)
-        lines.append(f"{q.id:<{width}}" + "".join(f"{_word(x, lang):<12}" for x in row[:-1]) + _word(row[-1], lang))
+        lines.append(_pad(q.id, width) + "".join(_pad(_word(x, lang), 12) for x in row[:-1]) + _word(row[-1], lang))
     return "\n".join(line.rstrip() for line in lines), 0 if all_ok else 1
