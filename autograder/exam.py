@@ -100,7 +100,8 @@ def read_secret(secret_file: Path | None) -> bytes:
         except OSError as e:
             raise ExamError(f"cannot read the secret file {secret_file} ({e.strerror}); {MAKE_SECRET}") from None
     else:
-        raw = os.environ.get(SECRET_ENV, "").strip().encode()
+        # Taken out of the environment so that grader processes and their workers never inherit it.
+        raw = os.environ.pop(SECRET_ENV, "").strip().encode()
     if not raw:
         raise ExamError(f"no exam secret: pass --secret-file FILE or set {SECRET_ENV}; {MAKE_SECRET}")
     if len(raw) < 16:
