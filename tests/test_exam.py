@@ -191,15 +191,21 @@ def test_window_arithmetic_and_policies():
 
 
 def test_reference_and_skeleton_without_roster(tmp_path):
-    """Without a roster: the default variant; the reference gets 100, the untouched notebook 0."""
+    """Without a roster: the default variant; the reference gets 100, the untouched notebook 0, and a mask
+    sized by a hard-coded 12 instead of CONTEXT_LENGTH costs the one check that grades the mask."""
     subs = tmp_path / "subs"
     subs.mkdir()
-    (subs / "ref.py").write_bytes((ROOT / "reference" / "midterm.py").read_bytes())
+    reference = (ROOT / "reference" / "midterm.py").read_text(encoding="utf-8")
+    (subs / "ref.py").write_text(reference, encoding="utf-8")
     (subs / "skel.ipynb").write_bytes((ROOT / "student_template" / "midterm.ipynb").read_bytes())
+    bug = reference.replace("torch.ones(context_length, context_length)", "torch.ones(12, 12)")
+    assert bug != reference
+    (subs / "bug_context.py").write_text(bug, encoding="utf-8")
     p = grade("batch", str(subs), "--assignment", "midterm", "--out", "res", cwd=tmp_path)
     assert p.returncode == 0 and "default variant" in p.stderr
     rows = {row["student"]: row for row in csv.DictReader((tmp_path / "res" / "scores.csv").open())}
     assert float(rows["ref"]["score"]) == 100 and float(rows["skel"]["score"]) == 0
+    assert float(rows["bug_context"]["score"]) == 92 and float(rows["bug_context"]["MultiHeadAttention"]) == 27
 
 
 # ---------------------------------------------------------------------------------------------- grade check
