@@ -201,11 +201,13 @@ def test_reference_and_skeleton_without_roster(tmp_path):
     bug = reference.replace("torch.ones(context_length, context_length)", "torch.ones(12, 12)")
     assert bug != reference
     (subs / "bug_context.py").write_text(bug, encoding="utf-8")
+    (subs / "alt.py").write_bytes((ROOT / "tests" / "exam_corpus" / "alt_correct.py").read_bytes())
     p = grade("batch", str(subs), "--assignment", "midterm", "--out", "res", cwd=tmp_path)
     assert p.returncode == 0 and "default variant" in p.stderr
     rows = {row["student"]: row for row in csv.DictReader((tmp_path / "res" / "scores.csv").open())}
     assert float(rows["ref"]["score"]) == 100 and float(rows["skel"]["score"]) == 0
     assert float(rows["bug_context"]["score"]) == 92 and float(rows["bug_context"]["MultiHeadAttention"]) == 27
+    assert float(rows["alt"]["score"]) == 100  # written another way: still full marks
 
 
 # ---------------------------------------------------------------------------------------------- grade check
@@ -265,3 +267,17 @@ def test_audit(work, graded):
     assert ("late", ["chen"]) in found
     assert not any(k == "similar" and ("chen" in s or "dana" in s) for k, s in found), found
     assert not any(k == "other_variant" and s[0] in ("chen", "dana") for k, s in found)
+
+
+def test_audit_similarity_separates_copies_from_independent_answers(variants):
+    """Is a renamed copy of the reference answer near-identical to it, and an independently written correct
+    answer (same variant, same forced names) not?"""
+    a = assignment.load("midterm")
+    v = variants["ada"]
+    base = exam.winnow(exam.tokens(exam.paper(a, v, "ada")))
+    own = exam.winnow(exam.tokens(solved("ada", v))) - base
+    copy = exam.winnow(exam.tokens(renamed(solved("ada", v)))) - base
+    alt_text = exam.render((ROOT / "tests" / "exam_corpus" / "alt_correct.py").read_text(encoding="utf-8"), v, "x")
+    alt = exam.winnow(exam.tokens(alt_text)) - base
+    share = lambda x, y: len(x & y) / min(len(x), len(y))  # noqa: E731
+    assert share(own, copy) >= 0.8 > share(own, alt)
