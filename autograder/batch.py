@@ -20,7 +20,7 @@ from . import discover
 from .assignment import PROJECT_ROOT, Assignment
 from .messages import Message
 from .plugin import Job
-from .results import SubmissionResult, csv_text, read_result, write_atomic, write_result
+from .results import SubmissionResult, csv_text, grades_csv_text, read_result, write_atomic, write_result
 
 WATCHDOG_GRACE = 60.0  # seconds past the per-submission limit before a grader process is presumed stuck
 
@@ -95,16 +95,27 @@ class Progress:
 
 
 def main(*, submissions: Path, out: Path, assignment: Assignment, workers: int = 2, timeout: float | None = None,
-         lang: str = "en", force: bool = False, echo: Callable[[str], None] = print, tty: bool = False) -> Summary:
+         lang: str = "en", force: bool = False, echo: Callable[[str], None] = print, tty: bool = False,
+         only: list[str] | None = None) -> Summary:
+    """Grade every submission (only: regrade just these ids, keep the other results as they are)."""
     started = time.monotonic()
     found = discover.entries(submissions, assignment)
     jobs = [job for job, _origin in found]
+    keep = _others(jobs, only, out) if only is not None else set()
+    force = force or only is not None  # the named ones are regraded in place
     origins = {job.student: origin for job, origin in found}
     out.mkdir(parents=True, exist_ok=True)
     summary = Summary()
     todo: list[Job] = []
     grader = fingerprint(assignment)
     for job in jobs:
+        if job.student in keep:
+            kept = read_result(out / f"{job.student}.json")
+            if kept is not None:  # stays in the CSVs as it is, whatever changed since
+                kept.origin = origins.get(job.student, kept.origin)
+                summary.results.append(kept)
+                summary.reused += 1
+            continue
         prev = None if force else read_result(out / f"{job.student}.json")
         # Reuse only what the same checks and options produced for the same file.
         if prev is not None and prev.grader == grader and prev.submission == (job.path.name if job.path else "") \
@@ -185,8 +196,23 @@ def main(*, submissions: Path, out: Path, assignment: Assignment, workers: int =
                 s.proc.wait()
         progress.close()
     write_atomic(out / "scores.csv", csv_text(summary.results, assignment.question_ids))
+    write_atomic(out / "grades.csv", grades_csv_text(summary.results, assignment.question_ids))
     summary.seconds = time.monotonic() - started
     return summary
+
+
+def _others(jobs: list[Job], only: list[str], out: Path) -> set[str]:
+    """--only: the ids NOT named, whose existing results are kept as they are; an unknown id is an error."""
+    from .errors import UsageError
+    from .messages import near_miss
+    ids = {job.student for job in jobs}
+    unknown = [i for i in only if i not in ids]
+    if unknown:
+        hints = [f"{i} (did you mean {near_miss(i, sorted(ids))}?)" if near_miss(i, sorted(ids)) else i
+                 for i in unknown]
+        raise UsageError(f"--only: no submission with id {', '.join(hints)}; the ids are the result file names "
+                         f"in {out}")
+    return ids - set(only)
 
 
 def fingerprint(a: Assignment) -> str:

@@ -135,6 +135,24 @@ def csv_text(results: list[SubmissionResult], questions: list[str]) -> str:
     return buf.getvalue()
 
 
+def grades_csv_text(results: list[SubmissionResult], questions: list[str]) -> str:
+    """grades.csv, for an LMS import: one row per student (a group submission: one per member, same scores)
+    with sid, email and name when a Gradescope export supplied them. A submission that could not be graded
+    has an empty total, not a 0: the instructor decides, the grader's failure never reads as a score."""
+    buf = io.StringIO()
+    w = csv.writer(buf)
+    w.writerow(["sid", "email", "name", "student", "total", *questions, "status"])
+    for r in sorted(results, key=lambda r: r.student):
+        per_q = r.by_question()
+        scores = [""] * (1 + len(questions)) if r.error else [r.score, *[per_q.get(q, (0.0, 0.0))[0]
+                                                                          for q in questions]]
+        status = "not graded: " + r.error.en if r.error else ""
+        people = [p for p in r.origin.get("submitters", []) if isinstance(p, dict)] or [{}]
+        for p in people:
+            w.writerow([p.get("sid", ""), p.get("email", ""), p.get("name", ""), r.student, *scores, status])
+    return buf.getvalue()
+
+
 def write_atomic(path: Path, text: str) -> None:
     """Write via a temporary file and rename, so a crash never leaves a truncated file behind."""
     path.parent.mkdir(parents=True, exist_ok=True)
