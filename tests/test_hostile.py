@@ -343,7 +343,7 @@ def test_nothing_is_planted_outside_scratch_and_scratch_is_removed(graded):
     assert graded["planted"] == []
     assert graded["scratch"] == []
     assert sorted(p.name for p in graded["out"].iterdir()) == sorted(
-        [f"{n}.json" for n in list(CASES) + list(BYSTANDERS)] + ["scores.csv"])
+        [f"{n}.json" for n in list(CASES) + list(BYSTANDERS)] + ["scores.csv", "grades.csv"])
 
 
 def test_output_floods_are_truncated(graded):
