@@ -450,7 +450,7 @@ def render_index(d: dict[str, Any], figs: dict[str, str], title: str) -> str:
              + "".join(f"<th>{esc(q)}</th>" for q in qids) + "<th>notes</th></tr>")
     for s in d["students"]:
         total = f"{s['score']:g}/{s['max_score']:g}" if s["graded"] else "not graded"
-        notes = esc(" ".join(s["notes"]))[:400]
+        notes = esc(" ".join(s["notes"])[:400])
         b.append(f"<tr><td>{_student_link(s['id'], pages)}</td><td class=num>{esc(total)}</td>"
                  + "".join(f"<td class=num>{_num(s['questions'].get(q))}</td>" for q in qids)
                  + f"<td>{notes}</td></tr>")
@@ -474,7 +474,9 @@ def _graded_lang(x: Loaded) -> str:
     if lang in VISIBILITY_NOTE:
         return lang
     text = " ".join(str(t.get("output", "")) for t in x.gs.get("tests", []) if isinstance(t, dict))
-    return "ko" if "통과" in text or (x.r.error and x.r.error.ko and x.r.error.ko in text) else "en"
+    korean = [m.ko for m in [x.r.error, *x.r.notes, *(c.message for c in x.r.checks)]
+              if m is not None and m.ko and m.ko != m.en]
+    return "ko" if "통과" in text or any(k in text for k in korean) else "en"
 
 
 def render_student(x: Loaded) -> str:

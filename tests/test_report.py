@@ -97,7 +97,7 @@ def synthetic(tmp_path_factory):
         (subs / f"{sid}.py").write_text(code)
     sha = {sid: hashlib.sha256((subs / f"{sid}.py").read_bytes()).hexdigest() for sid in SOURCES}
     for sid, plan in CLASS.items():
-        write_result(results, synthetic_result(sid, plan, sha[sid]), "ko" if sid == "ben" else "en")
+        write_result(results, synthetic_result(sid, plan, sha[sid]), "ko" if sid in ("ben", "eve") else "en")
     crashed = SubmissionResult(student="zed", submission="zed.py", assignment="attention", sha256=sha["zed"],
                                questions=["steps", "CausalAttention"], staff="grader process exited with -9",
                                error=Message("The autograder itself failed.", "채점기 자체에 오류가 발생했습니다."))
@@ -180,6 +180,8 @@ def test_student_page_is_what_gradescope_shows(synthetic):
     ko = (synthetic["out"] / "students" / "ben.html").read_text()
     assert "성적 공개 후 표시" in ko and "24개 중 3개 값이 다릅니다" in ko and "통과" in ko
     assert "differs in 3 of 24" not in ko
+    nothing_passed = (synthetic["out"] / "students" / "eve.html").read_text()  # no "통과" to go by
+    assert "성적 공개 후 표시" in nothing_passed and 'lang="ko"' in nothing_passed
 
 
 def test_student_text_is_escaped_everywhere(synthetic):
