@@ -300,9 +300,10 @@ body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:1.5em auto
 padding:0 1em;line-height:1.4}
 h1{font-size:1.5em;margin-bottom:.2em}h2{font-size:1.2em;margin-top:1.6em;border-bottom:1px solid #ccc}
 table{border-collapse:collapse;margin:.5em 0;font-size:.9em}th,td{border:1px solid #ddd;padding:.25em .5em;
-text-align:left;vertical-align:top}th{background:#f3f3f3}td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
-table.groups{width:100%}table.groups td.chk{width:30%}table.groups td.who{width:16%}table.groups td.num{width:3em}table.groups summary{font-family:monospace;
-font-size:.85em;word-break:break-word}.wide{overflow-x:auto}
+text-align:left;vertical-align:top}th{background:#f3f3f3}
+td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+table.groups{width:100%}table.groups td.chk{width:30%}table.groups td.who{width:16%}table.groups td.num{width:3em}
+table.groups summary{font-family:monospace;font-size:.85em;word-break:break-word}.wide{overflow-x:auto}
 .bar{display:inline-block;height:.7em;background:#3b6ea5;vertical-align:middle}.low{color:#b03020;font-weight:600}
 .muted{color:#777}.figs{display:flex;flex-wrap:wrap;gap:1em}.figs img{max-width:100%;border:1px solid #eee}
 pre{white-space:pre-wrap;word-break:break-word;background:#f7f7f7;padding:.5em;margin:.3em 0;font-size:.85em}

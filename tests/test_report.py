@@ -150,7 +150,7 @@ def test_failures_differing_only_in_numbers_are_one_group(synthetic):
     groups = [g for g in synthetic["data"]["groups"] if g["check"] == "public/test_public.py::test_causal"]
     top = groups[0]
     assert top["count"] == 3 and sorted(top["students"]) == ["ben", "cho", "eve"]  # 3, 17, 24 entries; nan
-    assert "#" in top["pattern"] and "`CausalAttention(#, #, #, #)(x)` differs in # of # entries: expected #, got #." == top["pattern"]
+    assert top["pattern"] == "`CausalAttention(#, #, #, #)(x)` differs in # of # entries: expected #, got #."
     assert [g["students"] for g in groups[1:]] == [["mallory"]]
     steps = [g for g in synthetic["data"]["groups"] if g["check"] == "public/test_public.py::test_softmax"]
     assert [(g["count"], g["students"]) for g in steps] == [(2, ["dev", "eve"])]
