@@ -196,8 +196,8 @@ def main(*, submissions: Path, out: Path, assignment: Assignment, workers: int =
                 s.proc.wait()
         progress.close()
     write_atomic(out / "scores.csv", csv_text(summary.results, assignment.question_ids))
-    write_atomic(out / "grades.csv", grades_csv_text(summary.results, assignment.question_ids))
     summary.seconds = time.monotonic() - started
+    write_atomic(out / "grades.csv", grades_csv_text(summary.results, assignment.question_ids))  # for an LMS
     return summary
 
 
