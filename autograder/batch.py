@@ -20,7 +20,7 @@ from . import discover
 from .assignment import PROJECT_ROOT, Assignment
 from .messages import Message
 from .plugin import Job
-from .results import SubmissionResult, csv_text, grades_csv_text, read_result, write_atomic, write_result
+from .results import SubmissionResult, csv_text, read_result, write_atomic, write_result
 
 WATCHDOG_GRACE = 60.0  # seconds past the per-submission limit before a grader process is presumed stuck
 
@@ -197,6 +197,7 @@ def main(*, submissions: Path, out: Path, assignment: Assignment, workers: int =
         progress.close()
     write_atomic(out / "scores.csv", csv_text(summary.results, assignment.question_ids))
     summary.seconds = time.monotonic() - started
+    from .results import grades_csv_text
     write_atomic(out / "grades.csv", grades_csv_text(summary.results, assignment.question_ids))  # for an LMS
     return summary
 
