@@ -28,6 +28,7 @@ from .results import SubmissionResult, write_atomic
 
 # A number as it appears in a message: 24, -0.4519, 1e-05, nan. Digits inside names (SelfAttention_v2) are not.
 _NUMBER = re.compile(r"(?<![\w])[-+]?(?:\d+(?:\.\d+)?(?:[eE][-+]?\d+)?|nan|inf)(?![\w])")
+GROUPS_SHOWN = 6  # failure groups listed per check on the page; the rest are summed in one row
 CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"  # no script, no fetch, no remote font
 
 
@@ -437,13 +438,18 @@ def render_index(d: dict[str, Any], figs: dict[str, str], title: str) -> str:
                  f"{q['full']}/{q['n']}</span></h3><table class=\"groups\"><tr><th>check</th><th>students</th>"
                  "<th>message</th><th>who</th></tr>")
         for c in failing:
-            gs = by_check[c["id"]]
+            gs, rest = by_check[c["id"]][:GROUPS_SHOWN], by_check[c["id"]][GROUPS_SHOWN:]
+            rows = len(gs) + (1 if rest else 0)
             for i, g in enumerate(gs):
-                head = (f'<td rowspan="{len(gs)}" class="chk" id="f-{anchors[c["id"]]}">{esc(c["name"])}<br>'
+                head = (f'<td rowspan="{rows}" class="chk" id="f-{anchors[c["id"]]}">{esc(c["name"])}<br>'
                         f'<span class=muted>{c["failed"]} of {c["n"]} failed</span></td>') if i == 0 else ""
                 who = ", ".join(_student_link(s, pages) for s in g["students"])
                 b.append(f"<tr>{head}<td class=num>{g['count']}</td><td><details><summary>{esc(g['pattern'])}"
                          f"</summary><pre>{esc(g['example'])}</pre></details></td><td class=who>{who}</td></tr>")
+            if rest:
+                b.append(f"<tr><td class=num>{sum(g['count'] for g in rest)}</td><td class=muted>{len(rest)} "
+                         "other messages (all in report.json)</td><td class=who>"
+                         + ", ".join(_student_link(s, pages) for g in rest for s in g["students"]) + "</td></tr>")
         b.append("</table>")
 
     qids = [q["id"] for q in d["questions"]]

@@ -321,3 +321,16 @@ def test_batch_then_report_on_the_bundled_examples(tmp_path):
     assert grades["gus_untouched"]["total"] == "100.0" and grades["bo_partly_wrong"]["total"] == "67.0"
     p = grade(["batch", "submissions", "--out", "results", "--only", "gus_untouchd"], tmp_path)
     assert p.returncode == 2 and "gus_untouched" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_page_lists_the_commonest_failure_groups_and_sums_the_rest(tmp_path):
+    """Nine students failing one check nine different ways: six groups shown, three summed, all in report.json."""
+    for i in range(9):
+        c = CheckResult(name="c", nodeid="p::c", question="steps", points=1.0, score=0.0, status="failed",
+                        public=True, visibility="visible", message=Message(f"`name_{'abcdefghi'[i]}` is wrong"))
+        write_result(tmp_path / "r", SubmissionResult(student=f"s{i}", submission="x.py", assignment="attention",
+                                                      checks=[c], questions=["steps"]), "en")
+    rep = report.main(results=tmp_path / "r", out=tmp_path / "o", echo=lambda _m: None)
+    page = (tmp_path / "o" / "index.html").read_text()
+    assert len(rep.data["groups"]) == 9 and "3 other messages" in page
+    assert page.count("is wrong</summary>") == 6 and "s8.html" in page
