@@ -64,7 +64,7 @@ SOURCES = {  # what each student submitted, for the similarity section
     "cho": SKELETON.read_text(),
     "dev": SKELETON.read_text(),
     "eve": SKELETON.read_text().replace("raise NotImplementedError", "raise NotImplementedError  # todo"),
-    "mallory": "# </pre><script>alert('code')</script>\n" + SKELETON.read_text(),
+    "mallory": "# </pre><script>alert('code')</script>\n" + REFERENCE.read_text(),
     "zed": REFERENCE.read_text(),
 }
 
@@ -200,9 +200,11 @@ def test_renamed_copy_is_flagged_and_untouched_skeletons_are_not(synthetic):
     pairs = {(p["a"], p["b"]): p for p in synthetic["data"]["similar"]}
     assert ("ana", "ben") in pairs and pairs[("ana", "ben")]["score"] > 0.9
     assert ("ana", "zed") in pairs  # not graded, but its code is still compared
-    assert not any({"cho", "dev", "eve", "mallory"} & {a, b} for a, b in pairs)  # skeletons (edited comments too)
+    assert not any({"cho", "dev", "eve"} & {a, b} for a, b in pairs)  # skeletons (edited comments too)
     side = (synthetic["out"] / pairs[("ana", "ben")]["page"]).read_text()
     assert "<mark>" in side and "q_mat" in side and "queries" in side
+    hostile = (synthetic["out"] / pairs[("ana", "mallory")]["page"]).read_text()
+    assert "# &lt;/pre&gt;&lt;script&gt;alert(&#x27;code&#x27;)&lt;/script&gt;" in hostile
 
 
 def test_given_notebook_cells_are_the_base_too():
