@@ -60,6 +60,7 @@ class GradingPlugin:
         self.records: dict[str, CheckResult] = {}
         self.collect_errors: list[str] = []
         self.scratch: str | None = None
+        self._public_cache: dict[str, bool] = {}
 
     # ------------------------------------------------------------------ fixture and metadata
 
@@ -79,7 +80,12 @@ class GradingPlugin:
         return getattr(fn, "__grade__", None)
 
     def _public(self, item: pytest.Item) -> bool:
-        return Path(str(item.path)).resolve().is_relative_to(self.assignment.public_dir.resolve())
+        # Asked several times per check and submission; resolving paths each time cost thousands of stat calls.
+        public = self._public_cache.get(item.nodeid)
+        if public is None:
+            public = Path(str(item.path)).resolve().is_relative_to(self.assignment.public_dir.resolve())
+            self._public_cache[item.nodeid] = public
+        return public
 
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
         items[:] = [i for i in items if self._meta(i) is not None]

@@ -6,6 +6,7 @@ the grader only ever receives data (see protocol.py) and re-checks every value i
 from __future__ import annotations
 
 import ast
+import contextlib
 import copy
 import inspect
 import io
@@ -22,6 +23,7 @@ from torch.overrides import TorchFunctionMode
 from torch.utils._pytree import tree_flatten
 
 from . import protocol
+from .rng import manual_seed
 
 MAX_TEXT = 600  # characters of an exception message sent back
 SANDBOX: dict[str, Any] = {}  # filled in by sandbox._become_worker: memory_mb, uid, landlock (ABI version or 0)
@@ -166,7 +168,7 @@ class Worker:
 
     def op_new(self, name: str, args: list, kwargs: dict, seed: int | None = None) -> dict[str, Any]:
         if seed is not None:
-            torch.manual_seed(seed)
+            manual_seed(seed)
         obj = self.ns[name](*args, **kwargs)
         handle = len(self.objects) + 1
         self.objects[handle] = obj
@@ -182,12 +184,13 @@ class Worker:
             target.train(mode == "train")
         if grad_output is not None and isinstance(target, nn.Module):
             target.zero_grad(set_to_none=True)
-        recorder = Recorder(record or [])
+        # A function mode puts every torch call of the forward through Python: enter one only when asked to.
+        recorder = Recorder(record) if record else contextlib.nullcontext()
         if seed is not None:
-            torch.manual_seed(seed)
+            manual_seed(seed)
         with torch.set_grad_enabled(grad_output is not None), recorder:
             out = target(*args, **kwargs)
-        result: dict[str, Any] = {"out": out, "records": recorder.seen}
+        result: dict[str, Any] = {"out": out, "records": recorder.seen if record else []}
         if grad_output is not None:
             if not isinstance(out, torch.Tensor) or not out.requires_grad or out.shape != grad_output.shape:
                 result["grads"] = None  # the grader reports the shape or the missing graph itself
