@@ -98,7 +98,7 @@ class Progress:
 def main(*, submissions: Path, out: Path, assignment: Assignment, workers: int = 2, timeout: float | None = None,
          lang: str = "en", force: bool = False, echo: Callable[[str], None] = print, tty: bool = False) -> Summary:
     started = time.monotonic()
-    found = discover.entries(submissions, assignment)
+    found = discover.entries(submissions.absolute(), assignment)  # grader processes run in the project folder
     jobs = [job for job, _origin in found]
     origins = {job.student: origin for job, origin in found}
     out.mkdir(parents=True, exist_ok=True)

@@ -230,6 +230,7 @@ class GradingPlugin:
     def _finish(self, result: SubmissionResult, items: list[pytest.Item], started: float) -> SubmissionResult:
         if self.current is not None:
             self.current.close()
+            result.sandbox = dict(self.current.modes)
         if self.scratch is not None:
             remove_scratch(self.scratch, self.uid)
             self.scratch = None

@@ -43,6 +43,7 @@ class SubmissionResult:
     sha256: str = ""
     origin: dict[str, Any] = field(default_factory=dict)  # where it came from: folder, export submitters
     grader: str = ""  # fingerprint of the checks and options that produced it (batch resume compares it)
+    sandbox: dict[str, str] = field(default_factory=dict)  # containment that ran: namespaces, scratch, memory
 
     @property
     def score(self) -> float:
@@ -75,7 +76,8 @@ class SubmissionResult:
                    notes=[Message(**n) for n in d.get("notes", [])], error=msg(d.get("error")),
                    staff=d.get("staff", ""), duration=d.get("duration", 0.0),
                    questions=list(d.get("questions", [])), sha256=d.get("sha256", ""),
-                   origin=dict(d.get("origin") or {}), grader=str(d.get("grader", "")))
+                   origin=dict(d.get("origin") or {}), grader=str(d.get("grader", "")),
+                   sandbox=dict(d.get("sandbox") or {}))
 
 
 # ---------------------------------------------------------------------------------------------- Gradescope
@@ -119,7 +121,7 @@ def to_gradescope(r: SubmissionResult, lang: str = "en") -> dict[str, Any]:
             "visibility": "visible", "stdout_visibility": "hidden",
             "extra_data": {"student": r.student, "submission": r.submission, "assignment": r.assignment,
                            "max_score": r.max_score, "questions": {q: list(v) for q, v in r.by_question().items()},
-                           "sha256": r.sha256, "origin": r.origin},
+                           "sha256": r.sha256, "origin": r.origin, "sandbox": r.sandbox},
             "tests": tests})
 
 
