@@ -367,8 +367,7 @@ def project_root() -> str:
 
 # ---------------------------------------------------------------------------------------------- namespaces, mounts
 
-CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC, CLONE_NEWUSER, CLONE_NEWNET = \
-    0x00020000, 0x04000000, 0x08000000, 0x10000000, 0x40000000
+CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC, CLONE_NEWNET = 0x00020000, 0x04000000, 0x08000000, 0x40000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 1, 2, 4, 32, 4096, 16384, 1 << 18
 _libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
 _libc.unshare.argtypes = [ctypes.c_int]
@@ -386,33 +385,29 @@ def mount(source: str | None, target: str, fstype: str | None, flags: int = 0, d
 
 
 def private_namespaces() -> str:
-    """Give this process (the keeper) and all it forks their own IPC, network, mount and UTS namespaces.
+    """Give this process (the keeper) and all it forks their own IPC, network, mount and UTS namespaces (root).
 
     SysV and POSIX IPC objects, abstract Unix sockets, network interfaces and mounts made inside then belong to
-    the submission alone and are destroyed by the kernel when its last process ends. Root unshares directly;
-    another user tries a user namespace first (mapping only itself). Returns "ipc,net,mnt,uts" (with ",user"
-    when a user namespace was needed) or "none" where the kernel refuses (then nothing here was changed)."""
-    flags = CLONE_NEWIPC | CLONE_NEWNET | CLONE_NEWNS | CLONE_NEWUTS
-    label = "ipc,net,mnt,uts"
+    the submission alone and are destroyed by the kernel when its last process ends. Returns the namespaces
+    obtained ("ipc,net,mnt,uts" when all), each tried alone where the kernel refuses them together (a container
+    may allow some), or "none" (not root, or no namespace at all).
+
+    Not root, nothing is tried: a user namespace would be needed, and a half-made one (uid map refused) would
+    leave the worker unable to use its own files; a non-root run is a student checking their own code."""
     if os.geteuid() != 0:
-        uid, gid = os.geteuid(), os.getegid()
-        if _libc.unshare(CLONE_NEWUSER | flags) != 0:
-            return "none"
-        try:
-            for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
-                with open(f"/proc/self/{name}", "w") as f:
-                    f.write(text)
-        except OSError:
-            pass
-        label += ",user"
-    elif _libc.unshare(flags) != 0:
         return "none"
-    try:
-        # Mounts made from here on must not propagate back to the grader's namespace.
-        mount(None, "/", None, MS_REC | MS_PRIVATE)
-    except OSError:
-        return label.replace("mnt,", "")  # the mount namespace exists but cannot be used for mounts
-    return label
+    names = (("ipc", CLONE_NEWIPC), ("net", CLONE_NEWNET), ("mnt", CLONE_NEWNS), ("uts", CLONE_NEWUTS))
+    if _libc.unshare(CLONE_NEWIPC | CLONE_NEWNET | CLONE_NEWNS | CLONE_NEWUTS) == 0:
+        got = [n for n, _ in names]
+    else:
+        got = [n for n, flag in names if _libc.unshare(flag) == 0]
+    if "mnt" in got:
+        try:
+            # Mounts made from here on must not propagate back to the grader's namespace.
+            mount(None, "/", None, MS_REC | MS_PRIVATE)
+        except OSError:
+            got.remove("mnt")  # the namespace exists but must not be used for mounts
+    return ",".join(got) or "none"
 
 
 def scratch_tmpfs(scratch: str, size_mb: int, uid: int | None, max_entries: int) -> bool:
