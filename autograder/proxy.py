@@ -41,7 +41,8 @@ def _env_failure(err: dict[str, Any]) -> str | None:
             return None
         if spec is None:
             return None
-        where = spec.origin if spec.origin not in (None, "namespace") else next(iter(spec.submodule_search_locations or []), "")
+        where = spec.origin if spec.origin not in (None, "namespace") else \
+            next(iter(spec.submodule_search_locations or []), "")
         if i == 0 and not any(os.path.realpath(where or "/").startswith(r + os.sep) for r in roots):
             return None  # not part of the installation (e.g. the project's own reference folder)
         path = spec.submodule_search_locations
