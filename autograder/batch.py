@@ -20,6 +20,7 @@ from . import discover
 from .assignment import PROJECT_ROOT, Assignment
 from .messages import Message
 from .plugin import Job
+from .safetext import clean, shown_name
 from .results import SubmissionResult, csv_text, read_result, write_atomic, write_result
 
 WATCHDOG_GRACE = 60.0  # seconds past the per-submission limit before a grader process is presumed stuck
@@ -66,7 +67,7 @@ def _start(slot: int, a: Assignment, timeout: float | None, events: queue.Queue)
 
 def _crashed(job: Job, a: Assignment, detail: str) -> SubmissionResult:
     return SubmissionResult(
-        student=job.student, submission=job.path.name if job.path else "", assignment=a.name,
+        student=job.student, submission=shown_name(job.path.name) if job.path else "", assignment=a.name,
         questions=a.question_ids, staff=detail,
         error=Message("The autograder itself failed while grading this submission; your instructor has the "
                       "details and will regrade it.",
@@ -99,7 +100,7 @@ def main(*, submissions: Path, out: Path, assignment: Assignment, workers: int =
          only: list[str] | None = None) -> Summary:
     """Grade every submission (only: regrade just these ids, keep the other results as they are)."""
     started = time.monotonic()
-    found = discover.entries(submissions, assignment)
+    found = discover.entries(submissions.absolute(), assignment)  # grader processes run in the project folder
     jobs = [job for job, _origin in found]
     keep = _others(jobs, only, out) if only is not None else set()
     force = force or only is not None  # the named ones are regraded in place
@@ -118,7 +119,8 @@ def main(*, submissions: Path, out: Path, assignment: Assignment, workers: int =
             continue
         prev = None if force else read_result(out / f"{job.student}.json")
         # Reuse only what the same checks and options produced for the same file.
-        if prev is not None and prev.grader == grader and prev.submission == (job.path.name if job.path else "") \
+        shown = shown_name(job.path.name) if job.path else ""
+        if prev is not None and prev.grader == grader and prev.submission == shown \
                 and (job.path is None or prev.sha256 == _sha(job.path)):
             prev.origin = origins.get(job.student, {})
             summary.results.append(prev)
@@ -137,7 +139,11 @@ def main(*, submissions: Path, out: Path, assignment: Assignment, workers: int =
     def finish(r: SubmissionResult) -> None:
         r.origin = origins.get(r.student, {})
         r.grader = grader
-        write_result(out, r, lang)
+        try:
+            write_result(out, r, lang)
+        except Exception as e:  # a full or read-only results disk costs this file, never the batch or the CSV
+            r.staff = (r.staff + "\n" if r.staff else "") + f"result file could not be written: {e}"
+            echo(f"warning: {r.student}.json could not be written ({e}); its row is still in scores.csv\n")
         summary.results.append(r)
         summary.graded += 1
         progress.update(r)
@@ -155,7 +161,8 @@ def main(*, submissions: Path, out: Path, assignment: Assignment, workers: int =
         line = {"student": job.student, "path": str(job.path) if job.path else None,
                 "error": {"en": job.error.en, "ko": job.error.ko} if job.error else None}
         try:
-            slot.proc.stdin.write(json.dumps(line, ensure_ascii=False) + "\n")
+            # ASCII: a path is bytes in surrogateescape form (e.g. a CP949 name), which UTF-8 cannot encode.
+            slot.proc.stdin.write(json.dumps(line) + "\n")
             slot.proc.stdin.flush()
         except OSError:
             pass  # the process died; its EOF event will requeue nothing and report the job
@@ -182,9 +189,16 @@ def main(*, submissions: Path, out: Path, assignment: Assignment, workers: int =
                     slots[idx] = _start(idx, assignment, timeout, events)
                     dispatch(slots[idx])
                 continue
-            msg = json.loads(line)
-            if "result" in msg:
-                finish(SubmissionResult.from_dict(msg["result"]))
+            try:
+                msg = json.loads(line)
+                got = SubmissionResult.from_dict(msg["result"]) if "result" in msg else None
+            except Exception as e:  # a garbled line costs that job, not the batch
+                if slot.job is not None:
+                    finish(_crashed(slot.job, assignment, f"unreadable report from the grader process: {e!r}"))
+                dispatch(slot)
+                continue
+            if got is not None:
+                finish(got)
                 dispatch(slot)
             elif "fatal" in msg and slot.job is not None:
                 finish(_crashed(slot.job, assignment, msg["fatal"]))
@@ -195,7 +209,8 @@ def main(*, submissions: Path, out: Path, assignment: Assignment, workers: int =
                 s.proc.kill()
                 s.proc.wait()
         progress.close()
-    write_atomic(out / "scores.csv", csv_text(summary.results, assignment.question_ids))
+        # Always, even when the loop above failed: the CSV holds every result this run got.
+        write_atomic(out / "scores.csv", csv_text(summary.results, assignment.question_ids))
     summary.seconds = time.monotonic() - started
     from .results import grades_csv_text
     write_atomic(out / "grades.csv", grades_csv_text(summary.results, assignment.question_ids))  # for an LMS
@@ -243,8 +258,9 @@ def summary_table(results: list[SubmissionResult], a: Assignment) -> str:
     rows = []
     for r in sorted(results, key=lambda r: r.student):
         per_q = r.by_question()
-        rows.append([r.student, f"{r.score:g}/{r.max_score:g}", *[f"{per_q.get(q, (0, 0))[0]:g}" for q in qs]]
-                    + (["(" + r.error.en[:60] + ")"] if r.error else []))
+        rows.append([clean(r.student, True), f"{r.score:g}/{r.max_score:g}",
+                     *[f"{per_q.get(q, (0, 0))[0]:g}" for q in qs]]
+                    + (["(" + clean(r.error.en, True)[:60] + ")"] if r.error else []))
     widths = [max(len(str(x)) for x in col) for col in zip(heads, *[row[:len(heads)] for row in rows])]
     fmt = lambda row: "  ".join(str(x).ljust(w) for x, w in zip(row, widths)) + (  # noqa: E731
         "  " + row[len(heads)] if len(row) > len(heads) else "")

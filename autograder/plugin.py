@@ -24,6 +24,7 @@ from .errors import SubmissionFormatError
 from .messages import Message, near_miss
 from .proxy import Submission
 from .results import CheckResult, SubmissionResult, write_atomic
+from .safetext import shown_name
 from .sandbox import Zygote, claim_uid, is_root, make_scratch, remove_scratch
 from .source import read
 
@@ -171,7 +172,7 @@ class GradingPlugin:
 
     def _begin(self, job: Job) -> SubmissionResult:
         a = self.assignment
-        result = SubmissionResult(student=job.student, submission=job.path.name if job.path else "",
+        result = SubmissionResult(student=job.student, submission=shown_name(job.path.name) if job.path else "",
                                   assignment=a.name, questions=a.question_ids)
         self.records = {}
         self.current = None
@@ -235,8 +236,9 @@ class GradingPlugin:
     def _finish(self, result: SubmissionResult, items: list[pytest.Item], started: float) -> SubmissionResult:
         if self.current is not None:
             self.current.close()
+            result.sandbox = dict(self.current.modes)
         if self.scratch is not None:
-            remove_scratch(self.scratch)
+            remove_scratch(self.scratch, self.uid)
             self.scratch = None
         for item in items:
             rec = self.records.get(item.nodeid)
