@@ -531,6 +531,8 @@ class WorkerProcess:
     def output(self, limit: int) -> tuple[str, int]:
         """Raw stdout/stderr the worker wrote at the file-descriptor level (first `limit` bytes, total size)."""
         path = os.path.join(self.scratch, "output.log")
+        if self.modes.get("scratch") == "tmpfs":  # the tmpfs exists in the keeper's mount namespace only
+            path = f"/proc/{self.keeper_pid}/root{path}"
         try:
             with open(path, "rb") as f:
                 data = f.read(limit)
