@@ -17,6 +17,7 @@ $(VENV)/.installed: pyproject.toml
 
 demo: setup
 	$(GRADE) batch examples/submissions --out results/demo --force
+	$(GRADE) report results/demo --submissions examples/submissions
 
 test: setup
 	$(PY) -m pytest -q

@@ -51,13 +51,15 @@ def check(path: Path | None, assignment_name: str | None, lang: str) -> None:
               help="Submissions graded at the same time.")
 @click.option("--assignment", "assignment_name", default="attention", show_default=True)
 @click.option("--force", is_flag=True, help="Regrade submissions that already have a result in --out.")
+@click.option("--only", "only", multiple=True, metavar="ID[,ID...]",
+              help="Regrade only these students (result file names) in place; the CSVs are rewritten with everyone.")
 @click.option("--roster", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
               help="Exams: ROSTER.csv (id, extra_minutes); each student is graded against their own variant.")
 @click.option("--secret-file", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Exams: the secret the papers were made with (default: $GRADE_EXAM_SECRET).")
 @LANG
 def batch(submissions_dir: Path, out_dir: Path, timeout: float | None, workers: int, assignment_name: str,
-          force: bool, roster: Path | None, secret_file: Path | None, lang: str) -> None:
+          force: bool, only: tuple[str, ...], roster: Path | None, secret_file: Path | None, lang: str) -> None:
     """Grade every submission in SUBMISSIONS_DIR with the hidden checks."""
     from autograder import assignment, batch as batch_cmd, exam
     try:
@@ -66,14 +68,16 @@ def batch(submissions_dir: Path, out_dir: Path, timeout: float | None, workers: 
         if plan is not None and plan.students is None and plan.cfg.variants:
             click.echo(f"note: {a.name} is an exam with variants but no --roster was given: every submission is "
                        "graded against the default variant.", err=True)
-        s = batch_cmd.main(submissions=submissions_dir, out=out_dir, assignment=a, workers=workers,
+        # Absolute: the grader processes run in the project folder, where a relative path means nothing.
+        s = batch_cmd.main(submissions=submissions_dir.absolute(), out=out_dir, assignment=a, workers=workers,
                            timeout=timeout, lang=lang, force=force, tty=sys.stderr.isatty(), exam=plan,
+                           only=[i.strip() for o in only for i in o.split(",") if i.strip()] or None,
                            echo=lambda m: click.echo(m, err=True, nl=not sys.stderr.isatty()))
     except GraderError as e:
         _fail(e, lang)
     click.echo(batch_cmd.summary_table(s.results, a))
     click.echo(f"graded {s.graded}, reused {s.reused}, in {s.seconds:.1f} s; results in {out_dir}/ "
-               f"(one JSON per student, scores.csv)")
+               f"(one JSON per student, scores.csv, grades.csv)")
 
 
 @grade.command()
@@ -120,6 +124,30 @@ def release(assignment_name: str, out_dir: Path, lang: str) -> None:
     except GraderError as e:
         _fail(e, lang)
     click.echo(f"wrote {len(files)} files to {out_dir}/ (students: pip install {out_dir} && grade check)")
+
+
+@grade.command()
+@click.argument("results_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("-o", "--out", "out_dir", default=None, type=click.Path(file_okay=False, path_type=Path),
+              help="Folder for index.html, report.json and the per-student pages (default: RESULTS_DIR/report).")
+@click.option("--submissions", "submissions_dir", default=None,
+              type=click.Path(exists=True, file_okay=False, path_type=Path),
+              help="The folder given to grade batch: its files are compared for near-identical code.")
+@click.option("--threshold", type=click.FloatRange(0, 1), default=0.8, show_default=True,
+              help="Similarity (0 to 1) from which a pair of submissions is listed.")
+@LANG
+def report(results_dir: Path, out_dir: Path | None, submissions_dir: Path | None, threshold: float,
+           lang: str) -> None:
+    """Write the instructor report on a folder of grade batch results (open index.html in a browser)."""
+    from autograder import report as report_cmd
+    try:
+        r = report_cmd.main(results=results_dir, out=out_dir, submissions=submissions_dir, lang=lang,
+                            threshold=threshold)
+    except GraderError as e:
+        _fail(e, lang)
+    d = r.data
+    click.echo(f"{d['n_students']} results, {d['n_graded']} graded, {len(d['similar'])} similar pair(s); "
+               f"report in {r.out / 'index.html'}")
 
 
 @grade.group()

@@ -20,6 +20,7 @@ from . import discover
 from .assignment import PROJECT_ROOT, Assignment
 from .messages import Message
 from .plugin import Job
+from .safetext import clean, shown_name
 from .results import SubmissionResult, csv_text, read_result, write_atomic, write_result
 
 if TYPE_CHECKING:
@@ -69,7 +70,7 @@ def _start(slot: int, a: Assignment, timeout: float | None, events: queue.Queue)
 
 def _crashed(job: Job, a: Assignment, detail: str) -> SubmissionResult:
     return SubmissionResult(
-        student=job.student, submission=job.path.name if job.path else "", assignment=a.name,
+        student=job.student, submission=shown_name(job.path.name) if job.path else "", assignment=a.name,
         questions=a.question_ids, staff=detail,
         error=Message("The autograder itself failed while grading this submission; your instructor has the "
                       "details and will regrade it.",
@@ -99,10 +100,14 @@ class Progress:
 
 def main(*, submissions: Path, out: Path, assignment: Assignment, workers: int = 2, timeout: float | None = None,
          lang: str = "en", force: bool = False, echo: Callable[[str], None] = print, tty: bool = False,
-         exam: "Plan | None" = None) -> Summary:
+         only: list[str] | None = None, exam: "Plan | None" = None) -> Summary:
+    """Grade every submission (only: regrade just these ids, keep the other results as they are; exam: each
+    student against their own variant, see exam.py)."""
     started = time.monotonic()
-    found = discover.entries(submissions, assignment)
+    found = discover.entries(submissions.absolute(), assignment)  # grader processes run in the project folder
     jobs = [job for job, _origin in found]
+    keep = _others(jobs, only, out) if only is not None else set()
+    force = force or only is not None  # the named ones are regraded in place
     origins = {job.student: origin for job, origin in found}
     paths = {job.student: job.path for job in jobs}
     for job in jobs if exam is not None else []:
@@ -113,9 +118,17 @@ def main(*, submissions: Path, out: Path, assignment: Assignment, workers: int =
     base = fingerprint(assignment)
     grader_of = lambda job: base + ("-" + exam.tag(job) if exam is not None else "")  # noqa: E731
     for job in jobs:
+        if job.student in keep:
+            kept = read_result(out / f"{job.student}.json")
+            if kept is not None:  # stays in the CSVs as it is, whatever changed since
+                kept.origin = origins.get(job.student, kept.origin)
+                summary.results.append(kept)
+                summary.reused += 1
+            continue
         prev = None if force else read_result(out / f"{job.student}.json")
         # Reuse only what the same checks and options produced for the same file.
-        if prev is not None and prev.grader == grader_of(job) and prev.submission == (job.path.name if job.path else "") \
+        shown = shown_name(job.path.name) if job.path else ""
+        if prev is not None and prev.grader == grader_of(job) and prev.submission == shown \
                 and (job.path is None or prev.sha256 == _sha(job.path)):
             prev.origin = origins.get(job.student, {})
             summary.results.append(prev)
@@ -138,7 +151,11 @@ def main(*, submissions: Path, out: Path, assignment: Assignment, workers: int =
         r.grader = graders.get(r.student, base)
         if exam is not None:
             exam.stamp(r, r.origin, paths.get(r.student))
-        write_result(out, r, lang)
+        try:
+            write_result(out, r, lang)
+        except Exception as e:  # a full or read-only results disk costs this file, never the batch or the CSV
+            r.staff = (r.staff + "\n" if r.staff else "") + f"result file could not be written: {e}"
+            echo(f"warning: {r.student}.json could not be written ({e}); its row is still in scores.csv\n")
         summary.results.append(r)
         summary.graded += 1
         progress.update(r)
@@ -156,7 +173,8 @@ def main(*, submissions: Path, out: Path, assignment: Assignment, workers: int =
         line = {"student": job.student, "path": str(job.path) if job.path else None,
                 "error": {"en": job.error.en, "ko": job.error.ko} if job.error else None, "options": job.options}
         try:
-            slot.proc.stdin.write(json.dumps(line, ensure_ascii=False) + "\n")
+            # ASCII: a path is bytes in surrogateescape form (e.g. a CP949 name), which UTF-8 cannot encode.
+            slot.proc.stdin.write(json.dumps(line) + "\n")
             slot.proc.stdin.flush()
         except OSError:
             pass  # the process died; its EOF event will requeue nothing and report the job
@@ -183,9 +201,16 @@ def main(*, submissions: Path, out: Path, assignment: Assignment, workers: int =
                     slots[idx] = _start(idx, assignment, timeout, events)
                     dispatch(slots[idx])
                 continue
-            msg = json.loads(line)
-            if "result" in msg:
-                finish(SubmissionResult.from_dict(msg["result"]))
+            try:
+                msg = json.loads(line)
+                got = SubmissionResult.from_dict(msg["result"]) if "result" in msg else None
+            except Exception as e:  # a garbled line costs that job, not the batch
+                if slot.job is not None:
+                    finish(_crashed(slot.job, assignment, f"unreadable report from the grader process: {e!r}"))
+                dispatch(slot)
+                continue
+            if got is not None:
+                finish(got)
                 dispatch(slot)
             elif "fatal" in msg and slot.job is not None:
                 finish(_crashed(slot.job, assignment, msg["fatal"]))
@@ -196,9 +221,26 @@ def main(*, submissions: Path, out: Path, assignment: Assignment, workers: int =
                 s.proc.kill()
                 s.proc.wait()
         progress.close()
-    write_atomic(out / "scores.csv", csv_text(summary.results, assignment.question_ids))
+        # Always, even when the loop above failed: the CSV holds every result this run got.
+        write_atomic(out / "scores.csv", csv_text(summary.results, assignment.question_ids))
     summary.seconds = time.monotonic() - started
+    from .results import grades_csv_text
+    write_atomic(out / "grades.csv", grades_csv_text(summary.results, assignment.question_ids))  # for an LMS
     return summary
+
+
+def _others(jobs: list[Job], only: list[str], out: Path) -> set[str]:
+    """--only: the ids NOT named, whose existing results are kept as they are; an unknown id is an error."""
+    from .errors import UsageError
+    from .messages import near_miss
+    ids = {job.student for job in jobs}
+    unknown = [i for i in only if i not in ids]
+    if unknown:
+        hints = [f"{i} (did you mean {near_miss(i, sorted(ids))}?)" if near_miss(i, sorted(ids)) else i
+                 for i in unknown]
+        raise UsageError(f"--only: no submission with id {', '.join(hints)}; the ids are the result file names "
+                         f"in {out}")
+    return ids - set(only)
 
 
 def fingerprint(a: Assignment) -> str:
@@ -228,8 +270,9 @@ def summary_table(results: list[SubmissionResult], a: Assignment) -> str:
     rows = []
     for r in sorted(results, key=lambda r: r.student):
         per_q = r.by_question()
-        rows.append([r.student, f"{r.score:g}/{r.max_score:g}", *[f"{per_q.get(q, (0, 0))[0]:g}" for q in qs]]
-                    + (["(" + r.error.en[:60] + ")"] if r.error else []))
+        rows.append([clean(r.student, True), f"{r.score:g}/{r.max_score:g}",
+                     *[f"{per_q.get(q, (0, 0))[0]:g}" for q in qs]]
+                    + (["(" + clean(r.error.en, True)[:60] + ")"] if r.error else []))
     widths = [max(len(str(x)) for x in col) for col in zip(heads, *[row[:len(heads)] for row in rows])]
     fmt = lambda row: "  ".join(str(x).ljust(w) for x, w in zip(row, widths)) + (  # noqa: E731
         "  " + row[len(heads)] if len(row) > len(heads) else "")

@@ -15,7 +15,7 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 _libc = ctypes.CDLL(None, use_errno=True)
 _libc.syscall.restype = ctypes.c_long
@@ -211,6 +211,73 @@ def _pss_anon_kb(pid: int) -> int:
     return 0
 
 
+def _smaps_kb(pid: int, keys: tuple[bytes, ...]) -> int:
+    """Sum of the given fields of /proc/pid/smaps_rollup (kB)."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup", "rb") as f:
+            text = f.read()
+    except OSError:
+        return 0
+    total = 0
+    for key in keys:
+        at = text.find(key)
+        if at >= 0:
+            try:
+                total += int(text[at + len(key):].split()[0])
+            except (ValueError, IndexError):
+                pass
+    return total
+
+
+def _sysv_unattached_kb(own_namespace: bool, pids: set[int], uid: int | None) -> int:
+    """SysV segments no process has attached (attached ones are in the processes' Pss_Shmem already). With a
+    private IPC namespace every segment listed is the submission's; otherwise those its processes or uid made."""
+    try:
+        with open("/proc/sysvipc/shm") as f:
+            rows = f.read().splitlines()[1:]
+    except OSError:
+        return 0
+    total = 0
+    for row in rows:
+        v = row.split()
+        try:  # key shmid perms size cpid lpid nattch uid gid cuid cgid atime dtime ctime rss swap
+            size, cpid, nattch, cuid, rss = int(v[3]), int(v[4]), int(v[6]), int(v[9]), int(v[14])
+        except (IndexError, ValueError):
+            continue
+        if nattch == 0 and (own_namespace or cpid in pids or (uid is not None and cuid == uid)):
+            total += rss // 1024 if rss else 0
+    return total
+
+
+def _held_files(pids: list[int]) -> tuple[int, int]:
+    """(kB in memfds and deleted tmpfs/shm files, bytes in other deleted files) held open by `pids`: memory and
+    disk that no folder scan sees. Each file is counted once, whichever process holds it."""
+    seen: set[tuple[int, int]] = set()
+    mem = disk = 0
+    for pid in pids:
+        try:
+            fds = os.listdir(f"/proc/{pid}/fd")
+        except OSError:
+            continue
+        for fd in fds:
+            path = f"/proc/{pid}/fd/{fd}"
+            try:
+                target = os.readlink(path)
+                if not (target.startswith("/memfd:") or target.endswith(" (deleted)")):
+                    continue
+                st = os.stat(path)
+            except OSError:
+                continue
+            if (st.st_dev, st.st_ino) in seen or not (st.st_mode & 0o170000 == 0o100000):
+                continue
+            seen.add((st.st_dev, st.st_ino))
+            if target.startswith(("/memfd:", "/dev/shm/", "/SYSV")):
+                mem += st.st_blocks // 2
+            else:
+                disk += st.st_blocks * 512
+    return mem, disk
+
+
 def _disk_usage(path: str, max_entries: int) -> tuple[int, int]:
     """Bytes allocated below `path` and the number of entries seen (counting stops at max_entries)."""
     used, seen, todo = 0, 0, [path]
@@ -234,40 +301,306 @@ def _disk_usage(path: str, max_entries: int) -> tuple[int, int]:
 
 
 class Watchdog:
-    """Run by the keeper a few times a second: one memory budget for all of a submission's processes together
-    (each process alone is already held by RLIMIT_DATA), one disk budget for its scratch folder, and one CPU
-    budget (a core and a quarter, averaged over a few seconds: the worker itself is single-threaded, so only
-    threads or processes that spin get there, and they would starve the submissions graded next to it)."""
+    """Run by the keeper a few times a second: one memory budget for all of a submission's processes together,
+    one disk budget for its scratch folder, and one CPU budget (a core and a quarter, averaged over a few
+    seconds: the worker itself is single-threaded, so only threads or processes that spin get there, and they
+    would starve the submissions graded next to it).
+
+    Memory: with a cgroup (see MemoryCgroup) the kernel counts everything and the watchdog only asks whether
+    the limit was hit. Polled otherwise: proportional anonymous and shared memory (shared mmap, attached SysV,
+    mapped memfds) of every process, plus unattached SysV segments and memfds held only by a descriptor.
+    Disk: a tmpfs scratch is limited by the kernel (nothing to poll); a plain folder is scanned, and deleted
+    files still held open are added."""
 
     MAX_ENTRIES = 20000
     CPU_WINDOW = 5.0  # seconds: long enough that a burst (a fork bomb that gives up) is not a hog
 
-    def __init__(self, memory_mb: int, disk_mb: int, scratch: str, cpu_cores: float = 1.25):
+    def __init__(self, memory_mb: int, disk_mb: int, scratch: str, cpu_cores: float = 1.25,
+                 cgroup: "MemoryCgroup | None" = None, tmpfs: bool = False, own_ipc: bool = False,
+                 uid: int | None = None):
         self.memory_mb, self.disk_mb, self.scratch, self.cpu_cores = memory_mb, disk_mb, scratch, cpu_cores
+        self.cgroup, self.tmpfs, self.own_ipc, self.uid = cgroup, tmpfs, own_ipc, uid
         # Pages inherited from the zygote (torch and all) are shared, not the submission's: allow for them once.
         self.memory_kb = memory_mb * 1024 + _status_kb(os.getpid(), b"RssAnon:")
         self.cpu: list[tuple[float, int]] = []  # (time, total ticks) over the last CPU_WINDOW
 
+    def _polled_memory_kb(self, procs: list[int]) -> int:
+        # RssAnon + RssShmem count every shared page in full: an upper bound, refined only when high.
+        rough = sum(_status_kb(p, b"RssAnon:") + _status_kb(p, b"RssShmem:") for p in procs)
+        extra = _sysv_unattached_kb(self.own_ipc, set(procs), self.uid) + _held_files(procs)[0]
+        if rough + extra <= self.memory_kb:
+            return rough + extra
+        return sum(_smaps_kb(p, (b"Pss_Anon:", b"Pss_Shmem:")) for p in procs) + extra
+
     def check(self) -> dict[str, Any] | None:
         """None while within budget, else how the submission went over (the keeper then kills it)."""
         procs, ticks = _process_tree(os.getpid())
-        if len(procs) > 1:  # a single process cannot pass RLIMIT_DATA; only count when it has company
-            # RssAnon counts every shared page in full, so it is an upper bound worth refining only when high.
-            if sum(_status_kb(p, b"RssAnon:") for p in procs) > self.memory_kb:
-                used = sum(_pss_anon_kb(p) for p in procs)
-                if used > self.memory_kb:
-                    return {"how": "memory", "limit_mb": self.memory_mb, "processes": len(procs)}
+        if self.cgroup is not None:
+            if self.cgroup.over():
+                return {"how": "memory", "limit_mb": self.memory_mb, "processes": len(procs)}
+        elif procs and self._polled_memory_kb(procs) > self.memory_kb:
+            return {"how": "memory", "limit_mb": self.memory_mb, "processes": len(procs)}
         now = time.monotonic()
         self.cpu = [(t, n) for t, n in self.cpu if now - t <= self.CPU_WINDOW + 0.3] + [(now, ticks)]
         t0, n0 = self.cpu[0]
         if now - t0 >= self.CPU_WINDOW and (ticks - n0) / _HZ / (now - t0) > self.cpu_cores:
             return {"how": "cpu", "cores": round((ticks - n0) / _HZ / (now - t0), 1), "limit": self.cpu_cores,
                     "processes": len(procs)}
-        used, seen = _disk_usage(self.scratch, self.MAX_ENTRIES)
-        if used > self.disk_mb * 1024 * 1024 or seen >= self.MAX_ENTRIES:
-            return {"how": "disk", "limit_mb": self.disk_mb, "files": seen}
+        if self.tmpfs:
+            try:
+                st = os.statvfs(self.scratch)
+                if st.f_bfree == 0 or st.f_ffree == 0:  # full: the kernel refuses more, the submission stops
+                    return {"how": "disk", "limit_mb": self.disk_mb, "files": st.f_files - st.f_ffree}
+            except OSError:
+                pass
+        else:
+            used, seen = _disk_usage(self.scratch, self.MAX_ENTRIES)
+            used += _held_files(procs)[1]
+            if used > self.disk_mb * 1024 * 1024 or seen >= self.MAX_ENTRIES:
+                return {"how": "disk", "limit_mb": self.disk_mb, "files": seen}
         return None
 
 
 def project_root() -> str:
     return str(Path(__file__).resolve().parent.parent)
+
+
+# ---------------------------------------------------------------------------------------------- namespaces, mounts
+
+CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC, CLONE_NEWNET = 0x00020000, 0x04000000, 0x08000000, 0x40000000
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 1, 2, 4, 32, 4096, 16384, 1 << 18
+_libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
+_libc.unshare.argtypes = [ctypes.c_int]
+
+
+def _check(ret: int, what: str) -> None:
+    if ret != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"{what}: {os.strerror(err)}")
+
+
+def mount(source: str | None, target: str, fstype: str | None, flags: int = 0, data: str | None = None) -> None:
+    enc = lambda s: None if s is None else os.fsencode(s)  # noqa: E731
+    _check(_libc.mount(enc(source), enc(target), enc(fstype), flags, enc(data)), f"mount {target}")
+
+
+def private_namespaces() -> str:
+    """Give this process (the keeper) and all it forks their own IPC, network, mount and UTS namespaces (root).
+
+    SysV and POSIX IPC objects, abstract Unix sockets, network interfaces and mounts made inside then belong to
+    the submission alone and are destroyed by the kernel when its last process ends. Returns the namespaces
+    obtained ("ipc,net,mnt,uts" when all), each tried alone where the kernel refuses them together (a container
+    may allow some), or "none" (not root, or no namespace at all).
+
+    Not root, nothing is tried: a user namespace would be needed, and a half-made one (uid map refused) would
+    leave the worker unable to use its own files; a non-root run is a student checking their own code."""
+    if os.geteuid() != 0:
+        return "none"
+    names = (("ipc", CLONE_NEWIPC), ("net", CLONE_NEWNET), ("mnt", CLONE_NEWNS), ("uts", CLONE_NEWUTS))
+    if _libc.unshare(CLONE_NEWIPC | CLONE_NEWNET | CLONE_NEWNS | CLONE_NEWUTS) == 0:
+        got = [n for n, _ in names]
+    else:
+        got = [n for n, flag in names if _libc.unshare(flag) == 0]
+    if "mnt" in got:
+        try:
+            # Mounts made from here on must not propagate back to the grader's namespace.
+            mount(None, "/", None, MS_REC | MS_PRIVATE)
+        except OSError:
+            got.remove("mnt")  # the namespace exists but must not be used for mounts
+    return ",".join(got) or "none"
+
+
+def scratch_tmpfs(scratch: str, size_mb: int, uid: int | None, max_entries: int) -> bool:
+    """Mount a size-limited tmpfs on `scratch` (in this process's private mount namespace), owned by the worker.
+
+    Everything the submission writes counts against `size_mb`, unlinked-but-open files included, and a full
+    scratch cannot touch the disk that holds the results. It disappears with the namespace."""
+    owner = uid if uid is not None else os.geteuid()
+    gid = uid if uid is not None else os.getegid()
+    opts = f"size={size_mb}m,nr_inodes={max_entries},mode=0700,uid={owner},gid={gid}"
+    try:
+        mount("tmpfs", scratch, "tmpfs", MS_NOSUID | MS_NODEV, opts)
+    except OSError:
+        return False
+    # POSIX shared memory (/dev/shm) of its own, so that nothing it puts there is seen by or outlives it.
+    try:
+        mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, f"size={size_mb}m,nr_inodes=1000,mode=1777")
+    except OSError:
+        pass
+    return True
+
+
+def _traversable(path: str, uid: int) -> bool:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return True  # nothing to expose
+    if st.st_uid == uid:
+        return bool(st.st_mode & 0o100)
+    return bool(st.st_mode & 0o001)
+
+
+def expose_python(paths: list[str], uid: int) -> list[str]:
+    """Make Python's own folders reachable by the worker's uid when one of their ancestors is not (e.g. an
+    interpreter installed under /root, mode 700, as on Gradescope). In this private mount namespace, the first
+    blocked ancestor is covered by an empty tmpfs in which only the paths to those folders exist, each a
+    read-only bind mount of the real folder: nothing else of the hidden directory becomes visible, and
+    Landlock still decides what may be read. Returns the folders exposed. Root only."""
+    exposed: list[str] = []
+    for _ in range(4):  # a bound folder may itself hold a blocked folder on the way to another path
+        blocked: dict[str, list[str]] = {}
+        for p in sorted(set(paths)):
+            parts = p.split(os.sep)
+            for i in range(2, len(parts) + 1):
+                anc = os.sep.join(parts[:i]) or os.sep
+                if not _traversable(anc, uid):
+                    if anc != p:  # the folder itself unreadable: binding it elsewhere would not help
+                        blocked.setdefault(anc, []).append(p)
+                    break
+        if not blocked:
+            break
+        for anc, inner in blocked.items():
+            fds = {}
+            # A folder inside another one bound here comes along with it.
+            inner = [p for p in inner if not any(q != p and _inside(p, q) for q in inner)]
+            for p in inner:
+                try:
+                    fds[p] = os.open(p, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+                except OSError:
+                    pass
+            try:
+                mount("tmpfs", anc, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,nr_inodes=4096,mode=0755")
+                for p, fd in fds.items():
+                    os.makedirs(p, 0o755, exist_ok=True)
+                    mount(f"/proc/self/fd/{fd}", p, None, MS_BIND | MS_REC)
+                    mount(None, p, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
+                    exposed.append(p)
+            except OSError:
+                pass
+            finally:
+                for fd in fds.values():
+                    os.close(fd)
+        paths = [p for p in paths if not any(_inside(p, e) for e in exposed)]
+    return exposed
+
+
+# ---------------------------------------------------------------------------------------------- memory cgroup
+
+def _own_cgroup() -> tuple[str, str] | None:
+    """(folder of this process's memory cgroup, "cgroup-v1" or "cgroup-v2"), if the controller is mounted."""
+    try:
+        with open("/proc/self/cgroup") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        if "memory" in controllers.split(","):
+            base = "/sys/fs/cgroup/memory"
+            if os.path.exists(os.path.join(base, "memory.limit_in_bytes")):
+                return os.path.join(base, path.lstrip("/")), "cgroup-v1"
+    for line in lines:
+        if line.startswith("0::"):
+            folder = os.path.join("/sys/fs/cgroup", line[3:].lstrip("/"))
+            if os.path.exists(os.path.join(folder, "cgroup.controllers")):
+                return folder, "cgroup-v2"
+    return None
+
+
+class MemoryCgroup:
+    """One memory cgroup per submission: everything its processes hold (anonymous, shared, memfd, tmpfs, SysV)
+    is charged to it. v1: the OOM killer is disabled, so processes stall at the limit and the keeper kills the
+    whole tree; v2: memory.oom.group kills the whole group at once. The keeper itself stays outside."""
+
+    def __init__(self, folder: str, mode: str):
+        self.folder, self.mode = folder, mode
+
+    @classmethod
+    def create(cls, name: str, limit_mb: int) -> "MemoryCgroup | None":
+        own = _own_cgroup()
+        if own is None:
+            return None
+        parent, mode = own
+        folder = os.path.join(parent, name)
+        try:
+            os.mkdir(folder)
+        except FileExistsError:
+            pass
+        except OSError:
+            return None
+        cg = cls(folder, mode)
+        limit = str(limit_mb * 1024 * 1024)
+        try:
+            if mode == "cgroup-v1":
+                cg._write("memory.limit_in_bytes", limit)
+                if os.path.exists(os.path.join(folder, "memory.memsw.limit_in_bytes")):
+                    cg._write("memory.memsw.limit_in_bytes", limit)  # no escape into swap
+                cg._write("memory.oom_control", "1")
+            else:
+                cg._write("memory.max", limit)
+                for key, value in (("memory.swap.max", "0"), ("memory.oom.group", "1")):
+                    try:
+                        cg._write(key, value)
+                    except OSError:
+                        pass
+        except OSError:
+            cg.remove()
+            return None
+        return cg
+
+    def _write(self, key: str, value: str) -> None:
+        with open(os.path.join(self.folder, key), "w") as f:
+            f.write(value)
+
+    def _read(self, key: str) -> str:
+        try:
+            with open(os.path.join(self.folder, key)) as f:
+                return f.read()
+        except OSError:
+            return ""
+
+    def join(self, pid: int = 0) -> bool:
+        try:
+            self._write("cgroup.procs", str(pid or os.getpid()))
+            return True
+        except OSError:
+            return False
+
+    def over(self) -> bool:
+        """Whether the submission hit the limit (v1: a process is stalled waiting for memory; v2: OOM kill)."""
+        # Reaching the limit at all counts (failcnt, "max"): a submission within budget never gets near it, and a
+        # hoard that the kernel refused (ENOMEM from a memfd write) must not go on to earn points.
+        if self.mode == "cgroup-v1":
+            fields = dict(line.split() for line in self._read("memory.oom_control").splitlines() if " " in line)
+            return fields.get("under_oom") == "1" or fields.get("oom_kill", "0") != "0" \
+                or self._read("memory.failcnt").strip() not in ("", "0")
+        fields = dict(line.split() for line in self._read("memory.events").splitlines() if " " in line)
+        return any(fields.get(k, "0") != "0" for k in ("max", "oom", "oom_kill", "oom_group_kill"))
+
+    def remove(self) -> bool:
+        for _ in range(200):  # processes killed a moment ago may still be leaving the group
+            try:
+                os.rmdir(self.folder)
+                return True
+            except FileNotFoundError:
+                return True
+            except OSError:
+                time.sleep(0.01)
+        return False
+
+
+def remove_stale_cgroups(prefix: str, live: Callable[[int], bool]) -> None:
+    """Remove cgroups named `prefix<pid>` whose keeper is gone (a grader killed before it cleaned up)."""
+    own = _own_cgroup()
+    if own is None:
+        return
+    try:
+        names = os.listdir(own[0])
+    except OSError:
+        return
+    for n in names:
+        if n.startswith(prefix) and n[len(prefix):].isdigit() and not live(int(n[len(prefix):])):
+            try:
+                os.rmdir(os.path.join(own[0], n))
+            except OSError:
+                pass

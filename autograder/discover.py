@@ -1,6 +1,7 @@
 """Find the submissions in a folder: one entry per student, a file or a folder holding one gradable file."""
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -9,6 +10,7 @@ from .assignment import Assignment
 from .errors import UsageError
 from .messages import Message
 from .plugin import Job
+from .safetext import shown_name
 
 GRADABLE = (".py", ".ipynb")
 # Never the student's answer, even when it is the only .py in a folder: these would shadow real modules
@@ -19,8 +21,23 @@ EXPORT_METADATA = "submission_metadata.yml"
 
 
 def student_id(name: str) -> str:
-    clean = re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("._") or "submission"
+    """A name safe for a result file: ASCII letters, digits, `.`, `_`, `-`; the original stays in the result."""
+    clean = re.sub(r"[^A-Za-z0-9._-]+", "_", shown_name(name)).strip("._") or "submission"
     return clean[:100]
+
+
+def entry_id(name: str) -> str:
+    """student_id() of a file or folder name; a name with no ASCII letters or digits at all (e.g. Korean, or CP949
+    bytes from a Windows zip) gets a short hash of its bytes, so ids do not depend on the order of entries."""
+    sid = student_id(name)
+    if sid == "submission" and name not in ("submission", "submission.py", "submission.ipynb"):
+        import hashlib
+        try:
+            raw = os.fsencode(name)
+        except UnicodeEncodeError:
+            raw = name.encode("utf-8", "replace")
+        sid = "student-" + hashlib.sha256(raw).hexdigest()[:8]
+    return sid
 
 
 def pick_file(folder: Path, assignment: Assignment) -> tuple[Path | None, Message | None]:
@@ -30,7 +47,7 @@ def pick_file(folder: Path, assignment: Assignment) -> tuple[Path | None, Messag
     named = [p for p in files if p.name in assignment.files]
     if len(named) == 1:
         return named[0], None
-    rel = lambda ps: ", ".join(str(p.relative_to(folder)) for p in ps)  # noqa: E731
+    rel = lambda ps: ", ".join(shown_name(str(p.relative_to(folder))) for p in ps)  # noqa: E731
     if len(named) > 1:
         return None, Message(
             f"The submission holds several files the grader could grade ({rel(named)}); submit only one of "
@@ -67,15 +84,16 @@ def entries(root: Path, assignment: Assignment) -> list[tuple[Job, dict[str, Any
             continue
         info = meta.get(entry.name)
         sid = export_id(info) if info else ""
-        sid = sid or student_id(entry.stem if entry.is_file() else entry.name)
+        sid = sid or entry_id(entry.stem if entry.is_file() else entry.name)
         seen[sid] = seen.get(sid, 0) + 1
         if seen[sid] > 1:
             sid = f"{sid}-{seen[sid]}"
-        origin: dict[str, Any] = {"folder": entry.name, **(info or {})}
+        shown = shown_name(entry.name)  # entry.name keeps the bytes (surrogateescape); people read this
+        origin: dict[str, Any] = {"folder": shown, **(info or {})}
         if entry.is_symlink():  # it could point anywhere the grader may read (the reference, another student)
             out.append((Job(sid, None, Message(
-                f"{entry.name} is a symbolic link; only regular files and folders are graded.",
-                f"{entry.name}은(는) 심볼릭 링크입니다. 일반 파일과 폴더만 채점합니다.")), origin))
+                f"{shown} is a symbolic link; only regular files and folders are graded.",
+                f"{shown}은(는) 심볼릭 링크입니다. 일반 파일과 폴더만 채점합니다.")), origin))
         elif entry.is_dir():
             path, err = pick_file(entry, assignment)
             out.append((Job(sid, path, err), origin))
@@ -83,8 +101,8 @@ def entries(root: Path, assignment: Assignment) -> list[tuple[Job, dict[str, Any
             out.append((Job(sid, entry), origin))
         else:
             out.append((Job(sid, None, Message(
-                f"{entry.name} is not a .py or .ipynb file and cannot be graded.",
-                f"{entry.name}은(는) .py나 .ipynb 파일이 아니어서 채점할 수 없습니다.")), origin))
+                f"{shown} is not a .py or .ipynb file and cannot be graded.",
+                f"{shown}은(는) .py나 .ipynb 파일이 아니어서 채점할 수 없습니다.")), origin))
     return out
 
 

@@ -43,7 +43,8 @@ def main() -> None:
         a = replace(a, limits=replace(a.limits, total_timeout=timeout))
 
     def report(r: SubmissionResult) -> None:
-        out.write(json.dumps({"result": r.to_dict()}, ensure_ascii=False) + "\n")
+        # ASCII on the wire: a stray surrogate (from a file name) must not break the pipe's UTF-8 encoding.
+        out.write(json.dumps({"result": r.to_dict()}) + "\n")
 
     import torch
     torch.set_num_threads(1)  # N grader processes and N workers share the cores; intra-op threads only contend

@@ -24,6 +24,7 @@ from .errors import SubmissionFormatError
 from .messages import Message, near_miss
 from .proxy import Submission
 from .results import CheckResult, SubmissionResult, write_atomic
+from .safetext import shown_name
 from .sandbox import Zygote, claim_uid, is_root, make_scratch, remove_scratch
 from .source import read
 
@@ -62,6 +63,7 @@ class GradingPlugin:
         self.collect_errors: list[str] = []
         self.scratch: str | None = None
         self.job_options: dict[str, Any] = {}
+        self._public_cache: dict[str, bool] = {}
 
     # ------------------------------------------------------------------ fixture and metadata
 
@@ -81,7 +83,12 @@ class GradingPlugin:
         return getattr(fn, "__grade__", None)
 
     def _public(self, item: pytest.Item) -> bool:
-        return Path(str(item.path)).resolve().is_relative_to(self.assignment.public_dir.resolve())
+        # Asked several times per check and submission; resolving paths each time cost thousands of stat calls.
+        public = self._public_cache.get(item.nodeid)
+        if public is None:
+            public = Path(str(item.path)).resolve().is_relative_to(self.assignment.public_dir.resolve())
+            self._public_cache[item.nodeid] = public
+        return public
 
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
         items[:] = [i for i in items if self._meta(i) is not None]
@@ -167,7 +174,7 @@ class GradingPlugin:
 
     def _begin(self, job: Job) -> SubmissionResult:
         a = self.assignment
-        result = SubmissionResult(student=job.student, submission=job.path.name if job.path else "",
+        result = SubmissionResult(student=job.student, submission=shown_name(job.path.name) if job.path else "",
                                   assignment=a.name, questions=a.question_ids)
         self.records = {}
         self.current = None
@@ -232,8 +239,9 @@ class GradingPlugin:
     def _finish(self, result: SubmissionResult, items: list[pytest.Item], started: float) -> SubmissionResult:
         if self.current is not None:
             self.current.close()
+            result.sandbox = dict(self.current.modes)
         if self.scratch is not None:
-            remove_scratch(self.scratch)
+            remove_scratch(self.scratch, self.uid)
             self.scratch = None
         for item in items:
             rec = self.records.get(item.nodeid)

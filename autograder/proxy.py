@@ -1,6 +1,7 @@
 """The only way a check reaches student code: `sub` sends requests to the worker and gets plain data back."""
 from __future__ import annotations
 
+import os
 import time
 from typing import Any, Callable
 
@@ -11,6 +12,43 @@ from .sandbox import Limits, WorkerLost, WorkerProcess, WorkerTimeout
 from .source import Source
 
 MAX_RESTARTS = 3
+
+
+class EnvironmentFailure(RuntimeError):
+    """The worker could not import a module that the grader's own Python can: the installation is not reachable
+    from the sandbox (e.g. an interpreter under a mode-700 home). The grader's failure, reported to staff."""
+
+
+def _env_failure(err: dict[str, Any]) -> str | None:
+    """The module name when `err` (from the worker) is an import failure of a module installed with the
+    grader's Python (looked up on disk, nothing is imported); None when it is the student's own doing."""
+    import re
+    import sys
+    from importlib.machinery import PathFinder
+    if err.get("type") not in ("ModuleNotFoundError", "ImportError"):
+        return None
+    m = re.search(r"No module named '([\w.]+)'", str(err.get("message", "")))
+    if not m:
+        return None
+    roots = [os.path.realpath(p) for p in {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}]
+    path = None
+    for i, part in enumerate(m.group(1).split(".")):
+        if i == 0 and part in sys.builtin_module_names:
+            return m.group(1)
+        try:
+            spec = PathFinder.find_spec(part, path)
+        except Exception:
+            return None
+        if spec is None:
+            return None
+        where = spec.origin if spec.origin not in (None, "namespace") else \
+            next(iter(spec.submodule_search_locations or []), "")
+        if i == 0 and not any(os.path.realpath(where or "/").startswith(r + os.sep) for r in roots):
+            return None  # not part of the installation (e.g. the project's own reference folder)
+        path = spec.submodule_search_locations
+        if path is None:
+            break
+    return m.group(1)
 
 
 def _exc_text(err: dict[str, Any]) -> tuple[str, str]:
@@ -90,6 +128,7 @@ class Submission:
         self.output: list[str] = []  # student prints since the last take_output()
         self.output_dropped = 0
         self.ended: list[dict[str, Any]] = []  # how each worker ended
+        self.modes: dict[str, str] = {}  # which containment ran for its worker (see sandbox._isolate)
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -99,6 +138,7 @@ class Submission:
             raise CheckFailure(self.fatal)
         self.worker = self.spawn()
         self.generation += 1
+        self.modes = dict(getattr(self.worker, "modes", {}) or {})
         cells = [{"code": c.code, "label": c.label} for c in self.source.cells]
         try:
             loaded = self._raw("load", {"cells": cells}, loading=True)
@@ -122,6 +162,11 @@ class Submission:
         if self.generation == 1:
             self.names = dict(loaded.get("names", {}))
             self.load_errors = list(loaded.get("errors", []))
+        for err in loaded.get("errors", []):
+            missing = _env_failure(err)
+            if missing:
+                raise EnvironmentFailure(f"the worker could not import {missing!r} while loading the submission, "
+                                         f"but the grader's Python can: {err}")
 
     def close(self) -> None:
         if self.worker is not None:
@@ -213,6 +258,10 @@ class Submission:
                 raise CheckFailure(self.fatal)
             return value
         except RemoteError as e:
+            missing = _env_failure(e.err)
+            if missing:  # not the student's error: the check ends as the grader's, with details for staff
+                raise EnvironmentFailure(f"the worker could not import {missing!r} in `{what}`, but the grader's "
+                                         f"Python can: {e.err}") from None
             en, ko = _exc_text(e.err)
             if e.err.get("type") == "NotImplementedError":
                 detail = str(e.err.get("message", ""))[:160]

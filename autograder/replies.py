@@ -78,5 +78,5 @@ def well_formed(op: str, value: Any) -> bool:
     check = SCHEMAS.get(op)
     try:
         return check is None or bool(check(value))
-    except RecursionError:
+    except Exception:  # RecursionError on deep nesting, or anything else odd data provokes
         return False

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from .messages import Message
+from .safetext import clean, clean_data
 
 
 @dataclass
@@ -42,6 +43,7 @@ class SubmissionResult:
     sha256: str = ""
     origin: dict[str, Any] = field(default_factory=dict)  # where it came from: folder, export submitters
     grader: str = ""  # fingerprint of the checks and options that produced it (batch resume compares it)
+    sandbox: dict[str, str] = field(default_factory=dict)  # containment that ran: namespaces, scratch, memory
     exam: dict[str, Any] = field(default_factory=dict)  # exams: variant, late minutes, penalty (exam.py)
 
     @property
@@ -80,7 +82,7 @@ class SubmissionResult:
                    staff=d.get("staff", ""), duration=d.get("duration", 0.0),
                    questions=list(d.get("questions", [])), sha256=d.get("sha256", ""),
                    origin=dict(d.get("origin") or {}), grader=str(d.get("grader", "")),
-                   exam=dict(d.get("exam") or {}))
+                   sandbox=dict(d.get("sandbox") or {}), exam=dict(d.get("exam") or {}))
 
 
 # ---------------------------------------------------------------------------------------------- Gradescope
@@ -119,13 +121,14 @@ def to_gradescope(r: SubmissionResult, lang: str = "en") -> dict[str, Any]:
         tests.append({"name": "[staff] autograder details", "score": 0, "max_score": 0, "status": "failed",
                       "output": r.staff, "output_format": "text", "tags": ["staff"], "visibility": "hidden"})
     notes = "\n".join(n.text(lang) for n in r.notes)
-    return {"score": r.score, "execution_time": round(r.duration, 3), "output": notes, "output_format": "text",
+    # Last line of defence for text that reached a result another way than the worker protocol (file names).
+    return clean_data({"score": r.score, "execution_time": round(r.duration, 3), "output": notes, "output_format": "text",
             "visibility": "visible", "stdout_visibility": "hidden",
             "extra_data": {"student": r.student, "submission": r.submission, "assignment": r.assignment,
                            "max_score": r.max_score, "questions": {q: list(v) for q, v in r.by_question().items()},
-                           "sha256": r.sha256, "origin": r.origin,
+                           "sha256": r.sha256, "origin": r.origin, "sandbox": r.sandbox,
                            **({"late": r.late} if r.late is not None else {})},
-            "tests": tests}
+            "tests": tests})
 
 
 # ---------------------------------------------------------------------------------------------- CSV and files
@@ -138,10 +141,28 @@ def csv_text(results: list[SubmissionResult], questions: list[str]) -> str:
                + (["late"] if timed else []))
     for r in sorted(results, key=lambda r: r.student):
         per_q = r.by_question()
-        w.writerow([r.student, r.submission, r.score, r.max_score,
+        w.writerow([clean(r.student, True), clean(r.submission, True), r.score, r.max_score,
                     *[per_q.get(q, (0.0, 0.0))[0] for q in questions],
-                    r.error.en if r.error else "", r.origin.get("folder", "")]
+                    clean(r.error.en, True) if r.error else "", clean(r.origin.get("folder", ""), True)]
                    + ([f"{r.late:g}" if r.late is not None else ""] if timed else []))
+    return buf.getvalue()
+
+
+def grades_csv_text(results: list[SubmissionResult], questions: list[str]) -> str:
+    """grades.csv, for an LMS import: one row per student (a group submission: one per member, same scores)
+    with sid, email and name when a Gradescope export supplied them. A submission that could not be graded
+    has an empty total, not a 0: the instructor decides, the grader's failure never reads as a score."""
+    buf = io.StringIO()
+    w = csv.writer(buf)
+    w.writerow(["sid", "email", "name", "student", "total", *questions, "status"])
+    for r in sorted(results, key=lambda r: r.student):
+        per_q = r.by_question()
+        scores = [""] * (1 + len(questions)) if r.error else [r.score, *[per_q.get(q, (0.0, 0.0))[0]
+                                                                          for q in questions]]
+        status = "not graded: " + r.error.en if r.error else ""
+        people = [p for p in r.origin.get("submitters", []) if isinstance(p, dict)] or [{}]
+        for p in people:
+            w.writerow([p.get("sid", ""), p.get("email", ""), p.get("name", ""), r.student, *scores, status])
     return buf.getvalue()
 
 
@@ -166,7 +187,7 @@ def write_atomic(path: Path, text: str) -> None:
 def write_result(out_dir: Path, r: SubmissionResult, lang: str) -> Path:
     path = out_dir / f"{r.student}.json"
     gs = to_gradescope(r, lang)
-    gs["extra_data"]["internal"] = r.to_dict()  # lets a resumed batch rebuild the CSV without re-grading
+    gs["extra_data"]["internal"] = clean_data(r.to_dict())  # a resumed batch rebuilds the CSV from it
     write_atomic(path, json.dumps(gs, ensure_ascii=False, indent=1))
     return path
 
@@ -204,4 +225,4 @@ def table(r: SubmissionResult, lang: str = "en", show_passed: bool = False) -> s
         lines.append(f"[{tag}] {c.question}: {c.name} ({c.score:g}/{c.points:g})")
         if text:
             lines.append("       " + text.replace("\n", "\n       "))
-    return "\n".join(lines)
+    return clean("\n".join(lines))

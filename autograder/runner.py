@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import sys
+import warnings
 from typing import Callable, Iterable
 
 from .assignment import PROJECT_ROOT, Assignment
@@ -20,9 +21,12 @@ def grade(assignment: Assignment, jobs: Iterable[Job], on_result: Callable[[Subm
     protect(assignment.private)
     plugin = GradingPlugin(assignment, jobs, on_result=on_result, public_only=public_only, zygote=zygote)
     args = [str(d) for d in assignment.check_dirs(public_only) if d.is_dir()]
-    args += ["-s", "-p", "no:terminal", "-p", "no:cacheprovider", "-p", "no:stepwise",
-             "--import-mode=importlib", f"--rootdir={assignment.dir}", f"--confcutdir={assignment.dir.parent}",
-             "-o", "addopts=", "-W", "ignore::pytest.PytestAssertRewriteWarning"]
+    # No log capture and no warning capture: each wraps every phase of every check (about 9% of a grader's
+    # time on ~200 tiny checks per submission), and checks report through their results, not logs or warnings.
+    args += ["-s", "-p", "no:terminal", "-p", "no:cacheprovider", "-p", "no:stepwise", "-p", "no:logging",
+             "-p", "no:warnings", "--import-mode=importlib", f"--rootdir={assignment.dir}",
+             f"--confcutdir={assignment.dir.parent}", "-o", "addopts="]
+    warnings.filterwarnings("ignore", category=pytest.PytestAssertRewriteWarning)
     code = pytest.main(args, plugins=[plugin])
     if code not in (0, 1):
         raise RuntimeError(f"the grading session ended with pytest exit code {int(code)}")

@@ -6,6 +6,10 @@ Process tree (the grader holds the hidden checks and never forks student code it
                               └─ keeper   one per submission; child subreaper, so every descendant stays below it
                                    └─ worker   rlimits, scratch folder, other uid when run as root, runs the code
 
+As root, the keeper first moves into its own IPC, network, mount and UTS namespaces, mounts a tmpfs scratch and
+makes Python's folders reachable, and creates a memory cgroup for the worker (see _isolate); everything the
+submission creates there dies with the keeper.
+
 The zygote is started with `python -I`, so it never sees the grader's memory, and a fork costs milliseconds
 instead of the seconds an `import torch` costs.
 """
@@ -37,6 +41,8 @@ LOCK_DIR = "/run/attention-grader"
 _claimed: dict[int, int] = {}  # uid -> fd of the lock that reserves it for this process
 _libc = ctypes.CDLL(None, use_errno=True)
 MAX_REPLY_HEAD = 16 * 1024 * 1024  # JSON part of a worker's reply; tensors travel outside it
+CGROUP_PREFIX = "attention-grader-"  # memory cgroups are named after their keeper's pid
+CGROUP_OVERHEAD_MB = 128  # the worker's own runtime in its cgroup: zygote pages it writes to, files it reads
 
 
 @dataclass(frozen=True)
@@ -80,6 +86,7 @@ def claim_uid() -> int:
             continue
         _claimed[uid] = fd
         kill_uid(uid)  # leftovers of a grader that died without cleaning up
+        confine.remove_stale_cgroups(CGROUP_PREFIX, lambda pid: os.path.exists(f"/proc/{pid}"))
         return uid
     raise RuntimeError("no free worker uid: too many grading processes on this machine")
 
@@ -220,9 +227,34 @@ def _become_worker(spec: dict[str, Any], wsock: socket.socket, keeper_pid: int) 
     os.register_at_fork(after_in_child=lambda: os._exit(0))
     # Last step before student code: read only Python's own folders, write only the scratch folder (Landlock).
     from . import worker
-    worker.SANDBOX.update(memory_mb=lim["memory_mb"], uid=uid,
+    worker.SANDBOX.update(memory_mb=lim["memory_mb"], disk_mb=lim["disk_mb"], uid=uid, modes=spec.get("modes", {}),
                           landlock=confine.landlock(scratch, confine.read_paths(confine.project_root())))
     Worker(wsock, output_limit=lim["output_kb"] * 1024).serve()
+
+
+def _isolate(spec: dict[str, Any], me: int) -> tuple[dict[str, str], "confine.MemoryCgroup | None"]:
+    """In the keeper, before the worker is forked (and as root, before anyone drops privileges): private
+    namespaces, a tmpfs scratch, Python's folders made reachable, a memory cgroup. Each step that the kernel or
+    our privileges refuse falls back, and the returned modes say what ran (they end up in the result)."""
+    lim, scratch, uid = spec["limits"], spec["scratch"], spec.get("uid")
+    modes: dict[str, str] = {}
+    ns = confine.private_namespaces() if spec.get("isolate", True) else "none"
+    modes["namespaces"] = ns
+    tmpfs = "mnt" in ns.split(",") and confine.scratch_tmpfs(scratch, lim["disk_mb"], uid,
+                                                             confine.Watchdog.MAX_ENTRIES)
+    modes["scratch"] = "tmpfs" if tmpfs else "folder"
+    if uid is not None and "mnt" in ns.split(","):
+        exposed = confine.expose_python(confine.read_paths(confine.project_root()), uid)
+        modes["python"] = "bind-mounted: " + ", ".join(exposed) if exposed else "reachable"
+    cg = None
+    if is_root() and spec.get("isolate", True):
+        # The tmpfs scratch is charged to the cgroup too, so it gets room on top of the memory budget.
+        cg = confine.MemoryCgroup.create(f"{CGROUP_PREFIX}{me}",
+                                         lim["memory_mb"] + (lim["disk_mb"] if tmpfs else 0) + CGROUP_OVERHEAD_MB)
+    modes["memory"] = cg.mode if cg is not None else "polled"
+    if cg is not None:
+        modes["cgroup"] = os.path.basename(cg.folder)
+    return modes, cg
 
 
 def _keeper(spec: dict[str, Any], wsock: socket.socket, ksock: socket.socket) -> None:
@@ -231,6 +263,12 @@ def _keeper(spec: dict[str, Any], wsock: socket.socket, ksock: socket.socket) ->
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     me = os.getpid()
+    try:
+        modes, cg = _isolate(spec, me)
+    except Exception as e:  # a kernel refusing something in a way not foreseen: grade with the polled budgets
+        modes, cg = {"namespaces": "unknown", "scratch": "folder", "memory": "polled",
+                     "error": f"{type(e).__name__}: {e}"[:200]}, None
+    spec = {**spec, "modes": modes}
     pid = os.fork()
     if pid == 0:
         try:
@@ -239,7 +277,14 @@ def _keeper(spec: dict[str, Any], wsock: socket.socket, ksock: socket.socket) ->
         finally:
             os._exit(0)
     wsock.close()
-    protocol.send(ksock, {"keeper": me, "worker": pid})
+    # The worker waits for its first request, which comes only after this hello: it is in the cgroup before
+    # any student code runs.
+    if cg is not None and not cg.join(pid):
+        cg.remove()
+        cg, modes["memory"] = None, "polled"
+        modes.pop("cgroup", None)
+    protocol.send(ksock, {"keeper": me, "worker": pid, "modes": modes,
+                          "cgroup": cg.folder if cg is not None else None})
     rfd, wfd = os.pipe()
     os.set_blocking(wfd, False)
     signal.set_wakeup_fd(wfd)
@@ -247,7 +292,9 @@ def _keeper(spec: dict[str, Any], wsock: socket.socket, ksock: socket.socket) ->
     status = None
     over = None  # set when the watchdog stops the submission (memory or disk of all its processes together)
     lim = spec["limits"]
-    watch = confine.Watchdog(lim["memory_mb"], lim.get("disk_mb", 256), spec["scratch"], lim.get("cpu_cores", 1.25))
+    watch = confine.Watchdog(lim["memory_mb"], lim.get("disk_mb", 256), spec["scratch"], lim.get("cpu_cores", 1.25),
+                             cgroup=cg, tmpfs=modes["scratch"] == "tmpfs",
+                             own_ipc="ipc" in modes["namespaces"].split(","), uid=spec.get("uid"))
     while status is None:
         for p, st in _reap().items():
             if p == pid:
@@ -275,6 +322,8 @@ def _keeper(spec: dict[str, Any], wsock: socket.socket, ksock: socket.socket) ->
             _, status = os.waitpid(pid, 0)
         except ChildProcessError:
             pass
+    if cg is not None:
+        cg.remove()
     try:
         protocol.send(ksock, {"status": over or describe_status(status)})
     except OSError:
@@ -346,10 +395,13 @@ class Zygote:
         child.close()
         self.sock = parent
 
-    def spawn(self, limits: Limits, scratch: str, uid: int | None, start_timeout: float = 90.0) -> "WorkerProcess":
+    def spawn(self, limits: Limits, scratch: str, uid: int | None, start_timeout: float = 90.0,
+              isolate: bool = True) -> "WorkerProcess":
+        """isolate=False skips namespaces, the tmpfs scratch and the cgroup: the fallback a kernel without them
+        gets (tests use it to check that the fallbacks still hold)."""
         wa, wb = socket.socketpair()
         ka, kb = socket.socketpair()
-        spec = {"limits": asdict(limits), "scratch": scratch, "uid": uid}
+        spec = {"limits": asdict(limits), "scratch": scratch, "uid": uid, "isolate": isolate}
         if self.proc.poll() is not None:  # the zygote died (killed, out of memory): later submissions need one
             self.sock.close()
             self._launch()
@@ -367,7 +419,16 @@ class Zygote:
             wa.close()
             ka.close()
             raise WorkerLost(f"the worker did not start ({e})") from None
-        return WorkerProcess(wa, ka, hello["keeper"], hello["worker"], uid, scratch)
+        if not isinstance(hello, dict) or not all(type(hello.get(k)) is int for k in ("keeper", "worker")):
+            wa.close()
+            ka.close()
+            raise WorkerLost("the worker did not start (bad hello)")
+        w = WorkerProcess(wa, ka, hello["keeper"], hello["worker"], uid, scratch)
+        w.modes = dict(hello.get("modes") or {})
+        w.limits = limits
+        if isinstance(hello.get("cgroup"), str) and w.modes.get("memory", "").startswith("cgroup"):
+            w.cgroup = confine.MemoryCgroup(hello["cgroup"], w.modes["memory"])
+        return w
 
     def close(self) -> None:
         """Stop the zygote. It holds no state (keepers and workers answer to their own sockets)."""
@@ -391,13 +452,30 @@ class WorkerProcess:
         self.uid, self.scratch = uid, scratch
         self.status: dict[str, Any] | None = None
         self.alive = True
+        self.modes: dict[str, str] = {}  # which containment ran (namespaces, scratch, memory), from the keeper
+        self.limits = Limits()
+        self.cgroup: confine.MemoryCgroup | None = None
+
+    def over_budget(self) -> dict[str, Any] | None:
+        """Whether the submission hit its memory or disk limit, asked at every reply: the keeper's watchdog
+        also notices, but only a few times a second, so asking here makes the outcome the same on every run."""
+        if self.cgroup is not None and self.cgroup.over():
+            return {"how": "memory", "limit_mb": self.limits.memory_mb}
+        if self.modes.get("scratch") == "tmpfs":
+            try:  # the scratch tmpfs exists only in the keeper's mount namespace
+                st = os.statvfs(f"/proc/{self.keeper_pid}/root{self.scratch}")
+            except OSError:
+                return None
+            if st.f_bfree == 0 or st.f_ffree == 0:
+                return {"how": "disk", "limit_mb": self.limits.disk_mb}
+        return None
 
     def request(self, op: str, args: dict[str, Any], timeout: float) -> Any:
         if not self.alive:
             raise WorkerLost("the worker is no longer running", self.status)
         try:
             protocol.send(self.sock, {"op": op, "args": args})
-            return protocol.recv(self.sock, deadline=time.monotonic() + timeout, max_head=MAX_REPLY_HEAD)
+            reply = protocol.recv(self.sock, deadline=time.monotonic() + timeout, max_head=MAX_REPLY_HEAD)
         except protocol.ChannelTimeout:
             self.kill()
             raise WorkerTimeout(f"no answer within {timeout:g} s", self.status) from None
@@ -406,6 +484,12 @@ class WorkerProcess:
             if isinstance(e, protocol.ProtocolError) and not isinstance(e, protocol.ChannelClosed):
                 raise WorkerLost(str(e), {"how": "protocol", "detail": str(e)[:200]}) from None
             raise WorkerLost(str(e), self.status) from None
+        over = self.over_budget()
+        if over is not None:
+            self.kill()
+            self.status = over
+            raise WorkerLost(f"over its {over['how']} budget", over)
+        return reply
 
     def kill(self, graceful: bool = False) -> dict[str, Any]:
         """Stop the worker and every descendant; returns how the worker ended."""
@@ -447,6 +531,8 @@ class WorkerProcess:
     def output(self, limit: int) -> tuple[str, int]:
         """Raw stdout/stderr the worker wrote at the file-descriptor level (first `limit` bytes, total size)."""
         path = os.path.join(self.scratch, "output.log")
+        if self.modes.get("scratch") == "tmpfs":  # the tmpfs exists in the keeper's mount namespace only
+            path = f"/proc/{self.keeper_pid}/root{path}"
         try:
             with open(path, "rb") as f:
                 data = f.read(limit)
@@ -462,12 +548,80 @@ def make_scratch(uid: int | None) -> str:
     return path
 
 
-def remove_scratch(path: str) -> None:
-    def unlock(func, p, _exc):
+def _empty_tree(path: str) -> None:
+    """Remove everything below `path`, however deep (no recursion, one open folder at a time), never following
+    links; entries that cannot be removed are left. Runs after every process of the submission has ended."""
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
+    fd = os.open(path, flags)
+    names: list[str] = []
+    stuck: set[tuple[int, int]] = set()
+    try:
+        while True:
+            child = None
+            with os.scandir(fd) as it:
+                for e in it:
+                    try:
+                        if e.is_dir(follow_symlinks=False):
+                            st = e.stat(follow_symlinks=False)
+                            if (st.st_dev, st.st_ino) not in stuck:
+                                child = e.name
+                                break
+                        else:
+                            os.unlink(e.name, dir_fd=fd)
+                    except OSError:
+                        pass
+            if child is not None:
+                try:
+                    os.chmod(child, 0o700, dir_fd=fd)  # a mode-000 folder of the student's
+                except OSError:
+                    pass
+                try:
+                    sub = os.open(child, flags, dir_fd=fd)
+                except OSError:
+                    st = os.stat(child, dir_fd=fd, follow_symlinks=False)
+                    stuck.add((st.st_dev, st.st_ino))
+                    continue
+                os.close(fd)
+                fd = sub
+                names.append(child)
+                continue
+            if not names:
+                return
+            parent = os.open("..", flags, dir_fd=fd)
+            st = os.fstat(fd)
+            os.close(fd)
+            fd = parent
+            name = names.pop()
+            try:
+                os.rmdir(name, dir_fd=fd)
+            except OSError:
+                stuck.add((st.st_dev, st.st_ino))
+    finally:
+        os.close(fd)
+
+
+def remove_scratch(path: str, uid: int | None = None) -> None:
+    """Remove a scratch folder; never raises (a failed cleanup must not cost the result).
+
+    As root the contents are removed by a child running as the worker's uid: whatever the submission left
+    (links, odd modes, a 1,500-deep chain of folders), root never walks the student's tree itself.
+    """
+    try:
+        if uid is not None and is_root():
+            pid = os.fork()
+            if pid == 0:
+                try:
+                    os.setgroups([])
+                    os.setgid(uid)
+                    os.setuid(uid)
+                    _empty_tree(path)
+                finally:
+                    os._exit(0)
+            os.waitpid(pid, 0)
+        _empty_tree(path)  # what is left (root's own files, or everything when not root)
+        os.rmdir(path)
+    except Exception:
         try:
-            os.chmod(os.path.dirname(p), 0o700)
-            os.chmod(p, 0o700)
-            func(p)
-        except OSError:
+            shutil.rmtree(path, ignore_errors=True)
+        except Exception:
             pass
-    shutil.rmtree(path, onerror=unlock)

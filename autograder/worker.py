@@ -6,6 +6,7 @@ the grader only ever receives data (see protocol.py) and re-checks every value i
 from __future__ import annotations
 
 import ast
+import contextlib
 import copy
 import inspect
 import io
@@ -22,8 +23,10 @@ from torch.overrides import TorchFunctionMode
 from torch.utils._pytree import tree_flatten
 
 from . import protocol
+from .rng import manual_seed
 
 MAX_TEXT = 600  # characters of an exception message sent back
+MAX_NAMES = 5000  # top-level names reported to the grader
 SANDBOX: dict[str, Any] = {}  # filled in by sandbox._become_worker: memory_mb, uid, landlock (ABI version or 0)
 _exit = os._exit  # kept before student code can replace os._exit
 
@@ -105,6 +108,8 @@ class Worker:
         if SANDBOX.get("memory_mb") and (isinstance(e, MemoryError) or "not enough memory" in text
                                          or "can't allocate memory" in text):
             text += f" (the grader allows {SANDBOX['memory_mb']} MB of memory per submission)"
+        elif SANDBOX.get("disk_mb") and isinstance(e, OSError) and e.errno in (28, 122):  # ENOSPC, EDQUOT
+            text += f" (the grader allows {SANDBOX['disk_mb']} MB of disk per submission)"
         where = None
         try:
             for fr in traceback.extract_tb(e.__traceback__):
@@ -143,11 +148,20 @@ class Worker:
         return {"names": self.op_names(), "errors": errors[:20]}
 
     def op_names(self) -> dict[str, str]:
-        kinds = {}
+        """Kinds of the top-level names: every class and function, then values, MAX_NAMES in all (a file with
+        600,000 globals must not cost the grader seconds of decoding and hint searching)."""
+        kinds: dict[str, str] = {}
+        values = []
         for name, value in list(self.ns.items()):
-            if name.startswith("__"):
+            if name.startswith("__") or type(name) is not str:
                 continue
-            kinds[name] = "class" if inspect.isclass(value) else "function" if callable(value) else "value"
+            kind = "class" if inspect.isclass(value) else "function" if callable(value) else "value"
+            if kind == "value":
+                values.append(name)
+            elif len(kinds) < MAX_NAMES:
+                kinds[name] = kind
+        for name in values[:max(0, MAX_NAMES - len(kinds))]:
+            kinds[name] = "value"
         return kinds
 
     def op_signature(self, name: str) -> dict[str, Any]:
@@ -166,7 +180,7 @@ class Worker:
 
     def op_new(self, name: str, args: list, kwargs: dict, seed: int | None = None) -> dict[str, Any]:
         if seed is not None:
-            torch.manual_seed(seed)
+            manual_seed(seed)
         obj = self.ns[name](*args, **kwargs)
         handle = len(self.objects) + 1
         self.objects[handle] = obj
@@ -182,12 +196,13 @@ class Worker:
             target.train(mode == "train")
         if grad_output is not None and isinstance(target, nn.Module):
             target.zero_grad(set_to_none=True)
-        recorder = Recorder(record or [])
+        # A function mode puts every torch call of the forward through Python: enter one only when asked to.
+        recorder = Recorder(record) if record else contextlib.nullcontext()
         if seed is not None:
-            torch.manual_seed(seed)
+            manual_seed(seed)
         with torch.set_grad_enabled(grad_output is not None), recorder:
             out = target(*args, **kwargs)
-        result: dict[str, Any] = {"out": out, "records": recorder.seen}
+        result: dict[str, Any] = {"out": out, "records": recorder.seen if record else []}
         if grad_output is not None:
             if not isinstance(out, torch.Tensor) or not out.requires_grad or out.shape != grad_output.shape:
                 result["grads"] = None  # the grader reports the shape or the missing graph itself

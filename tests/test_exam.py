@@ -86,7 +86,7 @@ def graded(work, papers, variants) -> dict:
         meta.append(f"{folder}:\n  :submitters:\n  - :name: x\n    :sid: '1'\n    :email: {email}\n"
                     f"  :created_at: {when.strftime('%Y-%m-%d %H:%M:%S.123456000 %z')}\n")
     (subs / "submission_metadata.yml").write_text("".join(meta))
-    p = grade("batch", str(subs), "--assignment", "midterm", "--roster", "roster.csv", "--secret-file",
+    p = grade("batch", "export", "--assignment", "midterm", "--roster", "roster.csv", "--secret-file",
               "exam.secret", "--out", "results", cwd=work)
     assert p.returncode == 0, p.stderr
     out = work / "results"
@@ -202,7 +202,7 @@ def test_reference_and_skeleton_without_roster(tmp_path):
     assert bug != reference
     (subs / "bug_context.py").write_text(bug, encoding="utf-8")
     (subs / "alt.py").write_bytes((ROOT / "tests" / "exam_corpus" / "alt_correct.py").read_bytes())
-    p = grade("batch", str(subs), "--assignment", "midterm", "--out", "res", cwd=tmp_path)
+    p = grade("batch", "subs", "--assignment", "midterm", "--out", "res", cwd=tmp_path)
     assert p.returncode == 0 and "default variant" in p.stderr
     rows = {row["student"]: row for row in csv.DictReader((tmp_path / "res" / "scores.csv").open())}
     assert float(rows["ref"]["score"]) == 100 and float(rows["skel"]["score"]) == 0

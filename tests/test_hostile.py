@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder import assignment, batch, confine, sandbox
+from autograder import assignment, batch, confine, discover, sandbox
 from autograder.results import SubmissionResult
 from conftest import REFERENCE, ROOT
 
@@ -41,6 +41,11 @@ BYSTANDERS = ("aa_bystander", "mm_bystander", "zz_bystander")  # sorted first, i
 # Bits of the hidden checks and the reference that no student-visible text may ever contain.
 HIDDEN_SNIPPETS = ("def ref_build", "def transplant", "from reference import", "CONFIGS = {",
                    "Instructor reference for the attention lab", "Creation order is part of the contract")
+
+CP949_NAME = "김철수_정답.py".encode("cp949")  # what a Korean Windows zip tool writes
+CP949_ID = discover.entry_id(os.fsdecode(CP949_NAME[:-3]))
+ESC_NAME = b"esc_name_\x1b[31m\x1b]0;owned\x07.txt"
+SYSV_KEYS = (0x7F3A0001, 0x7F3A0002)  # the segments sys_ipc_a_writer leaves behind
 
 # case: (exact score, where the explanation is, words it must contain)
 CASES = {
@@ -108,7 +113,32 @@ CASES = {
     "pry_stack": (0, "output", "frames:"),
     "pry_print_inputs": (100, "output", "PRY-INPUT"),
     "pry_symlink": (0, "error", "is a symbolic link"),
+    # ---------------------------------------------------------------- reaching others or the machine (issue 10)
+    # The writer's source never reaches the reader: each worker has its own IPC namespace and /dev/shm.
+    "sys_ipc_a_writer": (100, None, ""),
+    "sys_ipc_b_reader": (0, "checks", "is not implemented yet"),
+    # Shared memory the per-process limits do not see still counts against the one budget (512 MB).
+    "sys_hoard_sysv": (0, "error", "all its processes together used more than the 512 MB"),
+    "sys_hoard_mmap": (0, "error", "all its processes together used more than the 512 MB"),
+    "sys_hoard_memfd": (0, "error", "all its processes together used more than the 512 MB"),
+    "sys_disk_unlinked": (0, "error", "wrote more than 64 MB"),
+    # Crashing the grader: each is the submission's own result, never "the autograder itself failed".
+    "sys_crash_shape": (0, "checks", "sent a malformed reply"),
+    "sys_crash_deep_folders": (100, None, ""),
+    # Everything but the misspelt MultiHeadAttention (20 points), which gets its rename hint.
+    "sys_crash_globals": (80, "checks", "`MultiHeadAttention` is not defined, but `MultiHeadAtention` is"),
+    "sys_text_surrogate": (0, "output", "PRINTED \ufffd RED  end"),
+    # softmax_naive raises (its figure 1 and hidden check 2); the type name's escape codes are gone.
+    "sys_text_escape_type": (97, "checks", "`softmax_naive(...)` raised Evil: boom"),
+    # Names made by the test: a correct file named in CP949 bytes, a file whose name carries escape codes.
+    CP949_ID: (100, None, ""),
+    "esc_name": (0, "error", "esc_name_.txt is not a .py or .ipynb file"),
 }
+# Outcomes that need a containment mode (see SubmissionResult.sandbox); skipped where the kernel lacks it.
+NEEDS = {"sys_ipc_a_writer": ("namespaces", "ipc"), "sys_ipc_b_reader": ("namespaces", "ipc"),
+         "sys_hoard_sysv": ("memory", "cgroup"), "sys_hoard_mmap": ("memory", "cgroup"),
+         "sys_hoard_memfd": ("memory", "cgroup"), "sys_disk_unlinked": ("scratch", "tmpfs")}
+MADE_BY_TEST = {"pry_symlink", "load_huge", CP949_ID, "esc_name"}
 
 
 # ---------------------------------------------------------------------------------------------- helpers
@@ -191,6 +221,15 @@ def planted(since: float) -> list[str]:
     return sorted(set(paths))
 
 
+def sysv_segments() -> list[tuple[int, int, int]]:
+    """(key, creator uid, bytes) of every SysV shared-memory segment in this (the host's) IPC namespace."""
+    rows = []
+    for line in Path("/proc/sysvipc/shm").read_text().splitlines()[1:]:
+        v = line.split()
+        rows.append((int(v[0]) & 0xFFFFFFFF, int(v[9]), int(v[3])))
+    return rows
+
+
 def private_tmp(base: Path) -> Path:
     """A TMPDIR for the grader processes of one test, so that their scratch folders can be told from those of
     other runs on this machine. World-writable like /tmp: only the sandbox keeps workers out of its parent."""
@@ -251,6 +290,9 @@ def writable_copy(src: Path, dest: Path) -> None:
     for n in BYSTANDERS:
         shutil.copy2(REFERENCE, dest / f"{n}.py")
     os.symlink(REFERENCE, dest / "pry_symlink.py")
+    shutil.copy2(REFERENCE, os.fsencode(dest) + b"/" + CP949_NAME)
+    with open(os.fsencode(dest) + b"/" + ESC_NAME, "w") as f:
+        f.write("not code")
     with open(dest / "load_huge.py", "wb") as f:  # sparse: takes no disk, but the grader must not load it
         f.truncate(100 * 1024 * 1024)
     for dirpath, dirnames, filenames in os.walk(dest):
@@ -276,6 +318,8 @@ def graded(tmp_path_factory):
     with env(TMPDIR=str(tmp)):
         summary = batch.main(submissions=subs, out=out, assignment=limited_assignment(), echo=lambda _m: None)
     info = {"subs": subs, "out": out, "base": base, "since": since, "seconds": time.monotonic() - started,
+            "sysv": sysv_segments(), "mounts": Path("/proc/self/mountinfo").read_text(),
+            "table": batch.summary_table(summary.results, limited_assignment()),
             "summary": summary, "results": read_results(out), "strays": strays(), "planted": planted(since),
             "scratch": sorted(os.listdir(tmp)), "before": before, "after": snapshot(subs)}
     yield info
@@ -284,7 +328,7 @@ def graded(tmp_path_factory):
 
 def test_every_case_is_in_the_corpus_and_gets_a_result(graded):
     on_disk = {p.stem for p in CORPUS.iterdir()}
-    assert on_disk == set(CASES) - {"pry_symlink", "load_huge"}
+    assert on_disk == set(CASES) - MADE_BY_TEST
     assert set(graded["results"]) == set(CASES) | set(BYSTANDERS)
     assert graded["summary"].graded == len(CASES) + len(BYSTANDERS)
     rows = (graded["out"] / "scores.csv").read_text().splitlines()
@@ -295,6 +339,10 @@ def test_every_case_is_in_the_corpus_and_gets_a_result(graded):
 def test_case_outcome(graded, case):
     score, place, words = CASES[case]
     r = graded["results"][case]
+    if case in NEEDS:
+        key, mode = NEEDS[case]
+        if mode not in r.sandbox.get(key, ""):
+            pytest.skip(f"needs {key} {mode}; this kernel or user gave {r.sandbox.get(key)!r}")
     assert r.max_score == 100  # every check is listed, whatever happened
     if score is not None:
         assert r.score == score, [(c.nodeid.split("::")[-1], c.score) for c in r.checks if c.score]
@@ -343,7 +391,7 @@ def test_nothing_is_planted_outside_scratch_and_scratch_is_removed(graded):
     assert graded["planted"] == []
     assert graded["scratch"] == []
     assert sorted(p.name for p in graded["out"].iterdir()) == sorted(
-        [f"{n}.json" for n in list(CASES) + list(BYSTANDERS)] + ["scores.csv"])
+        [f"{n}.json" for n in list(CASES) + list(BYSTANDERS)] + ["scores.csv", "grades.csv"])
 
 
 def test_output_floods_are_truncated(graded):
@@ -446,3 +494,71 @@ def test_grade_check_survives_a_hostile_file_in_a_hostile_folder():
     finally:
         shutil.rmtree(folder, ignore_errors=True)
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+# ---------------------------------------------------------------------------------------------- issue 10
+
+def test_nothing_a_worker_creates_outlives_it(graded):
+    """No SysV segment (the writer's two, or any of a worker uid), no mount, no memory cgroup is left."""
+    left = [seg for seg in graded["sysv"] if seg[0] in SYSV_KEYS or worker_uid(seg[1])]
+    assert left == []
+    assert str(graded["base"]) not in graded["mounts"] and "/grade-" not in graded["mounts"]
+    own = confine._own_cgroup()
+    names = {r.sandbox["cgroup"] for r in graded["results"].values() if r.sandbox.get("cgroup")}
+    if own is not None and names:
+        assert [n for n in names if os.path.exists(os.path.join(own[0], n))] == []
+
+
+def test_containment_modes_are_recorded(graded):
+    """Every graded submission says which containment ran; as root on a kernel that has them, all of it."""
+    r = graded["results"]["aa_bystander"]
+    assert set(r.sandbox) >= {"namespaces", "scratch", "memory"}
+    if os.geteuid() == 0:
+        assert r.sandbox["namespaces"] in ("ipc,net,mnt,uts", "none")
+        if r.sandbox["namespaces"] != "none":
+            assert r.sandbox["scratch"] == "tmpfs"
+        if confine._own_cgroup() is not None and r.sandbox["memory"] == "polled":
+            pytest.fail("a memory cgroup could be created here, but the submission ran with polled accounting")
+    gs = json.loads((graded["out"] / "aa_bystander.json").read_text())
+    assert gs["extra_data"]["sandbox"] == r.sandbox
+
+
+def _strings(obj):
+    if isinstance(obj, str):
+        yield obj
+    elif isinstance(obj, dict):
+        for k, v in obj.items():
+            yield from _strings(k)
+            yield from _strings(v)
+    elif isinstance(obj, list):
+        for x in obj:
+            yield from _strings(x)
+
+
+def _unsafe(text: str) -> list[str]:
+    return sorted({repr(ch) for ch in text if (ord(ch) < 32 and ch not in "\n\t") or 0x7F <= ord(ch) <= 0x9F
+                   or 0xD800 <= ord(ch) <= 0xDFFF})
+
+
+def test_student_text_is_clean_in_json_csv_and_table(graded):
+    """Escape codes, control characters and lone surrogates from names, exceptions and prints reach no output."""
+    for p in graded["out"].glob("*.json"):
+        for text in _strings(json.loads(p.read_text(encoding="utf-8"))):
+            assert _unsafe(text) == [], (p.name, text[:200])
+    assert _unsafe((graded["out"] / "scores.csv").read_text(encoding="utf-8")) == []
+    assert _unsafe(graded["table"]) == []
+    printed = " ".join(c.output for c in graded["results"]["sys_text_surrogate"].checks)
+    assert "PRINTED \ufffd RED  end" in printed and "owned" not in printed
+
+
+def test_a_cp949_file_name_is_graded_and_shown_decoded(graded):
+    r = graded["results"][CP949_ID]
+    assert r.score == 100 and r.submission == "김철수_정답.py" and r.origin["folder"] == "김철수_정답.py"
+    assert "김철수_정답.py" in (graded["out"] / "scores.csv").read_text(encoding="utf-8")
+    assert graded["results"]["esc_name"].origin["folder"] == "esc_name_.txt"
+
+
+def test_no_result_is_a_grader_failure(graded):
+    """Crashes on demand end as the submission's own result, never as "the autograder itself failed"."""
+    failed = [sid for sid, r in graded["results"].items() if r.error and "autograder itself failed" in r.error.en]
+    assert failed == []

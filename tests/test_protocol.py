@@ -1,4 +1,5 @@
 """The grader-worker channel carries data only: tensors come back as plain torch.Tensor, malformed input is refused."""
+import json
 import socket
 
 import pytest
@@ -60,3 +61,19 @@ def test_timeout_and_close_are_distinguished():
     a.close()
     with pytest.raises(protocol.ChannelClosed):
         protocol.recv(b, deadline=None)
+
+
+@pytest.mark.parametrize("shape", [[2 ** 62, 4, 0], [2 ** 31] * 33, [-1], [1.5]])
+def test_impossible_shapes_are_refused_before_any_allocation(shape):
+    """(2**62, 4, 0) holds no element, yet torch cannot build it: a malformed reply, never a grader crash."""
+    head = json.dumps({"body": {"$t": 0, "dtype": "float32", "shape": shape}, "sizes": [0]}).encode()
+    with pytest.raises(protocol.ProtocolError):
+        protocol.unpack(head, b"")
+
+
+def test_text_from_the_worker_arrives_clean():
+    """Escape codes and control characters are stripped and lone surrogates replaced, at the boundary; ordinary
+    text (Korean, newlines, tabs) is untouched."""
+    back = roundtrip({"\x1b[31mkey": ["a\udcffb", "\x1b]0;title\x07x\x1b[2Jy", "줄\n\t끝", "\x9b31mz\x00"]})
+    assert back == {"key": ["a\ufffdb", "xy", "줄\n\t끝", "z"]}
+    json.dumps(back, ensure_ascii=False).encode("utf-8")  # encodes: no surrogate left

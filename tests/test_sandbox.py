@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import os
+import signal
+import time
 
 import torch
 
@@ -43,3 +45,193 @@ def test_workers_forked_from_one_zygote_give_identical_seeded_results():
         assert torch.equal(outs[0], outs[1]) and torch.equal(outs[1], outs[2])
     finally:
         z.close()
+
+
+# ---------------------------------------------------------------------------------------------- issue 10 / 9.6
+
+import ctypes
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from autograder import confine, messages, protocol
+from autograder.sandbox import WorkerLost, claim_uid, is_root
+from conftest import ROOT
+
+HOARD = """
+import ctypes, mmap
+_h = mmap.mmap(-1, 1 << 30, flags=mmap.MAP_SHARED)  # shared: RLIMIT_DATA does not count it
+ctypes.memset(ctypes.addressof(ctypes.c_char.from_buffer(_h)), 1, 1 << 30)
+"""
+
+
+def test_fallback_modes_still_count_shared_memory_and_say_so(tmp_path):
+    """Without namespaces, tmpfs or cgroup (what a bare kernel gives), the polled budget still counts shared
+    memory: a 1 GB shared mapping against a 256 MB budget ends the worker, and the modes say what ran."""
+    from autograder.source import Cell, Source
+    z = Zygote()
+    try:
+        uid = claim_uid() if is_root() else None
+        sc = make_scratch(uid)
+        lim = Limits(memory_mb=256, call_timeout=60)
+        sub = Submission(Source("hoard.py", "py", [Cell(HOARD, "hoard.py")]),
+                         lambda: z.spawn(lim, sc, uid, isolate=False), lim)
+        with pytest.raises(Exception) as e:
+            sub.start()
+        assert "all its processes together used more than the 256 MB" in str(e.value.message)
+        assert sub.modes == {"namespaces": "none", "scratch": "folder", "memory": "polled"} | (
+            {"python": sub.modes["python"]} if "python" in sub.modes else {})
+        sub.close()
+        remove_scratch(sc, uid)
+        assert not os.path.exists(sc)
+    finally:
+        z.close()
+
+
+UNLINKED = """
+import os
+held = []
+for i in range(1000):
+    f = open(f"gone-{i}", "wb")
+    os.unlink(f"gone-{i}")
+    held.append(f)
+    f.write(b"x" * (1 << 20))
+    f.flush()
+"""
+
+
+def test_tmpfs_scratch_counts_unlinked_files_and_leaves_no_mount(tmp_path):
+    """An 8 MB tmpfs scratch (skipped where no mount namespace or tmpfs is allowed): files unlinked but held
+    open fill it, the submission is stopped for disk, and the grader's namespace never sees the mount."""
+    from autograder.source import Cell, Source
+    z = Zygote()
+    try:
+        uid = claim_uid() if is_root() else None
+        sc = make_scratch(uid)
+        lim = Limits(disk_mb=8, call_timeout=60)
+        sub = Submission(Source("fill.py", "py", [Cell(UNLINKED, "fill.py")]), lambda: z.spawn(lim, sc, uid), lim)
+        with pytest.raises(Exception) as e:
+            sub.start()
+        if sub.modes.get("scratch") != "tmpfs":
+            pytest.skip(f"no tmpfs scratch here ({sub.modes})")
+        assert "wrote more than 8 MB" in str(e.value.message)
+        assert sc not in Path("/proc/self/mountinfo").read_text()
+        sub.close()
+        remove_scratch(sc, uid)
+        assert not os.path.exists(sc)
+    finally:
+        z.close()
+
+
+def test_memory_cgroup_counts_shared_memory_and_is_removed():
+    """A memory cgroup made here (skipped where the kernel or our privileges do not allow one) sees a child's
+    shared mapping, which RLIMIT_DATA and anonymous RSS do not, and reports the limit as reached."""
+    cg = confine.MemoryCgroup.create(f"attention-grader-test-{os.getpid()}", 64)
+    if cg is None:
+        pytest.skip("no writable memory cgroup on this machine")
+    try:
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            try:
+                os.read(r, 1)
+                import mmap
+                h = mmap.mmap(-1, 256 << 20, flags=mmap.MAP_SHARED)
+                ctypes.memset(ctypes.addressof(ctypes.c_char.from_buffer(h)), 1, 256 << 20)
+            finally:
+                os._exit(0)
+        assert cg.join(pid)
+        os.write(w, b"x")
+        deadline = time.monotonic() + 60
+        while not cg.over() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert cg.over()
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+    finally:
+        assert cg.remove()
+    assert not os.path.exists(cg.folder)
+
+
+def test_scratch_removal_survives_a_deep_chain_and_locked_folders(tmp_path):
+    uid = claim_uid() if is_root() else None
+    sc = make_scratch(uid)
+    fd = os.open(sc, os.O_RDONLY)
+    for _ in range(1500):  # deeper than PATH_MAX and than Python's recursion limit
+        os.mkdir("d", dir_fd=fd)
+        new = os.open("d", os.O_RDONLY, dir_fd=fd)
+        os.close(fd)
+        fd = new
+    os.mkdir("locked", dir_fd=fd)
+    os.symlink("/etc", "link", dir_fd=fd)
+    os.chmod("locked", 0, dir_fd=fd)
+    os.close(fd)
+    remove_scratch(sc, uid)
+    assert not os.path.exists(sc) and os.path.exists("/etc/passwd")
+
+
+def test_near_miss_hints_are_bounded_whatever_the_number_of_names(monkeypatch):
+    seen = []
+    real = messages.difflib.get_close_matches
+    monkeypatch.setattr(messages.difflib, "get_close_matches",
+                        lambda w, pos, **kw: seen.append(len(pos)) or real(w, pos, **kw))
+    names = [f"MultiHeadAttention_{i:06d}" for i in range(600_000)] + ["x"]
+    assert messages.near_miss("SelfAttention_v1", ["SelfAttention_V1"] + names) == "SelfAttention_V1"
+    messages.near_miss("MultiHeadAtention", names)
+    assert seen and max(seen) <= messages.MAX_HINT_CANDIDATES
+
+
+def test_a_result_that_cannot_be_written_costs_only_that_file(tmp_path):
+    """One result path is unwritable (a folder is in the way): the others are written and scores.csv lists all."""
+    from autograder import assignment, batch
+    subs, out = tmp_path / "submissions", tmp_path / "results"
+    subs.mkdir()
+    shutil.copy(REFERENCE, subs / "aa_ref.py")
+    shutil.copy(ROOT / "student_template" / "attention.py", subs / "bb_skeleton.py")
+    (out / "bb_skeleton.json").mkdir(parents=True)
+    said = []
+    summary = batch.main(submissions=subs, out=out, assignment=assignment.load("attention"), echo=said.append)
+    assert summary.graded == 2
+    assert json.loads((out / "aa_ref.json").read_text())["score"] == 100
+    rows = (out / "scores.csv").read_text().splitlines()
+    assert [r.split(",")[:3] for r in rows[1:]] == [["aa_ref", "aa_ref.py", "100.0"],
+                                                    ["bb_skeleton", "bb_skeleton.py", "0.0"]]
+    assert any("bb_skeleton.json could not be written" in m for m in said)
+
+
+@pytest.mark.skipif(not is_root(), reason="the rig bind-mounts a venv under a mode-700 folder (root only)")
+def test_python_under_a_mode_700_home_is_reachable_from_the_worker(tmp_path):
+    """Issue 9.6: the grader's interpreter lies under a mode-700 folder (as /root on Gradescope). A correct
+    submission that prints tensors in forward, imports numpy and csv lazily and asks importlib.metadata for
+    torch's version gets full marks, and the result says which folders were bind-mounted for the worker."""
+    base = Path(tempfile.mkdtemp(prefix="home700-", dir="/tmp"))
+    home = base / "home700"
+    venv = home / "venv"
+    venv.mkdir(parents=True)
+    os.chmod(home, 0o700)
+    subprocess.run(["mount", "--bind", str(ROOT / ".venv"), str(venv)], check=True)
+    try:
+        src = REFERENCE.read_text().replace(
+            "        return weights @ values  # (T, d_out)",
+            "        print(weights)  # lazily imports torch's printing helpers\n"
+            "        import csv, numpy, importlib.metadata\n"
+            "        assert importlib.metadata.version('torch').startswith(torch.__version__.split('+')[0])\n"
+            "        return weights @ values", 1)
+        assert src != REFERENCE.read_text()
+        subs = tmp_path / "submissions"
+        subs.mkdir()
+        (subs / "ada.py").write_text(src)
+        p = subprocess.run([str(venv / "bin" / "python"), str(ROOT / "cli.py"), "batch", "submissions",
+                            "--out", "results"], cwd=tmp_path, capture_output=True, text=True, timeout=600)
+        assert p.returncode == 0, p.stdout + p.stderr
+        gs = json.loads((tmp_path / "results" / "ada.json").read_text())
+        assert gs["score"] == 100, [t["output"][:300] for t in gs["tests"] if t["score"] != t["max_score"]]
+        assert str(venv) in gs["extra_data"]["sandbox"]["python"]
+    finally:
+        subprocess.run(["umount", "-l", str(venv)], check=False)
+        shutil.rmtree(base, ignore_errors=True)

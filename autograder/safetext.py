@@ -1,0 +1,62 @@
+"""Student-derived text made safe to show and store: no control codes, no lone surrogates, names readable."""
+from __future__ import annotations
+
+import os
+import re
+from typing import Any
+
+# ANSI/VT escape sequences (CSI, OSC up to BEL or ST, two-byte ESC forms), then any other C0/C1 control or DEL.
+_ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]?|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x9b[0-?]*[ -/]*[@-~]?"
+                      r"|\x9d[^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?|\x1b[ -~]?")
+_CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_CONTROLS_ONE_LINE = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+
+
+def _fix_surrogates(s: str) -> str:
+    if not _SURROGATE.search(s):
+        return s
+    # Valid pairs become their character; a lone surrogate (or a surrogateescape byte) becomes U+FFFD.
+    return s.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+
+
+def clean(s: Any, one_line: bool = False) -> str:
+    """Printable text: escape sequences and control characters removed (newlines and tabs kept unless
+    `one_line`), lone surrogates replaced. Idempotent, and the identity on ordinary text."""
+    if type(s) is not str:
+        s = str(s)
+    s = _fix_surrogates(s)
+    if not s.isprintable():
+        s = _ESCAPES.sub("", s)
+        s = (_CONTROLS_ONE_LINE if one_line else _CONTROLS).sub("", s)
+    return s
+
+
+def clean_data(obj: Any, depth: int = 0) -> Any:
+    """clean() applied to every string (dict keys too) inside a structure decoded from JSON."""
+    if type(obj) is str:
+        return clean(obj)
+    if depth > 200:
+        return obj
+    if type(obj) is list:
+        return [clean_data(x, depth + 1) for x in obj]
+    if type(obj) is tuple:
+        return tuple(clean_data(x, depth + 1) for x in obj)
+    if type(obj) is dict:
+        return {clean_data(k, depth + 1): clean_data(v, depth + 1) for k, v in obj.items()}
+    return obj
+
+
+def shown_name(name: str | bytes) -> str:
+    """A file or folder name for people to read. Names are kept as bytes (surrogateescape) for the file system;
+    for display, UTF-8 is tried first, then CP949 (what Korean Windows zip tools write), else bytes are replaced."""
+    try:
+        raw = name if isinstance(name, bytes) else os.fsencode(name)
+    except UnicodeEncodeError:  # a surrogate that is not an escaped byte
+        raw = name.encode("utf-8", "replace")
+    for enc in ("utf-8", "cp949"):
+        try:
+            return clean(raw.decode(enc), one_line=True)
+        except UnicodeDecodeError:
+            continue
+    return clean(raw.decode("utf-8", "replace"), one_line=True)

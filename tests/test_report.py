@@ -1,0 +1,338 @@
+"""`grade report`: do its figures follow from the result files, does each student page show exactly what
+Gradescope shows, is student text inert, are copies found and given code ignored, does the page render?"""
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import math
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from autograder import report, similarity, source
+from autograder.messages import Message
+from autograder.results import CheckResult, SubmissionResult, grades_csv_text, write_result
+from conftest import REFERENCE, ROOT, SKELETON
+
+GRADE = Path(sys.executable).parent / "grade"
+ARTIFACTS = ROOT / "build" / "test-artifacts"
+HOSTILE = "<script>document.title='pwned'</script><img src=x onerror=alert(1)>"
+
+
+def renamed_copy(code: str) -> str:
+    """What a copier does: other names, no comments or docstrings, different spacing."""
+    names = {"queries": "q_mat", "keys": "k_mat", "values": "v_mat", "attn_scores": "raw", "attn_weights": "w",
+             "context_vec": "result", "inputs": "data", "x": "inp", "b": "bsz", "num_tokens": "n_tok"}
+    code = re.sub(r'"""[\s\S]*?"""', '""', code)
+    code = re.sub(r"#[^\n]*", "", code)
+    code = re.sub(r"\b(" + "|".join(names) + r")\b", lambda m: names[m.group(1)], code)
+    return code.replace(" = ", "  =  ").replace(", ", " , ")
+
+
+# ---------------------------------------------------------------------------------------------- synthetic class
+
+def check(nodeid, question, points, passed, message=None, public=True, staff=""):
+    return CheckResult(name=nodeid.split("::")[-1], nodeid=nodeid, question=question, points=points,
+                       score=points if passed else 0.0, status="passed" if passed else "failed", public=public,
+                       visibility="visible" if public else "after_published",
+                       message=None if passed or message is None else Message(*message), staff=staff)
+
+
+def differs(n: int, exp: float, got: float) -> tuple[str, str]:
+    return (f"`CausalAttention(3, 2, 6, 0.0)(x)` differs in {n} of 24 entries: expected {exp}, got {got}.",
+            f"`CausalAttention(3, 2, 6, 0.0)(x)`의 24개 중 {n}개 값이 다릅니다: 기댓값 {exp}, 실제 {got}.")
+
+
+UNDEFINED = ("`softmax_naive` is not defined in your submission.", "제출물에 `softmax_naive`이(가) 정의되어 있지 않습니다.")
+# Who passes what: (public steps check, hidden steps check, public causal check, hidden causal check)
+CLASS = {
+    "ana": (True, True, True, True),
+    "ben": (True, True, differs(3, -0.4519, 0.12), True),
+    "cho": (True, False, differs(17, 1.5, 2.0), True),
+    "dev": (UNDEFINED, False, True, False),
+    "eve": (UNDEFINED, False, differs(24, 0.25, float("nan")), False),
+    "mallory": (True, True, (HOSTILE + " differs in 2 entries", HOSTILE), True),
+}
+SOURCES = {  # what each student submitted, for the similarity section
+    "ana": REFERENCE.read_text(),
+    "ben": renamed_copy(REFERENCE.read_text()),
+    "cho": SKELETON.read_text(),
+    "dev": SKELETON.read_text(),
+    "eve": SKELETON.read_text().replace("raise NotImplementedError", "raise NotImplementedError  # todo"),
+    "mallory": "# </pre><script>alert('code')</script>\n" + REFERENCE.read_text(),
+    "zed": REFERENCE.read_text(),
+}
+
+
+def synthetic_result(sid: str, plan, sha: str) -> SubmissionResult:
+    steps_pub, steps_hid, causal_pub, causal_hid = plan
+    fail = lambda x: x if isinstance(x, tuple) else ("wrong", "틀림")  # noqa: E731
+    checks = [
+        check("public/test_public.py::test_softmax", "steps", 1.0, steps_pub is True, fail(steps_pub)),
+        check("hidden/test_hidden.py::test_softmax_hidden", "steps", 2.0, steps_hid is True,
+              ("softmax_naive differs on hidden input 3 by 0.5", "숨은 입력 3에서 0.5만큼 다릅니다"), public=False),
+        check("public/test_public.py::test_causal", "CausalAttention", 3.0, causal_pub is True, fail(causal_pub),
+              staff="" if causal_pub is True else "Traceback: staff only"),
+        check("hidden/test_hidden.py::test_causal_hidden", "CausalAttention", 2.0, causal_hid is True,
+              ("CausalAttention differs on hidden seed 7", "숨은 시드 7에서 다릅니다"), public=False),
+    ]
+    return SubmissionResult(student=sid, submission=f"{sid}.py", assignment="attention", checks=checks,
+                            questions=["steps", "CausalAttention"], sha256=sha, duration=1.0,
+                            notes=[Message(f"note for {sid} <b>bold</b>", f"{sid} 메모 <b>굵게</b>")])
+
+
+@pytest.fixture(scope="module")
+def synthetic(tmp_path_factory):
+    """Result files for a small class (one crashed, one late, two exam variants) and their submissions; the
+    report written from them."""
+    tmp = tmp_path_factory.mktemp("report")
+    results, subs = tmp / "results", tmp / "submissions"
+    subs.mkdir()
+    for sid, code in SOURCES.items():
+        (subs / f"{sid}.py").write_text(code)
+    sha = {sid: hashlib.sha256((subs / f"{sid}.py").read_bytes()).hexdigest() for sid in SOURCES}
+    for sid, plan in CLASS.items():
+        write_result(results, synthetic_result(sid, plan, sha[sid]), "ko" if sid in ("ben", "eve") else "en")
+    crashed = SubmissionResult(student="zed", submission="zed.py", assignment="attention", sha256=sha["zed"],
+                               questions=["steps", "CausalAttention"], staff="grader process exited with -9",
+                               error=Message("The autograder itself failed.", "채점기 자체에 오류가 발생했습니다."))
+    write_result(results, crashed, "en")
+    for sid, extra in {"cho": {"late": 42, "variant": {"seed": 2, "d": 4}},
+                       "ana": {"late": 0, "variant": {"seed": 1, "d": 4}},
+                       "dev": {"variant": {"seed": 2, "d": 4}}}.items():
+        p = results / f"{sid}.json"
+        data = json.loads(p.read_text())
+        data["extra_data"].update(extra)
+        p.write_text(json.dumps(data))
+    (results / "notes.json").write_text("[1, 2]")  # not a result: listed, never a crash
+    out = tmp / "report"
+    rep = report.main(results=results, out=out, submissions=subs, echo=lambda _m: None)
+    return {"results": results, "out": out, "data": json.loads((out / "report.json").read_text()), "rep": rep}
+
+
+def test_report_json_figures_equal_a_computation_from_the_result_files(synthetic):
+    """Pass rates, item analysis and question means: recomputed here from the JSON files, they agree."""
+    rs = [json.loads(p.read_text())["extra_data"]["internal"] for p in synthetic["results"].glob("*.json")
+          if p.name != "notes.json"]
+    graded = [r for r in rs if r["error"] is None]
+    assert len(graded) == 6
+    d = synthetic["data"]
+    assert (d["n_students"], d["n_graded"]) == (7, 6)
+    assert [c["id"] for c in d["checks"]] == [c["nodeid"] for c in graded[0]["checks"]]
+    for c in d["checks"]:
+        mine = [next(x for x in r["checks"] if x["nodeid"] == c["id"]) for r in graded]
+        frac = [x["score"] / x["points"] for x in mine]
+        rest = [r["score"] - x["score"] for r, x in zip(graded, mine)]
+        assert c["n"] == 6 and 0 <= c["pass_rate"] <= 1
+        assert c["pass_rate"] == pytest.approx(sum(x["status"] == "passed" for x in mine) / 6, abs=1e-4)
+        assert c["difficulty"] == pytest.approx(sum(frac) / 6, abs=1e-4)
+        assert c["points"] == mine[0]["points"] and c["question"] == mine[0]["question"]
+        mf, mr = sum(frac) / 6, sum(rest) / 6
+        cov = sum((f - mf) * (r - mr) for f, r in zip(frac, rest))
+        var = math.sqrt(sum((f - mf) ** 2 for f in frac) * sum((r - mr) ** 2 for r in rest))
+        assert c["discrimination"] == (pytest.approx(cov / var, abs=1e-4) if var > 0 else None)
+    by_id = {c["id"]: c for c in d["checks"]}
+    assert by_id["public/test_public.py::test_causal"]["pass_rate"] == pytest.approx(2 / 6, abs=1e-4)
+    assert by_id["hidden/test_hidden.py::test_softmax_hidden"]["pass_rate"] == pytest.approx(3 / 6, abs=1e-4)
+    for q in d["questions"]:
+        per = [sum(x["score"] for x in r["checks"] if x["question"] == q["id"]) for r in graded]
+        top = sum(x["points"] for x in graded[0]["checks"] if x["question"] == q["id"])
+        assert q["mean"] == pytest.approx(sum(per) / 6, abs=1e-4) and q["max"] == top
+    assert d["scores"]["mean"] == pytest.approx(sum(r["score"] for r in graded) / 6, abs=1e-4)
+
+
+def test_failures_differing_only_in_numbers_are_one_group(synthetic):
+    groups = [g for g in synthetic["data"]["groups"] if g["check"] == "public/test_public.py::test_causal"]
+    top = groups[0]
+    assert top["count"] == 3 and sorted(top["students"]) == ["ben", "cho", "eve"]  # 3, 17, 24 entries; nan
+    assert top["pattern"] == "`CausalAttention(#, #, #, #)(x)` differs in # of # entries: expected #, got #."
+    assert [g["students"] for g in groups[1:]] == [["mallory"]]
+    steps = [g for g in synthetic["data"]["groups"] if g["check"] == "public/test_public.py::test_softmax"]
+    assert [(g["count"], g["students"]) for g in steps] == [(2, ["dev", "eve"])]
+    assert report.normalise_message("v2 got 1e-05 at (0, 3)") == "v2 got # at (#, #)"  # names keep digits
+
+
+def test_ungraded_late_and_variants(synthetic):
+    d = synthetic["data"]
+    assert [(u["id"], u["reason"]) for u in d["ungraded"]] == [("zed", "The autograder itself failed.")]
+    assert [u["file"] for u in d["unreadable"]] == ["notes.json"]
+    assert [(x["id"], x["minutes"]) for x in d["late"]] == [("cho", 42.0)]  # 0 minutes is on time
+    assert [(v["variant"], v["n"]) for v in d["variants"]] == [("d=4, seed=2", 2), ("d=4, seed=1", 1)]  # worst first
+    page = (synthetic["out"] / "index.html").read_text()
+    assert 'id="late"' in page and 'id="variants"' in page and "grader process exited with -9" in page
+
+
+def test_student_page_is_what_gradescope_shows(synthetic):
+    """Visible tests shown, after_published ones marked, hidden (staff) ones absent; in the graded language."""
+    page = (synthetic["out"] / "students" / "cho.html").read_text()
+    gs = json.loads((synthetic["results"] / "cho.json").read_text())
+    for t in gs["tests"]:
+        shown = f'data-visibility="{t["visibility"]}"><b>{t["name"]}</b>' in page
+        assert shown == (t["visibility"] != "hidden"), t["name"]
+    assert "Traceback: staff only" in json.dumps(gs) and "Traceback: staff only" not in page
+    assert page.count("shown after grades are published") == 2
+    assert "differs in 17 of 24 entries: expected 1.5, got 2.0" in page
+    ko = (synthetic["out"] / "students" / "ben.html").read_text()
+    assert "성적 공개 후 표시" in ko and "24개 중 3개 값이 다릅니다" in ko and "통과" in ko
+    assert "differs in 3 of 24" not in ko
+    nothing_passed = (synthetic["out"] / "students" / "eve.html").read_text()  # no "통과" to go by
+    assert "성적 공개 후 표시" in nothing_passed and 'lang="ko"' in nothing_passed
+
+
+def test_student_text_is_escaped_everywhere(synthetic):
+    out = synthetic["out"]
+    pages = [p for p in out.rglob("*.html")]
+    assert len(pages) >= 9
+    for p in pages:
+        text = p.read_text()
+        assert "<script" not in text and "<img src=x" not in text and "<b>bold" not in text, p
+        assert "Content-Security-Policy" in text
+    assert "&lt;script&gt;document.title" in (out / "students" / "mallory.html").read_text()
+    assert "&lt;script&gt;document.title" in (out / "index.html").read_text()
+
+
+def test_renamed_copy_is_flagged_and_untouched_skeletons_are_not(synthetic):
+    pairs = {(p["a"], p["b"]): p for p in synthetic["data"]["similar"]}
+    assert ("ana", "ben") in pairs and pairs[("ana", "ben")]["score"] > 0.9
+    assert ("ana", "zed") in pairs  # not graded, but its code is still compared
+    assert not any({"cho", "dev", "eve"} & {a, b} for a, b in pairs)  # skeletons (edited comments too)
+    side = (synthetic["out"] / pairs[("ana", "ben")]["page"]).read_text()
+    assert "<mark>" in side and "q_mat" in side and "queries" in side
+    hostile = (synthetic["out"] / pairs[("ana", "mallory")]["page"]).read_text()
+    assert "# &lt;/pre&gt;&lt;script&gt;alert(&#x27;code&#x27;)&lt;/script&gt;" in hostile
+
+
+def test_given_notebook_cells_are_the_base_too():
+    """A notebook that only ran the given cells is not a copy of another such notebook."""
+    nb = ROOT / "student_template" / "attention.ipynb"
+    cells = [c.code for c in source.read(nb).cells]
+    base = report._given_code("attention")
+    pairs, _fps, _base = similarity.similar_pairs({"a": cells, "b": list(cells), "c": [SKELETON.read_text()]}, base)
+    assert pairs == []
+    pairs, _fps, _base = similarity.similar_pairs({"a": cells, "b": list(cells)}, [])  # without the base: a pair
+    assert [(p.a, p.b) for p in pairs] == [("a", "b")]
+
+
+def test_grades_csv_one_row_per_group_member():
+    r = SubmissionResult(student="bo+chen", submission="attention.py", assignment="attention",
+                         checks=[check("p::a", "steps", 2.0, True), check("p::b", "CausalAttention", 3.0, False)],
+                         questions=["steps", "CausalAttention"],
+                         origin={"folder": "submission_1", "submitters": [
+                             {"name": "Bo", "sid": "2024001", "email": "bo@uni.example"},
+                             {"name": "Chen", "sid": "2024002", "email": "chen@uni.example"}]})
+    lone = SubmissionResult(student="dana", submission="dana.py", assignment="attention",
+                            error=Message("could not be graded"), questions=["steps", "CausalAttention"])
+    rows = list(csv.DictReader(grades_csv_text([r, lone], ["steps", "CausalAttention"]).splitlines()))
+    assert [(x["sid"], x["email"], x["name"], x["total"], x["steps"], x["CausalAttention"]) for x in rows] == [
+        ("2024001", "bo@uni.example", "Bo", "2.0", "2.0", "0.0"),
+        ("2024002", "chen@uni.example", "Chen", "2.0", "2.0", "0.0"),
+        ("", "", "", "", "", "")]
+    assert rows[2]["student"] == "dana" and rows[2]["status"].startswith("not graded")
+
+
+# ---------------------------------------------------------------------------------------------- in a browser
+
+def chromium() -> str | None:
+    return shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+
+
+def render(page: Path, tmp: Path, name: str) -> tuple[str, str]:
+    """The DOM after loading and the browser's log; a screenshot is kept in build/test-artifacts/."""
+    browser = chromium()
+    if browser is None:
+        pytest.skip("no chromium here (Debian: apt-get install chromium)")
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    base = [browser, "--headless", "--disable-gpu", "--no-sandbox", f"--user-data-dir={tmp / 'chromium'}",
+            "--enable-logging=stderr", "--v=0", "--window-size=1280,2000", "--no-first-run",
+            "--virtual-time-budget=5000"]
+    shot = subprocess.run(base + [f"--screenshot={ARTIFACTS / name}", page.as_uri()], capture_output=True,
+                          text=True, timeout=180)
+    dom = subprocess.run(base + ["--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=180)
+    assert (ARTIFACTS / name).stat().st_size > 10_000, shot.stderr[-2000:]
+    return dom.stdout, shot.stderr + dom.stderr
+
+
+def assert_renders(page: Path, tmp: Path, name: str) -> str:
+    dom, log = render(page, tmp, name)
+    console = [line for line in log.splitlines() if ":CONSOLE" in line]
+    assert console == [], console  # a CSP violation (a script or a fetch) would be logged here
+    assert dom.count('src="data:image/svg+xml;base64,') == 2
+    for table in ("questions", "checks", "students"):
+        assert f'id="{table}"' in dom
+    from PIL import Image
+    img = Image.open(ARTIFACTS / name).convert("RGB")
+    top = img.crop((0, 0, img.width, 700))  # the two plots: the histogram's and the full-marks bars' colours
+    colours = top.getcolors(maxcolors=1 << 20)
+    assert sum(n for n, c in colours if abs(c[0] - 0x3b) < 12 and abs(c[2] - 0xa5) < 12) > 500
+    assert sum(n for n, c in colours if abs(c[0] - 0x2e) < 12 and abs(c[1] - 0x8b) < 12) > 500
+    return dom
+
+
+def test_index_renders_in_chromium_with_plots_and_no_console_errors(synthetic, tmp_path):
+    dom = assert_renders(synthetic["out"] / "index.html", tmp_path, "report-synthetic.png")
+    assert "pwned" not in dom.split("</title>")[0]  # the hostile message never ran
+    assert "<script" not in dom
+
+
+# ---------------------------------------------------------------------------------------------- as a user does
+
+def grade(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
+    cmd = [str(GRADE)] if GRADE.exists() else [sys.executable, str(ROOT / "cli.py")]
+    return subprocess.run(cmd + args, cwd=cwd, capture_output=True, text=True, timeout=600)
+
+
+def test_batch_then_report_on_the_bundled_examples(tmp_path):
+    """grade batch, then grade report, from a folder outside the repository with relative paths; then
+    --only regrades one student in place and rewrites both CSVs."""
+    subs = tmp_path / "submissions"
+    shutil.copytree(ROOT / "examples" / "submissions", subs)
+    (subs / "fay_renamed.py").write_text(renamed_copy((subs / "ada_correct.py").read_text()))
+    shutil.copy(SKELETON, subs / "gus_untouched.py")
+    p = grade(["batch", "submissions", "--out", "results"], tmp_path)
+    assert p.returncode == 0, p.stderr[-3000:]
+    grades = list(csv.DictReader((tmp_path / "results" / "grades.csv").open()))
+    assert {g["student"]: g["total"] for g in grades}["fay_renamed"] == "100.0"
+
+    p = grade(["report", "results", "--submissions", "submissions"], tmp_path)
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert "results/report/index.html" in p.stdout
+    out = tmp_path / "results" / "report"
+    d = json.loads((out / "report.json").read_text())
+    pairs = {(x["a"], x["b"]) for x in d["similar"]}
+    assert ("ada_correct", "fay_renamed") in pairs
+    assert not any({"dana_untouched", "gus_untouched"} & set(x) for x in pairs)
+    scores = {s["id"]: s["score"] for s in d["students"]}
+    assert scores["bo_partly_wrong"] == 67 and scores["gus_untouched"] == 0
+    assert sorted(p.name for p in (out / "students").glob("*.html")) == sorted(f"{s}.html" for s in scores)
+    assert_renders(out / "index.html", tmp_path, "report-examples.png")
+
+    (subs / "gus_untouched.py").write_text((subs / "ada_correct.py").read_text())  # gus fixed the file
+    before = (tmp_path / "results" / "ada_correct.json").stat().st_mtime_ns
+    p = grade(["batch", "submissions", "--out", "results", "--only", "gus_untouched"], tmp_path)
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert "graded 1, reused 6" in p.stdout
+    assert (tmp_path / "results" / "ada_correct.json").stat().st_mtime_ns == before
+    rows = {r["student"]: r for r in csv.DictReader((tmp_path / "results" / "scores.csv").open())}
+    assert len(rows) == 7 and rows["gus_untouched"]["score"] == "100.0"
+    grades = {r["student"]: r for r in csv.DictReader((tmp_path / "results" / "grades.csv").open())}
+    assert grades["gus_untouched"]["total"] == "100.0" and grades["bo_partly_wrong"]["total"] == "67.0"
+    p = grade(["batch", "submissions", "--out", "results", "--only", "gus_untouchd"], tmp_path)
+    assert p.returncode == 2 and "gus_untouched" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_page_lists_the_commonest_failure_groups_and_sums_the_rest(tmp_path):
+    """Nine students failing one check nine different ways: six groups shown, three summed, all in report.json."""
+    for i in range(9):
+        c = CheckResult(name="c", nodeid="p::c", question="steps", points=1.0, score=0.0, status="failed",
+                        public=True, visibility="visible", message=Message(f"`name_{'abcdefghi'[i]}` is wrong"))
+        write_result(tmp_path / "r", SubmissionResult(student=f"s{i}", submission="x.py", assignment="attention",
+                                                      checks=[c], questions=["steps"]), "en")
+    rep = report.main(results=tmp_path / "r", out=tmp_path / "o", echo=lambda _m: None)
+    page = (tmp_path / "o" / "index.html").read_text()
+    assert len(rep.data["groups"]) == 9 and "3 other messages" in page
+    assert page.count("is wrong</summary>") == 6 and "s8.html" in page
