@@ -477,7 +477,11 @@ class WorkerProcess:
             protocol.send(self.sock, {"op": op, "args": args})
             reply = protocol.recv(self.sock, deadline=time.monotonic() + timeout, max_head=MAX_REPLY_HEAD)
         except protocol.ChannelTimeout:
+            over = self.over_budget()  # a hoard slowed down at its limit was over budget, not merely slow
             self.kill()
+            if over is not None:
+                self.status = over
+                raise WorkerLost(f"over its {over['how']} budget", over) from None
             raise WorkerTimeout(f"no answer within {timeout:g} s", self.status) from None
         except (protocol.ProtocolError, OSError) as e:
             self.kill()

@@ -152,14 +152,13 @@ class Worker:
         600,000 globals must not cost the grader seconds of decoding and hint searching)."""
         kinds: dict[str, str] = {}
         values = []
+        plain = (int, float, str, bool, bytes, type(None))
         for name, value in list(self.ns.items()):
-            if name.startswith("__") or type(name) is not str:
-                continue
-            kind = "class" if inspect.isclass(value) else "function" if callable(value) else "value"
-            if kind == "value":
-                values.append(name)
-            elif len(kinds) < MAX_NAMES:
-                kinds[name] = kind
+            if type(value) in plain or not callable(value):  # the common case first: it may run 600,000 times
+                if type(name) is str and not name.startswith("__"):
+                    values.append(name)
+            elif len(kinds) < MAX_NAMES and type(name) is str and not name.startswith("__"):
+                kinds[name] = "class" if isinstance(value, type) else "function"
         for name in values[:max(0, MAX_NAMES - len(kinds))]:
             kinds[name] = "value"
         return kinds

@@ -1,8 +1,10 @@
-"""Hostile test case `sys_crash_globals`: 600,000 global names, and MultiHeadAttention misspelt as
-MultiHeadAtention, so the grader looks for a near-miss name among them (it used to take 91 s)."""
+"""Hostile test case `sys_crash_globals`: 200,000 global names, and MultiHeadAttention misspelt as
+MultiHeadAtention, so the grader looks for a near-miss name among them (600,000 took the grader 91 s; this file
+stays smaller so that its own loading fits the test's short time limit on a busy machine, and
+tests/test_sandbox.py runs the hint search itself over 600,000)."""
 from __future__ import annotations
 
-globals().update({f"MultiHeadAttention_{_i:06d}": _i for _i in range(600_000)})
+globals().update({f"MultiHeadAttention_{_i:06d}": _i for _i in range(200_000)})
 
 import torch
 import torch.nn as nn
