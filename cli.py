@@ -13,6 +13,14 @@ LANG = click.option("--lang", type=click.Choice(["en", "ko"]), default="en", sho
                     help="Language of the feedback (English or Korean).")
 
 
+def _here(p: Path | None) -> Path | None:
+    """A path as the user typed it, made absolute against their working directory.
+
+    Grader processes run elsewhere (the repository, a temporary folder); a relative path must never reach them.
+    """
+    return None if p is None else Path(os.path.abspath(p))
+
+
 def _fail(e: GraderError, lang: str = "en") -> None:
     click.echo(f"error: {e.message.text(lang)}", err=True)
     sys.exit(2)
@@ -26,13 +34,26 @@ def grade() -> None:
 
 @grade.command()
 @click.argument("path", required=False, type=click.Path(path_type=Path))
-@click.option("--assignment", "assignment_name", help="Assignment name (default: recognised from the file name).")
+@click.option("--assignment", "assignment_name", help="Assignment name (default: recognised from the file).")
+@click.option("--question", "questions", multiple=True, metavar="ID_OR_SECTION",
+              help="Check only this question: its id (CausalAttention) or its section number (3.4); repeatable. "
+                   "The notebook's checkpoints use it to check their own section.")
 @LANG
-def check(path: Path | None, assignment_name: str | None, lang: str) -> None:
-    """Run the public checks on PATH (default: attention.py or attention.ipynb here)."""
+def check(path: Path | None, assignment_name: str | None, lang: str, questions: tuple[str, ...]) -> None:
+    """Run the public checks on PATH (default: attention.py or attention.ipynb here).
+
+    With both attention.py and attention.ipynb here, the more recently modified one is checked (it says which).
+
+    \b
+    Examples:
+      grade check                          # in the folder with your file
+      grade check attention.ipynb --lang ko
+      grade check attention.ipynb --question 3.4    # only section 3.4 (a notebook checkpoint)
+    """
     from autograder import cmd_check
     try:
-        code = cmd_check.main(path=path, assignment_name=assignment_name, lang=lang, echo=click.echo)
+        code = cmd_check.main(path=_here(path), assignment_name=assignment_name, lang=lang, echo=click.echo,
+                              questions=questions)
     except GraderError as e:
         _fail(e, lang)
     # Everything is written and cleaned up; skip the interpreter's teardown of torch (about half a second).
@@ -46,26 +67,45 @@ def check(path: Path | None, assignment_name: str | None, lang: str) -> None:
 @click.option("--out", "out_dir", default="results", show_default=True, type=click.Path(path_type=Path),
               help="Folder for <student>.json results and scores.csv.")
 @click.option("--timeout", type=click.FloatRange(min=1), default=None,
-              help="Wall-clock seconds per submission (default: the assignment's limit).")
+              help="Seconds each submission's code may run in all: loading it and the calls into it (the grader's "
+                   "own start-up and checks are not counted). A single call is stopped after the assignment's "
+                   "call_timeout; a call that hangs costs only its class. Default: the assignment's total_timeout.")
 @click.option("--workers", type=click.IntRange(min=1, max=64), default=2, show_default=True,
               help="Submissions graded at the same time.")
-@click.option("--assignment", "assignment_name", default="attention", show_default=True)
+@click.option("--assignment", "assignment_name", default=None,
+              help="Assignment name (default: recognised from the files; a folder that mixes assignments is refused).")
 @click.option("--force", is_flag=True, help="Regrade submissions that already have a result in --out.")
 @LANG
 def batch(submissions_dir: Path, out_dir: Path, timeout: float | None, workers: int, assignment_name: str,
           force: bool, lang: str) -> None:
-    """Grade every submission in SUBMISSIONS_DIR with the hidden checks."""
+    """Grade every submission in SUBMISSIONS_DIR with the hidden checks.
+
+    Each entry is one student (a .py, an .ipynb, or a folder holding one). Paths are relative to the folder you
+    are in. A re-run reuses a result only for the same file, checks, options, limits and language.
+
+    \b
+    Examples:
+      grade batch submissions/                        # results/<student>.json and results/scores.csv
+      grade batch submissions/ --out results/ --timeout 60 --lang ko
+    """
     from autograder import assignment, batch as batch_cmd
     try:
-        a = assignment.load(assignment_name)
-        s = batch_cmd.main(submissions=submissions_dir, out=out_dir, assignment=a, workers=workers,
+        if assignment_name:
+            a = assignment.load(assignment_name)
+        else:
+            from autograder import discover
+            a = discover.recognise(_here(submissions_dir), assignment.names())
+            click.echo(f"assignment: {a.name} (recognised from the files; --assignment NAME to choose)", err=True)
+        s = batch_cmd.main(submissions=_here(submissions_dir), out=_here(out_dir), assignment=a, workers=workers,
                            timeout=timeout, lang=lang, force=force, tty=sys.stderr.isatty(),
                            echo=lambda m: click.echo(m, err=True, nl=not sys.stderr.isatty()))
     except GraderError as e:
         _fail(e, lang)
-    click.echo(batch_cmd.summary_table(s.results, a))
+    click.echo(batch_cmd.summary_table(s.results, a, lang))
     click.echo(f"graded {s.graded}, reused {s.reused}, in {s.seconds:.1f} s; results in {out_dir}/ "
                f"(one JSON per student, scores.csv)")
+    if s.reused or s.graded:
+        click.echo(s.reuse_note())
 
 
 @grade.command()
@@ -81,12 +121,18 @@ def batch(submissions_dir: Path, out_dir: Path, timeout: float | None, workers: 
 @LANG
 def gradescope(assignment_name: str, output: Path | None, hidden_visibility: str | None, try_path: Path | None,
                lang: str) -> None:
-    """Build the Gradescope autograder zip (otter-grader layout, graded by this engine)."""
+    """Build the Gradescope autograder zip (otter-grader layout, graded by this engine).
+
+    \b
+    Examples:
+      grade gradescope -o autograder.zip
+      grade gradescope --try submissions/ada.py      # build, grade one file as Gradescope would, print results.json
+    """
     import json
     from autograder import gradescope as gs
     try:
-        built = gs.main(assignment_name=assignment_name, output=output, hidden_visibility=hidden_visibility,
-                        lang=lang, try_path=try_path, echo=lambda m: click.echo(m, err=True))
+        built = gs.main(assignment_name=assignment_name, output=_here(output), hidden_visibility=hidden_visibility,
+                        lang=lang, try_path=_here(try_path), echo=lambda m: click.echo(m, err=True))
     except GraderError as e:
         _fail(e, lang)
     if built.results is not None:
@@ -99,10 +145,15 @@ def gradescope(assignment_name: str, output: Path | None, hidden_visibility: str
               help="Empty or new folder for the student bundle.")
 @LANG
 def release(assignment_name: str, out_dir: Path, lang: str) -> None:
-    """Write the student bundle: skeleton, notebook, public checks and the engine to run them (no hidden material)."""
+    """Write the student bundle: skeleton, notebook, public checks and the engine to run them (no hidden material).
+
+    \b
+    Example:
+      grade release -o student_bundle/               # then share student_bundle/ (or a zip of it)
+    """
     from autograder import release as release_cmd
     try:
-        files = release_cmd.main(assignment_name=assignment_name, out=out_dir)
+        files = release_cmd.main(assignment_name=assignment_name, out=_here(out_dir))
     except GraderError as e:
         _fail(e, lang)
     click.echo(f"wrote {len(files)} files to {out_dir}/ (students: pip install {out_dir} && grade check)")

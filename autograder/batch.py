@@ -12,17 +12,19 @@ import subprocess
 import sys
 import threading
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 from . import discover
 from .assignment import PROJECT_ROOT, Assignment
+from .errors import UsageError
 from .messages import Message
 from .plugin import Job
-from .results import SubmissionResult, csv_text, read_result, write_atomic, write_result
+from .results import SubmissionResult, csv_text, one_line, read_result, write_atomic, write_result
 
 WATCHDOG_GRACE = 60.0  # seconds past the per-submission limit before a grader process is presumed stuck
+STARTUP_LIMIT = 600.0  # seconds a grader process may take to import torch, pytest and the checks
 
 
 @dataclass
@@ -31,6 +33,7 @@ class Slot:
     proc: subprocess.Popen
     job: Job | None = None
     since: float = 0.0
+    begun: bool = False  # the grader process reported that it started on `job` (it is past its start-up)
     alive: bool = True
 
 
@@ -40,6 +43,19 @@ class Summary:
     graded: int = 0
     reused: int = 0
     seconds: float = 0.0
+    regraded: dict[str, int] = field(default_factory=dict)  # why earlier results were not reused -> how many
+
+    def reuse_note(self) -> str:
+        """What was reused and why, and why the rest was (re)graded, in one line."""
+        parts = []
+        if self.reused:
+            parts.append(f"reused {self.reused} (same file, checks, options, limits and language)")
+        if self.regraded.get("new"):
+            parts.append(f"{self.regraded['new']} new")
+        others = {why: n for why, n in self.regraded.items() if why != "new"}
+        if others:
+            parts.append("regraded " + ", ".join(f"{n} ({why})" for why, n in sorted(others.items())))
+        return "; ".join(parts)
 
 
 def _start(slot: int, a: Assignment, timeout: float | None, events: queue.Queue) -> Slot:
@@ -97,35 +113,44 @@ class Progress:
 def main(*, submissions: Path, out: Path, assignment: Assignment, workers: int = 2, timeout: float | None = None,
          lang: str = "en", force: bool = False, echo: Callable[[str], None] = print, tty: bool = False) -> Summary:
     started = time.monotonic()
+    # Grader processes run in the repository: a relative path would name another folder there.
+    submissions, out = submissions.absolute(), out.absolute()
+    if timeout:  # from here on the limit is part of the assignment: it travels to the graders and into the key
+        assignment = replace(assignment, limits=replace(assignment.limits, total_timeout=float(timeout)))
     found = discover.entries(submissions, assignment)
+    if not found:
+        raise UsageError(Message(f"{submissions} holds no submissions: there is nothing to grade.",
+                                 f"{submissions}에 제출물이 없어 채점할 것이 없습니다."))
     jobs = [job for job, _origin in found]
     origins = {job.student: origin for job, origin in found}
     out.mkdir(parents=True, exist_ok=True)
     summary = Summary()
     todo: list[Job] = []
-    grader = fingerprint(assignment)
+    settings = grading_settings(assignment, lang)
+    grader = settings_key(settings)
     for job in jobs:
         prev = None if force else read_result(out / f"{job.student}.json")
-        # Reuse only what the same checks and options produced for the same file.
-        if prev is not None and prev.grader == grader and prev.submission == (job.path.name if job.path else "") \
-                and (job.path is None or prev.sha256 == _sha(job.path)):
+        # Reuse only what the same checks, options, limits and language produced for the same file.
+        why = "--force" if force else stale(prev, job, grader, settings)
+        if why is None:
             prev.origin = origins.get(job.student, {})
             summary.results.append(prev)
             summary.reused += 1
         else:
             todo.append(job)
+            summary.regraded[why] = summary.regraded.get(why, 0) + 1
     if summary.reused:
-        echo(f"{summary.reused} submission(s) already graded in {out}; skipping them (use --force to regrade).\n")
+        echo(f"{summary.reuse_note()}; use --force to regrade everything.\n")
 
     progress = Progress(len(todo), echo, tty)
     events: queue.Queue = queue.Queue()
-    limit = (timeout or assignment.limits.total_timeout) + WATCHDOG_GRACE
+    limit = watchdog_limit(assignment)
     slots: dict[int, Slot] = {}
     pending = list(reversed(todo))
 
     def finish(r: SubmissionResult) -> None:
         r.origin = origins.get(r.student, {})
-        r.grader = grader
+        r.grader, r.settings = grader, settings
         write_result(out, r, lang)
         summary.results.append(r)
         summary.graded += 1
@@ -140,9 +165,10 @@ def main(*, submissions: Path, out: Path, assignment: Assignment, workers: int =
                 pass
             return
         job = pending.pop()
-        slot.job, slot.since = job, time.monotonic()
+        slot.job, slot.since, slot.begun = job, time.monotonic(), False
         line = {"student": job.student, "path": str(job.path) if job.path else None,
-                "error": {"en": job.error.en, "ko": job.error.ko} if job.error else None}
+                "error": {"en": job.error.en, "ko": job.error.ko} if job.error else None,
+                "note": {"en": job.note.en, "ko": job.note.ko} if job.note else None}
         try:
             slot.proc.stdin.write(json.dumps(line, ensure_ascii=False) + "\n")
             slot.proc.stdin.flush()
@@ -151,14 +177,15 @@ def main(*, submissions: Path, out: Path, assignment: Assignment, workers: int =
 
     try:
         for i in range(min(max(1, workers), len(todo))):
-            slots[i] = _start(i, assignment, timeout, events)
+            slots[i] = _start(i, assignment, None, events)
             dispatch(slots[i])
         while any(s.alive for s in slots.values()):
             try:
                 idx, line = events.get(timeout=1.0)
             except queue.Empty:
                 for s in slots.values():  # a grader process stuck past every limit is replaced
-                    if s.alive and s.job is not None and time.monotonic() - s.since > limit:
+                    if s.alive and s.job is not None and time.monotonic() - s.since > (
+                            limit if s.begun else STARTUP_LIMIT + limit):
                         s.proc.kill()
                 continue
             slot = slots[idx]
@@ -168,11 +195,13 @@ def main(*, submissions: Path, out: Path, assignment: Assignment, workers: int =
                 if slot.job is not None:
                     finish(_crashed(slot.job, assignment, f"grader process exited with {slot.proc.returncode}"))
                 if pending:
-                    slots[idx] = _start(idx, assignment, timeout, events)
+                    slots[idx] = _start(idx, assignment, None, events)
                     dispatch(slots[idx])
                 continue
             msg = json.loads(line)
-            if "result" in msg:
+            if "begin" in msg and slot.job is not None:
+                slot.since, slot.begun = time.monotonic(), True
+            elif "result" in msg:
                 finish(SubmissionResult.from_dict(msg["result"]))
                 dispatch(slot)
             elif "fatal" in msg and slot.job is not None:
@@ -189,10 +218,58 @@ def main(*, submissions: Path, out: Path, assignment: Assignment, workers: int =
     return summary
 
 
-def fingerprint(a: Assignment) -> str:
-    """Hash of everything that decides a score: the assignment's files (checks, toml), options and limits."""
+def watchdog_limit(a: Assignment) -> float:
+    """Seconds one submission may keep its grader process once begun: the student's budget, one hang per class
+    or top-level line and a few crashes (each a restart), and a generous margin for the checks themselves."""
+    from .proxy import MAX_HUNG_LINES, MAX_RESTARTS
+    names = sum(len(q.names) for q in a.questions)
+    return a.limits.total_timeout + a.limits.call_timeout * (names + MAX_HUNG_LINES + MAX_RESTARTS + 2) + \
+        WATCHDOG_GRACE
+
+
+def grading_settings(a: Assignment, lang: str) -> dict[str, Any]:
+    """Everything besides the file that decides a score or its text; a result is reused only when all match."""
+    return {"assignment": a.name, "lang": lang, "limits": asdict(a.limits), "options": a.options,
+            "checks": fingerprint(a)}
+
+
+def settings_key(settings: dict[str, Any]) -> str:
     import hashlib
-    h = hashlib.sha256(json.dumps([a.options, repr(a.limits)], sort_keys=True, default=str).encode())
+    return hashlib.sha256(json.dumps(settings, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def stale(prev: SubmissionResult | None, job: Job, key: str, settings: dict[str, Any]) -> str | None:
+    """Why an earlier result cannot be reused for `job` (None when it can), in a few words."""
+    if prev is None:
+        return "new"
+    if prev.submission != (job.path.name if job.path else "") or (job.path is not None and
+                                                                  prev.sha256 != _sha(job.path)):
+        return "file changed"
+    if prev.grader == key:
+        return None
+    old = prev.settings or {}
+    if not old:
+        return "graded by an older version"
+    changed = []
+    for k in ("assignment", "lang", "checks", "options"):
+        if old.get(k) != settings[k]:
+            changed.append(f"{k} changed" if k in ("checks", "options") else f"{k} {old.get(k)} -> {settings[k]}")
+    for k, v in settings["limits"].items():
+        if (old.get("limits") or {}).get(k) != v:
+            name = "timeout" if k == "total_timeout" else k
+            was = (old.get("limits") or {}).get(k)
+            changed.append(f"{name} {_num(was)} -> {_num(v)}")
+    return ", ".join(changed) or "settings changed"
+
+
+def _num(v: Any) -> str:
+    return f"{v:g}" if isinstance(v, (int, float)) and not isinstance(v, bool) else str(v)
+
+
+def fingerprint(a: Assignment) -> str:
+    """Hash of the assignment's files that decide a score: checks, toml, shared helpers and reference code."""
+    import hashlib
+    h = hashlib.sha256()
     files = {p for d in (a.dir, *a.private) if d.is_dir() for p in d.rglob("*")}  # reference code included
     for p in sorted(files):
         if p.is_file() and p.suffix in (".py", ".toml") and "__pycache__" not in p.parts:
@@ -209,16 +286,17 @@ def _sha(path: Path) -> str:
         return ""
 
 
-def summary_table(results: list[SubmissionResult], a: Assignment) -> str:
+def summary_table(results: list[SubmissionResult], a: Assignment, lang: str = "en") -> str:
     """One line per student: total and per-question scores, errors in words."""
     qs = a.question_ids
     heads = ["student", "total", *qs]
     rows = []
     for r in sorted(results, key=lambda r: r.student):
         per_q = r.by_question()
+        why = r.reason or r.error
         rows.append([r.student, f"{r.score:g}/{r.max_score:g}", *[f"{per_q.get(q, (0, 0))[0]:g}" for q in qs]]
-                    + (["(" + r.error.en[:60] + ")"] if r.error else []))
+                    + ([one_line(why.text(lang), 90)] if why else []))
     widths = [max(len(str(x)) for x in col) for col in zip(heads, *[row[:len(heads)] for row in rows])]
     fmt = lambda row: "  ".join(str(x).ljust(w) for x, w in zip(row, widths)) + (  # noqa: E731
         "  " + row[len(heads)] if len(row) > len(heads) else "")
-    return "\n".join([fmt(heads)] + [fmt(row) for row in rows])
+    return "\n".join([fmt(heads).rstrip()] + [fmt(row).rstrip() for row in rows])

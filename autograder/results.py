@@ -42,6 +42,8 @@ class SubmissionResult:
     sha256: str = ""
     origin: dict[str, Any] = field(default_factory=dict)  # where it came from: folder, export submitters
     grader: str = ""  # fingerprint of the checks and options that produced it (batch resume compares it)
+    settings: dict[str, Any] = field(default_factory=dict)  # what `grader` is the hash of, to say why a regrade
+    reason: Message | None = None  # one line: why the code could not be graded or earned nothing, if it did not
 
     @property
     def score(self) -> float:
@@ -74,7 +76,8 @@ class SubmissionResult:
                    notes=[Message(**n) for n in d.get("notes", [])], error=msg(d.get("error")),
                    staff=d.get("staff", ""), duration=d.get("duration", 0.0),
                    questions=list(d.get("questions", [])), sha256=d.get("sha256", ""),
-                   origin=dict(d.get("origin") or {}), grader=str(d.get("grader", "")))
+                   origin=dict(d.get("origin") or {}), grader=str(d.get("grader", "")),
+                   settings=dict(d.get("settings") or {}), reason=msg(d.get("reason")))
 
 
 # ---------------------------------------------------------------------------------------------- Gradescope
@@ -126,13 +129,27 @@ def to_gradescope(r: SubmissionResult, lang: str = "en") -> dict[str, Any]:
 def csv_text(results: list[SubmissionResult], questions: list[str]) -> str:
     buf = io.StringIO()
     w = csv.writer(buf)
-    w.writerow(["student", "submission", "score", "max_score", *questions, "error", "folder"])
+    w.writerow(["student", "submission", "score", "max_score", *questions, "reason", "folder"])
     for r in sorted(results, key=lambda r: r.student):
         per_q = r.by_question()
         w.writerow([r.student, r.submission, r.score, r.max_score,
                     *[per_q.get(q, (0.0, 0.0))[0] for q in questions],
-                    r.error.en if r.error else "", r.origin.get("folder", "")])
+                    one_line(r.reason.en) if r.reason else "", r.origin.get("folder", "")])
     return buf.getvalue()
+
+
+def one_line(text: str, limit: int = 110) -> str:
+    """The first sentence of `text` on one line, shortened at a word boundary (never mid-word) when too long."""
+    text = " ".join(text.split())
+    for end in (". ", "; "):
+        if end in text:
+            text = text[:text.index(end) + 1].rstrip(";")
+            break
+    if len(text) <= limit:
+        return text
+    cut = text[:limit - 1]
+    cut = cut[:cut.rfind(" ")] if " " in cut else cut
+    return cut.rstrip(" ,;:(") + "…"
 
 
 def write_atomic(path: Path, text: str) -> None:
