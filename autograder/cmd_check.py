@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import re
-import sys
 from pathlib import Path
 from typing import Callable
 
@@ -72,12 +71,6 @@ def select(a: assignments.Assignment, wanted: tuple[str, ...]) -> list[str] | No
 
 def main(*, path: Path | None, assignment_name: str | None = None, lang: str = "en",
          echo: Callable[[str], None] = print, questions: tuple[str, ...] = ()) -> int:
-    if not sys.platform.startswith("linux"):
-        raise UsageError(Message(
-            f"grade check needs Linux (its sandbox uses Linux process controls); this is {sys.platform}. Use WSL "
-            "on Windows (wsl --install) or Google Colab, or a Linux machine.",
-            f"grade check는 Linux가 필요합니다 (샌드박스가 Linux 프로세스 기능을 씁니다). 현재 시스템: {sys.platform}. "
-            "Windows에서는 WSL(wsl --install)이나 Google Colab, 또는 Linux 컴퓨터를 쓰세요."))
     from .sandbox import Zygote
     file, a, note = resolve(path, assignment_name)
     only = select(a, questions)
