@@ -18,6 +18,7 @@ $(VENV)/.installed: pyproject.toml
 demo: setup
 	$(GRADE) batch examples/submissions --out results/demo --force
 	$(GRADE) report results/demo --submissions examples/submissions
+	@echo "grade is installed in $(VENV)/bin: run '. $(VENV)/bin/activate' to type 'grade ...' as the README shows"
 
 test: setup
 	$(PY) -m pytest -q

@@ -13,6 +13,14 @@ LANG = click.option("--lang", type=click.Choice(["en", "ko"]), default="en", sho
                     help="Language of the feedback (English or Korean).")
 
 
+def _here(p: Path | None) -> Path | None:
+    """A path as the user typed it, made absolute against their working directory.
+
+    Grader processes run elsewhere (the repository, a temporary folder); a relative path must never reach them.
+    """
+    return None if p is None else Path(os.path.abspath(p))
+
+
 def _fail(e: GraderError, lang: str = "en") -> None:
     click.echo(f"error: {e.message.text(lang)}", err=True)
     sys.exit(2)
@@ -26,13 +34,34 @@ def grade() -> None:
 
 @grade.command()
 @click.argument("path", required=False, type=click.Path(path_type=Path))
-@click.option("--assignment", "assignment_name", help="Assignment name (default: recognised from the file name).")
+@click.option("--assignment", "assignment_name", help="Assignment name (default: recognised from the file).")
+@click.option("--question", "questions", multiple=True, metavar="ID_OR_SECTION",
+              help="Check only this question: its id (CausalAttention) or its section number (3.4); repeatable. "
+                   "The notebook's checkpoints use it to check their own section.")
 @LANG
-def check(path: Path | None, assignment_name: str | None, lang: str) -> None:
-    """Run the public checks on PATH (default: attention.py or attention.ipynb here)."""
+def check(path: Path | None, assignment_name: str | None, lang: str, questions: tuple[str, ...]) -> None:
+    """Run the public checks on PATH (default: attention.py or attention.ipynb here).
+
+    With both attention.py and attention.ipynb here, the more recently modified one is checked (it says which).
+
+    \b
+    Examples:
+      grade check                          # in the folder with your file
+      grade check attention.ipynb --lang ko
+      grade check attention.ipynb --question 3.4    # only section 3.4 (a notebook checkpoint)
+    """
+    if not sys.platform.startswith("linux"):  # before any import: the sandbox modules need Linux to load
+        from autograder.errors import UsageError
+        from autograder.messages import Message
+        _fail(UsageError(Message(
+            f"grade check needs Linux (its sandbox uses Linux process controls); this is {sys.platform}. Use WSL "
+            "on Windows (wsl --install), Google Colab, or a Linux machine.",
+            f"grade check는 Linux가 필요합니다 (샌드박스가 Linux 프로세스 기능을 씁니다). 현재 시스템: {sys.platform}. "
+            "Windows에서는 WSL(wsl --install)이나 Google Colab, 또는 Linux 컴퓨터를 쓰세요.")), lang)
     from autograder import cmd_check
     try:
-        code = cmd_check.main(path=path, assignment_name=assignment_name, lang=lang, echo=click.echo)
+        code = cmd_check.main(path=_here(path), assignment_name=assignment_name, lang=lang, echo=click.echo,
+                              questions=questions)
     except GraderError as e:
         _fail(e, lang)
     # Everything is written and cleaned up; skip the interpreter's teardown of torch (about half a second).
@@ -46,10 +75,13 @@ def check(path: Path | None, assignment_name: str | None, lang: str) -> None:
 @click.option("--out", "out_dir", default="results", show_default=True, type=click.Path(path_type=Path),
               help="Folder for <student>.json results and scores.csv.")
 @click.option("--timeout", type=click.FloatRange(min=1), default=None,
-              help="Wall-clock seconds per submission (default: the assignment's limit).")
+              help="Seconds each submission's code may run in all: loading it and the calls into it (the grader's "
+                   "own start-up and checks are not counted). A single call is stopped after the assignment's "
+                   "call_timeout; a call that hangs costs only its class. Default: the assignment's total_timeout.")
 @click.option("--workers", type=click.IntRange(min=1, max=64), default=2, show_default=True,
               help="Submissions graded at the same time.")
-@click.option("--assignment", "assignment_name", default="attention", show_default=True)
+@click.option("--assignment", "assignment_name", default=None,
+              help="Assignment name (default: recognised from the files; a folder that mixes assignments is refused).")
 @click.option("--force", is_flag=True, help="Regrade submissions that already have a result in --out.")
 @click.option("--only", "only", multiple=True, metavar="ID[,ID...]",
               help="Regrade only these students (result file names) in place; the CSVs are rewritten with everyone.")
@@ -60,24 +92,41 @@ def check(path: Path | None, assignment_name: str | None, lang: str) -> None:
 @LANG
 def batch(submissions_dir: Path, out_dir: Path, timeout: float | None, workers: int, assignment_name: str,
           force: bool, only: tuple[str, ...], roster: Path | None, secret_file: Path | None, lang: str) -> None:
-    """Grade every submission in SUBMISSIONS_DIR with the hidden checks."""
+    """Grade every submission in SUBMISSIONS_DIR with the hidden checks.
+
+    Each entry is one student (a .py, an .ipynb, or a folder holding one). Paths are relative to the folder you
+    are in. A re-run reuses a result only for the same file, checks, options, limits, language and exam variant.
+
+    \b
+    Examples:
+      grade batch submissions/                        # results/<student>.json, scores.csv and grades.csv
+      grade batch submissions/ --out results/ --timeout 60 --lang ko
+      grade batch submissions/ --only ada,chen        # regrade two students in place
+      grade batch submissions/ --assignment midterm --roster roster.csv --secret-file secret.txt
+    """
     from autograder import assignment, batch as batch_cmd, exam
     try:
-        a = assignment.load(assignment_name)
-        plan = exam.plan(a, roster, secret_file)
+        if assignment_name:
+            a = assignment.load(assignment_name)
+        else:
+            from autograder import discover
+            a = discover.recognise(_here(submissions_dir), assignment.names())
+            click.echo(f"assignment: {a.name} (recognised from the files; --assignment NAME to choose)", err=True)
+        plan = exam.plan(a, _here(roster), _here(secret_file))
         if plan is not None and plan.students is None and plan.cfg.variants:
             click.echo(f"note: {a.name} is an exam with variants but no --roster was given: every submission is "
                        "graded against the default variant.", err=True)
-        # Absolute: the grader processes run in the project folder, where a relative path means nothing.
-        s = batch_cmd.main(submissions=submissions_dir.absolute(), out=out_dir, assignment=a, workers=workers,
+        s = batch_cmd.main(submissions=_here(submissions_dir), out=_here(out_dir), assignment=a, workers=workers,
                            timeout=timeout, lang=lang, force=force, tty=sys.stderr.isatty(), exam=plan,
                            only=[i.strip() for o in only for i in o.split(",") if i.strip()] or None,
                            echo=lambda m: click.echo(m, err=True, nl=not sys.stderr.isatty()))
     except GraderError as e:
         _fail(e, lang)
-    click.echo(batch_cmd.summary_table(s.results, a))
+    click.echo(batch_cmd.summary_table(s.results, a, lang))
     click.echo(f"graded {s.graded}, reused {s.reused}, in {s.seconds:.1f} s; results in {out_dir}/ "
                f"(one JSON per student, scores.csv, grades.csv)")
+    if s.reused or s.graded:
+        click.echo(s.reuse_note())
 
 
 @grade.command()
@@ -98,13 +147,19 @@ def batch(submissions_dir: Path, out_dir: Path, timeout: float | None, workers: 
 @LANG
 def gradescope(assignment_name: str, output: Path | None, hidden_visibility: str | None, try_path: Path | None,
                roster: Path | None, secret_file: Path | None, try_as: str | None, lang: str) -> None:
-    """Build the Gradescope autograder zip (otter-grader layout, graded by this engine)."""
+    """Build the Gradescope autograder zip (otter-grader layout, graded by this engine).
+
+    \b
+    Examples:
+      grade gradescope -o autograder.zip
+      grade gradescope --try submissions/ada.py      # build, grade one file as Gradescope would, print results.json
+    """
     import json
     from autograder import gradescope as gs
     try:
-        built = gs.main(assignment_name=assignment_name, output=output, hidden_visibility=hidden_visibility,
-                        lang=lang, try_path=try_path, echo=lambda m: click.echo(m, err=True), roster=roster,
-                        secret_file=secret_file, try_as=try_as)
+        built = gs.main(assignment_name=assignment_name, output=_here(output), hidden_visibility=hidden_visibility,
+                        lang=lang, try_path=_here(try_path), echo=lambda m: click.echo(m, err=True),
+                        roster=_here(roster), secret_file=_here(secret_file), try_as=try_as)
     except GraderError as e:
         _fail(e, lang)
     if built.results is not None:
@@ -117,10 +172,15 @@ def gradescope(assignment_name: str, output: Path | None, hidden_visibility: str
               help="Empty or new folder for the student bundle.")
 @LANG
 def release(assignment_name: str, out_dir: Path, lang: str) -> None:
-    """Write the student bundle: skeleton, notebook, public checks and the engine to run them (no hidden material)."""
+    """Write the student bundle: skeleton, notebook, public checks and the engine to run them (no hidden material).
+
+    \b
+    Example:
+      grade release -o student_bundle/               # then share student_bundle/ (or a zip of it)
+    """
     from autograder import release as release_cmd
     try:
-        files = release_cmd.main(assignment_name=assignment_name, out=out_dir)
+        files = release_cmd.main(assignment_name=assignment_name, out=_here(out_dir))
     except GraderError as e:
         _fail(e, lang)
     click.echo(f"wrote {len(files)} files to {out_dir}/ (students: pip install {out_dir} && grade check)")
@@ -141,7 +201,7 @@ def report(results_dir: Path, out_dir: Path | None, submissions_dir: Path | None
     """Write the instructor report on a folder of grade batch results (open index.html in a browser)."""
     from autograder import report as report_cmd
     try:
-        r = report_cmd.main(results=results_dir, out=out_dir, submissions=submissions_dir, lang=lang,
+        r = report_cmd.main(results=_here(results_dir), out=_here(out_dir), submissions=_here(submissions_dir), lang=lang,
                             threshold=threshold)
     except GraderError as e:
         _fail(e, lang)
@@ -167,8 +227,8 @@ def papers(assignment_name: str, roster: Path, out_dir: Path, secret_file: Path 
     """Write one paper per student on ROSTER (their own variant) and a manifest."""
     from autograder import assignment, exam as exam_cmd
     try:
-        rows = exam_cmd.write_papers(assignment=assignment.load(assignment_name), roster=roster, out=out_dir,
-                                     secret_file=secret_file)
+        rows = exam_cmd.write_papers(assignment=assignment.load(assignment_name), roster=_here(roster), out=_here(out_dir),
+                                     secret_file=_here(secret_file))
     except GraderError as e:
         _fail(e)
     click.echo(f"wrote {len(rows)} papers to {out_dir}/ and {out_dir}/manifest.csv")
@@ -184,7 +244,7 @@ def audit(results_dir: Path, threshold: float, as_json: bool) -> None:
     import json
     from autograder import exam as exam_cmd
     try:
-        findings = exam_cmd.audit(results_dir, threshold=threshold)
+        findings = exam_cmd.audit(_here(results_dir), threshold=threshold)
     except GraderError as e:
         _fail(e)
     click.echo(json.dumps([f.to_dict() for f in findings], ensure_ascii=False, indent=1) if as_json

@@ -1,6 +1,7 @@
 """An assignment is a folder under assignments/ with an assignment.toml; the engine reads nothing else about it."""
 from __future__ import annotations
 
+import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -78,3 +79,35 @@ def for_file(filename: str) -> Assignment | None:
         if filename in a.files:
             return a
     return None
+
+
+_DEFINED = re.compile(r"^(?:class|def)\s+([A-Za-z_]\w*)", re.MULTILINE)
+
+
+def for_source(path: Path) -> Assignment | None:
+    """The assignment a file answers, from what it defines at the top level (a file named after the student).
+
+    The names are read with a pattern, not a parser, so a file with a syntax error is still recognised. An
+    assignment counts when at least half the names its questions ask for are defined, and more of them than of
+    any other assignment's."""
+    from .source import read  # reading never runs the file
+    try:
+        text = "\n".join(c.code for c in read(path).cells)
+    except Exception:  # noqa: BLE001 - unreadable files are reported when they are graded
+        return None
+    defined = set(_DEFINED.findall(text))
+    scored = []
+    for n in names():
+        a = load(n)
+        wanted = {x for q in a.questions for x in q.names}
+        if wanted:
+            scored.append((len(wanted & defined) / len(wanted), a))
+    scored.sort(key=lambda t: -t[0])
+    if not scored or scored[0][0] < 0.5 or (len(scored) > 1 and scored[1][0] == scored[0][0]):
+        return None
+    return scored[0][1]
+
+
+def recognise(path: Path) -> Assignment | None:
+    """By file name (attention.ipynb), else by the names the file defines."""
+    return for_file(path.name) or for_source(path)

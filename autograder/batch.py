@@ -12,21 +12,23 @@ import subprocess
 import sys
 import threading
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from . import discover
 from .assignment import PROJECT_ROOT, Assignment
+from .errors import UsageError
 from .messages import Message
 from .plugin import Job
+from .results import SubmissionResult, csv_text, grades_csv_text, one_line, read_result, write_atomic, write_result
 from .safetext import clean, shown_name
-from .results import SubmissionResult, csv_text, read_result, write_atomic, write_result
 
 if TYPE_CHECKING:
     from .exam import Plan
 
 WATCHDOG_GRACE = 60.0  # seconds past the per-submission limit before a grader process is presumed stuck
+STARTUP_LIMIT = 600.0  # seconds a grader process may take to import torch, pytest and the checks
 
 
 @dataclass
@@ -35,6 +37,7 @@ class Slot:
     proc: subprocess.Popen
     job: Job | None = None
     since: float = 0.0
+    begun: bool = False  # the grader process reported that it started on `job` (it is past its start-up)
     alive: bool = True
 
 
@@ -44,6 +47,22 @@ class Summary:
     graded: int = 0
     reused: int = 0
     seconds: float = 0.0
+    regraded: dict[str, int] = field(default_factory=dict)  # why earlier results were not reused -> how many
+    kept: int = 0  # of `reused`: results left as they were because --only did not name them
+
+    def reuse_note(self) -> str:
+        """What was reused and why, and why the rest was (re)graded, in one line."""
+        parts = []
+        if self.reused - self.kept:
+            parts.append(f"reused {self.reused - self.kept} (same file, checks, options, limits and language)")
+        if self.kept:
+            parts.append(f"kept {self.kept} as they were (not named by --only)")
+        if self.regraded.get("new"):
+            parts.append(f"{self.regraded['new']} new")
+        others = {why: n for why, n in self.regraded.items() if why != "new"}
+        if others:
+            parts.append("regraded " + ", ".join(f"{n} ({why})" for why, n in sorted(others.items())))
+        return "; ".join(parts)
 
 
 def _start(slot: int, a: Assignment, timeout: float | None, events: queue.Queue) -> Slot:
@@ -104,7 +123,14 @@ def main(*, submissions: Path, out: Path, assignment: Assignment, workers: int =
     """Grade every submission (only: regrade just these ids, keep the other results as they are; exam: each
     student against their own variant, see exam.py)."""
     started = time.monotonic()
-    found = discover.entries(submissions.absolute(), assignment)  # grader processes run in the project folder
+    # Grader processes run in the repository: a relative path would name another folder there.
+    submissions, out = submissions.absolute(), out.absolute()
+    if timeout:  # from here on the limit is part of the assignment: it travels to the graders and into the key
+        assignment = replace(assignment, limits=replace(assignment.limits, total_timeout=float(timeout)))
+    found = discover.entries(submissions, assignment)
+    if not found:
+        raise UsageError(Message(f"{submissions} holds no submissions: there is nothing to grade.",
+                                 f"{submissions}에 제출물이 없어 채점할 것이 없습니다."))
     jobs = [job for job, _origin in found]
     keep = _others(jobs, only, out) if only is not None else set()
     force = force or only is not None  # the named ones are regraded in place
@@ -115,8 +141,11 @@ def main(*, submissions: Path, out: Path, assignment: Assignment, workers: int =
     out.mkdir(parents=True, exist_ok=True)
     summary = Summary()
     todo: list[Job] = []
-    base = fingerprint(assignment)
-    grader_of = lambda job: base + ("-" + exam.tag(job) if exam is not None else "")  # noqa: E731
+    base = grading_settings(assignment, lang)
+    # An exam grades each student against their own variant (and window): that is part of their settings.
+    settings_of = lambda job: base if exam is None else {**base, "exam": exam.tag(job)}  # noqa: E731
+    settings = {job.student: settings_of(job) for job in jobs}
+    graders = {sid: settings_key(s) for sid, s in settings.items()}
     for job in jobs:
         if job.student in keep:
             kept = read_result(out / f"{job.student}.json")
@@ -124,31 +153,31 @@ def main(*, submissions: Path, out: Path, assignment: Assignment, workers: int =
                 kept.origin = origins.get(job.student, kept.origin)
                 summary.results.append(kept)
                 summary.reused += 1
+                summary.kept += 1
             continue
         prev = None if force else read_result(out / f"{job.student}.json")
-        # Reuse only what the same checks and options produced for the same file.
-        shown = shown_name(job.path.name) if job.path else ""
-        if prev is not None and prev.grader == grader_of(job) and prev.submission == shown \
-                and (job.path is None or prev.sha256 == _sha(job.path)):
+        # Reuse only what the same checks, options, limits, language (and variant) produced for the same file.
+        why = ("--only" if only is not None else "--force") if force else \
+            stale(prev, job, graders[job.student], settings[job.student])
+        if why is None:
             prev.origin = origins.get(job.student, {})
             summary.results.append(prev)
             summary.reused += 1
         else:
             todo.append(job)
+            summary.regraded[why] = summary.regraded.get(why, 0) + 1
     if summary.reused:
-        echo(f"{summary.reused} submission(s) already graded in {out}; skipping them (use --force to regrade).\n")
+        echo(f"{summary.reuse_note()}; use --force to regrade everything.\n")
 
     progress = Progress(len(todo), echo, tty)
     events: queue.Queue = queue.Queue()
-    limit = (timeout or assignment.limits.total_timeout) + WATCHDOG_GRACE
+    limit = watchdog_limit(assignment)
     slots: dict[int, Slot] = {}
     pending = list(reversed(todo))
 
-    graders = {job.student: grader_of(job) for job in jobs}
-
     def finish(r: SubmissionResult) -> None:
         r.origin = origins.get(r.student, {})
-        r.grader = graders.get(r.student, base)
+        r.grader, r.settings = graders.get(r.student, settings_key(base)), settings.get(r.student, base)
         if exam is not None:
             exam.stamp(r, r.origin, paths.get(r.student))
         try:
@@ -169,9 +198,10 @@ def main(*, submissions: Path, out: Path, assignment: Assignment, workers: int =
                 pass
             return
         job = pending.pop()
-        slot.job, slot.since = job, time.monotonic()
+        slot.job, slot.since, slot.begun = job, time.monotonic(), False
         line = {"student": job.student, "path": str(job.path) if job.path else None,
-                "error": {"en": job.error.en, "ko": job.error.ko} if job.error else None, "options": job.options}
+                "error": {"en": job.error.en, "ko": job.error.ko} if job.error else None, "options": job.options,
+                "note": {"en": job.note.en, "ko": job.note.ko} if job.note else None}
         try:
             # ASCII: a path is bytes in surrogateescape form (e.g. a CP949 name), which UTF-8 cannot encode.
             slot.proc.stdin.write(json.dumps(line) + "\n")
@@ -181,14 +211,15 @@ def main(*, submissions: Path, out: Path, assignment: Assignment, workers: int =
 
     try:
         for i in range(min(max(1, workers), len(todo))):
-            slots[i] = _start(i, assignment, timeout, events)
+            slots[i] = _start(i, assignment, None, events)
             dispatch(slots[i])
         while any(s.alive for s in slots.values()):
             try:
                 idx, line = events.get(timeout=1.0)
             except queue.Empty:
                 for s in slots.values():  # a grader process stuck past every limit is replaced
-                    if s.alive and s.job is not None and time.monotonic() - s.since > limit:
+                    if s.alive and s.job is not None and time.monotonic() - s.since > (
+                            limit if s.begun else STARTUP_LIMIT + limit):
                         s.proc.kill()
                 continue
             slot = slots[idx]
@@ -198,7 +229,7 @@ def main(*, submissions: Path, out: Path, assignment: Assignment, workers: int =
                 if slot.job is not None:
                     finish(_crashed(slot.job, assignment, f"grader process exited with {slot.proc.returncode}"))
                 if pending:
-                    slots[idx] = _start(idx, assignment, timeout, events)
+                    slots[idx] = _start(idx, assignment, None, events)
                     dispatch(slots[idx])
                 continue
             try:
@@ -209,7 +240,9 @@ def main(*, submissions: Path, out: Path, assignment: Assignment, workers: int =
                     finish(_crashed(slot.job, assignment, f"unreadable report from the grader process: {e!r}"))
                 dispatch(slot)
                 continue
-            if got is not None:
+            if "begin" in msg and slot.job is not None:
+                slot.since, slot.begun = time.monotonic(), True
+            elif got is not None:
                 finish(got)
                 dispatch(slot)
             elif "fatal" in msg and slot.job is not None:
@@ -221,17 +254,15 @@ def main(*, submissions: Path, out: Path, assignment: Assignment, workers: int =
                 s.proc.kill()
                 s.proc.wait()
         progress.close()
-        # Always, even when the loop above failed: the CSV holds every result this run got.
+        # Always, even when the loop above failed: the CSVs hold every result this run got.
         write_atomic(out / "scores.csv", csv_text(summary.results, assignment.question_ids))
+        write_atomic(out / "grades.csv", grades_csv_text(summary.results, assignment.question_ids))  # for an LMS
     summary.seconds = time.monotonic() - started
-    from .results import grades_csv_text
-    write_atomic(out / "grades.csv", grades_csv_text(summary.results, assignment.question_ids))  # for an LMS
     return summary
 
 
 def _others(jobs: list[Job], only: list[str], out: Path) -> set[str]:
     """--only: the ids NOT named, whose existing results are kept as they are; an unknown id is an error."""
-    from .errors import UsageError
     from .messages import near_miss
     ids = {job.student for job in jobs}
     unknown = [i for i in only if i not in ids]
@@ -243,10 +274,60 @@ def _others(jobs: list[Job], only: list[str], out: Path) -> set[str]:
     return ids - set(only)
 
 
-def fingerprint(a: Assignment) -> str:
-    """Hash of everything that decides a score: the assignment's files (checks, toml), options and limits."""
+def watchdog_limit(a: Assignment) -> float:
+    """Seconds one submission may keep its grader process once begun: the student's budget, one hang per class
+    or top-level line and a few crashes (each a restart), and a generous margin for the checks themselves."""
+    from .proxy import MAX_HUNG_LINES, MAX_RESTARTS
+    names = sum(len(q.names) for q in a.questions)
+    return a.limits.total_timeout + a.limits.call_timeout * (names + MAX_HUNG_LINES + MAX_RESTARTS + 2) + \
+        WATCHDOG_GRACE
+
+
+def grading_settings(a: Assignment, lang: str) -> dict[str, Any]:
+    """Everything besides the file that decides a score or its text; a result is reused only when all match."""
+    return {"assignment": a.name, "lang": lang, "limits": asdict(a.limits), "options": a.options,
+            "checks": fingerprint(a)}
+
+
+def settings_key(settings: dict[str, Any]) -> str:
     import hashlib
-    h = hashlib.sha256(json.dumps([a.options, repr(a.limits)], sort_keys=True, default=str).encode())
+    return hashlib.sha256(json.dumps(settings, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def stale(prev: SubmissionResult | None, job: Job, key: str, settings: dict[str, Any]) -> str | None:
+    """Why an earlier result cannot be reused for `job` (None when it can), in a few words."""
+    if prev is None:
+        return "new"
+    if prev.submission != (shown_name(job.path.name) if job.path else "") or (job.path is not None and
+                                                                  prev.sha256 != _sha(job.path)):
+        return "file changed"
+    if prev.grader == key:
+        return None
+    old = prev.settings or {}
+    if not old:
+        return "graded by an older version"
+    changed = []
+    if old.get("exam") != settings.get("exam"):  # the exam's variant, extra time or submission time
+        changed.append("exam variant changed")
+    for k in ("assignment", "lang", "checks", "options"):
+        if old.get(k) != settings[k]:
+            changed.append(f"{k} changed" if k in ("checks", "options") else f"{k} {old.get(k)} -> {settings[k]}")
+    for k, v in settings["limits"].items():
+        if (old.get("limits") or {}).get(k) != v:
+            name = "timeout" if k == "total_timeout" else k
+            was = (old.get("limits") or {}).get(k)
+            changed.append(f"{name} {_num(was)} -> {_num(v)}")
+    return ", ".join(changed) or "settings changed"
+
+
+def _num(v: Any) -> str:
+    return f"{v:g}" if isinstance(v, (int, float)) and not isinstance(v, bool) else str(v)
+
+
+def fingerprint(a: Assignment) -> str:
+    """Hash of the assignment's files that decide a score: checks, toml, shared helpers and reference code."""
+    import hashlib
+    h = hashlib.sha256()
     files = {p for d in (a.dir, *a.private) if d.is_dir() for p in d.rglob("*")}  # reference code included
     for p in sorted(files):
         if p.is_file() and p.suffix in (".py", ".toml") and "__pycache__" not in p.parts:
@@ -263,17 +344,18 @@ def _sha(path: Path) -> str:
         return ""
 
 
-def summary_table(results: list[SubmissionResult], a: Assignment) -> str:
+def summary_table(results: list[SubmissionResult], a: Assignment, lang: str = "en") -> str:
     """One line per student: total and per-question scores, errors in words."""
     qs = a.question_ids
     heads = ["student", "total", *qs]
     rows = []
     for r in sorted(results, key=lambda r: r.student):
         per_q = r.by_question()
+        why = r.reason or r.error
         rows.append([clean(r.student, True), f"{r.score:g}/{r.max_score:g}",
                      *[f"{per_q.get(q, (0, 0))[0]:g}" for q in qs]]
-                    + (["(" + clean(r.error.en, True)[:60] + ")"] if r.error else []))
+                    + ([clean(one_line(why.text(lang), 90), True)] if why else []))
     widths = [max(len(str(x)) for x in col) for col in zip(heads, *[row[:len(heads)] for row in rows])]
     fmt = lambda row: "  ".join(str(x).ljust(w) for x, w in zip(row, widths)) + (  # noqa: E731
         "  " + row[len(heads)] if len(row) > len(heads) else "")
-    return "\n".join([fmt(heads)] + [fmt(row) for row in rows])
+    return "\n".join([fmt(heads).rstrip()] + [fmt(row).rstrip() for row in rows])

@@ -1,10 +1,11 @@
 """`grade check`: a student runs the public checks on their own file and sees where they stand."""
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Callable
 
-from . import assignment as assignments
+from . import assignment as assignments, discover
 from .errors import UsageError
 from .messages import Message
 from .plugin import Job
@@ -17,7 +18,9 @@ HIDDEN_NOTE = Message(
     "여기서 모두 통과해도 만점이 보장되지는 않습니다.")
 
 
-def resolve(path: Path | None, assignment_name: str | None) -> tuple[Path, assignments.Assignment]:
+def resolve(path: Path | None, assignment_name: str | None) -> tuple[Path, assignments.Assignment, Message | None]:
+    """The file to check, its assignment, and a note when the file was a choice (.py beside .ipynb)."""
+    note = None
     if path is None:
         known = [f for n in assignments.names() for f in assignments.load(n).files] if not assignment_name \
             else list(assignments.load(assignment_name).files)
@@ -27,9 +30,18 @@ def resolve(path: Path | None, assignment_name: str | None) -> tuple[Path, assig
                 f"No submission file here; looked for {', '.join(known)}. Pass the path: grade check FILE",
                 f"이 폴더에 제출 파일이 없습니다 ({', '.join(known)}). 경로를 지정하세요: grade check FILE"))
         path = found[0]
+        same = [f for f in found if f.stem == path.stem]
+        pair = discover.newer_of_pair(same)
+        if pair is not None:  # the bundle ships both: check the one the student worked on, and say so
+            path, older = pair[0], next(f for f in same if f != pair[0])
+            note = Message(
+                f"Checking {path.name}, not {older.name}: both are here and {path.name} was modified more "
+                f"recently (the one you worked on). To check the other: grade check {older.name}",
+                f"{older.name}이(가) 아니라 {path.name}을(를) 확인합니다: 두 파일이 모두 있고 {path.name}이(가) 더 "
+                f"최근에 수정되었습니다 (작업 중인 파일). 다른 파일을 확인하려면: grade check {older.name}")
     if not path.is_file():
         raise UsageError(Message(f"{path} does not exist or is not a file.", f"{path} 파일이 없습니다."))
-    a = assignments.load(assignment_name) if assignment_name else assignments.for_file(path.name)
+    a = assignments.load(assignment_name) if assignment_name else assignments.recognise(path)
     if a is None:
         names = ", ".join(f for n in assignments.names() for f in assignments.load(n).files)
         raise UsageError(Message(
@@ -37,24 +49,42 @@ def resolve(path: Path | None, assignment_name: str | None) -> tuple[Path, assig
             "Rename it or pass --assignment NAME.",
             f"{path.name}이(가) 어느 과제인지 알 수 없습니다 (알려진 파일: {names}). 이름을 바꾸거나 "
             "--assignment NAME을 지정하세요."))
-    return path.resolve(), a
+    return path.resolve(), a, note
+
+
+def select(a: assignments.Assignment, wanted: tuple[str, ...]) -> list[str] | None:
+    """Question ids for --question values: an id (CausalAttention) or a section number (3.4 picks the questions
+    whose title starts with 3.4). None when nothing was asked for (every question)."""
+    if not wanted:
+        return None
+    picked = []
+    for w in wanted:
+        hits = [q.id for q in a.questions
+                if q.id == w or q.title == w or re.match(re.escape(w) + r"(\.|\s|$)", q.title)]
+        if not hits:
+            listed = ", ".join(f"{q.id} ({q.title.split()[0]})" for q in a.questions)
+            raise UsageError(Message(f"No question {w!r} in {a.name}; choose from: {listed}.",
+                                     f"{a.name}에 {w!r} 문제가 없습니다. 다음 중에서 고르세요: {listed}."))
+        picked += [h for h in hits if h not in picked]
+    return picked
 
 
 def main(*, path: Path | None, assignment_name: str | None = None, lang: str = "en",
-         echo: Callable[[str], None] = print) -> int:
+         echo: Callable[[str], None] = print, questions: tuple[str, ...] = ()) -> int:
     from . import exam
     from .sandbox import Zygote
-    file, a = resolve(path, assignment_name)
+    file, a, note = resolve(path, assignment_name)
     mode = (exam.config(a) or exam.ExamConfig(None, None, "", "flag", 0.0, {}, {})).feedback  # "" if not an exam
     if mode == "none":  # the exam shows nothing the code does: nothing runs
         text, code = exam.report_none(a, file, lang)
         echo(text)
         return code
+    only = select(a, questions)
     # Started first: it imports torch in the background while this process imports pytest and torch.
     zygote = Zygote(full_warm_up=False)
     from .runner import grade
     results: list[SubmissionResult] = []
-    grade(a, [Job(file.stem, file)], results.append, public_only=True, zygote=zygote)
+    grade(a, [Job(file.stem, file)], results.append, public_only=True, zygote=zygote, only=only)
     r = results[0]
     if mode == "runs":
         text, code = exam.report_runs(a, file, r, lang)
@@ -62,7 +92,10 @@ def main(*, path: Path | None, assignment_name: str | None = None, lang: str = "
         return code
     if mode:
         echo(exam.mode_line(mode, file.name, lang))
-    echo(f"{a.title} - public checks for {file.name}\n")
+    scope = "" if only is None else f" (only {', '.join(only)})"
+    echo(f"{a.title} - public checks for {file.name}{scope}\n")
+    if note is not None:
+        echo(f"note: {note.text(lang)}\n")
     echo(table(r, lang))
     echo("")
     echo(HIDDEN_NOTE.text(lang))

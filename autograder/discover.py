@@ -40,13 +40,41 @@ def entry_id(name: str) -> str:
     return sid
 
 
+def newer_of_pair(paths: list[Path]) -> tuple[Path, Message] | None:
+    """For a .py and an .ipynb side by side (the bundle ships both), the one the student worked on: the more
+    recently modified. None when `paths` is not exactly such a pair."""
+    if len(paths) != 2 or {p.suffix for p in paths} != {".py", ".ipynb"}:
+        return None
+    newer, older = sorted(paths, key=lambda p: p.stat().st_mtime_ns, reverse=True)
+    new, old = shown_name(newer.name), shown_name(older.name)  # the names may hold escapes or odd bytes
+    return newer, Message(
+        f"Graded {new}, not {old}: both were there and {new} was modified more recently "
+        f"(the one you worked on). Submit only one to avoid doubt.",
+        f"{old}이(가) 아니라 {new}을(를) 채점했습니다: 두 파일이 모두 있었고 {new}이(가) 더 "
+        "최근에 수정되었습니다 (작업한 파일). 헷갈리지 않도록 하나만 제출하세요.")
+
+
 def pick_file(folder: Path, assignment: Assignment) -> tuple[Path | None, Message | None]:
     """The file to grade in a submission folder, or an explanation of why there is none."""
-    files = [p for p in sorted(folder.rglob("*")) if p.is_file() and not p.is_symlink() and p.suffix in GRADABLE
-             and not any(part.startswith(".") or part == "__pycache__" for part in p.relative_to(folder).parts)]
+    path, err, _note = choose_file(folder, assignment)
+    return path, err
+
+
+def choose_file(folder: Path, assignment: Assignment) -> tuple[Path | None, Message | None, Message | None]:
+    """Like pick_file, plus a note saying how the file was chosen when there was a choice."""
+    files = _gradable(folder)
     named = [p for p in files if p.name in assignment.files]
     if len(named) == 1:
-        return named[0], None
+        return named[0], None, None
+    pair = newer_of_pair(named)
+    if pair is not None:
+        return pair[0], None, pair[1]
+    path, err = _pick_other(folder, files, named, assignment)
+    return path, err, None
+
+
+def _pick_other(folder: Path, files: list[Path], named: list[Path],
+                assignment: Assignment) -> tuple[Path | None, Message | None]:
     rel = lambda ps: ", ".join(shown_name(str(p.relative_to(folder))) for p in ps)  # noqa: E731
     if len(named) > 1:
         return None, Message(
@@ -66,6 +94,46 @@ def pick_file(folder: Path, assignment: Assignment) -> tuple[Path | None, Messag
         f"{' or '.join(assignment.files)}; rename the one to grade.",
         f"제출물에 후보 파일이 여러 개 있고({rel(others)}) {' 또는 '.join(assignment.files)}라는 이름의 파일이 "
         "없습니다. 채점할 파일의 이름을 바꾸세요.")
+
+
+def _gradable(folder: Path) -> list[Path]:
+    return [p for p in sorted(folder.rglob("*")) if p.is_file() and not p.is_symlink() and p.suffix in GRADABLE
+            and not any(part.startswith(".") or part == "__pycache__" for part in p.relative_to(folder).parts)]
+
+
+def recognise(root: Path, names: list[str]) -> Assignment:
+    """The one assignment the submissions in `root` answer, recognised from their files as `grade check` does.
+
+    Refuses (UsageError, with the fix) an empty folder, a folder where nothing is recognised, and one that
+    mixes assignments: grading with the wrong checks would give everyone 0 without a word."""
+    from . import assignment as assignments
+    entries = [e for e in sorted(root.iterdir()) if not e.name.startswith(".")
+               and e.name not in (EXPORT_METADATA, "__pycache__") and not e.is_symlink()]
+    if not entries:
+        raise UsageError(Message(f"{root} is empty: there is nothing to grade.",
+                                 f"{root} 폴더가 비어 있어 채점할 것이 없습니다."))
+    seen: dict[str, list[str]] = {}
+    for e in entries:
+        files = [e] if e.is_file() and e.suffix in GRADABLE else _gradable(e) if e.is_dir() else []
+        found = {a.name for a in map(assignments.recognise, files[:20]) if a is not None}
+        for n in found:
+            seen.setdefault(n, []).append(e.name)
+    hint_en = f"pass --assignment NAME (one of: {', '.join(names)})"
+    hint_ko = f"--assignment NAME을 지정하세요 ({', '.join(names)} 중 하나)"
+    if not seen:
+        raise UsageError(Message(
+            f"Cannot tell which assignment the submissions in {root} answer (no file is named like "
+            f"attention.py and none defines an assignment's classes); {hint_en}.",
+            f"{root}의 제출물이 어느 과제인지 알 수 없습니다 (과제 파일 이름도 아니고 과제의 클래스도 정의하지 "
+            f"않습니다). {hint_ko}."))
+    if len(seen) > 1:
+        listed = "; ".join(f"{n}: {', '.join(v[:3])}{' ...' if len(v) > 3 else ''}" for n, v in sorted(seen.items()))
+        raise UsageError(Message(
+            f"The submissions in {root} mix assignments ({listed}). Put each assignment in its own folder, or "
+            f"{hint_en} to grade them all as one.",
+            f"{root}의 제출물에 여러 과제가 섞여 있습니다 ({listed}). 과제마다 폴더를 나누거나, 모두 한 과제로 "
+            f"채점하려면 {hint_ko}."))
+    return assignments.load(next(iter(seen)))
 
 
 def find(root: Path, assignment: Assignment) -> list[Job]:
@@ -95,8 +163,8 @@ def entries(root: Path, assignment: Assignment) -> list[tuple[Job, dict[str, Any
                 f"{shown} is a symbolic link; only regular files and folders are graded.",
                 f"{shown}은(는) 심볼릭 링크입니다. 일반 파일과 폴더만 채점합니다.")), origin))
         elif entry.is_dir():
-            path, err = pick_file(entry, assignment)
-            out.append((Job(sid, path, err), origin))
+            path, err, note = choose_file(entry, assignment)
+            out.append((Job(sid, path, err, note), origin))
         elif entry.suffix in GRADABLE and entry.is_file():  # not a FIFO or device that would block a read
             out.append((Job(sid, entry), origin))
         else:

@@ -11,7 +11,7 @@ import sys
 import traceback
 from dataclasses import replace
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 from . import assignment as assignments
 from .messages import Message
@@ -20,14 +20,16 @@ from .sandbox import Limits
 from .results import SubmissionResult
 
 
-def read_jobs(stream) -> Iterator[Job]:
+def read_jobs(stream, begin: Callable[[str], None] = lambda _s: None) -> Iterator[Job]:
     for line in stream:
         if not line.strip():
             continue
         d = json.loads(line)
         err = d.get("error")
+        begin(d["student"])  # this process is ready and starts on it: the batch's watchdog counts from here
+        note = d.get("note")
         yield Job(d["student"], Path(d["path"]) if d.get("path") else None, Message(**err) if err else None,
-                  d.get("options"))
+                  Message(**note) if note else None, d.get("options"))
 
 
 def main() -> None:
@@ -52,7 +54,8 @@ def main() -> None:
     try:
         # A private copy of stdin: pytest may swap sys.stdin and fd 0 while tests run.
         jobs = os.fdopen(os.dup(0), encoding="utf-8")
-        grade(a, read_jobs(jobs), report)
+        grade(a, read_jobs(jobs, lambda s: out.write(json.dumps({"begin": s}) + "\n")),
+              report)
     except BaseException:
         out.write(json.dumps({"fatal": traceback.format_exc()[-8000:]}) + "\n")
         raise

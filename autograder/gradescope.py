@@ -309,6 +309,7 @@ def _copy_submission(src: Path, dst: Path) -> list[str]:
             total += st.st_size
             (dst / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(p, dst / rel, follow_symlinks=False)
+            os.utime(dst / rel, ns=(st.st_atime_ns, st.st_mtime_ns))  # a .py beside an .ipynb: the newer is graded
     return dropped
 
 

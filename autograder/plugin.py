@@ -36,6 +36,7 @@ class Job:
     student: str
     path: Path | None
     error: Message | None = None  # found before grading (e.g. a folder with two candidate files)
+    note: Message | None = None  # how the file was chosen, when that was a choice (a .py beside an .ipynb)
     options: dict[str, Any] | None = None  # per-submission options on top of [options] (an exam's variant)
 
 
@@ -50,11 +51,13 @@ def protect(paths: Iterable[Path]) -> None:
 
 class GradingPlugin:
     def __init__(self, assignment: Assignment, jobs: Iterable[Job], *, on_result: Callable[[SubmissionResult], None],
-                 public_only: bool = False, loop: bool = True, zygote: Zygote | None = None):
+                 public_only: bool = False, loop: bool = True, zygote: Zygote | None = None,
+                 only: list[str] | None = None):
         self.assignment = assignment
         self.jobs = jobs
         self.on_result = on_result
         self.public_only = public_only
+        self.only = only  # question ids to check (a notebook checkpoint checks its own section); None: all
         self.uid = claim_uid() if is_root() else None
         self.loop = loop
         self.zygote = zygote
@@ -91,7 +94,8 @@ class GradingPlugin:
         return public
 
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
-        items[:] = [i for i in items if self._meta(i) is not None]
+        items[:] = [i for i in items if self._meta(i) is not None
+                    and (self.only is None or self._meta(i).question in self.only)]
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         if report.failed:
@@ -175,10 +179,13 @@ class GradingPlugin:
     def _begin(self, job: Job) -> SubmissionResult:
         a = self.assignment
         result = SubmissionResult(student=job.student, submission=shown_name(job.path.name) if job.path else "",
-                                  assignment=a.name, questions=a.question_ids)
+                                  assignment=a.name,
+                                  questions=[q for q in a.question_ids if self.only is None or q in self.only])
         self.records = {}
         self.current = None
         self.job_options = dict(job.options or {})
+        if job.note is not None:
+            result.notes.append(job.note)
         if job.error is not None:
             result.error = job.error
             return result
@@ -212,8 +219,9 @@ class GradingPlugin:
         notes = []
         for err in sub.load_errors[:5]:
             w = err.get("where") or {}
-            loc = f"{w.get('file')}, line {w.get('line')}" if w.get("line") else str(w.get("file", ""))
-            loc_ko = f"{w.get('file')}, {w.get('line')}번째 줄" if w.get("line") else str(w.get("file", ""))
+            code = f": `{w.get('code')}`" if w.get("code") and err.get("type") != "SyntaxError" else ""
+            loc = f"{w.get('file')}, line {w.get('line')}{code}" if w.get("line") else str(w.get("file", ""))
+            loc_ko = f"{w.get('file')}, {w.get('line')}번째 줄{code}" if w.get("line") else str(w.get("file", ""))
             text = f"{err.get('type')}: {err.get('message')}"
             if err.get("type") == "SyntaxError":
                 code = f" `{w.get('code')}`" if w.get("code") else ""
@@ -237,6 +245,7 @@ class GradingPlugin:
         return notes
 
     def _finish(self, result: SubmissionResult, items: list[pytest.Item], started: float) -> SubmissionResult:
+        sub = self.current
         if self.current is not None:
             self.current.close()
             result.sandbox = dict(self.current.modes)
@@ -251,6 +260,7 @@ class GradingPlugin:
             result.checks.append(rec)
         self.current = None
         result.duration = time.monotonic() - started
+        result.reason = zero_reason(result, sub)
         return result
 
     # ------------------------------------------------------------------ the loop
@@ -289,6 +299,31 @@ class GradingPlugin:
             if self.zygote is not None:
                 self.zygote.close()
             self.on_result(result)
+
+
+def zero_reason(result: SubmissionResult, sub: Submission | None) -> Message | None:
+    """Why a submission could not be graded or earned nothing, in one line for the summary table and CSV: a
+    syntax error, a time-out and an untouched template must not look alike there."""
+    if result.error is not None:
+        return result.error
+    if sub is not None and sub.fatal is not None:
+        return sub.fatal
+    if sub is not None and sub.hung:
+        return next(iter(sub.hung.values()))
+    if result.score > 0 or sub is None:
+        return None
+    for e in sub.load_errors:
+        if e.get("type") == "SyntaxError":
+            w = e.get("where") or {}
+            return Message(f"Syntax error in {w.get('file')}, line {w.get('line')}: {e.get('message')}; nothing "
+                           "in it could run.",
+                           f"문법 오류 ({w.get('file')}, {w.get('line')}번째 줄): {e.get('message')}; 아무것도 "
+                           "실행되지 않았습니다.")
+    if sub.not_implemented:
+        names = ", ".join(sorted(sub.not_implemented)[:4]) + (", ..." if len(sub.not_implemented) > 4 else "")
+        return Message(f"Not implemented yet: {names} raise NotImplementedError (the template as handed out).",
+                       f"아직 구현되지 않음: {names}에서 NotImplementedError가 발생합니다 (배포된 템플릿 그대로).")
+    return None
 
 
 # ---------------------------------------------------------------------------------------------- standalone hooks

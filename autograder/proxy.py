@@ -11,7 +11,9 @@ from .replies import well_formed
 from .sandbox import Limits, WorkerLost, WorkerProcess, WorkerTimeout
 from .source import Source
 
-MAX_RESTARTS = 3
+MAX_RESTARTS = 3  # crashes; a hang restarts too, but each class (and each top-level line) can hang only once
+MAX_HUNG_LINES = 5  # top-level lines skipped because they never finished; more and the file is not graded
+LOAD_PROGRESS = "load.progress"  # the worker writes "label:line" of the statement it is running here
 
 
 class EnvironmentFailure(RuntimeError):
@@ -66,15 +68,16 @@ def _exc_text(err: dict[str, Any]) -> tuple[str, str]:
 class Remote:
     """A handle on an object that lives in the worker (usually an nn.Module)."""
 
-    def __init__(self, sub: "Submission", handle: int, label: str, generation: int):
+    def __init__(self, sub: "Submission", handle: int, label: str, generation: int, owner: str | None = None):
         self.sub, self.handle, self.label, self.generation = sub, handle, label, generation
+        self.owner = owner  # the student's class it is an instance of: a hang in it is charged to that class
 
     def _req(self, op: str, **args: Any) -> Any:
         if self.generation != self.sub.generation:
             raise CheckFailure(Message(
                 f"`{self.label}` was lost when the worker running your code had to be restarted.",
                 f"코드를 실행하던 프로세스가 재시작되어 `{self.label}` 객체를 잃었습니다."))
-        return self.sub.request(op, what=self.label, handle=self.handle, **args)
+        return self.sub.request(op, what=self.label, owner=self.owner, handle=self.handle, **args)
 
     def __call__(self, *args: Any, mode: str | None = "eval", seed: int | None = None,
                  record: list[str] | None = None, device: str | None = None, **kwargs: Any) -> Any:
@@ -121,7 +124,14 @@ class Submission:
         self.worker: WorkerProcess | None = None
         self.generation = 0
         self.restarts = 0
-        self.deadline = time.monotonic() + limits.total_timeout
+        # The budget counts only time inside the student's code (loading it, requests into it), measured on a
+        # worker that is already running: the grader's and the zygote's start-up and the checks' own
+        # arithmetic never count. A request that hangs is charged to its class instead (see `hung`).
+        self.used = 0.0
+        self.hung: dict[str, Message] = {}  # class or function -> why it is not called again (it hung once)
+        self.skip: list[str] = []  # "label:line" of top-level statements that hung; skipped on every load
+        self.loaded = False
+        self.not_implemented: set[str] = set()  # classes and functions that raised NotImplementedError
         self.names: dict[str, str] = {}
         self.load_errors: list[dict[str, Any]] = []
         self.fatal: Message | None = None  # set when the code cannot be run at all any more
@@ -136,17 +146,25 @@ class Submission:
         """Start a worker and run the submission's cells in it."""
         if self.fatal is not None:
             raise CheckFailure(self.fatal)
-        self.worker = self.spawn()
+        self.worker = self.spawn()  # returns once the worker is ready: the budget starts after this
         self.generation += 1
         self.modes = dict(getattr(self.worker, "modes", {}) or {})
         cells = [{"code": c.code, "label": c.label} for c in self.source.cells]
         try:
-            loaded = self._raw("load", {"cells": cells}, loading=True)
+            loaded = self._raw("load", {"cells": cells, "skip": list(self.skip)}, loading=True)
         except WorkerTimeout:
+            line = self._hung_line()
+            if line is not None and len(self.skip) < MAX_HUNG_LINES:
+                # Like a line that raises, a line that never ends costs only itself: skip it and load again.
+                self.skip.append(line)
+                self.worker = None
+                self.start()
+                return
+            limit = self.hang_limit()
             self.fatal = Message(
-                f"Running your file took longer than {self._call_timeout():g} s, so nothing could be graded. "
+                f"Running your file took longer than {limit:g} s, so nothing could be graded. "
                 "Look for an infinite loop or slow demo code at the top level of your file.",
-                f"파일을 실행하는 데 {self._call_timeout():g}초가 넘게 걸려서 채점할 수 없었습니다. "
+                f"파일을 실행하는 데 {limit:g}초가 넘게 걸려서 채점할 수 없었습니다. "
                 "파일 최상단의 무한 루프나 느린 데모 코드를 확인하세요.")
             raise CheckFailure(self.fatal) from None
         except WorkerLost as e:
@@ -159,28 +177,60 @@ class Submission:
         if not well_formed("load", loaded):
             self.fatal = MALFORMED
             raise CheckFailure(self.fatal)
-        if self.generation == 1:
+        if not self.loaded:
+            self.loaded = True
             self.names = dict(loaded.get("names", {}))
-            self.load_errors = list(loaded.get("errors", []))
+            self.load_errors = [self._hang_error(w) for w in self.skip] + list(loaded.get("errors", []))
         for err in loaded.get("errors", []):
             missing = _env_failure(err)
             if missing:
                 raise EnvironmentFailure(f"the worker could not import {missing!r} while loading the submission, "
                                          f"but the grader's Python can: {err}")
 
+    def _hung_line(self) -> str | None:
+        """The top-level statement the worker was running when its load timed out ("label:line"), if known.
+
+        The worker writes it to a file in its scratch folder; student code could rewrite that file, but all it
+        could gain is skipping one of its own lines."""
+        where = getattr(self.worker, "progress", None)  # read before the timed-out worker (and its tmpfs) went
+        if where is None:
+            try:
+                with open(f"{self.worker.scratch}/{LOAD_PROGRESS}", encoding="utf-8") as f:
+                    where = f.read(1000)
+            except (OSError, AttributeError, ValueError):
+                return None
+        where = where.strip()
+        label, _, line = where.rpartition(":")
+        known = {c.label for c in self.source.cells}
+        return where if label in known and line.isdigit() and where not in self.skip else None
+
+    def _hang_error(self, where: str) -> dict[str, Any]:
+        label, _, line = where.rpartition(":")
+        cell = next((c for c in self.source.cells if c.label == label), None)
+        lines = cell.code.splitlines() if cell is not None else []
+        code = lines[int(line) - 1].strip()[:200] if 0 < int(line) <= len(lines) else ""
+        return {"type": "Timeout", "where": {"file": label, "line": int(line), "function": "<module>", "code": code},
+                "message": f"this line did not finish within {self.hang_limit():g} s (infinite loop?) and was "
+                           "skipped"}
+
     def close(self) -> None:
         if self.worker is not None:
             self.ended.append(self.worker.kill(graceful=True))
             self.worker = None
 
-    def _call_timeout(self) -> float:
-        return max(0.1, min(self.limits.call_timeout, self.deadline - time.monotonic()))
+    def hang_limit(self) -> float:
+        """Seconds one request may take before it counts as a hang: the assignment's call_timeout.
+
+        Not the budget's remainder: a request stopped at the remainder could not be told from a hang, and a hang
+        must cost only its class. So a submission's code runs at most total_timeout plus one call_timeout, and
+        each hang (once per class or top-level line) call_timeout more."""
+        return max(0.1, self.limits.call_timeout)
 
     def _lost_message(self, e: WorkerLost, loading: bool = False) -> Message:
         st = e.status or {}
         if isinstance(e, WorkerTimeout):
-            return Message(f"Your code did not finish within {self.limits.call_timeout:g} s (infinite loop?).",
-                           f"코드가 {self.limits.call_timeout:g}초 안에 끝나지 않았습니다 (무한 루프?).")
+            return Message(f"Your code did not finish within {self.hang_limit():g} s (infinite loop?).",
+                           f"코드가 {self.hang_limit():g}초 안에 끝나지 않았습니다 (무한 루프?).")
         if st.get("how") == "memory":
             how_en = (f"was stopped: all its processes together used more than the {st.get('limit_mb')} MB of "
                       "memory a submission may use")
@@ -215,7 +265,15 @@ class Submission:
 
     def _raw(self, op: str, args: dict[str, Any], loading: bool = False) -> Any:
         assert self.worker is not None
-        resp = self.worker.request(op, args, timeout=self._call_timeout())
+        started = time.monotonic()
+        try:
+            resp = self.worker.request(op, args, timeout=self.hang_limit())
+        except WorkerTimeout:
+            raise  # a hang: charged to its class or line, not to the budget of the rest
+        except BaseException:
+            self.used += time.monotonic() - started
+            raise
+        self.used += time.monotonic() - started
         if not isinstance(resp, dict):
             raise WorkerLost("malformed reply")
         out = resp.get("out")
@@ -230,17 +288,23 @@ class Submission:
         err = resp.get("error") if isinstance(resp.get("error"), dict) else {}
         raise RemoteError(err)
 
-    def request(self, op: str, what: str = "", **args: Any) -> Any:
-        """Send one request; student exceptions and worker crashes become CheckFailures with a clear message."""
+    def request(self, op: str, what: str = "", owner: str | None = None, **args: Any) -> Any:
+        """Send one request; student exceptions and worker crashes become CheckFailures with a clear message.
+
+        owner: the student's class or function the request runs code of; once it has hung, it is not called
+        again (each later check of it fails at once with the hang's message) and the others are graded in full.
+        """
         if self.fatal is not None:
             raise CheckFailure(self.fatal)
-        if time.monotonic() >= self.deadline:
+        if owner is not None and owner in self.hung:
+            raise CheckFailure(self.hung[owner])
+        if self.used >= self.limits.total_timeout:
             self.fatal = Message(
-                f"Grading stopped: this submission used its whole time budget of {self.limits.total_timeout:g} s.",
-                f"채점 중단: 이 제출물에 주어진 전체 시간 {self.limits.total_timeout:g}초를 모두 사용했습니다.")
+                f"Grading stopped: your code used its whole time budget of {self.limits.total_timeout:g} s.",
+                f"채점 중단: 코드가 주어진 전체 시간 {self.limits.total_timeout:g}초를 모두 사용했습니다.")
             raise CheckFailure(self.fatal)
         if self.worker is None or not self.worker.alive:
-            if self.restarts >= MAX_RESTARTS:
+            if self.restarts - len(self.hung) >= MAX_RESTARTS:
                 self.fatal = Message(f"The process running your code had to be restarted {MAX_RESTARTS} times "
                                      "(it crashed, hung or ran out of memory; see the first failed check); the "
                                      "remaining checks could not run.",
@@ -264,11 +328,20 @@ class Submission:
                                          f"Python can: {e.err}") from None
             en, ko = _exc_text(e.err)
             if e.err.get("type") == "NotImplementedError":
+                self.not_implemented.add(owner or what)
                 detail = str(e.err.get("message", ""))[:160]
                 raise CheckFailure(Message(f"`{what}` is not implemented yet ({detail}).".replace(" ().", "."),
                                            f"`{what}`이(가) 아직 구현되지 않았습니다 ({detail}).".replace(
                                                " ().", "."))) from None
             raise CheckFailure(Message(f"`{what}` raised {en}", f"`{what}`에서 예외 발생: {ko}")) from None
+        except WorkerTimeout as e:
+            self.ended.append(e.status)
+            message = self._lost_message(e)
+            if owner is not None:
+                self.hung[owner] = Message(
+                    f"`{owner}` hung once (in `{what}`): {message.en} Its remaining checks were not run.",
+                    f"`{owner}`이(가) 한 번 멈췄습니다 (`{what}`): {message.ko} 나머지 검사는 실행하지 않았습니다.")
+            raise CheckFailure(message) from None
         except WorkerLost as e:
             self.ended.append(e.status)
             raise CheckFailure(self._lost_message(e)) from None
@@ -295,19 +368,19 @@ class Submission:
 
     def signature(self, name: str) -> list[dict[str, Any]]:
         self.require(name)
-        return self.request("signature", what=name, name=name)["params"]
+        return self.request("signature", what=name, owner=name, name=name)["params"]
 
     def new(self, name: str, *args: Any, seed: int | None = None, **kwargs: Any) -> Remote:
         """Construct `name(*args, **kwargs)` in the worker, after torch.manual_seed(seed) when a seed is given."""
         self.require(name)
         label = f"{name}({', '.join([repr(a) for a in args] + [f'{k}={v!r}' for k, v in kwargs.items()])})"
-        info = self.request("new", what=label, name=name, args=list(args), kwargs=kwargs, seed=seed)
-        return Remote(self, int(info["handle"]), label, self.generation)
+        info = self.request("new", what=label, owner=name, name=name, args=list(args), kwargs=kwargs, seed=seed)
+        return Remote(self, int(info["handle"]), label, self.generation, owner=name)
 
     def call(self, name: str, *args: Any, record: list[str] | None = None, **kwargs: Any) -> Any:
         """Call a top-level function of the submission and return its result."""
         self.require(name, kind="function")
-        return self.request("call", what=f"{name}(...)", name=name, args=list(args), kwargs=kwargs,
+        return self.request("call", what=f"{name}(...)", owner=name, name=name, args=list(args), kwargs=kwargs,
                             record=record)["out"]
 
     def env(self) -> dict[str, Any]:

@@ -34,6 +34,7 @@ version = "{version}"
 description = "Student self-checks for the course labs: grade check runs the public checks on your file."
 requires-python = ">=3.11"
 # Install torch first from https://pytorch.org (the CPU build is enough); then pip install this folder.
+# Install torch first (see README.md: the CPU build); this list does not pull the CUDA build if torch is there.
 dependencies = ["torch>=2.1", "numpy", "pytest>=7", "click>=8"]
 
 [project.scripts]
@@ -53,15 +54,33 @@ README = """# {title}
 
 Your files: {files}.
 
-Check your work with the public checks (they run offline, on your machine):
+Check your work with the public checks (they run offline, on your machine).
+
+## 1. Install (once)
+
+Install the CPU build of PyTorch first: a plain `pip install torch` on Linux downloads the CUDA build (several
+GB), which the checks do not need. Then install this folder. Python 3.11 or newer.
+
+| platform | commands (in this folder) |
+| --- | --- |
+| Linux | `python3 -m venv .venv && . .venv/bin/activate`<br>`pip install torch --index-url https://download.pytorch.org/whl/cpu`<br>`pip install .` |
+| macOS | `python3 -m venv .venv && . .venv/bin/activate`<br>`pip install torch` (the macOS wheels are CPU/MPS only)<br>`pip install .` |
+| Windows (PowerShell) | `py -m venv .venv; .venv\\Scripts\\Activate.ps1`<br>`pip install torch --index-url https://download.pytorch.org/whl/cpu`<br>`pip install .` |
+| Colab | torch is already there: `!pip install -q /content/<this folder>` |
+
+## 2. Check
 
 ```
-pip install .            # once, in this folder (install torch first if you do not have it)
 grade check              # in the folder with {first}
 grade check --lang ko    # 한국어 피드백
 ```
 
-Without installing: `python cli.py check path/to/{first}`.
+Without installing: `python cli.py check path/to/{first}`. With both the `.py` and the `.ipynb` in the folder,
+`grade check` checks the one you modified last and says so.
+
+Platforms: `grade check` runs your code in a sandboxed process and needs Linux: a Linux machine, WSL on Windows
+(`wsl --install`, then the Linux commands above inside it), or Colab. On native Windows or macOS it stops with
+this advice instead of running.
 
 These are the public checks only. After you submit, hidden checks with other seeds and shapes also run, so
 passing here does not guarantee full marks.

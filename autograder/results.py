@@ -45,6 +45,8 @@ class SubmissionResult:
     grader: str = ""  # fingerprint of the checks and options that produced it (batch resume compares it)
     sandbox: dict[str, str] = field(default_factory=dict)  # containment that ran: namespaces, scratch, memory
     exam: dict[str, Any] = field(default_factory=dict)  # exams: variant, late minutes, penalty (exam.py)
+    settings: dict[str, Any] = field(default_factory=dict)  # what `grader` is the hash of, to say why a regrade
+    reason: Message | None = None  # one line: why the code could not be graded or earned nothing, if it did not
 
     @property
     def late(self) -> float | None:
@@ -82,7 +84,8 @@ class SubmissionResult:
                    staff=d.get("staff", ""), duration=d.get("duration", 0.0),
                    questions=list(d.get("questions", [])), sha256=d.get("sha256", ""),
                    origin=dict(d.get("origin") or {}), grader=str(d.get("grader", "")),
-                   sandbox=dict(d.get("sandbox") or {}), exam=dict(d.get("exam") or {}))
+                   sandbox=dict(d.get("sandbox") or {}), exam=dict(d.get("exam") or {}),
+                   settings=dict(d.get("settings") or {}), reason=msg(d.get("reason")))
 
 
 # ---------------------------------------------------------------------------------------------- Gradescope
@@ -137,13 +140,13 @@ def csv_text(results: list[SubmissionResult], questions: list[str]) -> str:
     buf = io.StringIO()
     w = csv.writer(buf)
     timed = any(r.late is not None for r in results)  # an exam with a window: minutes late per student
-    w.writerow(["student", "submission", "score", "max_score", *questions, "error", "folder"]
+    w.writerow(["student", "submission", "score", "max_score", *questions, "reason", "folder"]
                + (["late"] if timed else []))
     for r in sorted(results, key=lambda r: r.student):
         per_q = r.by_question()
         w.writerow([clean(r.student, True), clean(r.submission, True), r.score, r.max_score,
                     *[per_q.get(q, (0.0, 0.0))[0] for q in questions],
-                    clean(r.error.en, True) if r.error else "", clean(r.origin.get("folder", ""), True)]
+                    clean(one_line(r.reason.en), True) if r.reason else "", clean(r.origin.get("folder", ""), True)]
                    + ([f"{r.late:g}" if r.late is not None else ""] if timed else []))
     return buf.getvalue()
 
@@ -164,6 +167,20 @@ def grades_csv_text(results: list[SubmissionResult], questions: list[str]) -> st
         for p in people:
             w.writerow([p.get("sid", ""), p.get("email", ""), p.get("name", ""), r.student, *scores, status])
     return buf.getvalue()
+
+
+def one_line(text: str, limit: int = 110) -> str:
+    """The first sentence of `text` on one line, shortened at a word boundary (never mid-word) when too long."""
+    text = " ".join(text.split())
+    for end in (". ", "; "):
+        if end in text:
+            text = text[:text.index(end) + 1].rstrip(";")
+            break
+    if len(text) <= limit:
+        return text
+    cut = text[:limit - 1]
+    cut = cut[:cut.rfind(" ")] if " " in cut else cut
+    return cut.rstrip(" ,;:(") + "…"
 
 
 def write_atomic(path: Path, text: str) -> None:

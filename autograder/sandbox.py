@@ -208,7 +208,8 @@ def _become_worker(spec: dict[str, Any], wsock: socket.socket, keeper_pid: int) 
                        (resource.RLIMIT_FSIZE, lim["file_mb"] * 1024 * 1024),
                        (resource.RLIMIT_CORE, 0),
                        (resource.RLIMIT_NPROC, nproc),
-                       (resource.RLIMIT_CPU, int(lim["total_timeout"]) + 5)):
+                       # The budget plus one hanging call (proxy.py: a hang costs call_timeout, then a new worker).
+                       (resource.RLIMIT_CPU, int(lim["total_timeout"] + lim["call_timeout"]) + 5)):
         resource.setrlimit(res, (value, value))
     if uid is not None:
         os.setgroups([])
@@ -455,6 +456,7 @@ class WorkerProcess:
         self.modes: dict[str, str] = {}  # which containment ran (namespaces, scratch, memory), from the keeper
         self.limits = Limits()
         self.cgroup: confine.MemoryCgroup | None = None
+        self.progress: str | None = None  # load.progress as it was when a request timed out (see proxy.py)
 
     def over_budget(self) -> dict[str, Any] | None:
         """Whether the submission hit its memory or disk limit, asked at every reply: the keeper's watchdog
@@ -478,6 +480,7 @@ class WorkerProcess:
             reply = protocol.recv(self.sock, deadline=time.monotonic() + timeout, max_head=MAX_REPLY_HEAD)
         except protocol.ChannelTimeout:
             over = self.over_budget()  # a hoard slowed down at its limit was over budget, not merely slow
+            self.progress = self._read_scratch("load.progress", 1000)  # which line hung; gone once killed
             self.kill()
             if over is not None:
                 self.status = over
@@ -531,6 +534,17 @@ class WorkerProcess:
         if not isinstance(reply, dict) or not isinstance(reply.get("status"), dict):
             raise protocol.ProtocolError("bad keeper reply")
         return reply["status"]
+
+    def _read_scratch(self, name: str, limit: int) -> str | None:
+        """The first `limit` characters of a file in the scratch folder, None if unreadable."""
+        path = os.path.join(self.scratch, name)
+        if self.modes.get("scratch") == "tmpfs":  # the tmpfs exists in the keeper's mount namespace only
+            path = f"/proc/{self.keeper_pid}/root{path}"
+        try:
+            with open(path, encoding="utf-8", errors="replace") as f:
+                return f.read(limit)
+        except (OSError, ValueError):
+            return None
 
     def output(self, limit: int) -> tuple[str, int]:
         """Raw stdout/stderr the worker wrote at the file-descriptor level (first `limit` bytes, total size)."""

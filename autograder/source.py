@@ -115,6 +115,15 @@ def read(path: Path) -> Source:
                                         f"{name}: .py와 .ipynb 파일만 채점할 수 있습니다."))
 
 
+def _short_title(title: str, limit: int = 70) -> str:
+    """A section heading short enough for a message, cut at a word boundary."""
+    title = " ".join(title.replace("*", "").replace("`", "").split())
+    if len(title) <= limit:
+        return title
+    cut = title[:limit - 1]
+    return cut[:cut.rfind(" ")].rstrip(" /:,") + "…" if " " in cut else cut + "…"
+
+
 def notebook_cells(text: str, name: str) -> list[Cell]:
     try:
         nb = json.loads(text)
@@ -130,12 +139,26 @@ def notebook_cells(text: str, name: str) -> list[Cell]:
         raise SubmissionFormatError(Message(f"{name} is JSON but not a Jupyter notebook (no cells).",
                                             f"{name} 파일은 JSON이지만 주피터 노트북이 아닙니다 (셀이 없음)."))
     out: list[Cell] = []
-    code_cells = [c for c in cells if isinstance(c, dict) and c.get("cell_type") == "code"]
-    for i, cell in enumerate(code_cells, start=1):
+    # Jupyter shows no cell numbers: a place is named as the student sees it, by the section heading above it
+    # and the code cell's rank under that heading (the offending line's text is in the message itself).
+    heading, rank, i = "", 0, 0
+    for cell in cells:
+        if not isinstance(cell, dict):
+            continue
+        if cell.get("cell_type") == "markdown":
+            titles = [ln.lstrip("#").strip() for ln in _cell_text(cell.get("source")).splitlines()
+                      if ln.startswith("#") and ln.lstrip("#").strip()]
+            if titles:
+                heading, rank = _short_title(titles[-1]), 0
+            continue
+        if cell.get("cell_type") != "code":
+            continue
+        i += 1
+        rank += 1
         code = strip_magics(_cell_text(cell.get("source")))
         if code and code.strip():
-            # Jupyter shows no cell numbers; "code cell N" plus the offending line (in the message) is findable.
-            out.append(Cell(code, f"{name}, code cell {i}"))
+            where = f"section \"{heading}\", code cell {rank}" if heading else f"code cell {i}"
+            out.append(Cell(code, f"{name}, {where}"))
     if not out:
         raise SubmissionFormatError(Message(f"{name} has no code cells.", f"{name}에 코드 셀이 없습니다."))
     return out

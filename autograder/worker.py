@@ -123,8 +123,10 @@ class Worker:
 
     # ------------------------------------------------------------------ loading
 
-    def op_load(self, cells: list[dict[str, str]]) -> dict[str, Any]:
+    def op_load(self, cells: list[dict[str, str]], skip: list[str] = ()) -> dict[str, Any]:
         errors = []
+        skip = set(skip)  # "label:line" of top-level statements that hung in an earlier load
+        progress = os.path.join(os.getcwd(), "load.progress")  # the scratch folder; read by the grader on a hang
         for cell in cells:
             code, label = str(cell["code"]), str(cell["label"])
             self.lines[label] = code.splitlines()
@@ -141,6 +143,10 @@ class Worker:
                 continue
             # One statement at a time: a failing demo line must not cost the definitions after it.
             for stmt in tree.body:
+                where = f"{label}:{stmt.lineno}"
+                if where in skip:
+                    continue
+                _mark(progress, where)
                 try:
                     exec(compile(ast.Module(body=[stmt], type_ignores=[]), label, "exec"), self.ns)
                 except BaseException as e:
@@ -282,6 +288,18 @@ class Worker:
     def op_env(self) -> dict[str, Any]:
         return {"cuda": torch.cuda.is_available(), "torch": torch.__version__,
                 "landlock": SANDBOX.get("landlock", 0), "uid": os.getuid()}
+
+
+def _mark(path: str, text: str) -> None:
+    """Record which statement is running, so the grader can skip it if it never finishes."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            os.write(fd, text.encode("utf-8", "replace"))
+        finally:
+            os.close(fd)
+    except OSError:
+        pass
 
 
 class Recorder(TorchFunctionMode):
