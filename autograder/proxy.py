@@ -13,7 +13,6 @@ from .source import Source
 
 MAX_RESTARTS = 3  # crashes; a hang restarts too, but each class (and each top-level line) can hang only once
 MAX_HUNG_LINES = 5  # top-level lines skipped because they never finished; more and the file is not graded
-LOAD_PROGRESS = "load.progress"  # the worker writes "label:line" of the statement it is running here
 
 
 _TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
@@ -160,15 +159,14 @@ class Submission:
     def _hung_line(self) -> str | None:
         """The top-level statement the worker was running when its load timed out ("label:line"), if known.
 
-        The worker writes it to a file in its scratch folder, with the number of threads and child processes
-        alive when the statement began. A line is skipped only when nothing else was running: threads or
+        The worker writes it to scratch/load.progress (read before the kill), with the number of threads and
+        child processes alive when the statement began. A line is skipped only when nothing else was running: threads or
         processes started earlier (a CPU hog, memory-holding children) would go on running after the skip, so
         such a file stays ungraded as before. Student code could rewrite the file, but all it could gain is
         skipping one of its own lines."""
         try:
-            with open(f"{self.worker.scratch}/{LOAD_PROGRESS}", encoding="utf-8") as f:
-                where, threads, children = f.read(2000).strip().split("\t")
-        except (OSError, AttributeError, ValueError):
+            where, threads, children = self.worker.last_progress.strip().split("\t")
+        except (AttributeError, ValueError):
             return None
         if threads != "1" or children != "0":
             return None

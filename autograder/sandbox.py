@@ -391,6 +391,7 @@ class WorkerProcess:
         self.uid, self.scratch = uid, scratch
         self.status: dict[str, Any] | None = None
         self.alive = True
+        self.last_progress = ""  # scratch/load.progress as it was when a request timed out (before the kill)
 
     def request(self, op: str, args: dict[str, Any], timeout: float) -> Any:
         if not self.alive:
@@ -399,6 +400,7 @@ class WorkerProcess:
             protocol.send(self.sock, {"op": op, "args": args})
             return protocol.recv(self.sock, deadline=time.monotonic() + timeout, max_head=MAX_REPLY_HEAD)
         except protocol.ChannelTimeout:
+            self.last_progress = self.read_scratch("load.progress", 2000)  # gone with the worker's files
             self.kill()
             raise WorkerTimeout(f"no answer within {timeout:g} s", self.status) from None
         except (protocol.ProtocolError, OSError) as e:
@@ -443,6 +445,14 @@ class WorkerProcess:
         if not isinstance(reply, dict) or not isinstance(reply.get("status"), dict):
             raise protocol.ProtocolError("bad keeper reply")
         return reply["status"]
+
+    def read_scratch(self, name: str, limit: int) -> str:
+        """The first `limit` characters of a small file the worker wrote in its scratch folder ("" if none)."""
+        try:
+            with open(os.path.join(self.scratch, name), "rb") as f:
+                return f.read(limit).decode("utf-8", "replace")
+        except OSError:
+            return ""
 
     def output(self, limit: int) -> tuple[str, int]:
         """Raw stdout/stderr the worker wrote at the file-descriptor level (first `limit` bytes, total size)."""
