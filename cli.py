@@ -75,8 +75,8 @@ def check(path: Path | None, assignment_name: str | None, lang: str, questions: 
 @click.option("--out", "out_dir", default="results", show_default=True, type=click.Path(path_type=Path),
               help="Folder for <student>.json results and scores.csv.")
 @click.option("--timeout", type=click.FloatRange(min=1), default=None,
-              help="Seconds each submission's code may run in all: loading it and the calls into it (the grader's "
-                   "own start-up and checks are not counted). A single call is stopped after the assignment's "
+              help="CPU seconds each submission's code may use in all: loading it and the calls into it (the "
+                   "grader's own start-up and checks, and the machine's load, are not counted). A single call is stopped after the assignment's "
                    "call_timeout; a call that hangs costs only its class. Default: the assignment's total_timeout.")
 @click.option("--workers", type=click.IntRange(min=1, max=64), default=2, show_default=True,
               help="Submissions graded at the same time.")

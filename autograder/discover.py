@@ -45,7 +45,8 @@ def newer_of_pair(paths: list[Path]) -> tuple[Path, Message] | None:
     recently modified. None when `paths` is not exactly such a pair."""
     if len(paths) != 2 or {p.suffix for p in paths} != {".py", ".ipynb"}:
         return None
-    newer, older = sorted(paths, key=lambda p: p.stat().st_mtime_ns, reverse=True)
+    # On a tie (copied together) the notebook wins: it is the lab's main format.
+    newer, older = sorted(paths, key=lambda p: (p.stat().st_mtime_ns, p.suffix == ".ipynb"), reverse=True)
     new, old = shown_name(newer.name), shown_name(older.name)  # the names may hold escapes or odd bytes
     return newer, Message(
         f"Graded {new}, not {old}: both were there and {new} was modified more recently "

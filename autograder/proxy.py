@@ -13,7 +13,19 @@ from .source import Source
 
 MAX_RESTARTS = 3  # crashes; a hang restarts too, but each class (and each top-level line) can hang only once
 MAX_HUNG_LINES = 5  # top-level lines skipped because they never finished; more and the file is not graded
-LOAD_PROGRESS = "load.progress"  # the worker writes "label:line" of the statement it is running here
+
+
+_TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def _cpu_seconds(pid: int) -> float | None:
+    """User plus system CPU seconds of a process and its threads (from /proc), or None if it cannot be read."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / _TICK  # utime, stime (fields 14 and 15 of stat)
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 class EnvironmentFailure(RuntimeError):
@@ -124,9 +136,10 @@ class Submission:
         self.worker: WorkerProcess | None = None
         self.generation = 0
         self.restarts = 0
-        # The budget counts only time inside the student's code (loading it, requests into it), measured on a
-        # worker that is already running: the grader's and the zygote's start-up and the checks' own
-        # arithmetic never count. A request that hangs is charged to its class instead (see `hung`).
+        # The budget counts only the worker's CPU time inside the student's code (loading it, requests into
+        # it), on a worker that is already running: the grader's and the zygote's start-up, the checks' own
+        # arithmetic and the machine's load never count. A request that hangs is charged to its class instead
+        # (see `hung`).
         self.used = 0.0
         self.hung: dict[str, Message] = {}  # class or function -> why it is not called again (it hung once)
         self.skip: list[str] = []  # "label:line" of top-level statements that hung; skipped on every load
@@ -190,16 +203,17 @@ class Submission:
     def _hung_line(self) -> str | None:
         """The top-level statement the worker was running when its load timed out ("label:line"), if known.
 
-        The worker writes it to a file in its scratch folder; student code could rewrite that file, but all it
-        could gain is skipping one of its own lines."""
-        where = getattr(self.worker, "progress", None)  # read before the timed-out worker (and its tmpfs) went
-        if where is None:
-            try:
-                with open(f"{self.worker.scratch}/{LOAD_PROGRESS}", encoding="utf-8") as f:
-                    where = f.read(1000)
-            except (OSError, AttributeError, ValueError):
-                return None
-        where = where.strip()
+        The worker writes it to scratch/load.progress (read before the kill), with the number of threads and
+        child processes alive when the statement began. A line is skipped only when nothing else was running: threads or
+        processes started earlier (a CPU hog, memory-holding children) would go on running after the skip, so
+        such a file stays ungraded as before. Student code could rewrite the file, but all it could gain is
+        skipping one of its own lines."""
+        try:
+            where, threads, children = self.worker.last_progress.strip().split("\t")
+        except (AttributeError, ValueError):
+            return None
+        if threads != "1" or children != "0":
+            return None
         label, _, line = where.rpartition(":")
         known = {c.label for c in self.source.cells}
         return where if label in known and line.isdigit() and where not in self.skip else None
@@ -265,15 +279,19 @@ class Submission:
 
     def _raw(self, op: str, args: dict[str, Any], loading: bool = False) -> Any:
         assert self.worker is not None
-        started = time.monotonic()
+        started, cpu = time.monotonic(), _cpu_seconds(self.worker.worker_pid)
         try:
             resp = self.worker.request(op, args, timeout=self.hang_limit())
         except WorkerTimeout:
             raise  # a hang: charged to its class or line, not to the budget of the rest
         except BaseException:
-            self.used += time.monotonic() - started
+            self.used += time.monotonic() - started  # the worker is gone: its CPU time can no longer be read
             raise
-        self.used += time.monotonic() - started
+        after = _cpu_seconds(self.worker.worker_pid)
+        # CPU time, not wall-clock time: on a shared, loaded machine the same code takes the same CPU seconds,
+        # while its wall-clock time depends on everything else running (a student's sleep costs nothing here;
+        # call_timeout still stops a call that never returns).
+        self.used += after - cpu if after is not None and cpu is not None else time.monotonic() - started
         if not isinstance(resp, dict):
             raise WorkerLost("malformed reply")
         out = resp.get("out")
@@ -300,8 +318,9 @@ class Submission:
             raise CheckFailure(self.hung[owner])
         if self.used >= self.limits.total_timeout:
             self.fatal = Message(
-                f"Grading stopped: your code used its whole time budget of {self.limits.total_timeout:g} s.",
-                f"채점 중단: 코드가 주어진 전체 시간 {self.limits.total_timeout:g}초를 모두 사용했습니다.")
+                f"Grading stopped: your code used its whole time budget of {self.limits.total_timeout:g} s "
+                "(CPU time).",
+                f"채점 중단: 코드가 주어진 전체 시간 {self.limits.total_timeout:g}초(CPU 시간)를 모두 사용했습니다.")
             raise CheckFailure(self.fatal)
         if self.worker is None or not self.worker.alive:
             if self.restarts - len(self.hung) >= MAX_RESTARTS:
@@ -338,9 +357,14 @@ class Submission:
             self.ended.append(e.status)
             message = self._lost_message(e)
             if owner is not None:
-                self.hung[owner] = Message(
-                    f"`{owner}` hung once (in `{what}`): {message.en} Its remaining checks were not run.",
-                    f"`{owner}`이(가) 한 번 멈췄습니다 (`{what}`): {message.ko} 나머지 검사는 실행하지 않았습니다.")
+                # The same text for the hang and for every later check of its class, and for any class: a
+                # check that asks whether a failure is shared (the wrapper and its CausalAttention heads)
+                # compares failure texts, and a hang in the heads must read the same from either.
+                message = Message(
+                    f"{message.en} It is not called again: the remaining checks of this class fail with this "
+                    "same message.",
+                    f"{message.ko} 다시 호출하지 않으므로 이 클래스의 나머지 검사도 같은 메시지로 실패합니다.")
+                self.hung[owner] = message
             raise CheckFailure(message) from None
         except WorkerLost as e:
             self.ended.append(e.status)

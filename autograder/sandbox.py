@@ -456,7 +456,7 @@ class WorkerProcess:
         self.modes: dict[str, str] = {}  # which containment ran (namespaces, scratch, memory), from the keeper
         self.limits = Limits()
         self.cgroup: confine.MemoryCgroup | None = None
-        self.progress: str | None = None  # load.progress as it was when a request timed out (see proxy.py)
+        self.last_progress = ""  # scratch/load.progress as it was when a request timed out (before the kill)
 
     def over_budget(self) -> dict[str, Any] | None:
         """Whether the submission hit its memory or disk limit, asked at every reply: the keeper's watchdog
@@ -480,7 +480,7 @@ class WorkerProcess:
             reply = protocol.recv(self.sock, deadline=time.monotonic() + timeout, max_head=MAX_REPLY_HEAD)
         except protocol.ChannelTimeout:
             over = self.over_budget()  # a hoard slowed down at its limit was over budget, not merely slow
-            self.progress = self._read_scratch("load.progress", 1000)  # which line hung; gone once killed
+            self.last_progress = self.read_scratch("load.progress", 2000)  # gone with the worker's files
             self.kill()
             if over is not None:
                 self.status = over
@@ -535,16 +535,16 @@ class WorkerProcess:
             raise protocol.ProtocolError("bad keeper reply")
         return reply["status"]
 
-    def _read_scratch(self, name: str, limit: int) -> str | None:
-        """The first `limit` characters of a file in the scratch folder, None if unreadable."""
+    def read_scratch(self, name: str, limit: int) -> str:
+        """The first `limit` characters of a small file the worker wrote in its scratch folder ("" if none)."""
         path = os.path.join(self.scratch, name)
         if self.modes.get("scratch") == "tmpfs":  # the tmpfs exists in the keeper's mount namespace only
             path = f"/proc/{self.keeper_pid}/root{path}"
         try:
-            with open(path, encoding="utf-8", errors="replace") as f:
-                return f.read(limit)
-        except (OSError, ValueError):
-            return None
+            with open(path, "rb") as f:
+                return f.read(limit).decode("utf-8", "replace")
+        except OSError:
+            return ""
 
     def output(self, limit: int) -> tuple[str, int]:
         """Raw stdout/stderr the worker wrote at the file-descriptor level (first `limit` bytes, total size)."""

@@ -64,8 +64,14 @@ def test_cp949_source_is_decoded_with_a_note(graded):
     assert any("CP949" in n.en for n in r.notes)
 
 
+def test_py_beside_ipynb_grades_the_newer_with_a_note(graded):
+    """The bundle ships both files; the one modified last (here the notebook) is graded, with a note (issue 9)."""
+    r = graded["twofiles"]
+    assert r.error is None and r.score == 100 and r.submission == "attention.ipynb"
+    assert any("modified more recently" in n.en for n in r.notes)
+
+
 @pytest.mark.parametrize("student, words", [
-    ("twofiles", "several files"),
     ("empty", "empty"),
     ("badjson", "not a valid notebook"),
     ("readme", "not a .py or .ipynb"),
