@@ -201,7 +201,7 @@ def _become_worker(spec: dict[str, Any], wsock: socket.socket, keeper_pid: int) 
                        (resource.RLIMIT_FSIZE, lim["file_mb"] * 1024 * 1024),
                        (resource.RLIMIT_CORE, 0),
                        (resource.RLIMIT_NPROC, nproc),
-                       (resource.RLIMIT_CPU, int(lim["total_timeout"]) + 5)):
+                       (resource.RLIMIT_CPU, int(lim["total_timeout"] + lim["call_timeout"]) + 5)):  # a hang is call_timeout
         resource.setrlimit(res, (value, value))
     if uid is not None:
         os.setgroups([])
