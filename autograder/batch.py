@@ -325,10 +325,11 @@ def _num(v: Any) -> str:
 
 
 def fingerprint(a: Assignment) -> str:
-    """Hash of the assignment's files that decide a score: checks, toml, shared helpers and reference code."""
+    """Hash of the files that decide a score: checks, toml, shared helpers, reference code and the engine."""
     import hashlib
     h = hashlib.sha256()
-    files = {p for d in (a.dir, *a.private) if d.is_dir() for p in d.rglob("*")}  # reference code included
+    # Reference code included, and the engine itself: a fixed grader must not reuse what the broken one gave.
+    files = {p for d in (a.dir, *a.private, PROJECT_ROOT / "autograder") if d.is_dir() for p in d.rglob("*")}
     for p in sorted(files):
         if p.is_file() and p.suffix in (".py", ".toml") and "__pycache__" not in p.parts:
             h.update(os.path.relpath(p, a.dir.parent.parent).encode() + b"\0" + p.read_bytes())
