@@ -190,6 +190,19 @@ def test_window_arithmetic_and_policies():
     assert r.score == 0 and r.late == 10
 
 
+def test_scores_csv_has_both_the_reason_and_the_late_column():
+    """The exam's `late` column and the reason for a zero live side by side in scores.csv (two merged features:
+    one must not replace the other)."""
+    from autograder.messages import Message
+    from autograder.results import csv_text
+    zero = SubmissionResult("bo", "bo.py", "midterm", exam={"late": 12.5},
+                            reason=Message("Syntax error in bo.py, line 3.\nmore", "문법 오류"))
+    ok = SubmissionResult("ada", "ada.py", "midterm", exam={"late": 0})
+    rows = {r["student"]: r for r in csv.DictReader(csv_text([zero, ok], []).splitlines())}
+    assert rows["bo"]["reason"] == "Syntax error in bo.py, line 3." and rows["bo"]["late"] == "12.5"
+    assert rows["ada"]["reason"] == "" and rows["ada"]["late"] == "0"
+
+
 def test_reference_and_skeleton_without_roster(tmp_path):
     """Without a roster: the default variant; the reference gets 100, the untouched notebook 0, and a mask
     sized by a hard-coded 12 instead of CONTEXT_LENGTH costs the one check that grades the mask."""
