@@ -306,10 +306,16 @@ class Submission:
             en, ko = _exc_text(e.err)
             if e.err.get("type") == "NotImplementedError":
                 detail = str(e.err.get("message", ""))[:160]
-                raise CheckFailure(Message(f"`{what}` is not implemented yet ({detail}).".replace(" ().", "."),
-                                           f"`{what}`이(가) 아직 구현되지 않았습니다 ({detail}).".replace(
-                                               " ().", "."))) from None
-            raise CheckFailure(Message(f"`{what}` raised {en}", f"`{what}`에서 예외 발생: {ko}")) from None
+                failure = CheckFailure(Message(f"`{what}` is not implemented yet ({detail}).".replace(" ().", "."),
+                                               f"`{what}`이(가) 아직 구현되지 않았습니다 ({detail}).".replace(
+                                                   " ().", ".")))
+            else:
+                failure = CheckFailure(Message(f"`{what}` raised {en}", f"`{what}`에서 예외 발생: {ko}"))
+            # The exception's classes ("module.name", most derived first), so a check can ask whether a real
+            # ValueError was raised rather than a message naming one.
+            mro = e.err.get("mro")
+            failure.raised = tuple(str(c) for c in mro[:32]) if isinstance(mro, list) else ()
+            raise failure from None
         except WorkerLost as e:
             self.ended.append(e.status)
             raise CheckFailure(self._lost_message(e)) from None

@@ -137,7 +137,9 @@ VARIANTS: list[Variant] = [
     # ---------------------------------------------------------------- CausalAttention
     V("causal_constant_output", ch(CA, "        keys = self.W_key(x)", "        return torch.full((b, num_tokens, "
                                    "self.d_out), 0.25)\n        keys = self.W_key(x)"),
-      breaks=CA, says=("does not depend on the input",), why="forward returns a constant of the right shape"),
+      breaks=f"{CA}, {WR}", says=("does not depend on the input",),
+      why="forward returns a constant of the right shape; the wrapper over such heads is a constant too (no "
+          "evidence that it works)"),
     V("causal_dropout_on_scores", ch(CA, DROP, ""), ch(CA, FILL, f"scores = self.dropout(scores)\n        {FILL}"),
       breaks=CA,
       en="dropout is applied to the scores before the softmax; apply self.dropout to the attention weights, "

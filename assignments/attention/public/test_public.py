@@ -8,7 +8,7 @@ import torch
 from assignments.attention.common import (BATCH, INPUTS, build, check_causality, check_eval_no_dropout,
                                           check_heads_structure, check_mask_buffer, check_rejects_bad_heads,
                                           check_short_sequence, check_signature, check_wrapper_matches_heads,
-                                          explain)
+                                          expect_working, explain)
 from autograder.checks import check, expect_close, expect_shape
 
 T = torch.tensor
@@ -135,6 +135,7 @@ def test_v2_qkv_bias(sub):
     params = {n for n, _, _ in build(sub, "SelfAttention_v2", 3, 2, seed=1, qkv_bias=True).describe()["params"]}
     missing = [f"{w}.bias" for w in ("W_query", "W_key", "W_value") if f"{w}.bias" not in params]
     assert not missing, f"qkv_bias=True should create {', '.join(missing)} (nn.Linear(d_in, d_out, bias=qkv_bias))"
+    expect_working(sub, "SelfAttention_v2")
 
 
 @check(question="SelfAttention_v1", points=1)
@@ -142,6 +143,7 @@ def test_v1_shape(sub):
     """SelfAttention_v1(5, 4) maps 7 tokens of size 5 to 7 vectors of size 4"""
     x = torch.rand(7, 5, generator=torch.Generator().manual_seed(5))
     expect_shape(build(sub, "SelfAttention_v1", 5, 4, seed=5)(x), (7, 4), "SelfAttention_v1(5, 4)(x)")
+    expect_working(sub, "SelfAttention_v1")
 
 
 @check(question="CausalAttention", points=2)
