@@ -6,6 +6,10 @@ Process tree (the grader holds the hidden checks and never forks student code it
                               └─ keeper   one per submission; child subreaper, so every descendant stays below it
                                    └─ worker   rlimits, scratch folder, other uid when run as root, runs the code
 
+As root, the keeper first moves into its own IPC, network, mount and UTS namespaces, mounts a tmpfs scratch and
+makes Python's folders reachable, and creates a memory cgroup for the worker (see _isolate); everything the
+submission creates there dies with the keeper.
+
 The zygote is started with `python -I`, so it never sees the grader's memory, and a fork costs milliseconds
 instead of the seconds an `import torch` costs.
 """
@@ -527,6 +531,8 @@ class WorkerProcess:
     def output(self, limit: int) -> tuple[str, int]:
         """Raw stdout/stderr the worker wrote at the file-descriptor level (first `limit` bytes, total size)."""
         path = os.path.join(self.scratch, "output.log")
+        if self.modes.get("scratch") == "tmpfs":  # the tmpfs exists in the keeper's mount namespace only
+            path = f"/proc/{self.keeper_pid}/root{path}"
         try:
             with open(path, "rb") as f:
                 data = f.read(limit)

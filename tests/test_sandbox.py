@@ -93,6 +93,41 @@ def test_fallback_modes_still_count_shared_memory_and_say_so(tmp_path):
         z.close()
 
 
+UNLINKED = """
+import os
+held = []
+for i in range(1000):
+    f = open(f"gone-{i}", "wb")
+    os.unlink(f"gone-{i}")
+    held.append(f)
+    f.write(b"x" * (1 << 20))
+    f.flush()
+"""
+
+
+def test_tmpfs_scratch_counts_unlinked_files_and_leaves_no_mount(tmp_path):
+    """An 8 MB tmpfs scratch (skipped where no mount namespace or tmpfs is allowed): files unlinked but held
+    open fill it, the submission is stopped for disk, and the grader's namespace never sees the mount."""
+    from autograder.source import Cell, Source
+    z = Zygote()
+    try:
+        uid = claim_uid() if is_root() else None
+        sc = make_scratch(uid)
+        lim = Limits(disk_mb=8, call_timeout=60)
+        sub = Submission(Source("fill.py", "py", [Cell(UNLINKED, "fill.py")]), lambda: z.spawn(lim, sc, uid), lim)
+        with pytest.raises(Exception) as e:
+            sub.start()
+        if sub.modes.get("scratch") != "tmpfs":
+            pytest.skip(f"no tmpfs scratch here ({sub.modes})")
+        assert "wrote more than 8 MB" in str(e.value.message)
+        assert sc not in Path("/proc/self/mountinfo").read_text()
+        sub.close()
+        remove_scratch(sc, uid)
+        assert not os.path.exists(sc)
+    finally:
+        z.close()
+
+
 def test_memory_cgroup_counts_shared_memory_and_is_removed():
     """A memory cgroup made here (skipped where the kernel or our privileges do not allow one) sees a child's
     shared mapping, which RLIMIT_DATA and anonymous RSS do not, and reports the limit as reached."""
