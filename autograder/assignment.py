@@ -33,6 +33,7 @@ class Assignment:
     private: tuple[Path, ...]  # folders the worker must not be able to read
     limits: Limits = field(default_factory=Limits)
     options: dict = field(default_factory=dict)
+    aliases: dict = field(default_factory=dict)  # another accepted name -> the name the questions use
 
     @property
     def question_ids(self) -> list[str]:
@@ -66,7 +67,7 @@ def load(name: str) -> Assignment:
             public_dir=folder / cfg.get("public", "public"), hidden_dir=folder / cfg.get("hidden", "hidden"),
             hidden_visibility=vis,
             private=tuple((folder / p).resolve() for p in cfg.get("private", ["hidden"])),
-            limits=limits, options=dict(cfg.get("options", {})))
+            limits=limits, options=dict(cfg.get("options", {})), aliases=dict(cfg.get("aliases", {})))
     except (KeyError, TypeError, ValueError, tomllib.TOMLDecodeError) as e:
         raise AssignmentError(f"{cfg_path}: {e}") from None
 

@@ -220,6 +220,15 @@ class GradingPlugin:
         for q in self.assignment.questions:
             for n in q.names:
                 if n not in sub.names:
+                    alias = next((a for a, c in self.assignment.aliases.items() if c == n and a in sub.names), None)
+                    if alias is not None:  # e.g. the blog notes' name for the same class: graded as it is
+                        note = Message(f"`{alias}` is graded as `{n}` (the same class under the name another "
+                                       "set of course notes uses).",
+                                       f"`{alias}`을(를) `{n}`(으)로 보고 채점했습니다 (다른 강의 노트에서 같은 "
+                                       "클래스에 쓰는 이름).")
+                        if note not in notes:
+                            notes.append(note)
+                        continue
                     guess = near_miss(n, defined)
                     if guess:
                         notes.append(Message(f"`{n}` is missing but `{guess}` is defined: rename it to `{n}`.",
