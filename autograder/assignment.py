@@ -18,6 +18,7 @@ class Question:
     id: str
     title: str
     names: tuple[str, ...]  # what the student must define for it
+    points: float | None = None  # the question's total when graded with its hidden checks; None: its checks' sum
 
 
 @dataclass(frozen=True)
@@ -55,7 +56,8 @@ def load(name: str) -> Assignment:
         raise AssignmentError(f"unknown assignment {name!r}; available: {', '.join(names()) or 'none'}")
     try:
         cfg = tomllib.loads(cfg_path.read_text(encoding="utf-8"))
-        questions = tuple(Question(q["id"], q.get("title", q["id"]), tuple(q.get("names", [q["id"]])))
+        questions = tuple(Question(q["id"], q.get("title", q["id"]), tuple(q.get("names", [q["id"]])),
+                                   float(q["points"]) if "points" in q else None)
                           for q in cfg["questions"])
         vis = cfg.get("hidden_visibility", "after_published")
         if vis not in VISIBILITIES:

@@ -60,6 +60,7 @@ class GradingPlugin:
         self.records: dict[str, CheckResult] = {}
         self.collect_errors: list[str] = []
         self.scratch: str | None = None
+        self.factor: dict[str, float] = {}  # question -> scale of its checks' points (assignment.toml `points`)
 
     # ------------------------------------------------------------------ fixture and metadata
 
@@ -83,6 +84,15 @@ class GradingPlugin:
 
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
         items[:] = [i for i in items if self._meta(i) is not None]
+        # A question with `points` in assignment.toml is worth exactly that: its checks' points are scaled to
+        # it. Only when the hidden checks are collected too; the public checks alone keep their own points.
+        self.factor = {}
+        if any(not self._public(i) for i in items):
+            raw: dict[str, float] = {}
+            for i in items:
+                raw[self._meta(i).question] = raw.get(self._meta(i).question, 0.0) + self._meta(i).points
+            self.factor = {q.id: q.points / raw[q.id] for q in self.assignment.questions
+                           if q.points is not None and raw.get(q.id)}
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         if report.failed:
@@ -96,7 +106,8 @@ class GradingPlugin:
         public = self._public(item)
         vis = meta.visibility or ("visible" if public else self.assignment.hidden_visibility)
         name = meta.name or ((item.function.__doc__ or "").strip().splitlines() or [item.name])[0]
-        return CheckResult(name=name, nodeid=item.nodeid, question=meta.question, points=meta.points, score=0.0,
+        points = round(meta.points * self.factor.get(meta.question, 1.0), 6)
+        return CheckResult(name=name, nodeid=item.nodeid, question=meta.question, points=points, score=0.0,
                            status="failed", public=public, visibility=vis)
 
     def _classify(self, item: pytest.Item, call: pytest.CallInfo, outcome: str) -> CheckResult:
