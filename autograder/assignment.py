@@ -35,6 +35,13 @@ class Assignment:
     limits: Limits = field(default_factory=Limits)
     options: dict = field(default_factory=dict)
     aliases: dict = field(default_factory=dict)  # another accepted name -> the name the questions use
+    ko: dict = field(default_factory=dict)  # ko.toml: Korean title, question titles, check names
+
+    def title_in(self, lang: str) -> str:
+        return self.ko.get("title", self.title) if lang == "ko" else self.title
+
+    def check_name_ko(self, function: str) -> str:
+        return str(self.ko.get("checks", {}).get(function, ""))
 
     @property
     def question_ids(self) -> list[str]:
@@ -69,7 +76,9 @@ def load(name: str) -> Assignment:
             public_dir=folder / cfg.get("public", "public"), hidden_dir=folder / cfg.get("hidden", "hidden"),
             hidden_visibility=vis,
             private=tuple((folder / p).resolve() for p in cfg.get("private", ["hidden"])),
-            limits=limits, options=dict(cfg.get("options", {})), aliases=dict(cfg.get("aliases", {})))
+            limits=limits, options=dict(cfg.get("options", {})), aliases=dict(cfg.get("aliases", {})),
+            ko=tomllib.loads((folder / "ko.toml").read_text(encoding="utf-8")) if (folder / "ko.toml").is_file()
+            else {})
     except (KeyError, TypeError, ValueError, tomllib.TOMLDecodeError) as e:
         raise AssignmentError(f"{cfg_path}: {e}") from None
 

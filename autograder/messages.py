@@ -14,7 +14,7 @@ class Message:
     ko: str = ""
 
     def text(self, lang: str = "en") -> str:
-        return self.ko if lang == "ko" and self.ko else self.en
+        return korean(self.ko) if lang == "ko" and self.ko else self.en
 
     def __str__(self) -> str:
         return self.en
@@ -112,6 +112,7 @@ GLOSSARY: dict[str, tuple[str, str]] = {
     "question": ("question", "문항"),
     "score": ("score", "점수"),
     "total": ("total", "합계"),
+    "note": ("note", "참고"),
     "code cell": ("code cell", "코드 셀"),
     "at index": ("at index", "인덱스"),
     "public checks": ("public checks", "공개 검사"),
@@ -123,3 +124,36 @@ def term(key: str, lang: str = "en") -> str:
     """A glossary term in the given language."""
     en, ko = GLOSSARY[key]
     return ko if lang == "ko" else en
+
+
+# ---------------------------------------------------------------------------------------------- Korean text as shown
+
+# A particle written right after a code name, a number or a closing bracket, then a space, punctuation or the end:
+# its form is chosen here from what precedes it, so a message may write `{name}`이 for any name. Neutral forms such
+# as 이(가) are resolved the same way.
+_PARTICLE_AFTER_CODE = re.compile(
+    r"(?<=[A-Za-z0-9`)\]'\"])(이\(가\)|을\(를\)|은\(는\)|와\(과\)|\(으\)로|이라서|라서|이어야|여야|이|가|을|를|은|는|와|과|으로|로)"
+    r"(?=[\s.,:;!?)\]]|$)")
+_NEUTRAL = re.compile(r"(이\(가\)|을\(를\)|은\(는\)|와\(과\)|\(으\)로)")
+_NEUTRAL_BASE = {"이(가)": "이", "을(를)": "을", "은(는)": "은", "와(과)": "와", "(으)로": "으로"}
+# Fixed English phrases that the engine puts into Korean text (locations, positions), in Korean.
+_KO_PHRASES = ((re.compile(r", code cell (\d+)"), r", 코드 셀 \1"), (re.compile(r" at index (\()"), r" 인덱스 \1"))
+
+
+def korean(text: str) -> str:
+    """Korean text as shown: particles after code names and numbers fit the preceding word, and the engine's
+    fixed English phrases (", code cell 3", " at index (0, 1)") read in Korean."""
+    for pattern, repl in _KO_PHRASES:
+        text = pattern.sub(repl, text)
+
+    def fit(m: re.Match) -> str:
+        before = text[:m.start()]
+        particle = m.group(1)
+        base = _NEUTRAL_BASE.get(particle, particle)
+        return josa(before[-40:], base)[len(before[-40:]):]
+    text = _PARTICLE_AFTER_CODE.sub(fit, text)
+
+    def neutral(m: re.Match) -> str:  # a neutral form after Hangul: the author did not know the word either
+        before = text[:m.start()]
+        return josa(before[-40:], _NEUTRAL_BASE[m.group(1)])[len(before[-40:]):]
+    return _NEUTRAL.sub(neutral, text)

@@ -107,8 +107,9 @@ class GradingPlugin:
         vis = meta.visibility or ("visible" if public else self.assignment.hidden_visibility)
         name = meta.name or ((item.function.__doc__ or "").strip().splitlines() or [item.name])[0]
         points = round(meta.points * self.factor.get(meta.question, 1.0), 6)
+        name_ko = meta.name_ko or self.assignment.check_name_ko(getattr(item, "originalname", item.name))
         return CheckResult(name=name, nodeid=item.nodeid, question=meta.question, points=points, score=0.0,
-                           status="failed", public=public, visibility=vis)
+                           status="failed", public=public, visibility=vis, name_ko=name_ko)
 
     def _classify(self, item: pytest.Item, call: pytest.CallInfo, outcome: str) -> CheckResult:
         res = self._blank(item)

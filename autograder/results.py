@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .messages import Message
+from .messages import Message, term
 
 
 @dataclass
@@ -26,6 +26,10 @@ class CheckResult:
     message: Message | None = None
     output: str = ""  # what the student's code printed during a public check
     staff: str = ""  # staff-only detail: tracebacks, messages of hidden checks that could leak
+    name_ko: str = ""  # the check's name in Korean, when the assignment gives one
+
+    def title(self, lang: str = "en") -> str:
+        return self.name_ko if lang == "ko" and self.name_ko else self.name
 
 
 @dataclass
@@ -97,7 +101,7 @@ def to_gradescope(r: SubmissionResult, lang: str = "en") -> dict[str, Any]:
         if c.status == "skipped" and c.points == 0:
             continue  # e.g. the CUDA checks on a machine without a GPU: nothing to show, nothing at stake
         tests.append({
-            "name": f"{c.question}: {c.name}", "number": str(i), "score": c.score, "max_score": c.points,
+            "name": f"{c.question}: {c.title(lang)}", "number": str(i), "score": c.score, "max_score": c.points,
             "status": "passed" if c.status == "passed" else "failed", "output": _check_output(c, lang),
             "output_format": "text", "tags": [c.question], "visibility": c.visibility,
         })
@@ -175,23 +179,23 @@ def table(r: SubmissionResult, lang: str = "en", show_passed: bool = False) -> s
     lines = []
     per_q = r.by_question()
     width = max([len(q) for q in per_q] + [8])
-    lines.append(f"{'question'.ljust(width)}  score")
+    lines.append(f"{term('question', lang).ljust(width)}  {term('score', lang)}")
     for q, (s, m) in per_q.items():
         mark = "ok" if s == m and m > 0 else "--" if s == 0 else "~~"
         lines.append(f"{q.ljust(width)}  {s:g}/{m:g}  {mark}")
-    lines.append(f"{'total'.ljust(width)}  {r.score:g}/{r.max_score:g}")
+    lines.append(f"{term('total', lang).ljust(width)}  {r.score:g}/{r.max_score:g}")
     if r.error is not None:
         lines.append("")
         lines.append(r.error.text(lang))
     for n in r.notes:
-        lines.append(f"note: {n.text(lang)}")
+        lines.append(f"{term('note', lang)}: {n.text(lang)}")
     failed = [c for c in r.checks if c.status != "passed" or show_passed]
     if failed:
         lines.append("")
     for c in failed:
         tag = {"passed": "PASS", "failed": "FAIL", "skipped": "SKIP", "error": "ERROR"}[c.status]
         text = c.message.text(lang) if c.message else ""
-        lines.append(f"[{tag}] {c.question}: {c.name} ({c.score:g}/{c.points:g})")
+        lines.append(f"[{tag}] {c.question}: {c.title(lang)} ({c.score:g}/{c.points:g})")
         if text:
             lines.append("       " + text.replace("\n", "\n       "))
     return "\n".join(lines)

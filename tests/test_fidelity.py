@@ -106,3 +106,70 @@ def test_the_labs_own_answers_get_full_marks(graded):
     assert r.error is None, r.error
     assert r.score == 100, [(c.name, c.message.en if c.message else "") for c in r.checks if c.status != "passed"]
     assert by_question(r)["steps"] == 10
+
+
+# ---------------------------------------------------------------------------------------------- Korean
+
+def test_korean_particles_follow_the_word_before_them():
+    from autograder.messages import josa, korean
+    assert josa("`CausalAttention`", "이") == "`CausalAttention`이"
+    assert josa("`MultiHeadAttentionWrapper`", "이") == "`MultiHeadAttentionWrapper`가"
+    assert josa("list", "이라서") == "list라서" and josa("파일", "으로") == "파일로" and josa("값", "으로") == "값으로"
+    shown = korean("`CausalAttention`가 코잘(causal)이 아닙니다: 토큰 3..5을 바꾸자; `self.heads`가 list이라서; "
+                   "`SelfAttentionV1`이(가) 있습니다; 첫 위치 at index (0, 1); attention.ipynb, code cell 3")
+    assert "`CausalAttention`이 코잘" in shown and "토큰 3..5를" in shown and "list라서" in shown
+    assert "`SelfAttentionV1`이 있습니다" in shown and "인덱스 (0, 1)" in shown and "코드 셀 3" in shown
+    assert "at index" not in shown and "code cell" not in shown
+
+
+def test_one_glossary_for_feedback_and_notebook():
+    """The lab notebook's word for causal attention is the glossary's, and the feedback uses no other word."""
+    from autograder.messages import GLOSSARY
+    word = GLOSSARY["causal attention"][1]
+    nb = shipped_texts()["student_template/attention.ipynb"]
+    assert word in nb and "인과" not in nb
+    for f, text in shipped_texts().items():
+        if f.startswith(("assignments/", "autograder/")):
+            assert "인과" not in text, f
+
+
+def test_every_check_of_the_lab_has_a_korean_name():
+    import ast
+    import tomllib
+    ko = tomllib.loads((ROOT / "assignments" / "attention" / "ko.toml").read_text(encoding="utf-8"))
+    names = {n.name for p in (ROOT / "assignments" / "attention").glob("*/test_*.py")
+             for n in ast.walk(ast.parse(p.read_text(encoding="utf-8")))
+             if isinstance(n, ast.FunctionDef) and n.name.startswith("test_")}
+    assert names <= set(ko["checks"]), sorted(names - set(ko["checks"]))
+    assert all(HANGUL.search(v) for v in ko["checks"].values()) and HANGUL.search(ko["title"])
+    assert set(ko["questions"]) == {"steps", "SelfAttention_v1", "SelfAttention_v2", "CausalAttention",
+                                    "MultiHeadAttentionWrapper", "MultiHeadAttention"}
+
+
+def test_grade_check_in_korean_reads_korean(tmp_path):
+    """Title, table headers, check names and positions in Korean; particles fit their words."""
+    import shutil
+    import subprocess
+    import sys
+    shutil.copy(ROOT / "tests" / "variants" / "bug_misnamed_CasualAttention.py", tmp_path / "attention.py")
+    p = subprocess.run([sys.executable, str(ROOT / "cli.py"), "check", "--lang", "ko"], cwd=tmp_path,
+                       capture_output=True, text=True, timeout=300)
+    out = p.stdout
+    assert p.returncode == 1, out + p.stderr
+    assert out.startswith("Lec 27: 어텐션 메커니즘 구현하기 실습 - attention.py 공개 검사"), out[:200]
+    assert "문항" in out and "합계" in out and "\nquestion" not in out and "\ntotal" not in out
+    assert "시드 123의 CausalAttention(3, 2, 6, 0.0)이 쌓은 배치에서 노트북의 값을 출력" in out
+    assert "`CausalAttention`이 정의되어 있지 않고 `CasualAttention`이 있습니다" in out, out
+    assert "at index" not in out and "이(가)" not in out
+
+
+def test_release_in_korean_writes_a_korean_readme(tmp_path):
+    import subprocess
+    import sys
+    p = subprocess.run([sys.executable, str(ROOT / "cli.py"), "release", "-o", "bundle", "--lang", "ko"],
+                       cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stdout + p.stderr
+    readme = (tmp_path / "bundle" / "README.md").read_text(encoding="utf-8")
+    assert readme.startswith("# Lec 27: 어텐션 메커니즘 구현하기 실습") and "공개 검사" in readme
+    assert "These are the public checks only" not in readme and "이(가)" not in readme
+    assert (tmp_path / "bundle" / "assignments" / "attention" / "ko.toml").is_file()

@@ -140,7 +140,7 @@ def check_causality(sub, cls: str, seed: int, b: int = 2, T: int = 6, d_in: int 
         fail(f"`{cls}` is not causal: changing tokens {k}..{T - 1} changed the outputs of tokens 0..{k - 1} "
              f"(by up to {diff:.3g}). The mask must hide future tokens before the softmax; note that "
              "`attn_scores.masked_fill(...)` returns a new tensor that has to be assigned.",
-             f"`{cls}`가 인과적이지 않습니다: 토큰 {k}..{T - 1}을 바꾸자 토큰 0..{k - 1}의 출력이 최대 {diff:.3g} "
+             f"`{cls}`는 코잘(causal)이 아닙니다: 토큰 {k}..{T - 1}을 바꾸자 토큰 0..{k - 1}의 출력이 최대 {diff:.3g} "
              "바뀌었습니다. softmax 전에 미래 토큰을 가려야 합니다. `attn_scores.masked_fill(...)`은 새 텐서를 "
              "반환하므로 결과를 대입해야 합니다.")
 
