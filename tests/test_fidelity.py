@@ -133,17 +133,19 @@ def test_one_glossary_for_feedback_and_notebook():
             assert "인과" not in text, f
 
 
-def test_every_check_of_the_lab_has_a_korean_name():
+@pytest.mark.parametrize("name", ["attention", "mha_intermediates", "transformer_block"])
+def test_every_check_has_a_korean_name(name):
     import ast
     import tomllib
-    ko = tomllib.loads((ROOT / "assignments" / "attention" / "ko.toml").read_text(encoding="utf-8"))
-    names = {n.name for p in (ROOT / "assignments" / "attention").glob("*/test_*.py")
-             for n in ast.walk(ast.parse(p.read_text(encoding="utf-8")))
+
+    from autograder import assignment
+    folder = ROOT / "assignments" / name
+    ko = tomllib.loads((folder / "ko.toml").read_text(encoding="utf-8"))
+    names = {n.name for p in folder.glob("*/test_*.py") for n in ast.walk(ast.parse(p.read_text(encoding="utf-8")))
              if isinstance(n, ast.FunctionDef) and n.name.startswith("test_")}
     assert names <= set(ko["checks"]), sorted(names - set(ko["checks"]))
     assert all(HANGUL.search(v) for v in ko["checks"].values()) and HANGUL.search(ko["title"])
-    assert set(ko["questions"]) == {"steps", "SelfAttention_v1", "SelfAttention_v2", "CausalAttention",
-                                    "MultiHeadAttentionWrapper", "MultiHeadAttention"}
+    assert set(ko["questions"]) == set(assignment.load(name).question_ids)
 
 
 def test_grade_check_in_korean_reads_korean(tmp_path):
