@@ -106,7 +106,7 @@ def release(assignment_name: str, out_dir: Path, lang: str) -> None:
     """Write the student bundle: skeleton, notebook, public checks and the engine to run them (no hidden material)."""
     from autograder import release as release_cmd
     try:
-        files = release_cmd.main(assignment_name=assignment_name, out=out_dir)
+        files = release_cmd.main(assignment_name=assignment_name, out=out_dir, lang=lang)
     except GraderError as e:
         _fail(e, lang)
     click.echo(f"wrote {len(files)} files to {out_dir}/ (students: pip install {out_dir} && grade check)")

@@ -17,16 +17,17 @@ class CheckMeta:
     points: float
     visibility: str | None = None  # None: the assignment's default for the folder the check lives in
     name: str | None = None
+    name_ko: str | None = None  # None: the assignment's ko.toml [checks], else the English name
 
 
 def check(*, question: str, points: float, visibility: str | None = None,
-          name: str | None = None) -> Callable[[Callable], Callable]:
+          name: str | None = None, name_ko: str | None = None) -> Callable[[Callable], Callable]:
     """Mark a pytest function as a graded check; it only sets an attribute (like gradescope-utils' @weight)."""
     if visibility is not None and visibility not in VISIBILITIES:
         raise ValueError(f"visibility must be one of {VISIBILITIES}, not {visibility!r}")
 
     def mark(fn: Callable) -> Callable:
-        fn.__grade__ = CheckMeta(question, float(points), visibility, name)
+        fn.__grade__ = CheckMeta(question, float(points), visibility, name, name_ko)
         return fn
     return mark
 
@@ -153,6 +154,7 @@ def _compare(got: Any, want: Any, what: str, atol: float, rtol: float, hint: Mes
         diff = float((got - want)[idx].abs()) if bool(finite[idx]) else math.inf
         detail_en = f"off by {_fmt(diff)}"
         detail_ko = f"차이 {_fmt(diff)}"
+    where_ko = f" 인덱스 {idx}" if idx else ""
     msg = Message(f"`{what}` differs from the expected values in {n_bad} of {n} entries; first{where}: {detail_en}.",
-                  f"`{what}`의 값이 {n}개 중 {n_bad}개 다릅니다. 첫 위치{where}: {detail_ko}.")
+                  f"`{what}`의 값이 {n}개 중 {n_bad}개 다릅니다. 첫 위치{where_ko}: {detail_ko}.")
     raise CheckFailure(msg + hint if hint else msg, base=msg)

@@ -50,7 +50,7 @@ def main(*, path: Path | None, assignment_name: str | None = None, lang: str = "
     results: list[SubmissionResult] = []
     grade(a, [Job(file.stem, file)], results.append, public_only=True, zygote=zygote)
     r = results[0]
-    echo(f"{a.title} - public checks for {file.name}\n")
+    echo(f"{a.title_in(lang)} - " + (f"{file.name} 공개 검사\n" if lang == "ko" else f"public checks for {file.name}\n"))
     echo(table(r, lang))
     echo("")
     echo(HIDDEN_NOTE.text(lang))

@@ -62,6 +62,7 @@ class GradingPlugin:
         self.collect_errors: list[str] = []
         self.scratch: str | None = None
         self._public_cache: dict[str, bool] = {}
+        self.factor: dict[str, float] = {}  # question -> scale of its checks' points (assignment.toml `points`)
 
     # ------------------------------------------------------------------ fixture and metadata
 
@@ -90,6 +91,15 @@ class GradingPlugin:
 
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
         items[:] = [i for i in items if self._meta(i) is not None]
+        # A question with `points` in assignment.toml is worth exactly that: its checks' points are scaled to
+        # it. Only when the hidden checks are collected too; the public checks alone keep their own points.
+        self.factor = {}
+        if any(not self._public(i) for i in items):
+            raw: dict[str, float] = {}
+            for i in items:
+                raw[self._meta(i).question] = raw.get(self._meta(i).question, 0.0) + self._meta(i).points
+            self.factor = {q.id: q.points / raw[q.id] for q in self.assignment.questions
+                           if q.points is not None and raw.get(q.id)}
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         if report.failed:
@@ -103,8 +113,10 @@ class GradingPlugin:
         public = self._public(item)
         vis = meta.visibility or ("visible" if public else self.assignment.hidden_visibility)
         name = meta.name or ((item.function.__doc__ or "").strip().splitlines() or [item.name])[0]
-        return CheckResult(name=name, nodeid=item.nodeid, question=meta.question, points=meta.points, score=0.0,
-                           status="failed", public=public, visibility=vis)
+        points = round(meta.points * self.factor.get(meta.question, 1.0), 6)
+        name_ko = meta.name_ko or self.assignment.check_name_ko(getattr(item, "originalname", item.name))
+        return CheckResult(name=name, nodeid=item.nodeid, question=meta.question, points=points, score=0.0,
+                           status="failed", public=public, visibility=vis, name_ko=name_ko)
 
     def _classify(self, item: pytest.Item, call: pytest.CallInfo, outcome: str) -> CheckResult:
         res = self._blank(item)
@@ -229,6 +241,15 @@ class GradingPlugin:
         for q in self.assignment.questions:
             for n in q.names:
                 if n not in sub.names:
+                    alias = next((a for a, c in self.assignment.aliases.items() if c == n and a in sub.names), None)
+                    if alias is not None:  # e.g. the blog notes' name for the same class: graded as it is
+                        note = Message(f"`{alias}` is graded as `{n}` (the same class under the name another "
+                                       "set of course notes uses).",
+                                       f"`{alias}`을(를) `{n}`(으)로 보고 채점했습니다 (다른 강의 노트에서 같은 "
+                                       "클래스에 쓰는 이름).")
+                        if note not in notes:
+                            notes.append(note)
+                        continue
                     guess = near_miss(n, defined)
                     if guess:
                         notes.append(Message(f"`{n}` is missing but `{guess}` is defined: rename it to `{n}`.",

@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .messages import Message
+from .messages import Message, term
 from .safetext import clean, clean_data
 
 
@@ -27,6 +27,10 @@ class CheckResult:
     message: Message | None = None
     output: str = ""  # what the student's code printed during a public check
     staff: str = ""  # staff-only detail: tracebacks, messages of hidden checks that could leak
+    name_ko: str = ""  # the check's name in Korean, when the assignment gives one
+
+    def title(self, lang: str = "en") -> str:
+        return self.name_ko if lang == "ko" and self.name_ko else self.name
 
 
 @dataclass
@@ -98,9 +102,10 @@ def to_gradescope(r: SubmissionResult, lang: str = "en") -> dict[str, Any]:
     tests: list[dict[str, Any]] = []
     for i, c in enumerate(r.checks, start=1):
         tests.append({
-            "name": f"{c.question}: {c.name}", "number": str(i), "score": c.score, "max_score": c.points,
+            "name": f"{c.question}: {c.title(lang)}", "number": str(i), "score": c.score, "max_score": c.points,
             # a 0-point skip is a note (e.g. "no GPU here, the GPU part was simulated"), not a failure
-            "status": "passed" if c.status == "passed" or (c.status == "skipped" and c.points == 0) else "failed", "output": _check_output(c, lang),
+            "status": "passed" if c.status == "passed" or (c.status == "skipped" and c.points == 0) else "failed",
+            "output": _check_output(c, lang),
             "output_format": "text", "tags": [c.question], "visibility": c.visibility,
         })
         if c.staff:
@@ -196,16 +201,16 @@ def table(r: SubmissionResult, lang: str = "en", show_passed: bool = False) -> s
     lines = []
     per_q = r.by_question()
     width = max([len(q) for q in per_q] + [8])
-    lines.append(f"{'question'.ljust(width)}  score")
+    lines.append(f"{term('question', lang).ljust(width)}  {term('score', lang)}")
     for q, (s, m) in per_q.items():
         mark = "ok" if s == m and m > 0 else "--" if s == 0 else "~~"
         lines.append(f"{q.ljust(width)}  {s:g}/{m:g}  {mark}")
-    lines.append(f"{'total'.ljust(width)}  {r.score:g}/{r.max_score:g}")
+    lines.append(f"{term('total', lang).ljust(width)}  {r.score:g}/{r.max_score:g}")
     if r.error is not None:
         lines.append("")
         lines.append(r.error.text(lang))
     for n in r.notes:
-        lines.append(f"note: {n.text(lang)}")
+        lines.append(f"{term('note', lang)}: {n.text(lang)}")
     failed = [c for c in r.checks if c.status != "passed" or show_passed]
     if failed:
         lines.append("")
@@ -221,7 +226,7 @@ def table(r: SubmissionResult, lang: str = "en", show_passed: bool = False) -> s
         c = cs[0]
         text = c.message.text(lang) if c.message else ""
         if len(cs) == 1:
-            lines.append(f"[{tag}] {c.question}: {c.name} ({c.score:g}/{c.points:g})")
+            lines.append(f"[{tag}] {c.question}: {c.title(lang)} ({c.score:g}/{c.points:g})")
         else:
             qs = list(dict.fromkeys(x.question for x in cs))
             score, points = sum(x.score for x in cs), sum(x.points for x in cs)

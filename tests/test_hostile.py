@@ -69,10 +69,11 @@ CASES = {
     # ---------------------------------------------------------------- won't stop
     "stop_loop_import": (0, "error", "took longer than 6 s"),
     # CausalAttention hangs: the 4th time-out (its figure, the wrapper's and a lone head's in the wrapper figure
-    # check, its causality check) ends grading. Earned before that, all by code that works: steps 3,
-    # signatures 5, the v1/v2/MHA figures 9, the wrapper figure 3 (the check charges a hang its heads share to
-    # CausalAttention; the wrapper code is right), qkv_bias 1, v1 shape 1, both mask buffers 3 = 25.
-    "stop_loop_forward": (25, "checks", "did not finish within 6 s"),
+    # check, its causality check) ends grading. Earned before that, all by code that works: steps 1.5 (3 points
+    # of checks; the steps question holds 20 for its 10), signatures 5, the v1/v2/MHA figures 9, the wrapper
+    # figure 3 (the check charges a hang its heads share to CausalAttention; the wrapper code is right),
+    # qkv_bias 1, v1 shape 1, both mask buffers 3 = 23.5.
+    "stop_loop_forward": (23.5, "checks", "did not finish within 6 s"),
     "stop_signals": (0, "checks", "did not finish within 6 s"),
     "stop_setsid_children": (100, None, ""),
     # Spinning processes in new sessions and spinning threads while the file loads: stopped either by the CPU
@@ -92,20 +93,23 @@ CASES = {
     "lie_os_exit": (0, "error", "exited with code 0 (os._exit or a crash) while your file was being loaded"),
     # SelfAttention_v2.forward exits: its four checks that run it crash (3 + 4 + 4 + 2), the 4th crash ends
     # grading, so the 37 hidden points of CausalAttention, the wrapper and MultiHeadAttention after it are lost
-    # too: 100 - 13 - 37. Everything before, the reference's way.
-    "lie_os_exit_forward": (50, "checks", "exited with code 0"),
+    # too, and so is the hidden steps file after it (2 points of checks, worth 1): 100 - 13 - 37 - 1. Everything
+    # before, the reference's way.
+    "lie_os_exit_forward": (49, "checks", "exited with code 0"),
     "lie_patch_compare": (0, "checks", "is not implemented yet"),
     "lie_patch_grader": (0, "checks", "sent back a malformed reply"),
     # Only the honest CausalAttention earns (25); every Liar output is refused as a tensor subclass.
     "lie_tensor_subclass": (25, "checks", "returned Liar (a torch.Tensor subclass)"),
-    # The 8 notebook figures (18 points) are all it can match, plus the 5 signature checks its constructors
+    # The 8 notebook figures (16.5 points: the three step figures count half since the steps question holds
+    # 20 points of checks for its 10) are all it can match, plus the 5 signature checks its constructors
     # honestly pass; nothing else.
-    "lie_hardcoded": (23, "checks", "is not implemented yet"),
+    "lie_hardcoded": (21.5, "checks", "is not implemented yet"),
     # Reseeding with 123 breaks the v2 figure (seed 789, 3) and the hidden same-seed checks of v1, v2,
     # CausalAttention and MultiHeadAttention (4 + 4 + 3 + 3): 100 - 17.
     "lie_reseed": (83, "checks", "do not reseed inside __init__"),
-    # float16 from softmax_naive passes neither its figure (1) nor its hidden check (2).
-    "lie_dtype": (97, "checks", "returned a tensor of dtype torch.float16; expected torch.float32"),
+    # float16 from softmax_naive passes neither its figure (1) nor its hidden check (2), worth half as steps
+    # checks (the steps question holds 20 points of checks for its 10): 100 - 1.5.
+    "lie_dtype": (98.5, "checks", "returned a tensor of dtype torch.float16; expected torch.float32"),
     "lie_fake_results": (0, "output", "Autograder report: 100/100"),
     "lie_folder_shadow": (100, None, ""),
     # ---------------------------------------------------------------- pries
@@ -420,7 +424,7 @@ def test_hardcoded_values_earn_only_the_notebook_figures_and_signatures(graded):
     signatures = {"test_v1_signature", "test_v2_signature", "test_causal_signature", "test_wrapper_signature",
                   "test_mha_signature"}
     assert earned == figures | signatures
-    assert sum(c.score for c in r.checks if c.nodeid.split("::")[-1] in figures) == 18
+    assert sum(c.score for c in r.checks if c.nodeid.split("::")[-1] in figures) == 16.5  # steps figures: 0.5 each
     assert all(c.public for c in r.checks if c.score)
 
 
@@ -487,7 +491,7 @@ def test_grade_check_survives_a_hostile_file_in_a_hostile_folder():
         p = subprocess.run([sys.executable, str(ROOT / "cli.py"), "check", "attention.py"], cwd=folder,
                            capture_output=True, text=True, timeout=240, env={**os.environ, "TMPDIR": str(scratch)})
         assert p.returncode == 0, p.stdout + p.stderr
-        assert "36/36" in p.stdout and "Traceback" not in p.stdout + p.stderr
+        assert "44/44" in p.stdout and "Traceback" not in p.stdout + p.stderr
         assert snapshot(folder) == before
         assert strays() == []
         assert planted(since) == [] and os.listdir(scratch) == []

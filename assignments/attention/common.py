@@ -276,7 +276,7 @@ def check_causality(sub, cls: str, seed: int, b: int = 2, T: int = 6, d_in: int 
         bad = int((~torch.isfinite(truth_t)).nonzero()[0][1])
         fail(f"`{cls}` gives NaN or inf for token {bad}, so its causality cannot be shown: the mask must leave "
              "each token able to see itself (torch.triu(..., diagonal=1)).",
-             f"`{cls}`가 토큰 {bad}에 대해 NaN이나 inf를 냅니다. 그래서 인과성을 보일 수 없습니다: 마스크는 각 토큰이 "
+             f"`{cls}`가 토큰 {bad}에 대해 NaN이나 inf를 냅니다. 그래서 코잘(causal)임을 보일 수 없습니다: 마스크는 각 토큰이 "
              "자기 자신을 볼 수 있게 두어야 합니다 (torch.triu(..., diagonal=1)).")
 
     def off(a: torch.Tensor, want: torch.Tensor) -> float:
@@ -289,13 +289,13 @@ def check_causality(sub, cls: str, seed: int, b: int = 2, T: int = 6, d_in: int 
         if leak > 1e-5:
             what = Message(f"`{cls}` is not causal: changing tokens {k}..{T - 1} changed the outputs of tokens "
                            f"0..{k - 1} (by up to {leak:.3g}).",
-                           f"`{cls}`가 인과적이지 않습니다: 토큰 {k}..{T - 1}을 바꾸자 토큰 0..{k - 1}의 출력이 최대 "
+                           f"`{cls}`는 코잘(causal)이 아닙니다: 토큰 {k}..{T - 1}을 바꾸자 토큰 0..{k - 1}의 출력이 최대 "
                            f"{leak:.3g} 바뀌었습니다.")
         else:
             worst = max(off(y1, truth_t), off(y2[:, :k], truth_t[:, :k]))
             what = Message(f"`{cls}` is not causal: a token's output differs (by up to {worst:.3g}) from what the "
                            "same weights give when the input ends at that token, so it depends on later tokens.",
-                           f"`{cls}`가 인과적이지 않습니다: 어떤 토큰의 출력이, 입력이 그 토큰에서 끝날 때 같은 가중치가 "
+                           f"`{cls}`는 코잘(causal)이 아닙니다: 어떤 토큰의 출력이, 입력이 그 토큰에서 끝날 때 같은 가중치가 "
                            f"내는 출력과 최대 {worst:.3g} 다릅니다. 즉 뒤의 토큰에 의존합니다.")
         named = explain(sub, m, x)()
         if named is not None:

@@ -95,7 +95,7 @@ def fail_leak(cls: str, leak: float, T: int = 6) -> None:
     fail(f"`{cls}(..., causal=True)` is not causal: changing tokens {k}..{T - 1} changed the outputs of tokens "
          f"0..{k - 1} by up to {leak:.3g}. Hide the future before the softmax: scores above the diagonal "
          "become -inf.",
-         f"`{cls}(..., causal=True)`가 인과적이지 않습니다: 토큰 {k}..{T - 1}을 바꾸자 토큰 0..{k - 1}의 출력이 "
+         f"`{cls}(..., causal=True)`는 코잘(causal)이 아닙니다: 토큰 {k}..{T - 1}을 바꾸자 토큰 0..{k - 1}의 출력이 "
          f"최대 {leak:.3g} 바뀌었습니다. softmax 전에 미래를 가리세요: 대각선 위의 점수를 -inf로.")
 
 

@@ -98,8 +98,8 @@ def test_block_is_causal(sub):
             fail(f"`TransformerBlock(..., norm_first={nf})(x, causal=True)` is not causal (outputs of earlier "
                  f"tokens changed by up to {leak:.3g}) although your attention is: pass the flag on, "
                  "self.attn(..., causal=causal).",
-                 f"어텐션은 인과적인데 `TransformerBlock(..., norm_first={nf})(x, causal=True)`는 인과적이지 "
-                 f"않습니다 (앞 토큰의 출력이 최대 {leak:.3g} 바뀜). 플래그를 넘기세요: self.attn(..., causal=causal).")
+                 f"어텐션은 코잘(causal)인데 `TransformerBlock(..., norm_first={nf})(x, causal=True)`는 코잘(causal)이 "
+                 f"아닙니다 (앞 토큰의 출력이 최대 {leak:.3g} 바뀜). 플래그를 넘기세요: self.attn(..., causal=causal).")
 
 
 # ------------------------------------------------------------------------------- nn.Transformer (the notes' example)
