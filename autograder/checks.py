@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import math
 import time
+import traceback
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -76,7 +77,10 @@ def diagnosis(kind: str, sub: Any, **context: Any) -> Message | None:
     start = time.monotonic()
     try:
         return fn(sub=sub, until=start + DIAGNOSIS_BUDGET_S - spent, **context)
-    except Exception:
+    except Exception:  # the grader's own bug: the check keeps its plain message; staff see the traceback
+        notes = getattr(sub, "staff_notes", None)
+        if isinstance(notes, list) and len(notes) < 3:
+            notes.append(f"diagnosis ({kind}) failed:\n" + traceback.format_exc()[-2000:])
         return None
     finally:
         took = time.monotonic() - start

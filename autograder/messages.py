@@ -74,7 +74,8 @@ def _final(word: str) -> tuple[bool, bool]:
     `CausalAttention`) by its last letter: l, m, n (and ng) are read as a final consonant, anything else as a vowel
     (list -> 리스트, Wrapper -> 래퍼, mask -> 마스크).
     """
-    for ch in reversed(word):
+    for i in range(len(word) - 1, -1, -1):
+        ch = word[i]
         if "\uac00" <= ch <= "\ud7a3":
             jong = (ord(ch) - 0xAC00) % 28
             return jong != 0, jong == 8
@@ -82,7 +83,14 @@ def _final(word: str) -> tuple[bool, bool]:
             return _DIGITS[ch]
         if ch.isascii() and ch.isalpha():
             c = ch.lower()
-            return c in "lmn", c == "l"
+            if c in "lmn":
+                return True, c == "l"
+            # A short vowel before a final t, p or k is read with a final consonant (dropout -> 드롭아웃,
+            # input -> 인풋, step -> 스텝, stack -> 스택); after a consonant or a long vowel it is not (list ->
+            # 리스트, weight -> 웨이트, float -> 플로트).
+            run = re.search(r"[a-z]+$", word[:i + 1].lower())
+            tail = run.group(0) if run else c
+            return bool(re.search(r"(out|ck|(?:^|[^aeiou])[aeiou][tpk])$", tail)), False
         if ch in ")]}`'\" ":
             continue
     return False, False

@@ -260,6 +260,8 @@ class GradingPlugin:
         if self.current is not None:
             self.current.close()
             result.sandbox = dict(self.current.modes)
+            if self.current.staff_notes:  # instructors only, never the student's message
+                result.staff = "\n".join(filter(None, [result.staff, *self.current.staff_notes]))[-8000:]
         if self.scratch is not None:
             remove_scratch(self.scratch, self.uid)
             self.scratch = None
@@ -285,16 +287,44 @@ class GradingPlugin:
         try:
             for job in self.jobs:
                 started = time.monotonic()
-                result = self._begin(job)
-                if result.error is None:
-                    for i, item in enumerate(items):
-                        nxt = items[i + 1] if i + 1 < len(items) else None
-                        item.ihook.pytest_runtest_protocol(item=item, nextitem=nxt)
-                self.on_result(self._finish(result, items, started))
+                try:
+                    result = self._begin(job)
+                    if result.error is None:
+                        for i, item in enumerate(items):
+                            nxt = items[i + 1] if i + 1 < len(items) else None
+                            item.ihook.pytest_runtest_protocol(item=item, nextitem=nxt)
+                    result = self._finish(result, items, started)
+                except Exception:  # the grader's own failure on this job: reported as ours, the next job goes on
+                    result = self._crashed(job, items, started, traceback.format_exc())
+                self.on_result(result)
         finally:
             if self.zygote is not None:
                 self.zygote.close()
         return True
+
+    def _crashed(self, job: Job, items: list[pytest.Item], started: float, detail: str) -> SubmissionResult:
+        """The result of a job whose grading failed in the grader itself: it reads as the grader's failure (the
+        instructor gets the traceback), and this process is left clean for the next job (fresh zygote)."""
+        a = self.assignment
+        result = SubmissionResult(student=job.student, submission=shown_name(job.path.name) if job.path else "",
+                                  assignment=a.name, questions=a.question_ids, staff=detail[-8000:],
+                                  error=Message("The autograder itself failed while grading this submission; your "
+                                                "instructor has the details and will regrade it.",
+                                                "이 제출물을 채점하는 중 채점기 자체에 오류가 발생했습니다. 담당 "
+                                                "교수자가 확인 후 다시 채점합니다."))
+        for cleanup in (lambda: self.current.close() if self.current is not None else None,
+                        lambda: remove_scratch(self.scratch, self.uid) if self.scratch is not None else None,
+                        lambda: self.zygote.close() if self.zygote is not None else None):
+            try:
+                cleanup()
+            except Exception:
+                pass
+        self.current, self.scratch, self.zygote = None, None, None
+        result.checks = [self._blank(item) for item in items]
+        for rec in result.checks:
+            rec.message = Message("Not graded: see the error at the top.", "채점되지 않음: 맨 위의 오류를 보세요.")
+        result.duration = time.monotonic() - started
+        return result
 
     # standalone mode: one submission, pytest's own loop
     def pytest_sessionstart(self, session: pytest.Session) -> None:

@@ -168,6 +168,7 @@ class Submission:
         self.ended: list[dict[str, Any]] = []  # how each worker ended
         self.modes: dict[str, str] = {}  # which containment ran for its worker (see sandbox._isolate)
         self.diagnosis_s = 0.0  # grader time spent naming bugs (checks.diagnosis), not charged to the student
+        self.staff_notes: list[str] = []  # the grader's own troubles while grading (e.g. a diagnosis that failed)
         self.graded_names: frozenset[str] = frozenset()  # the assignment's names: never offered as a rename
         self._spelling: dict[tuple[str, str], Message | None] = {}
 

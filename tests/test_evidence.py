@@ -23,15 +23,21 @@ def edit(text: str, old: str, new: str, count: int = 1) -> str:
     return text.replace(old, new)
 
 
+# Every graded step function of the reference (3.3, 3.4.1, 3.5.1 - 3.5.2).
+STEPS = ("softmax_naive", "attention_scores", "context_vectors", "qkv_weights", "query_key_value", "dot_score",
+         "query_scores", "scaled_softmax", "weighted_sum", "simple_mask", "apply_simple_mask", "renormalize",
+         "mask_future", "apply_dropout")
+
+
 def hollow(body: str) -> str:
     """The reference with every function and forward doing nothing: each returns `body` (an expression over
     `x` and `real`, the reference's own result, so shapes are right)."""
-    src = re.sub(r"def (softmax_naive|attention_scores|context_vectors)\((\w+)",
-                 r"def _real_\1(\2", REF)
+    src = re.sub(rf"def ({'|'.join(STEPS)})\(", r"def _real_\1(", REF)
+    assert src.count("def _real_") == len(STEPS), "a step function of the reference was not hollowed"
     src = src.replace("    def forward(self, x", "    def _real(self, x")
     src = src.replace("weights = torch.softmax(attention_scores(inputs)", "weights = torch.softmax(_real_attention_scores(inputs)")
-    for fn in ("softmax_naive", "attention_scores", "context_vectors"):
-        src += f"\n\ndef {fn}(x):\n    real = _real_{fn}(x)\n    return {body}\n"
+    for fn in STEPS:  # `x` is the first argument
+        src += f"\n\ndef {fn}(*args):\n    x, real = args[0], _real_{fn}(*args)\n    return {body}\n"
     src += ("\n\ndef _forward(self, x):\n    real = self._real(x)\n    return " + body + "\n\n\n"
             "for _cls in (SelfAttention_v1, SelfAttention_v2, CausalAttention, MultiHeadAttentionWrapper,\n"
             "             MultiHeadAttention):\n    _cls.forward = _forward\n")
@@ -85,7 +91,7 @@ REPLAY = edit(REPLAY, "        return self.out_proj(context)  # (b, T, d_out)", 
 # The honest version of the same mistake: no mask, nothing faked.
 NO_MASK = edit(REF, "        scores = scores.masked_fill(self.mask.bool()[:num_tokens, :num_tokens], -torch.inf)\n", "", 2)
 
-MINUS_1E9 = edit(REF, "-torch.inf)", "-1e9)", 2)
+MINUS_1E9 = edit(REF, "[:num_tokens, :num_tokens], -torch.inf)", "[:num_tokens, :num_tokens], -1e9)", 2)  # both classes
 # -1e9, plus a patch of the worker's op recorder that reports -inf wherever it sees -1e9
 MINUS_1E9_PATCHED = MINUS_1E9 + '''
 

@@ -109,13 +109,20 @@ VARIANTS: list[Variant] = [
       en="context_vectors normalises the columns of the scores (softmax dim=0); each row must sum to 1 (dim=-1)",
       ko="context_vectors가 점수의 열을 정규화함(softmax dim=0); 각 행의 합이 1이어야 합니다(dim=-1)"),
     V("steps_scaled_softmax_no_sqrt", ch("scaled_softmax", "attn_scores / d_k ** 0.5", "attn_scores / d_k"),
-      breaks="steps", why="scaled_softmax divides the scores by d_k instead of sqrt(d_k)"),
+      breaks="steps", en="scaled_softmax divides the scores by d_k instead of its square root; divide by d_k ** 0.5",
+      ko="scaled_softmax가 점수를 d_k의 제곱근이 아니라 d_k로 나눔; d_k ** 0.5로 나누세요"),
     V("steps_renormalize_no_keepdim", ch("renormalize", "sum(dim=-1, keepdim=True)", "sum(dim=-1)"),
-      breaks="steps", why="renormalize divides column j by the sum of row j (no keepdim)"),
+      breaks="steps",
+      en="renormalize divides by sum(dim=-1) without keepdim=True, so column j is divided by the sum of row j; use "
+         "sum(dim=-1, keepdim=True)",
+      ko="renormalize가 keepdim=True 없이 sum(dim=-1)로 나눠서 j번째 열이 j번째 행의 합으로 나뉨; "
+         "sum(dim=-1, keepdim=True)를 쓰세요"),
     V("steps_mask_future_diagonal0", ch("mask_future", "diagonal=1)", "diagonal=0)"), breaks="steps",
-      why="mask_future hides the diagonal too, so row 0 is all -inf"),
+      en="mask_future hides the diagonal too (diagonal=0), so the first row is all -inf; use "
+         "torch.triu(..., diagonal=1)",
+      ko="mask_future가 대각선까지 가려서(diagonal=0) 첫 행이 모두 -inf가 됨; torch.triu(..., diagonal=1)을 쓰세요"),
     V("steps_dropout_eval", ch("apply_dropout", "nn.Dropout(p)", "nn.Dropout(p).eval()"), breaks="steps",
-      why="apply_dropout's nn.Dropout is in eval mode, so nothing is dropped"),
+      says=("must be in training mode",), why="apply_dropout's nn.Dropout is in eval mode, so nothing is dropped"),
     # ---------------------------------------------------------------- SelfAttention_v1
     V("misnamed_SelfAttentionV1", ch(V1, "class SelfAttention_v1(", "class SelfAttentionV1("),
       breaks=V1, says=("Rename `SelfAttentionV1` to `SelfAttention_v1`",)),
@@ -134,7 +141,7 @@ VARIANTS: list[Variant] = [
       ch(V1, "x @ self.W_value", "x @ self.W_value.T"), breaks=V1,
       en="the weight matrices are stored as (d_out, d_in), like nn.Linear, and used transposed; the notebook "
          "stores them as torch.rand(d_in, d_out) and computes x @ W",
-      ko="가중치 행렬을 nn.Linear처럼 (d_out, d_in)으로 저장하고 전치해서 씀; 노트북은 torch.rand(d_in, d_out)로 "
+      ko="가중치 행렬을 nn.Linear처럼 (d_out, d_in)으로 저장하고 전치해서 씀; 노트북은 torch.rand(d_in, d_out)으로 "
          "저장하고 x @ W를 계산합니다"),
     # ---------------------------------------------------------------- SelfAttention_v2
     V("v2_bias_ignored", ch(V2, "bias=qkv_bias", "bias=False"), breaks=V2, says=("bias=qkv_bias",)),
@@ -170,7 +177,7 @@ VARIANTS: list[Variant] = [
     V("causal_softmax_dim1", ch(CA, "dim=-1", "dim=1"), breaks=CA,
       en="the softmax runs over dim=1 (the query axis of the (b, T, T) scores); normalise each row over the keys "
          "with dim=-1",
-      ko="softmax를 dim=1((b, T, T) 점수의 query 축)에 대해 계산함; 각 행을 key 축(dim=-1)으로 정규화하세요"),
+      ko="softmax를 dim=1((b, T, T) 점수의 query 축)에 대해 계산함; 각 행을 key 축(dim=-1)로 정규화하세요"),
     V("causal_softmax_dim1_inplace", ch(CA, "scores = scores.masked_fill(", "scores.masked_fill_("),
       ch(CA, "dim=-1", "dim=1"), breaks=CA, says=("the softmax runs over dim=1",), never_says=(NOT_CAUSAL_HINT,),
       why="seen: masked_fill_ is in place, yet the learner was told to assign masked_fill's result"),
@@ -206,7 +213,7 @@ VARIANTS: list[Variant] = [
     # ---------------------------------------------------------------- MultiHeadAttentionWrapper
     V("wrapper_cat_dim1", ch(WR, "dim=-1)", "dim=1)"), breaks=WR,
       en="the heads are concatenated along the token axis (dim=1); concatenate the features: torch.cat(..., dim=-1)",
-      ko="헤드를 토큰 축(dim=1)으로 이어 붙임; 특징 축으로 이어 붙이세요: torch.cat(..., dim=-1)"),
+      ko="헤드를 토큰 축(dim=1)로 이어 붙임; 특징 축으로 이어 붙이세요: torch.cat(..., dim=-1)"),
     V("wrapper_plain_list", ch(WR, HEADS, HEAD_LIST),
       breaks=WR, says=("nn.ModuleList",)),
     V("wrapper_shared_head", ch(WR, f"self.heads = {HEADS}", "head = CausalAttention(d_in, d_out, context_length, "
@@ -237,7 +244,7 @@ VARIANTS: list[Variant] = [
                              ".view(b, self.num_heads, num_tokens, self.head_dim)"), breaks=MHA,
       en="the heads are split by viewing straight to (b, num_heads, num_tokens, head_dim); view as (b, num_tokens, "
          "num_heads, head_dim), then .transpose(1, 2)",
-      ko="(b, num_heads, num_tokens, head_dim)로 바로 view해서 헤드를 나눔; (b, num_tokens, num_heads, head_dim)로 "
+      ko="(b, num_heads, num_tokens, head_dim)으로 바로 view해서 헤드를 나눔; (b, num_tokens, num_heads, head_dim)으로 "
          "view한 뒤 .transpose(1, 2)하세요"),
     V("mha_no_transpose_back", ch(MHA, "(weights @ values).transpose(1, 2)", "weights @ values"), breaks=MHA,
       en="the heads are merged without transposing back: (weights @ values) is (b, num_heads, num_tokens, "
@@ -251,7 +258,7 @@ VARIANTS: list[Variant] = [
     V("mha_softmax_dim1", ch(MHA, "dim=-1", "dim=1"), breaks=MHA,
       en="the softmax runs over dim=1 (the head axis of the (b, h, T, T) scores); normalise each row over the keys "
          "with dim=-1",
-      ko="softmax를 dim=1((b, h, T, T) 점수의 헤드 축)에 대해 계산함; 각 행을 key 축(dim=-1)으로 정규화하세요"),
+      ko="softmax를 dim=1((b, h, T, T) 점수의 헤드 축)에 대해 계산함; 각 행을 key 축(dim=-1)로 정규화하세요"),
     V("mha_view_not_contiguous", ch(MHA, "context.contiguous().view(", "context.view("), breaks=MHA,
       says=("contiguous",)),
     V("mha_head_num_argument", ch(MHA, "num_heads", "head_num"), breaks=MHA, says=("`head_num` -> `num_heads`",),

@@ -117,30 +117,57 @@ def equivalent(sub, cls):
 def neg_inf_fill(sub, cls, seed=5, b=2, T=5, d_in=4, d_out=4, heads=2):
     """The future is filled with -inf, decided by outputs: with weights that make every score far below -1e9
     (queries and keys point in opposite directions, the input is large), a finite fill such as -1e9 sends the
-    weight to the masked positions while -inf keeps it on the visible ones; the reference computes the answer."""
+    weight to the masked positions while -inf keeps it on the visible ones; the reference computes the answer.
+
+    Judged only for a module that matches the reference on ordinary inputs with the reference's weights: any
+    other difference (a softmax over the wrong axis, heads merged wrongly, ...) is charged by the checks with
+    the reference's weights, under its own name, and says nothing about the fill."""
     expect_working(sub, cls)
+    what = call_text(cls, d_in, d_out, T, 0.0, heads)
+    m = build(sub, cls, d_in, d_out, T, 0.0, heads, seed=seed)
     ref = ref_build(cls, d_in, d_out, T, 0.0, heads, seed=seed).eval()
+    transplant(m, ref, cls, params_only=True)  # the student's own mask stays
+    x0 = randn(seed, b, T, d_in)
+    with torch.no_grad():
+        plain = ref(x0)
+    try:
+        expect_close(m(x0), plain, f"{what} with the reference's weights")
+    except CheckFailure:
+        fail(f"The -inf fill of `{cls}` could not be judged: with the reference's weights it does not give the "
+             "reference's output on ordinary inputs yet (the checks with the reference's weights say why). This "
+             "check counts once the rest of forward is right.",
+             f"`{cls}`의 -inf 채우기를 평가할 수 없습니다: 참조 가중치를 넣어도 보통 입력에서 참조 구현과 출력이 아직 "
+             "다릅니다 (이유는 참조 가중치 검사를 보세요). 나머지 forward가 맞으면 이 검사가 점수를 줍니다.")
     scale = 1e6
     with torch.no_grad():
         ref.W_query.weight.fill_(1.0)   # every query is +sum(x) * ones
         ref.W_key.weight.fill_(-1.0)    # every key is -sum(x) * ones, so q . k = -(sum x_i)(sum x_j) d < -1e12
         ref.W_value.weight.mul_(1.0 / scale)  # keeps the output near 1
-    m = build(sub, cls, d_in, d_out, T, 0.0, heads, seed=seed)
-    transplant(m, ref, cls, params_only=True)  # the student's own mask stays
+    transplant(m, ref, cls, params_only=True)
     g = torch.Generator().manual_seed(seed)
     x = (0.5 + torch.rand(b, T, d_in, generator=g)) * scale
     with torch.no_grad():
         want = ref(x)
-    got = expect_shape(m(x), tuple(want.shape), f"{call_text(cls, d_in, d_out, T, 0.0, heads)} with large scores")
-    last_ok = bool(torch.allclose(got[:, -1], want[:, -1], atol=1e-4, rtol=1e-4))
-    if last_ok and not torch.allclose(got, want, atol=1e-4, rtol=1e-4):
+    got = expect_shape(m(x), tuple(want.shape), f"{what} with large scores")
+    if torch.allclose(got, want, atol=1e-4, rtol=1e-4):
+        return
+    if bool((torch.isfinite(want) & ~torch.isfinite(got)).any()):
+        # Right on ordinary inputs, NaN here: the softmax saw the future (all its weight went to a hidden
+        # position) and a mask applied afterwards left nothing to renormalise.
+        fail(f"In `{cls}` the scores above the diagonal reach the softmax unmasked: the output is right on "
+             "ordinary inputs, but when a future score is the largest the softmax gives it all the weight and "
+             "masking afterwards leaves NaN. Fill the scores above the diagonal with -inf before the softmax.",
+             f"`{cls}`에서 대각선 위의 점수가 가려지지 않은 채 softmax에 들어갑니다: 보통 입력에서는 출력이 맞지만, "
+             "미래 위치의 점수가 가장 크면 softmax가 그 위치에 가중치를 모두 주고 그 뒤에 가리면 NaN이 남습니다. "
+             "softmax 전에 대각선 위의 점수를 -inf로 채우세요.")
+    if bool(torch.allclose(got[:, -1], want[:, -1], atol=1e-4, rtol=1e-4)):
         fail(f"`{cls}` fills the future positions with a finite number instead of -inf: when every visible score is "
              "far below -1e9 (the grader copied such weights in), the masked positions still got attention weight. "
              "Fill with -torch.inf, as in the notebook.",
              f"`{cls}`가 미래 위치를 -inf 대신 유한한 수로 채웁니다: 보이는 점수가 모두 -1e9보다 훨씬 작을 때 "
              "(채점기가 그런 가중치를 넣었습니다) 가려진 위치가 여전히 어텐션 가중치를 받았습니다. "
              "노트북처럼 -torch.inf로 채우세요.")
-    expect_close(got, want, f"{call_text(cls, d_in, d_out, T, 0.0, heads)} with very negative scores",
+    expect_close(got, want, f"{what} with very negative scores", explain=explain(sub, m, x),
                  hint=Message("Fill the scores above the diagonal with -inf before the softmax (masking after it, "
                               "or dropping the result of masked_fill, does not count).",
                               "softmax 전에 대각선 위의 점수를 -inf로 채우세요 (softmax 뒤에 가리거나 masked_fill "

@@ -1,7 +1,7 @@
 """Hidden checks for the step exercises of 3.4.1 and 3.5.1 - 3.5.2: other sizes and seeds, against the reference."""
 import torch
 
-from assignments.attention.common import randn
+from assignments.attention.common import explain, randn
 from assignments.attention.steps import call, check_dropout, check_qkv_weights, check_query_key_value
 from autograder.checks import check, expect_close
 from reference import attention as R
@@ -22,7 +22,8 @@ def test_weight_steps_other_sizes(sub):
         expect_close(scores, R.query_scores(q, keys), "query_scores(query, keys)")
         weights = R.scaled_softmax(R.query_scores(q, keys), d_out)
         expect_close(call(sub, "scaled_softmax", R.query_scores(q, keys), d_out), weights,
-                     f"scaled_softmax(attn_scores, {d_out})")
+                     f"scaled_softmax(attn_scores, {d_out})",
+                     explain=explain(sub, "scaled_softmax", R.query_scores(q, keys), d_out))
         expect_close(call(sub, "weighted_sum", weights, values), R.weighted_sum(weights, values),
                      "weighted_sum(attn_weights, values)")
 
@@ -38,6 +39,7 @@ def test_mask_steps_other_sizes(sub):
         expect_close(call(sub, "apply_simple_mask", weights, mask), R.apply_simple_mask(weights, mask),
                      "apply_simple_mask(attn_weights, mask_simple)")
         expect_close(call(sub, "renormalize", weights * mask), R.renormalize(weights * mask),
-                     "renormalize(masked_simple)")
-        expect_close(call(sub, "mask_future", scores), R.mask_future(scores), "mask_future(attn_scores)")
+                     "renormalize(masked_simple)", explain=explain(sub, "renormalize", weights * mask))
+        expect_close(call(sub, "mask_future", scores), R.mask_future(scores), "mask_future(attn_scores)",
+                     explain=explain(sub, "mask_future", scores))
         check_dropout(sub, weights, 0.3, seed, "attn_weights")
