@@ -150,17 +150,21 @@ def test_every_check_has_a_korean_name(name):
 
 def test_grade_check_in_korean_reads_korean(tmp_path):
     """Title, table headers, check names and positions in Korean; particles fit their words."""
-    import shutil
     import subprocess
     import sys
-    shutil.copy(ROOT / "tests" / "variants" / "bug_misnamed_CasualAttention.py", tmp_path / "attention.py")
+    from assignments.attention.hidden import bugs  # the bug table (tests/variants/ became it)
+    # Two bugs: the misspelt class (all its checks fail alike and are shown once, as a group) and W_key created
+    # before W_query (only the figure check fails, shown under its own name, with the first differing index).
+    both = bugs.BY_NAME["misnamed_CasualAttention"].changes + bugs.BY_NAME["v1_key_before_query"].changes
+    (tmp_path / "attention.py").write_text(bugs.apply(bugs.REFERENCE_SOURCE, both), encoding="utf-8")
     p = subprocess.run([sys.executable, str(ROOT / "cli.py"), "check", "--lang", "ko"], cwd=tmp_path,
                        capture_output=True, text=True, timeout=300)
     out = p.stdout
     assert p.returncode == 1, out + p.stderr
     assert out.startswith("Lec 27: 어텐션 메커니즘 구현하기 실습 - attention.py 공개 검사"), out[:200]
     assert "문항" in out and "합계" in out and "\nquestion" not in out and "\ntotal" not in out
-    assert "시드 123의 CausalAttention(3, 2, 6, 0.0)이 쌓은 배치에서 노트북의 값을 출력" in out
+    assert "torch.manual_seed(123)로 만든 SelfAttention_v1(3, 2)가 노트북의 값을 출력" in out, out
+    assert "CausalAttention의 검사 6개" in out and " 인덱스 (" in out, out
     assert "`CausalAttention`이 정의되어 있지 않고 `CasualAttention`이 있습니다" in out, out
     assert "at index" not in out and "이(가)" not in out
 

@@ -524,7 +524,8 @@ def test_mha_gradients(sub):
 # 0-point line says so.
 
 def _cuda_check(cls):
-    @check(question=cls, points=GPU_POINTS.get(cls, 0), name=f"{cls} runs on a real GPU (CUDA)")
+    @check(question=cls, points=GPU_POINTS.get(cls, 0), name=f"{cls} runs on a real GPU (CUDA)",
+           name_ko=f"{cls}: 실제 GPU(CUDA)에서 실행")
     def run_on_cuda(sub):
         if not sub.env().get("cuda"):  # the grader sees a GPU that the sandboxed worker cannot use: our fault
             raise RuntimeError("the grading machine has CUDA but the worker process cannot use it")
