@@ -42,11 +42,13 @@ def randn(seed: int, *shape: int) -> torch.Tensor:
     return torch.randn(*shape, generator=g)
 
 
-def explain(sub, target: Any, *inputs: Any, mode: str | None = "eval",
-            seed: int | None = None) -> Callable[[], Message | None]:
-    """For expect_close(explain=...): the grader's name for the bug behind a failed `target(*inputs)` (a module
-    handle or a function name), from hidden/diagnose.py; None where only the public checks run."""
-    return lambda: diagnosis("attention", sub, target=target, inputs=inputs, mode=mode, seed=seed)
+def explain(sub, target: Any, *inputs: Any, mode: str | None = "eval", seed: int | None = None,
+            out: Any = None) -> Callable[[Any], Message | None]:
+    """For expect_close(explain=...): the grader's name for the bug behind `target(*inputs)` (a module handle or
+    a function name) having given `out` (by default, the value compared), from hidden/diagnose.py; None where
+    only the public checks run. The student's code is not run again."""
+    return lambda got: diagnosis("attention", sub, target=target, inputs=inputs, mode=mode, seed=seed,
+                                 got=got if out is None else out)
 
 
 def build(sub, cls: str, d_in: int, d_out: int, ctx: int = 0, dropout: float = 0.0, heads: int = 0,
@@ -296,7 +298,7 @@ def check_causality(sub, cls: str, seed: int, b: int = 2, T: int = 6, d_in: int 
                            "same weights give when the input ends at that token, so it depends on later tokens.",
                            f"`{cls}`는 코잘(causal)이 아닙니다: 어떤 토큰의 출력이, 입력이 그 토큰에서 끝날 때 같은 가중치가 "
                            f"내는 출력과 최대 {worst:.3g} 다릅니다. 즉 뒤의 토큰에 의존합니다.")
-        named = explain(sub, m, x)()
+        named = explain(sub, m, x)(y1)
         if named is not None:
             raise CheckFailure(named + what)
         raise CheckFailure(what + Message(
@@ -448,8 +450,8 @@ def check_wrapper_matches_heads(sub, seed: int, b: int, T: int, d_in: int, d_out
     res, ctx = run_wrapper(sub, x, d_in, d_out, ctx, heads, seed)
     what = call_text("MultiHeadAttentionWrapper", d_in, d_out, ctx, 0.0, heads)
     # The diagnosis needs a wrapper of its own (built only if a comparison fails).
-    named = lambda: explain(sub, build(sub, "MultiHeadAttentionWrapper", d_in, d_out, ctx, 0.0, heads, seed=seed),  # noqa: E731
-                            x)()
+    named = lambda got: explain(sub, build(sub, "MultiHeadAttentionWrapper", d_in, d_out, ctx, 0.0, heads,  # noqa: E731
+                                           seed=seed), x)(got)
     got = expect_shape(res["out"], (b, T, heads * d_out), what, explain=named)
     if figure is not None:
         try:
