@@ -242,3 +242,41 @@ def test_no_gpu_is_said_in_one_visible_line_in_both_languages(graded, tmp_path_f
     assert line["visibility"] == "visible" and line["max_score"] == 0 and line["status"] == "passed"
     assert "simulation only" in line["output"] and "시뮬레이션" in line["output"], line["output"]
     assert data["score"] == 100
+
+
+# ---------------------------------------------------------------------------------------------- other assignments
+
+TB_REF = (REFERENCE.parent / "transformer_block.py").read_text(encoding="utf-8")
+MI_REF = (REFERENCE.parent / "mha_intermediates.py").read_text(encoding="utf-8")
+
+
+@pytest.fixture(scope="module")
+def graded_tb(tmp_path_factory):
+    return grade_sources(tmp_path_factory.mktemp("evidence_tb"), {
+        # attention and block return their input: causal, of the right shape, and doing nothing
+        "identity.py": edit(TB_REF, "    def forward(self, x, causal=False):\n",
+                            "    def forward(self, x, causal=False):\n        return x\n", 2),
+        "reference.py": TB_REF,
+    }, name="transformer_block")
+
+
+def test_identity_layers_earn_no_causality(graded_tb):
+    checks = {c.nodeid.split("::")[-1]: c for c in graded_tb["identity"].checks}
+    for name in ("test_attn_is_causal", "test_block_is_causal"):
+        assert checks[name].score == 0, name
+        assert "weights change" in checks[name].message.en, (name, checks[name].message.en)
+    assert graded_tb["reference"].score == 100, lost(graded_tb["reference"])
+
+
+@pytest.fixture(scope="module")
+def graded_mi(tmp_path_factory):
+    return grade_sources(tmp_path_factory.mktemp("evidence_mi"), {
+        "message_only.py": edit(MI_REF, "            raise ValueError(f\"d_feat", "            raise RuntimeError(f\"ValueError: d_feat"),
+        "reference.py": MI_REF,
+    }, name="mha_intermediates")
+
+
+def test_mha_intermediates_needs_a_real_value_error(graded_mi):
+    assert graded_mi["reference"].score == 100, lost(graded_mi["reference"])
+    assert lost(graded_mi["message_only"]) == {
+        "MultiHeadedAttention raises ValueError when n_head does not divide d_feat": 3.0}, lost(graded_mi["message_only"])

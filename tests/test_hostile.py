@@ -82,9 +82,9 @@ CASES = {
     "stop_flood": (100, None, ""),
     # ---------------------------------------------------------------- won't fit
     "fit_memory_import": (100, "notes", "the grader allows 512 MB of memory per submission"),
-    # Every MultiHeadAttention check that runs forward fails; its signature (1), mask buffer (1) and
-    # indivisible-heads (1) checks do not run forward: 100 - 20 + 3.
-    "fit_memory_forward": (83, "checks", "the grader allows 512 MB of memory per submission"),
+    # Every MultiHeadAttention check fails: those that run forward run out of memory, and its signature (1),
+    # mask buffer (1) and indivisible-heads (1) checks pay only for a class shown to work: 100 - 20.
+    "fit_memory_forward": (80, "checks", "the grader allows 512 MB of memory per submission"),
     "fit_fork_memory": (0, "error", "all its processes together used more than the 512 MB"),
     "fit_disk_flood": (0, "error", "wrote more than 64 MB"),
     "fit_output_flood": (100, "output", "FLOOD FLOOD"),
@@ -100,10 +100,11 @@ CASES = {
     "lie_patch_grader": (0, "checks", "sent back a malformed reply"),
     # Only the honest CausalAttention earns (25); every Liar output is refused as a tensor subclass.
     "lie_tensor_subclass": (25, "checks", "returned Liar (a torch.Tensor subclass)"),
-    # The 8 notebook figures (16.5 points: the three step figures count half since the steps question holds
-    # 20 points of checks for its 10) are all it can match, plus the 5 signature checks its constructors
-    # honestly pass; nothing else.
-    "lie_hardcoded": (21.5, "checks", "is not implemented yet"),
+    # Its classes return the notebook's printed tensors: constants, so no class check pays (figures, signatures
+    # and structure need output that depends on the input and the weights). Only the three step figures of 3.3
+    # match (1 point of checks each, worth half: the steps question holds 20 points of checks for its 10); the
+    # newer step functions are left unimplemented.
+    "lie_hardcoded": (1.5, "checks", "is not implemented yet"),
     # Reseeding with 123 breaks the v2 figure (seed 789, 3) and the hidden same-seed checks of v1, v2,
     # CausalAttention and MultiHeadAttention (4 + 4 + 3 + 3): 100 - 17.
     "lie_reseed": (83, "checks", "do not reseed inside __init__"),
@@ -364,14 +365,16 @@ def test_case_outcome(graded, case):
 def test_os_exit_in_a_forward_costs_only_what_ran_after_it(graded):
     r = graded["results"]["lie_os_exit_forward"]
     ref = graded["results"]["aa_bystander"]
-    crashed = [c for c in r.checks if c.message and "exited with code 0" in c.message.en]
+    crashed = [c for c in r.checks if c.message and "exited with code 0" in c.message.en
+               and "in an earlier check" not in c.message.en]  # (a repeat of an earlier crash runs nothing)
+    needs_v2 = [c for c in r.checks if c.message and "`SelfAttention_v2` could not be shown to work" in c.message.en]
     restarted = [c for c in r.checks if c.message and "had to be restarted 3 times" in c.message.en]
     assert len(crashed) == 4 and restarted  # four crashes, then grading stops
     first_stop = min(r.checks.index(c) for c in restarted)
     # Up to the end, it earns exactly what the reference earns on the checks that do not need v2's forward.
     for mine, theirs in zip(r.checks, ref.checks):
         assert mine.nodeid == theirs.nodeid
-        if r.checks.index(mine) >= first_stop or mine in crashed:
+        if r.checks.index(mine) >= first_stop or mine in crashed or mine in needs_v2:
             assert mine.score == 0
         else:
             assert mine.score == theirs.score, mine.nodeid
@@ -415,16 +418,14 @@ def test_prints_show_only_in_public_checks(graded):
     assert "'reference'" not in frames and "assignments" not in frames and "hidden" not in frames
 
 
-def test_hardcoded_values_earn_only_the_notebook_figures_and_signatures(graded):
+def test_hardcoded_values_earn_only_the_step_figures(graded):
+    """Classes that return the notebook's printed tensors are constants: no class check pays for them (their
+    figures, signatures and structure need output that depends on the input and the weights)."""
     r = graded["results"]["lie_hardcoded"]
     earned = {c.nodeid.split("::")[-1] for c in r.checks if c.score}
-    figures = {"test_softmax_naive_notebook", "test_attention_scores_notebook", "test_context_vectors_notebook",
-               "test_v1_notebook", "test_v2_notebook", "test_causal_notebook", "test_wrapper_notebook",
-               "test_mha_notebook"}
-    signatures = {"test_v1_signature", "test_v2_signature", "test_causal_signature", "test_wrapper_signature",
-                  "test_mha_signature"}
-    assert earned == figures | signatures
-    assert sum(c.score for c in r.checks if c.nodeid.split("::")[-1] in figures) == 16.5  # steps figures: 0.5 each
+    figures = {"test_softmax_naive_notebook", "test_attention_scores_notebook", "test_context_vectors_notebook"}
+    assert earned == figures
+    assert sum(c.score for c in r.checks if c.nodeid.split("::")[-1] in figures) == 1.5  # steps figures: 0.5 each
     assert all(c.public for c in r.checks if c.score)
 
 

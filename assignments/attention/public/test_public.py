@@ -84,6 +84,7 @@ def test_v1_notebook(sub):
     """SelfAttention_v1(3, 2) with torch.manual_seed(123) prints the notebook's values"""
     want = T([[0.2996, 0.8053], [0.3061, 0.8210], [0.3058, 0.8203],
               [0.2948, 0.7939], [0.2927, 0.7891], [0.2990, 0.8040]])
+    expect_working(sub, "SelfAttention_v1")  # a module returning a constant (even the right one) earns nothing
     m = build(sub, "SelfAttention_v1", 3, 2, seed=123)
     expect_close(m(INPUTS), want, "SelfAttention_v1(3, 2)(inputs)", explain=explain(sub, m, INPUTS))
 
@@ -93,6 +94,7 @@ def test_v2_notebook(sub):
     """SelfAttention_v2(3, 2) with torch.manual_seed(789) prints the notebook's values"""
     want = T([[-0.0739, 0.0713], [-0.0748, 0.0703], [-0.0749, 0.0702],
               [-0.0760, 0.0685], [-0.0763, 0.0679], [-0.0754, 0.0693]])
+    expect_working(sub, "SelfAttention_v2")  # a module returning a constant (even the right one) earns nothing
     m = build(sub, "SelfAttention_v2", 3, 2, seed=789)
     expect_close(m(INPUTS), want, "SelfAttention_v2(3, 2)(inputs)", explain=explain(sub, m, INPUTS))
 
@@ -102,6 +104,7 @@ def test_causal_notebook(sub):
     """CausalAttention(3, 2, 6, 0.0) with seed 123 on the stacked batch prints the notebook's values"""
     row = T([[-0.4519, 0.2216], [-0.5874, 0.0058], [-0.6300, -0.0632],
              [-0.5675, -0.0843], [-0.5526, -0.0981], [-0.5299, -0.1081]])
+    expect_working(sub, "CausalAttention")  # a module returning a constant (even the right one) earns nothing
     m = build(sub, "CausalAttention", 3, 2, 6, 0.0, seed=123)
     expect_close(m(BATCH), torch.stack((row, row)), "CausalAttention(3, 2, 6, 0.0)(batch)",
                  explain=explain(sub, m, BATCH))
@@ -122,6 +125,7 @@ def test_mha_notebook(sub):
     row = T([[0.1184, 0.3120, -0.0847, -0.5774], [0.0178, 0.3221, -0.0763, -0.4225],
              [-0.0147, 0.3259, -0.0734, -0.3721], [-0.0116, 0.3138, -0.0708, -0.3624],
              [-0.0117, 0.2973, -0.0698, -0.3543], [-0.0132, 0.2990, -0.0689, -0.3490]])
+    expect_working(sub, "MultiHeadAttention")  # a module returning a constant (even the right one) earns nothing
     m = build(sub, "MultiHeadAttention", 3, 4, 6, 0.0, 2, seed=123)
     expect_close(m(BATCH), torch.stack((row, row)), "MultiHeadAttention(3, 4, 6, 0.0, num_heads=2)(batch)",
                  explain=explain(sub, m, BATCH))
