@@ -44,7 +44,7 @@ def test_a_fatal_error_is_shown_once_with_the_count(tmp_path):
     assert run.returncode == 1, out + run.stderr
     assert "exited with code 3" in out, out
     assert out.count("Not graded") == 1, out
-    assert out.count("[FAIL]") == 1 and "23 checks of every question (0/36)" in out, out
+    assert out.count("[FAIL]") == 1 and "31 checks of every question (0/44)" in out, out
 
 
 def test_misspelt_special_methods_are_named_from_the_source():

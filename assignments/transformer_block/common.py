@@ -94,7 +94,7 @@ def expect_working(m, d: int, seed: int, what: str, causal: bool = True) -> None
     if not differs(y, call(m, x * 2 + 1, what, causal=causal)):
         fail(f"`{what}` gave the same output for two different inputs: it does not depend on its input, so its "
              "causality earns nothing.",
-             f"서로 다른 두 입력에 대해 `{what}`의 출력이 같습니다: 입력에 의존하지 않으므로 인과성 점수를 받을 수 "
+             f"서로 다른 두 입력에 대해 `{what}`의 출력이 같습니다: 입력에 의존하지 않으므로 코잘(causal) 검사 점수를 받을 수 "
              "없습니다.")
     params = {n: t for n, t in m.state()["params"].items() if type(t) is torch.Tensor and t.is_floating_point()}
     if params:
@@ -104,7 +104,7 @@ def expect_working(m, d: int, seed: int, what: str, causal: bool = True) -> None
             return
     fail(f"`{what}` gives the same output when its weights change: it does not compute with them, so its "
          "causality earns nothing.",
-         f"가중치를 바꿔도 `{what}`의 출력이 같습니다: 가중치로 계산하지 않으므로 인과성 점수를 받을 수 없습니다.")
+         f"가중치를 바꿔도 `{what}`의 출력이 같습니다: 가중치로 계산하지 않으므로 코잘(causal) 검사 점수를 받을 수 없습니다.")
 
 
 def causal_leak(m, d: int, seed: int, what: str, b: int = 2, T: int = 6) -> float:
