@@ -68,12 +68,13 @@ CASES = {
     "load_huge": (0, "error", "is 100 MB, over the 20 MB limit"),  # made by the test: a sparse file
     # ---------------------------------------------------------------- won't stop
     "stop_loop_import": (0, "error", "took longer than 6 s"),
-    # CausalAttention hangs: the 4th time-out (its figure, the wrapper's and a lone head's in the wrapper figure
-    # check, its causality check) ends grading. Earned before that, all by code that works: steps 1.5 (3 points
-    # of checks; the steps question holds 20 for its 10), signatures 5, the v1/v2/MHA figures 9, the wrapper
-    # figure 3 (the check charges a hang its heads share to CausalAttention; the wrapper code is right),
-    # qkv_bias 1, v1 shape 1, both mask buffers 3 = 23.5.
-    "stop_loop_forward": (23.5, "checks", "did not finish within 6 s"),
+    # CausalAttention hangs. Its evidence gate (run once, in its signature check) times out first; its other
+    # public checks and the wrapper's need that evidence (the wrapper a working head) and fail without running
+    # it again; its hidden seeded, equivalence and dropout checks time out too, and that 4th time-out ends
+    # grading before the rest of the hidden checks (CausalAttention's gradients, two wrapper checks, all 13 hidden
+    # points of MultiHeadAttention and the hidden steps file, worth 1). Earned, all by code that works: steps 9
+    # (all but that file), SelfAttention_v1 15 and _v2 15, MultiHeadAttention's public checks 7 = 46.
+    "stop_loop_forward": (46, "checks", "did not finish within 6 s"),
     "stop_signals": (0, "checks", "did not finish within 6 s"),
     "stop_setsid_children": (100, None, ""),
     # Spinning processes in new sessions and spinning threads while the file loads: stopped either by the CPU
@@ -91,11 +92,12 @@ CASES = {
     # ---------------------------------------------------------------- lies
     "lie_sys_exit": (0, "checks", "raised SystemExit: 0"),
     "lie_os_exit": (0, "error", "exited with code 0 (os._exit or a crash) while your file was being loaded"),
-    # SelfAttention_v2.forward exits: its four checks that run it crash (3 + 4 + 4 + 2), the 4th crash ends
-    # grading, so the 37 hidden points of CausalAttention, the wrapper and MultiHeadAttention after it are lost
-    # too, and so is the hidden steps file after it (2 points of checks, worth 1): 100 - 13 - 37 - 1. Everything
-    # before, the reference's way.
-    "lie_os_exit_forward": (49, "checks", "exited with code 0"),
+    # SelfAttention_v2.forward exits: its evidence gate (in its signature check, 1) and its seeded, equivalence
+    # and gradient checks crash (4 + 4 + 2); its figure (3) and qkv_bias (1) checks need the evidence the first
+    # crash denied. The 4th crash ends grading, so the 37 hidden points of CausalAttention, the wrapper and
+    # MultiHeadAttention after it are lost too, and so is the hidden steps file after it (2 points of checks,
+    # worth 1): 100 - 15 - 37 - 1. Everything before, the reference's way.
+    "lie_os_exit_forward": (47, "checks", "exited with code 0"),
     "lie_patch_compare": (0, "checks", "is not implemented yet"),
     "lie_patch_grader": (0, "checks", "sent back a malformed reply"),
     # Only the honest CausalAttention earns (25); every Liar output is refused as a tensor subclass.
@@ -133,8 +135,9 @@ CASES = {
     # Everything but the misspelt MultiHeadAttention (20 points), which gets its rename hint.
     "sys_crash_globals": (80, "checks", "`MultiHeadAttention` is not defined, but `MultiHeadAtention` is"),
     "sys_text_surrogate": (0, "output", "PRINTED \ufffd RED  end"),
-    # softmax_naive raises (its figure 1 and hidden check 2); the type name's escape codes are gone.
-    "sys_text_escape_type": (97, "checks", "`softmax_naive(...)` raised Evil: boom"),
+    # softmax_naive raises (its figure 1 and hidden check 2, worth half: the steps question holds 20 points of
+    # checks for its 10); the type name's escape codes are gone.
+    "sys_text_escape_type": (98.5, "checks", "`softmax_naive(...)` raised Evil: boom"),
     # Names made by the test: a correct file named in CP949 bytes, a file whose name carries escape codes.
     CP949_ID: (100, None, ""),
     "esc_name": (0, "error", "esc_name_.txt is not a .py or .ipynb file"),
