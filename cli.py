@@ -180,7 +180,7 @@ def release(assignment_name: str, out_dir: Path, lang: str) -> None:
     """
     from autograder import release as release_cmd
     try:
-        files = release_cmd.main(assignment_name=assignment_name, out=_here(out_dir))
+        files = release_cmd.main(assignment_name=assignment_name, out=_here(out_dir), lang=lang)
     except GraderError as e:
         _fail(e, lang)
     click.echo(f"wrote {len(files)} files to {out_dir}/ (students: pip install {out_dir} && grade check)")

@@ -19,6 +19,7 @@ class Question:
     id: str
     title: str
     names: tuple[str, ...]  # what the student must define for it
+    points: float | None = None  # the question's total when graded with its hidden checks; None: its checks' sum
 
 
 @dataclass(frozen=True)
@@ -34,10 +35,23 @@ class Assignment:
     private: tuple[Path, ...]  # folders the worker must not be able to read
     limits: Limits = field(default_factory=Limits)
     options: dict = field(default_factory=dict)
+    aliases: dict = field(default_factory=dict)  # another accepted name -> the name the questions use
+    ko: dict = field(default_factory=dict)  # ko.toml: Korean title, question titles, check names
+
+    def title_in(self, lang: str) -> str:
+        return self.ko.get("title", self.title) if lang == "ko" else self.title
+
+    def check_name_ko(self, function: str) -> str:
+        return str(self.ko.get("checks", {}).get(function, ""))
 
     @property
     def question_ids(self) -> list[str]:
         return [q.id for q in self.questions]
+
+    @property
+    def graded_names(self) -> frozenset[str]:
+        """Every name the checks look for; a rename hint never suggests turning one of them into another."""
+        return frozenset(n for q in self.questions for n in q.names)
 
     def check_dirs(self, public_only: bool) -> list[Path]:
         return [self.public_dir] if public_only else [self.public_dir, self.hidden_dir]
@@ -55,7 +69,8 @@ def load(name: str) -> Assignment:
         raise AssignmentError(f"unknown assignment {name!r}; available: {', '.join(names()) or 'none'}")
     try:
         cfg = tomllib.loads(cfg_path.read_text(encoding="utf-8"))
-        questions = tuple(Question(q["id"], q.get("title", q["id"]), tuple(q.get("names", [q["id"]])))
+        questions = tuple(Question(q["id"], q.get("title", q["id"]), tuple(q.get("names", [q["id"]])),
+                                   float(q["points"]) if "points" in q else None)
                           for q in cfg["questions"])
         vis = cfg.get("hidden_visibility", "after_published")
         if vis not in VISIBILITIES:
@@ -67,7 +82,9 @@ def load(name: str) -> Assignment:
             public_dir=folder / cfg.get("public", "public"), hidden_dir=folder / cfg.get("hidden", "hidden"),
             hidden_visibility=vis,
             private=tuple((folder / p).resolve() for p in cfg.get("private", ["hidden"])),
-            limits=limits, options=dict(cfg.get("options", {})))
+            limits=limits, options=dict(cfg.get("options", {})), aliases=dict(cfg.get("aliases", {})),
+            ko=tomllib.loads((folder / "ko.toml").read_text(encoding="utf-8")) if (folder / "ko.toml").is_file()
+            else {})
     except (KeyError, TypeError, ValueError, tomllib.TOMLDecodeError) as e:
         raise AssignmentError(f"{cfg_path}: {e}") from None
 

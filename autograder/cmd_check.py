@@ -93,7 +93,9 @@ def main(*, path: Path | None, assignment_name: str | None = None, lang: str = "
     if mode:
         echo(exam.mode_line(mode, file.name, lang))
     scope = "" if only is None else f" (only {', '.join(only)})"
-    echo(f"{a.title} - public checks for {file.name}{scope}\n")
+    scope_ko = "" if only is None else f" ({', '.join(only)}만)"
+    echo(f"{a.title_in(lang)} - " + (f"{file.name} 공개 검사{scope_ko}\n" if lang == "ko"
+                                     else f"public checks for {file.name}{scope}\n"))
     if note is not None:
         echo(f"note: {note.text(lang)}\n")
     echo(table(r, lang))

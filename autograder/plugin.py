@@ -67,6 +67,7 @@ class GradingPlugin:
         self.scratch: str | None = None
         self.job_options: dict[str, Any] = {}
         self._public_cache: dict[str, bool] = {}
+        self.factor: dict[str, float] = {}  # question -> scale of its checks' points (assignment.toml `points`)
 
     # ------------------------------------------------------------------ fixture and metadata
 
@@ -96,6 +97,15 @@ class GradingPlugin:
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
         items[:] = [i for i in items if self._meta(i) is not None
                     and (self.only is None or self._meta(i).question in self.only)]
+        # A question with `points` in assignment.toml is worth exactly that: its checks' points are scaled to
+        # it. Only when the hidden checks are collected too; the public checks alone keep their own points.
+        self.factor = {}
+        if any(not self._public(i) for i in items):
+            raw: dict[str, float] = {}
+            for i in items:
+                raw[self._meta(i).question] = raw.get(self._meta(i).question, 0.0) + self._meta(i).points
+            self.factor = {q.id: q.points / raw[q.id] for q in self.assignment.questions
+                           if q.points is not None and raw.get(q.id)}
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         if report.failed:
@@ -109,8 +119,10 @@ class GradingPlugin:
         public = self._public(item)
         vis = meta.visibility or ("visible" if public else self.assignment.hidden_visibility)
         name = meta.name or ((item.function.__doc__ or "").strip().splitlines() or [item.name])[0]
-        return CheckResult(name=name, nodeid=item.nodeid, question=meta.question, points=meta.points, score=0.0,
-                           status="failed", public=public, visibility=vis)
+        points = round(meta.points * self.factor.get(meta.question, 1.0), 6)
+        name_ko = meta.name_ko or self.assignment.check_name_ko(getattr(item, "originalname", item.name))
+        return CheckResult(name=name, nodeid=item.nodeid, question=meta.question, points=points, score=0.0,
+                           status="failed", public=public, visibility=vis, name_ko=name_ko)
 
     def _classify(self, item: pytest.Item, call: pytest.CallInfo, outcome: str) -> CheckResult:
         res = self._blank(item)
@@ -206,6 +218,7 @@ class GradingPlugin:
         self.scratch = make_scratch(self.uid)
         zyg, scratch, uid, limits = self.zygote, self.scratch, self.uid, a.limits
         sub = Submission(source, lambda: zyg.spawn(limits, scratch, uid), limits)
+        sub.graded_names = a.graded_names
         self.current = sub
         try:
             sub.start()
@@ -234,10 +247,20 @@ class GradingPlugin:
                                  "statement did not run; later definitions were still loaded.",
                                  f"코드를 불러오는 중 오류 ({loc_ko}): {text}. 이 문장은 실행되지 않았고, "
                                  "이후의 정의는 계속 불러왔습니다."))
-        defined = list(sub.names)
+        graded = self.assignment.graded_names
+        defined = [n for n in sub.names if n not in graded]  # never "rename" one graded name to another
         for q in self.assignment.questions:
             for n in q.names:
                 if n not in sub.names:
+                    alias = next((a for a, c in self.assignment.aliases.items() if c == n and a in sub.names), None)
+                    if alias is not None:  # e.g. the blog notes' name for the same class: graded as it is
+                        note = Message(f"`{alias}` is graded as `{n}` (the same class under the name another "
+                                       "set of course notes uses).",
+                                       f"`{alias}`을(를) `{n}`(으)로 보고 채점했습니다 (다른 강의 노트에서 같은 "
+                                       "클래스에 쓰는 이름).")
+                        if note not in notes:
+                            notes.append(note)
+                        continue
                     guess = near_miss(n, defined)
                     if guess:
                         notes.append(Message(f"`{n}` is missing but `{guess}` is defined: rename it to `{n}`.",
@@ -249,6 +272,8 @@ class GradingPlugin:
         if self.current is not None:
             self.current.close()
             result.sandbox = dict(self.current.modes)
+            if self.current.staff_notes:  # instructors only, never the student's message
+                result.staff = "\n".join(filter(None, [result.staff, *self.current.staff_notes]))[-8000:]
         if self.scratch is not None:
             remove_scratch(self.scratch, self.uid)
             self.scratch = None
@@ -275,16 +300,44 @@ class GradingPlugin:
         try:
             for job in self.jobs:
                 started = time.monotonic()
-                result = self._begin(job)
-                if result.error is None:
-                    for i, item in enumerate(items):
-                        nxt = items[i + 1] if i + 1 < len(items) else None
-                        item.ihook.pytest_runtest_protocol(item=item, nextitem=nxt)
-                self.on_result(self._finish(result, items, started))
+                try:
+                    result = self._begin(job)
+                    if result.error is None:
+                        for i, item in enumerate(items):
+                            nxt = items[i + 1] if i + 1 < len(items) else None
+                            item.ihook.pytest_runtest_protocol(item=item, nextitem=nxt)
+                    result = self._finish(result, items, started)
+                except Exception:  # the grader's own failure on this job: reported as ours, the next job goes on
+                    result = self._crashed(job, items, started, traceback.format_exc())
+                self.on_result(result)
         finally:
             if self.zygote is not None:
                 self.zygote.close()
         return True
+
+    def _crashed(self, job: Job, items: list[pytest.Item], started: float, detail: str) -> SubmissionResult:
+        """The result of a job whose grading failed in the grader itself: it reads as the grader's failure (the
+        instructor gets the traceback), and this process is left clean for the next job (fresh zygote)."""
+        a = self.assignment
+        result = SubmissionResult(student=job.student, submission=shown_name(job.path.name) if job.path else "",
+                                  assignment=a.name, questions=a.question_ids, staff=detail[-8000:],
+                                  error=Message("The autograder itself failed while grading this submission; your "
+                                                "instructor has the details and will regrade it.",
+                                                "이 제출물을 채점하는 중 채점기 자체에 오류가 발생했습니다. 담당 "
+                                                "교수자가 확인 후 다시 채점합니다."))
+        for cleanup in (lambda: self.current.close() if self.current is not None else None,
+                        lambda: remove_scratch(self.scratch, self.uid) if self.scratch is not None else None,
+                        lambda: self.zygote.close() if self.zygote is not None else None):
+            try:
+                cleanup()
+            except Exception:
+                pass
+        self.current, self.scratch, self.zygote = None, None, None
+        result.checks = [self._blank(item) for item in items]
+        for rec in result.checks:
+            rec.message = Message("Not graded: see the error at the top.", "채점되지 않음: 맨 위의 오류를 보세요.")
+        result.duration = time.monotonic() - started
+        return result
 
     # standalone mode: one submission, pytest's own loop
     def pytest_sessionstart(self, session: pytest.Session) -> None:

@@ -22,6 +22,7 @@ from typing import Callable
 from . import assignment as assignments
 from .assignment import PROJECT_ROOT, Assignment
 from .errors import UsageError
+from .messages import korean
 from .gradescope import _tree  # regular files without caches
 
 PYPROJECT = """[build-system]
@@ -86,6 +87,24 @@ These are the public checks only. After you submit, hidden checks with other see
 passing here does not guarantee full marks.
 """
 
+README_KO = """# {title}
+
+제출할 파일: {files}.
+
+공개 검사로 작업을 확인하세요 (인터넷 없이 여러분의 컴퓨터에서 실행됩니다):
+
+```
+pip install .            # 이 폴더에서 한 번 (torch가 없으면 먼저 설치하세요)
+grade check --lang ko    # {first}이(가) 있는 폴더에서
+grade check              # English feedback
+```
+
+설치하지 않고 실행하려면: `python cli.py check path/to/{first} --lang ko`.
+
+여기서 실행되는 것은 공개 검사뿐입니다. 제출 후에는 다른 시드와 shape을 쓰는 비공개 검사도 실행되므로,
+여기서 모두 통과해도 만점이 보장되지는 않습니다.
+"""
+
 
 def _version(root: Path) -> str:
     import tomllib
@@ -129,6 +148,8 @@ def bundle_files(a: Assignment, root: Path = PROJECT_ROOT, template: Path | None
     if conftest.is_file():
         files.append((conftest, "assignments/conftest.py"))
     files.append((a.dir / "assignment.toml", (a.dir / "assignment.toml").relative_to(root).as_posix()))
+    if (a.dir / "ko.toml").is_file():  # Korean titles and check names, for grade check --lang ko
+        files.append((a.dir / "ko.toml", (a.dir / "ko.toml").relative_to(root).as_posix()))
     files += [(m, m.relative_to(root).as_posix()) for m in _public_modules(a)]
     files += _tree(a.public_dir, root)
     return files
@@ -145,7 +166,7 @@ def audit(out: Path, a: Assignment, root: Path = PROJECT_ROOT) -> None:
             raise UsageError(f"refusing to release {rel}: it is (or holds) hidden material")
 
 
-def main(*, assignment_name: str = "attention", out: Path, template: Path | None = None,
+def main(*, assignment_name: str = "attention", out: Path, template: Path | None = None, lang: str = "en",
          echo: Callable[[str], None] = lambda _m: None) -> list[Path]:
     a = assignments.load(assignment_name)
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
@@ -160,9 +181,11 @@ def main(*, assignment_name: str = "attention", out: Path, template: Path | None
         written.append(dst)
     (out / "pyproject.toml").write_text(PYPROJECT.format(version=_version(root)), encoding="utf-8")
     student_files = [rel for _, rel in files if "/" not in rel and rel not in ("cli.py",)]
-    (out / "README.md").write_text(README.format(
-        title=a.title, files=", ".join(student_files) or "see your course page",
-        first=next((f for f in a.files if f in student_files), a.files[0])), encoding="utf-8")
+    readme = README_KO if lang == "ko" else README
+    first = next((f for f in a.files if f in student_files), a.files[0])
+    text = readme.format(title=a.title_in(lang), first=first,
+                         files=", ".join(student_files) or ("강의 페이지 참고" if lang == "ko" else "see your course page"))
+    (out / "README.md").write_text(korean(text) if lang == "ko" else text, encoding="utf-8")
     written += [out / "pyproject.toml", out / "README.md"]
     try:
         audit(out, a, root)

@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .messages import Message
+from .messages import Message, term
 from .safetext import clean, clean_data
 
 
@@ -27,6 +27,10 @@ class CheckResult:
     message: Message | None = None
     output: str = ""  # what the student's code printed during a public check
     staff: str = ""  # staff-only detail: tracebacks, messages of hidden checks that could leak
+    name_ko: str = ""  # the check's name in Korean, when the assignment gives one
+
+    def title(self, lang: str = "en") -> str:
+        return self.name_ko if lang == "ko" and self.name_ko else self.name
 
 
 @dataclass
@@ -105,11 +109,11 @@ def to_gradescope(r: SubmissionResult, lang: str = "en") -> dict[str, Any]:
     """Gradescope's results.json: one test per check, tagged with its question; staff details hidden."""
     tests: list[dict[str, Any]] = []
     for i, c in enumerate(r.checks, start=1):
-        if c.status == "skipped" and c.points == 0:
-            continue  # e.g. the CUDA checks on a machine without a GPU: nothing to show, nothing at stake
         tests.append({
-            "name": f"{c.question}: {c.name}", "number": str(i), "score": c.score, "max_score": c.points,
-            "status": "passed" if c.status == "passed" else "failed", "output": _check_output(c, lang),
+            "name": f"{c.question}: {c.title(lang)}", "number": str(i), "score": c.score, "max_score": c.points,
+            # a 0-point skip is a note (e.g. "no GPU here, the GPU part was simulated"), not a failure
+            "status": "passed" if c.status == "passed" or (c.status == "skipped" and c.points == 0) else "failed",
+            "output": _check_output(c, lang),
             "output_format": "text", "tags": [c.question], "visibility": c.visibility,
         })
         if c.staff:
@@ -223,23 +227,41 @@ def table(r: SubmissionResult, lang: str = "en", show_passed: bool = False) -> s
     lines = []
     per_q = r.by_question()
     width = max([len(q) for q in per_q] + [8])
-    lines.append(f"{'question'.ljust(width)}  score")
+    lines.append(f"{term('question', lang).ljust(width)}  {term('score', lang)}")
     for q, (s, m) in per_q.items():
         mark = "ok" if s == m and m > 0 else "--" if s == 0 else "~~"
         lines.append(f"{q.ljust(width)}  {s:g}/{m:g}  {mark}")
-    lines.append(f"{'total'.ljust(width)}  {r.score:g}/{r.max_score:g}")
+    lines.append(f"{term('total', lang).ljust(width)}  {r.score:g}/{r.max_score:g}")
     if r.error is not None:
         lines.append("")
         lines.append(r.error.text(lang))
     for n in r.notes:
-        lines.append(f"note: {n.text(lang)}")
+        lines.append(f"{term('note', lang)}: {n.text(lang)}")
     failed = [c for c in r.checks if c.status != "passed" or show_passed]
     if failed:
         lines.append("")
+    # Checks that failed with the very same message (e.g. all those a fatal error stopped) are shown once, with
+    # their count, rather than one screenful of identical lines.
+    groups: dict[tuple[str, str], list[CheckResult]] = {}
     for c in failed:
-        tag = {"passed": "PASS", "failed": "FAIL", "skipped": "SKIP", "error": "ERROR"}[c.status]
         text = c.message.text(lang) if c.message else ""
-        lines.append(f"[{tag}] {c.question}: {c.name} ({c.score:g}/{c.points:g})")
+        key = (c.status, text) if text and c.status != "passed" else (c.status, c.nodeid)
+        groups.setdefault(key, []).append(c)
+    for (status, _key), cs in groups.items():
+        tag = {"passed": "PASS", "failed": "FAIL", "skipped": "SKIP", "error": "ERROR"}[status]
+        c = cs[0]
+        text = c.message.text(lang) if c.message else ""
+        if len(cs) == 1:
+            lines.append(f"[{tag}] {c.question}: {c.title(lang)} ({c.score:g}/{c.points:g})")
+        else:
+            qs = list(dict.fromkeys(x.question for x in cs))
+            score, points = sum(x.score for x in cs), sum(x.points for x in cs)
+            if lang == "ko":
+                where = "모든 문항" if len(qs) > 1 and set(qs) == set(per_q) else ", ".join(qs)
+                lines.append(f"[{tag}] {where}의 검사 {len(cs)}개 ({score:g}/{points:g}), 모두 같은 메시지:")
+            else:
+                where = "every question" if len(qs) > 1 and set(qs) == set(per_q) else ", ".join(qs)
+                lines.append(f"[{tag}] {len(cs)} checks of {where} ({score:g}/{points:g}), all with this message:")
         if text:
             lines.append("       " + text.replace("\n", "\n       "))
     return clean("\n".join(lines))

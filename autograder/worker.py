@@ -119,7 +119,11 @@ class Worker:
                     where = {"file": fr.filename, "line": fr.lineno, "function": fr.name, "code": _short(code)}
         except BaseException:
             pass
-        return {"type": type(e).__name__, "message": text, "where": where}
+        try:
+            mro = [f"{c.__module__}.{c.__qualname__}" for c in type(e).__mro__][:32]
+        except BaseException:
+            mro = []
+        return {"type": type(e).__name__, "message": text, "where": where, "mro": mro}
 
     # ------------------------------------------------------------------ loading
 

@@ -57,9 +57,13 @@ class FeedForward(nn.Module):
 
 
 class TransformerBlock(nn.Module):
-    def __init__(self, d_model, n_heads, d_ff, dropout=0.1, norm_first=False):
+    """The encoder block; use_ffn, use_norm and use_residual switch a part off (the notes' exercise 3)."""
+
+    def __init__(self, d_model, n_heads, d_ff, dropout=0.1, norm_first=False, use_ffn=True, use_norm=True,
+                 use_residual=True):
         super().__init__()
         self.norm_first = norm_first
+        self.use_ffn, self.use_norm, self.use_residual = use_ffn, use_norm, use_residual
         self.attn = MultiHeadSelfAttention(d_model, n_heads, dropout)
         self.ff = FeedForward(d_model, d_ff, dropout)
         self.norm1 = nn.LayerNorm(d_model)
@@ -68,6 +72,8 @@ class TransformerBlock(nn.Module):
         self.dropout2 = nn.Dropout(dropout)
 
     def forward(self, x, causal=False):
+        if not (self.use_ffn and self.use_norm and self.use_residual):
+            return self._switched_off(x, causal)
         if self.norm_first:  # pre-norm: normalise what goes into each sub-layer
             x = x + self.dropout1(self.attn(self.norm1(x), causal))
             x = x + self.dropout2(self.ff(self.norm2(x)))
@@ -76,6 +82,19 @@ class TransformerBlock(nn.Module):
             x = self.norm2(x + self.dropout2(self.ff(x)))
         return x
 
+    def _switched_off(self, x, causal):
+        """The same two sub-layers, each part that is switched off left out."""
+        def sublayer(z, layer, norm, dropout):
+            keep = z if self.use_residual else 0
+            if not self.use_norm:
+                return keep + dropout(layer(z))
+            if not self.norm_first:  # post-norm: normalise the residual sum
+                return norm(keep + dropout(layer(z)))
+            return keep + dropout(layer(norm(z)))  # pre-norm: normalise what goes into the sub-layer
+        x = sublayer(x, lambda z: self.attn(z, causal), self.norm1, self.dropout1)
+        if self.use_ffn:  # without it the block ends after the attention sub-layer
+            x = sublayer(x, self.ff, self.norm2, self.dropout2)
+        return x
 
 def build_transformer():
     """The notes' model: 2 encoder and 2 decoder layers, width 16, 4 heads, feed-forward 32, batch first."""
@@ -89,4 +108,19 @@ def transformer_output_shape():
     src, tgt = torch.rand(2, 5, 16), torch.rand(2, 5, 16)
     with torch.no_grad():
         out = model(src, tgt)
+    return tuple(out.shape)
+
+
+def make_transformer(d_model, nhead, num_layers, dim_feedforward):
+    """The notes' exercise 1: an nn.Transformer with num_layers encoder and num_layers decoder layers, batch first."""
+    return nn.Transformer(d_model=d_model, nhead=nhead, num_encoder_layers=num_layers,
+                          num_decoder_layers=num_layers, dim_feedforward=dim_feedforward, batch_first=True)
+
+
+def transformer_shape(batch, src_len, tgt_len, d_model, nhead, num_layers):
+    """The output shape of make_transformer(d_model, nhead, num_layers, 2 * d_model) on a (batch, src_len, d_model)
+    source and a (batch, tgt_len, d_model) target, as a tuple of ints: (batch, tgt_len, d_model)."""
+    model = make_transformer(d_model, nhead, num_layers, 2 * d_model).eval()
+    with torch.no_grad():
+        out = model(torch.rand(batch, src_len, d_model), torch.rand(batch, tgt_len, d_model))
     return tuple(out.shape)

@@ -30,6 +30,39 @@ def context_vectors(inputs):
     raise NotImplementedError("context_vectors: see notebook section 3.3.2 / 노트북 3.3.2 참고")
 
 
+# ---------------------------------------------------------------- 3.4.1 steps with weights / 가중치가 있는 단계
+
+def qkv_weights(d_in, d_out):
+    """W_query, W_key, W_value: three (d_in, d_out) matrices of torch.rand, drawn in that order, wrapped in
+    torch.nn.Parameter(..., requires_grad=False). Returns the three.  (notebook 3.4.1)"""
+    raise NotImplementedError("qkv_weights: see notebook section 3.4.1 / 노트북 3.4.1 참고")
+
+
+def query_key_value(x, W_query, W_key, W_value):
+    """The query, key and value of x: one token (d_in,) such as x_2, or all tokens (T, d_in).  (3.4.1)"""
+    raise NotImplementedError("query_key_value: see notebook section 3.4.1 / 노트북 3.4.1 참고")
+
+
+def dot_score(query, key):
+    """The score of one query against one key, e.g. attn_score_22 (a 0-d tensor).  (3.4.1)"""
+    raise NotImplementedError("dot_score: see notebook section 3.4.1 / 노트북 3.4.1 참고")
+
+
+def query_scores(query, keys):
+    """The scores of one query (d,) against every key (T, d), e.g. attn_scores_2: shape (T,).  (3.4.1)"""
+    raise NotImplementedError("query_scores: see notebook section 3.4.1 / 노트북 3.4.1 참고")
+
+
+def scaled_softmax(attn_scores, d_k):
+    """The scores divided by sqrt(d_k), then a softmax over the last axis, e.g. attn_weights_2.  (3.4.1)"""
+    raise NotImplementedError("scaled_softmax: see notebook section 3.4.1 / 노트북 3.4.1 참고")
+
+
+def weighted_sum(attn_weights, values):
+    """The values weighted by the attention weights, e.g. context_vec_2.  (3.4.1)"""
+    raise NotImplementedError("weighted_sum: see notebook section 3.4.1 / 노트북 3.4.1 참고")
+
+
 # ---------------------------------------------------------------- 3.4 trainable weights / 학습 가능한 가중치
 
 class SelfAttention_v1(nn.Module):
@@ -52,6 +85,33 @@ class SelfAttention_v2(nn.Module):
 
     def forward(self, x):
         raise NotImplementedError("SelfAttention_v2.forward: see notebook section 3.4.2 / 노트북 3.4.2 참고")
+
+
+# ---------------------------------------------------------------- 3.5.1 - 3.5.2 steps / 마스크와 드롭아웃 단계
+
+def simple_mask(context_length):
+    """mask_simple: ones on and below the diagonal, zeros above, (context_length, context_length).  (3.5.1)"""
+    raise NotImplementedError("simple_mask: see notebook section 3.5.1 / 노트북 3.5.1 참고")
+
+
+def apply_simple_mask(attn_weights, mask_simple):
+    """masked_simple: the attention weights with the entries above the diagonal set to 0.  (3.5.1)"""
+    raise NotImplementedError("apply_simple_mask: see notebook section 3.5.1 / 노트북 3.5.1 참고")
+
+
+def renormalize(masked_simple):
+    """masked_simple_norm: every row divided by its own sum.  (3.5.1)"""
+    raise NotImplementedError("renormalize: see notebook section 3.5.1 / 노트북 3.5.1 참고")
+
+
+def mask_future(attn_scores):
+    """masked: the scores with -inf above the diagonal (torch.triu(..., diagonal=1), masked_fill).  (3.5.1)"""
+    raise NotImplementedError("mask_future: see notebook section 3.5.1 / 노트북 3.5.1 참고")
+
+
+def apply_dropout(x, p):
+    """A new torch.nn.Dropout(p) applied to x (the seed is set by the caller).  (3.5.2)"""
+    raise NotImplementedError("apply_dropout: see notebook section 3.5.2 / 노트북 3.5.2 참고")
 
 
 # ---------------------------------------------------------------- 3.5 causal attention / 코잘 어텐션

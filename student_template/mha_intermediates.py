@@ -14,15 +14,16 @@ graded on its own: if your split is right but your merge is wrong, you still ear
 그대로 받습니다.
 
 SCALING / 스케일링 (read this / 꼭 읽으세요)
-    In MultiHeadedAttention the scores of each head are divided by sqrt(d_head), where
-    d_head = d_feat // n_head is the size each head works in (as in "Attention Is All You Need").
-    The original course notes divided by sqrt(d_feat) (K.size(-1) of the unsplit input) instead; the grading
-    follows the assignment's `scale` setting, which is "head" (sqrt(d_head)) unless your instructor announces
-    "full" (sqrt(d_feat)). The public check `test_scores_scaling` tells you which one is in force.
-    MultiHeadedAttention에서 각 헤드의 점수는 sqrt(d_head)로 나눕니다. d_head = d_feat // n_head는 헤드 하나가
-    다루는 차원입니다 (논문 "Attention Is All You Need"와 같음). 원래 강의 노트는 분할 전 입력의 K.size(-1),
-    즉 sqrt(d_feat)로 나눴습니다. 채점은 과제 설정 `scale`을 따르며, 교수자가 "full"(sqrt(d_feat))을 공지하지
-    않는 한 "head"(sqrt(d_head))입니다. 공개 검사 `test_scores_scaling`의 메시지에 적용 중인 규칙이 나옵니다.
+    GRADED: the scores of every head are divided by sqrt(d_feat), where d_feat = K.size(-1) is the size of the
+    UNSPLIT input K, exactly as the course notes write it (d_K = K.size()[-1] before the split).
+    The paper "Attention Is All You Need" divides by sqrt(d_head) = sqrt(d_feat // n_head) instead; your
+    instructor may switch the assignment's `scale` setting from "full" (the default, sqrt(d_feat)) to "head"
+    (sqrt(d_head)) and will announce it. The public check `test_scores_scaling` names the rule in force.
+    채점 기준: 각 헤드의 점수를 sqrt(d_feat)로 나눕니다. d_feat = K.size(-1)은 분할하기 전 입력 K의 크기로,
+    강의 노트의 코드(분할 전의 d_K = K.size()[-1])와 같습니다. 논문 "Attention Is All You Need"는 대신
+    sqrt(d_head) = sqrt(d_feat // n_head)로 나눕니다. 교수자가 과제 설정 `scale`을 "full"(기본값, sqrt(d_feat))에서
+    "head"(sqrt(d_head))로 바꿀 수 있으며, 그때는 공지합니다. 공개 검사 `test_scores_scaling`의 메시지에 적용 중인
+    규칙이 나옵니다.
 
 MASKS / 마스크
     A mask holds 1 (or True) where a query may look at a key and 0 (or False) where it may not. Scores at
@@ -72,8 +73,10 @@ class MultiHeadedAttention(nn.Module):
           self.lin_Q, self.lin_K, self.lin_V, self.lin_O, then self.dropout = nn.Dropout(p=dropout_p)
           이 순서로 nn.Linear(d_feat, d_feat, bias=USE_BIAS) 네 개(self.lin_Q, self.lin_K, self.lin_V,
           self.lin_O)와 self.dropout = nn.Dropout(p=dropout_p)를 만드세요
-        - `actv` is only stored (the projections stay linear); `device`, when given, is where to put the layers
-          `actv`는 저장만 합니다 (투영은 선형 그대로). `device`가 주어지면 레이어를 그 장치로 옮기세요
+        - `actv` is only stored (the projections stay linear). `device` is accepted as in the notes, which do
+          not use it: leave the layers where they are (whoever uses the layer moves it with .to(device))
+          `actv`는 저장만 합니다 (투영은 선형 그대로). `device`는 노트처럼 받기만 하고 레이어를 옮기지 않습니다
+          (레이어를 쓰는 쪽에서 .to(device)로 옮깁니다)
 
     forward(Q, K, V, mask=None) -> dict with these 12 entries / 다음 12개 항목의 dict:
         Q_feat    = lin_Q(Q)                         (n_batch, n_Q, d_feat)
@@ -84,7 +87,7 @@ class MultiHeadedAttention(nn.Module):
         V_split   V_feat cut into heads              (n_batch, n_head, n_K, d_head)
                   (view as (n_batch, -1, n_head, d_head), then move the head axis to position 1)
                   ((n_batch, -1, n_head, d_head)로 view한 뒤 헤드 축을 1번 위치로 옮기세요)
-        scores    Q_split K_split^T / sqrt(d_head),  (n_batch, n_head, n_Q, n_K)
+        scores    Q_split K_split^T / sqrt(d_feat),  (n_batch, n_head, n_Q, n_K)
                   then -1e9 where mask == 0          (see SCALING above / 위의 스케일링 참고)
         attention softmax of scores over the keys    (n_batch, n_head, n_Q, n_K)
         x_raw     dropout(attention) V_split         (n_batch, n_head, n_Q, d_head)

@@ -9,6 +9,9 @@ You write three modules and two small functions:
                                                              residual connection and a LayerNorm
     build_transformer()                                      the nn.Transformer from the notes
     transformer_output_shape()                               the shape that model gives for (2, 5, 16) inputs
+    make_transformer(d_model, nhead, num_layers, dim_feedforward)   exercise 1: other sizes / 실습 과제 1
+    transformer_shape(batch, src_len, tgt_len, d_model, nhead, num_layers)   its output shape / 출력 shape
+    TransformerBlock(..., use_ffn=True, use_norm=True, use_residual=True)   exercise 3: parts switched off / 실습 과제 3
 세 개의 모듈과 두 개의 작은 함수를 작성합니다 (위 목록 참고).
 
 How it is graded / 채점 방식
@@ -102,9 +105,19 @@ class TransformerBlock(nn.Module):
     The "x + ..." parts are the residual connections: they let the input (and the gradient) pass the
     sub-layer unchanged. / "x + ..." 부분이 잔차 연결입니다: 입력(과 그래디언트)이 서브레이어를 그대로
     건너갈 수 있게 합니다.
+    Switches (the notes' exercise 3, graded) / 스위치 (노트의 실습 과제 3, 채점 대상):
+        use_ffn=False       no feed-forward sub-layer: the block ends after the attention sub-layer
+                            피드포워드 서브레이어 없음: 어텐션 서브레이어에서 블록이 끝납니다
+        use_norm=False      norm1 and norm2 act as identities: x = x + attn(x); x = x + ff(x)
+                            norm1, norm2를 항등 함수로: x = x + attn(x); x = x + ff(x)
+        use_residual=False  no "x + ...": post-norm norm1(attn(x)), norm2(ff(.)); pre-norm attn(norm1(x)), ff(norm2(.))
+                            "x + ..." 없이: post-norm은 norm1(attn(x)), norm2(ff(.)); pre-norm은 attn(norm1(x)), ff(norm2(.))
+        The grader compares each with the matching torch.nn construction (e.g. nn.TransformerEncoderLayer whose
+        LayerNorms are nn.Identity). / 채점기는 각각을 대응하는 torch.nn 구성과 비교합니다.
     """
 
-    def __init__(self, d_model, n_heads, d_ff, dropout=0.1, norm_first=False):
+    def __init__(self, d_model, n_heads, d_ff, dropout=0.1, norm_first=False, use_ffn=True, use_norm=True,
+                 use_residual=True):
         super().__init__()
         raise NotImplementedError("TransformerBlock.__init__ / 구현하세요")
 
@@ -125,3 +138,19 @@ def transformer_output_shape():
     build_transformer()에 src, tgt = torch.rand(2, 5, 16)을 넣고 출력의 shape을 정수 튜플로 반환하세요
     (예: tuple(out.shape))."""
     raise NotImplementedError("transformer_output_shape / 구현하세요")
+
+
+def make_transformer(d_model, nhead, num_layers, dim_feedforward):
+    """The notes' exercise 1 (graded): return torch.nn.Transformer with d_model, nhead, num_layers encoder AND
+    num_layers decoder layers, dim_feedforward, and batch_first=True.
+    노트의 실습 과제 1 (채점 대상): 인코더와 디코더를 각각 num_layers층으로 하는 nn.Transformer를 batch_first=True로
+    만들어 반환하세요."""
+    raise NotImplementedError("make_transformer / 구현하세요")
+
+
+def transformer_shape(batch, src_len, tgt_len, d_model, nhead, num_layers):
+    """Build make_transformer(d_model, nhead, num_layers, 2 * d_model), run it on a (batch, src_len, d_model)
+    source and a (batch, tgt_len, d_model) target, and return the output's shape as a tuple of ints.
+    위 모델에 (batch, src_len, d_model) 소스와 (batch, tgt_len, d_model) 타깃을 넣고 출력 shape을 정수 튜플로
+    반환하세요."""
+    raise NotImplementedError("transformer_shape / 구현하세요")

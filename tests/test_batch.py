@@ -67,3 +67,57 @@ def test_progress_line_has_count_rate_and_eta():
     from autograder.results import SubmissionResult
     p.update(SubmissionResult(student="ana", submission="ana.py", assignment="attention"))
     assert lines[0].startswith("[1/4]") and "/s" in lines[0] and "ETA" in lines[0] and "ana" in lines[0]
+
+
+# One grader process, two faults of the grader's own: reading one submission fails, and the bug diagnosis
+# crashes. Injected by patching the grader in that process (nothing a submission can do); the results come back
+# as JSON lines.
+FAULTS = r'''
+import json, sys
+from pathlib import Path
+from autograder import assignment, checks, plugin
+from autograder.plugin import Job
+from autograder.runner import grade
+
+real_read = plugin.read
+def read(path):
+    if path.name == "trips_reader.py":
+        raise RuntimeError("grader bug while reading")
+    return real_read(path)
+plugin.read = read
+
+import assignments.attention.hidden.diagnose  # registers the real diagnoser, replaced below
+def broken(**_kw):
+    raise ZeroDivisionError("grader bug in the diagnosis")
+checks.DIAGNOSERS["attention"] = broken
+folder = Path(sys.argv[1])
+jobs = [Job(p.stem, p) for p in sorted(folder.glob("*.py"))]
+grade(assignment.load("attention"), jobs, lambda r: print("RESULT " + json.dumps(r.to_dict()), flush=True))
+'''
+
+
+def test_a_grader_failure_costs_one_result_and_never_the_next_or_the_students_message(tmp_path):
+    from assignments.attention.hidden import bugs
+    from autograder.results import SubmissionResult
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    (subs / "a_dim1.py").write_text(bugs.BY_NAME["causal_softmax_dim1"].source())
+    (subs / "b_trips_reader.py").write_text(REFERENCE.read_text())
+    (subs / "trips_reader.py").write_text(REFERENCE.read_text())
+    (subs / "z_reference.py").write_text(REFERENCE.read_text())
+    done = subprocess.run([sys.executable, "-c", FAULTS, str(subs)], capture_output=True, text=True, timeout=900,
+                          cwd=ROOT)
+    assert done.returncode == 0, done.stderr[-3000:]
+    results = {r.student: r for r in (SubmissionResult.from_dict(json.loads(line[7:]))
+                                      for line in done.stdout.splitlines() if line.startswith("RESULT "))}
+    assert sorted(results) == ["a_dim1", "b_trips_reader", "trips_reader", "z_reference"], done.stdout[-2000:]
+    tripped = results["trips_reader"]
+    assert tripped.error is not None and "autograder itself failed" in tripped.error.en
+    assert "grader bug while reading" in tripped.staff and "grader bug" not in tripped.error.en
+    for sid in ("b_trips_reader", "z_reference"):  # before and after the failure: graded as usual
+        assert results[sid].error is None and results[sid].score == 100, (sid, results[sid].error)
+    dim1 = results["a_dim1"]  # the bug still costs its points, with the check's own words; staff see the crash
+    assert dim1.error is None and dim1.score < 100
+    shown = " ".join(c.message.en for c in dim1.checks if c.message)
+    assert "ZeroDivisionError" not in shown and "grader bug" not in shown and "differs from" in shown
+    assert "grader bug in the diagnosis" in dim1.staff

@@ -19,7 +19,7 @@ def test_check_passes_reference_in_current_folder(tmp_path):
     shutil.copy(REFERENCE, tmp_path / "attention.py")
     p = run(["check"], tmp_path)
     assert p.returncode == 0, p.stdout + p.stderr
-    assert "total" in p.stdout and "36/36" in p.stdout
+    assert "total" in p.stdout and "44/44" in p.stdout
     assert "hidden" in p.stdout.lower()
 
 
@@ -27,7 +27,7 @@ def test_check_fails_skeleton_in_korean(tmp_path):
     shutil.copy(SKELETON, tmp_path / "attention.py")
     p = run(["check", "--lang", "ko"], tmp_path)
     assert p.returncode == 1
-    assert "0/36" in p.stdout and "구현되지 않았습니다" in p.stdout
+    assert "0/44" in p.stdout and "구현되지 않았습니다" in p.stdout
 
 
 def test_check_without_a_file_explains(tmp_path):

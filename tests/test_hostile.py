@@ -70,10 +70,10 @@ CASES = {
     # The `while True` line at the end costs only itself (skipped, with a note); every definition counts.
     "stop_loop_import": (100, "notes", "did not finish within 6 s"),
     # CausalAttention.forward hangs: CausalAttention is not called again after its first hang (its other checks
-    # fail at once) and the wrapper, whose heads hang, likewise after its own; every other class is graded in
-    # full: steps 10, v1 15, v2 15, MultiHeadAttention 20, CausalAttention's signature 1, and the wrapper 5 (its
-    # signature and the checks that charge a hang its heads share to CausalAttention: its code is right) = 66.
-    "stop_loop_forward": (66, "checks", "did not finish within 6 s"),
+    # fail at once, and a hang does not end grading) and every other class is graded in full: steps 10, v1 15,
+    # v2 15, MultiHeadAttention 20 = 60. CausalAttention earns nothing (its evidence gate hangs, and no check of a
+    # class pays unless it is shown to work), and neither does the wrapper: it needs a working head.
+    "stop_loop_forward": (60, "checks", "did not finish within 6 s"),
     "stop_signals": (0, "checks", "did not finish within 6 s"),
     "stop_setsid_children": (100, None, ""),
     # Spinning processes in new sessions and spinning threads while the file loads: stopped either by the CPU
@@ -82,9 +82,9 @@ CASES = {
     "stop_flood": (100, None, ""),
     # ---------------------------------------------------------------- won't fit
     "fit_memory_import": (100, "notes", "the grader allows 512 MB of memory per submission"),
-    # Every MultiHeadAttention check that runs forward fails; its signature (1), mask buffer (1) and
-    # indivisible-heads (1) checks do not run forward: 100 - 20 + 3.
-    "fit_memory_forward": (83, "checks", "the grader allows 512 MB of memory per submission"),
+    # Every MultiHeadAttention check fails: those that run forward run out of memory, and its signature (1),
+    # mask buffer (1) and indivisible-heads (1) checks pay only for a class shown to work: 100 - 20.
+    "fit_memory_forward": (80, "checks", "the grader allows 512 MB of memory per submission"),
     # Children holding memory, then a wait for them that never ends: the memory budget stops it, or, on a heavily
     # loaded machine, the 6 s load time-out comes first (a hung line is not skipped while children run).
     "fit_fork_memory": (0, "error", ("all its processes together used more than the 512 MB", "took longer than 6 s")),
@@ -93,22 +93,27 @@ CASES = {
     # ---------------------------------------------------------------- lies
     "lie_sys_exit": (0, "checks", "raised SystemExit: 0"),
     "lie_os_exit": (0, "error", "exited with code 0 (os._exit or a crash) while your file was being loaded"),
-    # SelfAttention_v2.forward exits: its four checks that run it crash (3 + 4 + 4 + 2), the 4th crash ends
-    # grading, so the 37 hidden points of CausalAttention, the wrapper and MultiHeadAttention after it are lost
-    # too: 100 - 13 - 37. Everything before, the reference's way.
-    "lie_os_exit_forward": (50, "checks", "exited with code 0"),
+    # SelfAttention_v2.forward exits: its evidence gate (in its signature check, 1) and its seeded, equivalence
+    # and gradient checks crash (4 + 4 + 2); its figure (3) and qkv_bias (1) checks need the evidence the first
+    # crash denied. The 4th crash ends grading, so the 37 hidden points of CausalAttention, the wrapper and
+    # MultiHeadAttention after it are lost too, and so is the hidden steps file after it (2 points of checks,
+    # worth 1): 100 - 15 - 37 - 1. Everything before, the reference's way.
+    "lie_os_exit_forward": (47, "checks", "exited with code 0"),
     "lie_patch_compare": (0, "checks", "is not implemented yet"),
     "lie_patch_grader": (0, "checks", "sent back a malformed reply"),
     # Only the honest CausalAttention earns (25); every Liar output is refused as a tensor subclass.
     "lie_tensor_subclass": (25, "checks", "returned Liar (a torch.Tensor subclass)"),
-    # The 8 notebook figures (18 points) are all it can match, plus the 5 signature checks its constructors
-    # honestly pass; nothing else.
-    "lie_hardcoded": (23, "checks", "is not implemented yet"),
+    # Its classes return the notebook's printed tensors: constants, so no class check pays (figures, signatures
+    # and structure need output that depends on the input and the weights). Only the three step figures of 3.3
+    # match (1 point of checks each, worth half: the steps question holds 20 points of checks for its 10); the
+    # newer step functions are left unimplemented.
+    "lie_hardcoded": (1.5, "checks", "is not implemented yet"),
     # Reseeding with 123 breaks the v2 figure (seed 789, 3) and the hidden same-seed checks of v1, v2,
     # CausalAttention and MultiHeadAttention (4 + 4 + 3 + 3): 100 - 17.
     "lie_reseed": (83, "checks", "do not reseed inside __init__"),
-    # float16 from softmax_naive passes neither its figure (1) nor its hidden check (2).
-    "lie_dtype": (97, "checks", "returned a tensor of dtype torch.float16; expected torch.float32"),
+    # float16 from softmax_naive passes neither its figure (1) nor its hidden check (2), worth half as steps
+    # checks (the steps question holds 20 points of checks for its 10): 100 - 1.5.
+    "lie_dtype": (98.5, "checks", "returned a tensor of dtype torch.float16; expected torch.float32"),
     "lie_fake_results": (0, "output", "Autograder report: 100/100"),
     "lie_folder_shadow": (100, None, ""),
     # ---------------------------------------------------------------- pries
@@ -131,8 +136,9 @@ CASES = {
     # Everything but the misspelt MultiHeadAttention (20 points), which gets its rename hint.
     "sys_crash_globals": (80, "checks", "`MultiHeadAttention` is not defined, but `MultiHeadAtention` is"),
     "sys_text_surrogate": (0, "output", "PRINTED \ufffd RED  end"),
-    # softmax_naive raises (its figure 1 and hidden check 2); the type name's escape codes are gone.
-    "sys_text_escape_type": (97, "checks", "`softmax_naive(...)` raised Evil: boom"),
+    # softmax_naive raises (its figure 1 and hidden check 2, worth half: the steps question holds 20 points of
+    # checks for its 10); the type name's escape codes are gone.
+    "sys_text_escape_type": (98.5, "checks", "`softmax_naive(...)` raised Evil: boom"),
     # Names made by the test: a correct file named in CP949 bytes, a file whose name carries escape codes.
     CP949_ID: (100, None, ""),
     "esc_name": (0, "error", "esc_name_.txt is not a .py or .ipynb file"),
@@ -363,14 +369,16 @@ def test_case_outcome(graded, case):
 def test_os_exit_in_a_forward_costs_only_what_ran_after_it(graded):
     r = graded["results"]["lie_os_exit_forward"]
     ref = graded["results"]["aa_bystander"]
-    crashed = [c for c in r.checks if c.message and "exited with code 0" in c.message.en]
+    crashed = [c for c in r.checks if c.message and "exited with code 0" in c.message.en
+               and "in an earlier check" not in c.message.en]  # (a repeat of an earlier crash runs nothing)
+    needs_v2 = [c for c in r.checks if c.message and "`SelfAttention_v2` could not be shown to work" in c.message.en]
     restarted = [c for c in r.checks if c.message and "had to be restarted 3 times" in c.message.en]
     assert len(crashed) == 4 and restarted  # four crashes, then grading stops
     first_stop = min(r.checks.index(c) for c in restarted)
     # Up to the end, it earns exactly what the reference earns on the checks that do not need v2's forward.
     for mine, theirs in zip(r.checks, ref.checks):
         assert mine.nodeid == theirs.nodeid
-        if r.checks.index(mine) >= first_stop or mine in crashed:
+        if r.checks.index(mine) >= first_stop or mine in crashed or mine in needs_v2:
             assert mine.score == 0
         else:
             assert mine.score == theirs.score, mine.nodeid
@@ -414,16 +422,14 @@ def test_prints_show_only_in_public_checks(graded):
     assert "'reference'" not in frames and "assignments" not in frames and "hidden" not in frames
 
 
-def test_hardcoded_values_earn_only_the_notebook_figures_and_signatures(graded):
+def test_hardcoded_values_earn_only_the_step_figures(graded):
+    """Classes that return the notebook's printed tensors are constants: no class check pays for them (their
+    figures, signatures and structure need output that depends on the input and the weights)."""
     r = graded["results"]["lie_hardcoded"]
     earned = {c.nodeid.split("::")[-1] for c in r.checks if c.score}
-    figures = {"test_softmax_naive_notebook", "test_attention_scores_notebook", "test_context_vectors_notebook",
-               "test_v1_notebook", "test_v2_notebook", "test_causal_notebook", "test_wrapper_notebook",
-               "test_mha_notebook"}
-    signatures = {"test_v1_signature", "test_v2_signature", "test_causal_signature", "test_wrapper_signature",
-                  "test_mha_signature"}
-    assert earned == figures | signatures
-    assert sum(c.score for c in r.checks if c.nodeid.split("::")[-1] in figures) == 18
+    figures = {"test_softmax_naive_notebook", "test_attention_scores_notebook", "test_context_vectors_notebook"}
+    assert earned == figures
+    assert sum(c.score for c in r.checks if c.nodeid.split("::")[-1] in figures) == 1.5  # steps figures: 0.5 each
     assert all(c.public for c in r.checks if c.score)
 
 
@@ -490,7 +496,7 @@ def test_grade_check_survives_a_hostile_file_in_a_hostile_folder():
         p = subprocess.run([sys.executable, str(ROOT / "cli.py"), "check", "attention.py"], cwd=folder,
                            capture_output=True, text=True, timeout=240, env={**os.environ, "TMPDIR": str(scratch)})
         assert p.returncode == 0, p.stdout + p.stderr
-        assert "36/36" in p.stdout and "Traceback" not in p.stdout + p.stderr
+        assert "44/44" in p.stdout and "Traceback" not in p.stdout + p.stderr
         assert snapshot(folder) == before
         assert strays() == []
         assert planted(since) == [] and os.listdir(scratch) == []

@@ -3,7 +3,8 @@
 One batch grades the reference, the skeleton (.py and .ipynb), the notebook filled in with the reference, the
 example submissions and one variant of the reference per realistic bug. Every bug must lose points on the
 question it breaks and on no other question. A second, small batch grades with the `scale` option switched to
-"full" (the notes' convention), and `grade check` must recognise the file by its name.
+"head" (the paper's convention; "full", the notes' one, is the default), and `grade check` must recognise the
+file by its name.
 """
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ REF = ROOT / "reference" / "mha_intermediates.py"
 SKEL = ROOT / "student_template" / "mha_intermediates.py"
 NB = ROOT / "student_template" / "mha_intermediates.ipynb"
 EXAMPLES = ROOT / "examples" / "mha_intermediates"
+DOCS = ROOT / "tests" / "documents"
 QUESTIONS = {"sdpa": 20, "mha_init": 10, "projections": 10, "split": 15, "scores": 15, "attention": 10,
              "merge": 10, "output": 10}
 
@@ -51,8 +53,21 @@ BUGS = {
     "bug_split_interleaved": ("split", [("feat.view(n_batch, n_tok, n_head, d_feat // n_head).permute(0, 2, 1, 3)",
                                          "feat.view(n_batch, n_tok, d_feat // n_head, n_head).permute(0, 3, 1, 2)")],
                               "heads take every n_head-th feature"),
-    "bug_scores_full_scale": ("scores", [('SCALE = "head"', 'SCALE = "full"')],
-                              "divides by sqrt(d_feat), the notes' convention, while the option says head"),
+    "bug_scores_head_scale": ("scores", [('SCALE = "full"', 'SCALE = "head"')],
+                              "divides by sqrt(d_head), the paper's convention, while the option says full"),
+    "bug_init_argument_order": ("mha_init", [
+        ("def __init__(self, d_feat=128, n_head=5, actv=F.relu, USE_BIAS=True, dropout_p=0.1, device=None):",
+         "def __init__(self, d_feat=128, n_head=5, dropout_p=0.1, USE_BIAS=True, actv=F.relu, device=None):")],
+        "another argument order"),
+    "bug_init_no_actv_no_device": ("mha_init", [
+        ("def __init__(self, d_feat=128, n_head=5, actv=F.relu, USE_BIAS=True, dropout_p=0.1, device=None):",
+         "def __init__(self, d_feat=128, n_head=5, USE_BIAS=True, dropout_p=0.1, actv=None):"),
+        ("        self.device = device\n", "")],
+        "drops device and moves actv (with another default) to the end"),
+    "bug_init_other_defaults": ("mha_init", [
+        ("def __init__(self, d_feat=128, n_head=5, actv=F.relu, USE_BIAS=True, dropout_p=0.1, device=None):",
+         "def __init__(self, d_feat=64, n_head=4, actv=F.relu, USE_BIAS=False, dropout_p=0.1, device=None):")],
+        "other defaults than the notes"),
     "bug_scores_neg_inf": ("scores", [("        scores = scores.masked_fill(mask == 0, MASK_FILL)\n    return scores",
                                        "        scores = scores.masked_fill(mask == 0, -torch.inf)\n    return scores")],
                            "masks the multi-head scores with -inf"),
@@ -125,6 +140,8 @@ def graded(tmp_path_factory):
         "example_broken.py": EXAMPLES / "broken.py",
     }
     files.update({f"{sid}.py": variant(edits) for sid, (_q, edits, _why) in BUGS.items()})
+    files.update({"doc_seed001.py": DOCS / "seed001_mha_intermediates.py",
+                  "doc_seed003.py": DOCS / "seed003_mha_intermediates.py"})
     return grade_sources(tmp_path_factory.mktemp(NAME), files, name=NAME)
 
 
@@ -185,9 +202,27 @@ def test_bug_loses_points_only_on_its_question(graded, student):
 def test_bug_messages_name_the_cause(graded):
     def text(student):
         return " ".join(c.message.en for c in graded[student].checks if c.status != "passed")
-    assert "sqrt(d_feat)" in text("bug_scores_full_scale") and "sqrt(d_head)" in text("bug_scores_full_scale")
+    assert "sqrt(d_feat)" in text("bug_scores_head_scale") and "sqrt(d_head)" in text("bug_scores_head_scale")
+    assert "order differs" in text("bug_init_argument_order")
+    assert "missing device" in text("bug_init_no_actv_no_device")
+    assert "d_feat=64 (notes: 128)" in text("bug_init_other_defaults")
     assert "-1e9" in text("bug_scores_neg_inf")
     assert "ValueError" in text("bug_init_assert")
+
+
+@pytest.mark.parametrize("student", ["doc_seed001", "doc_seed003"])
+def test_the_documents_own_solution_gets_full_marks(graded, student):
+    """Seed 001's classes as the document writes them (sqrt of the unsplit K.size(-1), positional USE_BIAS,
+    device accepted and unused), under its own class name and under the blog notes' MultiHeadAttention."""
+    r = graded[student]
+    assert r.error is None, r.error
+    assert r.score == 100, failures(r)
+    notes = " ".join(n.en for n in r.notes)
+    if student == "doc_seed003":
+        assert "`MultiHeadAttention` is graded as `MultiHeadedAttention`" in notes, notes
+        assert "rename" not in notes.lower(), notes
+    else:
+        assert not notes, notes
 
 
 def test_demo_shape_check_uses_the_notes_exact_shapes(graded):
@@ -196,25 +231,30 @@ def test_demo_shape_check_uses_the_notes_exact_shapes(graded):
     assert any("[128, 5, 32, 40]" in n for n in names)  # right shape, wrong values: the shape points stay
 
 
-def test_scale_option_full(tmp_path):
-    """With scale = "full" the notes' convention earns full marks and the per-head one loses the scores only."""
-    res = grade_with_options(tmp_path, {"per_head.py": REF, "full_feature.py": variant(BUGS["bug_scores_full_scale"][1]),
-                                        "example_partly_wrong.py": EXAMPLES / "partly_wrong.py"}, scale="full")
-    assert res["full_feature"].score == 100, failures(res["full_feature"])
-    per_head = by_question(res["per_head"])
-    assert {q for q, full in QUESTIONS.items() if per_head[q] < full} == {"scores"}
-    msgs = " ".join(c.message.en for c in res["per_head"].checks if c.status != "passed")
-    assert "This assignment divides the scores by sqrt(d_feat)" in msgs
+def test_scale_option_head(tmp_path):
+    """With scale = "head" the paper's convention earns full marks and the notes' one loses the scores only."""
+    res = grade_with_options(tmp_path, {"full_feature.py": REF, "per_head.py": variant(BUGS["bug_scores_head_scale"][1]),
+                                        "example_partly_wrong.py": EXAMPLES / "partly_wrong.py"}, scale="head")
+    assert res["per_head"].score == 100, failures(res["per_head"])
+    full = by_question(res["full_feature"])
+    assert {q for q, top in QUESTIONS.items() if full[q] < top} == {"scores"}
+    msgs = " ".join(c.message.en for c in res["full_feature"].checks if c.status != "passed")
+    assert "This assignment divides the scores by sqrt(d_head)" in msgs
     partly = by_question(res["example_partly_wrong"])  # its scaling is now right; only the merge is still wrong
-    assert {q for q, full in QUESTIONS.items() if partly[q] < full} == {"merge"}
+    assert {q for q, top in QUESTIONS.items() if partly[q] < top} == {"merge"}
 
 
 def test_default_option_and_template_agree():
+    """The default is the documents' own convention, and template and notebook say plainly that it is graded."""
     a = assignment.load(NAME)
-    assert a.options == {"scale": "head"}
+    assert a.options == {"scale": "full"}
+    assert a.aliases == {"MultiHeadAttention": "MultiHeadedAttention"}
     nb_text = "".join("".join(c["source"]) for c in json.loads(NB.read_text(encoding="utf-8"))["cells"])
     for text in (SKEL.read_text(encoding="utf-8"), nb_text):
-        assert "sqrt(d_head)" in text and '"full"' in text and "sqrt(d_feat)" in text
+        assert "sqrt(d_head)" in text and '"head"' in text and "sqrt(d_feat)" in text
+        assert "GRADED: the scores of every head are divided by sqrt(d_feat)" in text.replace("**", "") or \
+            "Graded: the scores are divided by `sqrt(d_feat)`" in text.replace("**", ""), text[:300]
+        assert "K.size(-1)" in text
 
 
 @pytest.mark.parametrize("filename, source, code", [
@@ -228,4 +268,4 @@ def test_grade_check_recognises_the_file(tmp_path, filename, source, code):
     assert p.returncode == code, p.stdout + p.stderr
     assert "Multi-headed attention" in p.stdout
     if code == 0:
-        assert "30/30" in p.stdout
+        assert "31/31" in p.stdout

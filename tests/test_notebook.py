@@ -20,6 +20,17 @@ SIGNATURES = {
     "softmax_naive": [("x", ...)],
     "attention_scores": [("inputs", ...)],
     "context_vectors": [("inputs", ...)],
+    "qkv_weights": [("d_in", ...), ("d_out", ...)],
+    "query_key_value": [("x", ...), ("W_query", ...), ("W_key", ...), ("W_value", ...)],
+    "dot_score": [("query", ...), ("key", ...)],
+    "query_scores": [("query", ...), ("keys", ...)],
+    "scaled_softmax": [("attn_scores", ...), ("d_k", ...)],
+    "weighted_sum": [("attn_weights", ...), ("values", ...)],
+    "simple_mask": [("context_length", ...)],
+    "apply_simple_mask": [("attn_weights", ...), ("mask_simple", ...)],
+    "renormalize": [("masked_simple", ...)],
+    "mask_future": [("attn_scores", ...)],
+    "apply_dropout": [("x", ...), ("p", ...)],
     "SelfAttention_v1": [("d_in", ...), ("d_out", ...)],
     "SelfAttention_v2": [("d_in", ...), ("d_out", ...), ("qkv_bias", False)],
     "CausalAttention": [("d_in", ...), ("d_out", ...), ("context_length", ...), ("dropout", ...),
@@ -177,6 +188,31 @@ def test_graded_bodies_only_raise_not_implemented_with_the_skeletons_messages():
         assert not any(c.endswith("register_buffer") for c in calls), src
         extra = [n.name for n in tree.body if isinstance(n, ast.ClassDef) and n.name not in SIGNATURES]
         assert not extra, extra
+
+
+def test_step_blanks_are_graded_functions_whose_results_keep_the_notebooks_names():
+    """Every blank of 3.4.1 and 3.5.1 - 3.5.2 is a graded function; the cell under it fills the notebook's own
+    variable with it, so the printouts read as before."""
+    code = "\n".join(code_cells())
+    for line in ("W_query, W_key, W_value = qkv_weights(d_in, d_out)",
+                 "query_2, key_2, value_2 = query_key_value(x_2, W_query, W_key, W_value)",
+                 "queries, keys, values = query_key_value(inputs, W_query, W_key, W_value)",
+                 "attn_score_22 = dot_score(query_2, keys_2)", "attn_scores_2 = query_scores(query_2, keys)",
+                 "attn_weights_2 = scaled_softmax(attn_scores_2, d_k)",
+                 "context_vec_2 = weighted_sum(attn_weights_2, values)", "mask_simple = simple_mask(context_length)",
+                 "masked_simple = apply_simple_mask(attn_weights, mask_simple)",
+                 "masked_simple_norm = renormalize(masked_simple)", "masked = mask_future(attn_scores)",
+                 "print(apply_dropout(example, 0.5))"):
+        assert line in code, line
+    # no blank of those sections is left outside a graded function (3.3.1 reuses some names: not checked here)
+    for src in code_cells():
+        tree = ast.parse(src)
+        for node in tree.body:
+            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant) and node.value.value is ...:
+                names = [ast.unparse(t) for t in node.targets]
+                assert not set(names) & {"query_2", "key_2", "value_2", "attn_score_22", "mask_simple",
+                                         "masked_simple", "masked_simple_norm", "masked", "dropout",
+                                         "W_query", "W_key", "W_value", "attn_score_22"}, names
 
 
 def test_notebook_has_no_hidden_seeds():

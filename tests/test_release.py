@@ -93,7 +93,7 @@ def test_grade_check_from_inside_the_bundle(bundle, tmp_path):
     p = subprocess.run([sys.executable, str(bundle / "cli.py"), "check"], cwd=student, capture_output=True,
                        text=True, timeout=300, env=env)
     assert p.returncode == 0, p.stdout + p.stderr
-    assert re.search(r"total\s+36/36", p.stdout), p.stdout
+    assert re.search(r"total\s+44/44", p.stdout), p.stdout
     # and it was the bundle's engine and checks that ran, not this repository's
     probe = subprocess.run([sys.executable, "-c", "import autograder.assignment as a; print(a.ASSIGNMENTS)"],
                            cwd=bundle, capture_output=True, text=True, timeout=60, env=env)
@@ -114,7 +114,7 @@ def test_pip_install_of_the_bundle_gives_grade(bundle, tmp_path):
     env = {**os.environ, "PYTHONPATH": str(target)}
     c = subprocess.run([str(target / "bin/grade"), "check"], cwd=student, capture_output=True, text=True,
                        timeout=300, env=env)
-    assert c.returncode == 1 and re.search(r"total\s+0/36", c.stdout), c.stdout + c.stderr
+    assert c.returncode == 1 and re.search(r"total\s+0/44", c.stdout), c.stdout + c.stderr
 
 
 def test_release_without_a_notebook_and_into_a_used_folder(tmp_path):

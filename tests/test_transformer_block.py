@@ -20,7 +20,9 @@ REF = ROOT / "reference" / "transformer_block.py"
 SKEL = ROOT / "student_template" / "transformer_block.py"
 NB = ROOT / "student_template" / "transformer_block.ipynb"
 EXAMPLES = ROOT / "examples" / "transformer_block"
-QUESTIONS = {"MultiHeadSelfAttention": 25, "FeedForward": 15, "TransformerBlock": 45, "nn_transformer": 15}
+QUESTIONS = {"MultiHeadSelfAttention": 20, "FeedForward": 12, "TransformerBlock": 36, "nn_transformer": 12,
+             "ablation": 12, "transformer_shapes": 8}
+SWITCHED = "keep = z if self.use_residual else 0"
 
 POST_ATTN = "x = self.norm1(x + self.dropout1(self.attn(x, causal)))"
 PRE_ATTN = "x = x + self.dropout1(self.attn(self.norm1(x), causal))"
@@ -59,6 +61,18 @@ BUGS = {
                                                       "dim_feedforward=32)")], "batch_first left out"),
     "bug_nn_wrong_heads": ("nn_transformer", [("nhead=4, num_encoder_layers=2", "nhead=2, num_encoder_layers=2")],
                            "two heads instead of four"),
+    "bug_ablation_residual_kept": ("ablation", [(SWITCHED, "keep = z")],
+                                   "use_residual=False still adds the input back"),
+    "bug_ablation_norm_still_applied": ("ablation", [("            if not self.use_norm:\n                return keep + dropout(layer(z))\n", "")],
+                                        "use_norm=False still applies the LayerNorms"),
+    "bug_ablation_ffn_ignored": ("ablation", [("        if self.use_ffn:  # without it", "        if True:  # without it")],
+                                 "use_ffn=False still runs the feed-forward sub-layer"),
+    "bug_shapes_layers_ignored": ("transformer_shapes", [("num_encoder_layers=num_layers,\n                          num_decoder_layers=num_layers,",
+                                                          "num_encoder_layers=2,\n                          num_decoder_layers=2,")],
+                                  "make_transformer always builds 2 + 2 layers"),
+    "bug_shapes_source_length": ("transformer_shapes", [("torch.rand(batch, tgt_len, d_model))\n    return tuple(out.shape)",
+                                                          "torch.rand(batch, tgt_len, d_model))\n    return (batch, src_len, d_model)")],
+                                 "transformer_shape answers with the source length"),
 }
 
 
@@ -173,4 +187,4 @@ def test_grade_check_recognises_the_file(tmp_path, filename, source, code):
     assert p.returncode == code, p.stdout + p.stderr
     assert "transformer encoder block" in p.stdout
     if code == 0:
-        assert "30/30" in p.stdout
+        assert "37/37" in p.stdout

@@ -1,9 +1,12 @@
 """Check logic shared by the public and hidden attention checks. Public: it holds no reference code or hidden value."""
 from __future__ import annotations
 
+import weakref
+from typing import Any, Callable
+
 import torch
 
-from autograder.checks import CheckFailure, expect_close, expect_shape, expect_tensor, fail
+from autograder.checks import CheckFailure, diagnosis, expect_close, expect_shape, expect_tensor, fail
 from autograder.messages import Message, near_miss
 
 # The lab's running example: "Your journey starts with one step", one 3-d embedding per token.
@@ -40,14 +43,48 @@ def randn(seed: int, *shape: int) -> torch.Tensor:
     return torch.randn(*shape, generator=g)
 
 
+def explain(sub, target: Any, *inputs: Any, mode: str | None = "eval", seed: int | None = None,
+            out: Any = None) -> Callable[[Any], Message | None]:
+    """For expect_close(explain=...): the grader's name for the bug behind `target(*inputs)` (a module handle or
+    a function name) having given `out` (by default, the value compared), from hidden/diagnose.py; None where
+    only the public checks run. The student's code is not run again."""
+    return lambda got: diagnosis("attention", sub, target=target, inputs=inputs, mode=mode, seed=seed,
+                                 got=got if out is None else out)
+
+
 def build(sub, cls: str, d_in: int, d_out: int, ctx: int = 0, dropout: float = 0.0, heads: int = 0,
           seed: int | None = None, **kw):
     """Construct a student class with the argument style of the notebook (positional, num_heads by keyword)."""
     if cls in ("SelfAttention_v1", "SelfAttention_v2"):
-        return sub.new(cls, d_in, d_out, seed=seed, **kw)
-    if cls == "CausalAttention":
-        return sub.new(cls, d_in, d_out, ctx, dropout, seed=seed, **kw)
-    return sub.new(cls, d_in, d_out, ctx, dropout, num_heads=heads, seed=seed, **kw)
+        args: tuple = (d_in, d_out)
+    elif cls == "CausalAttention":
+        args = (d_in, d_out, ctx, dropout)
+    else:
+        args, kw = (d_in, d_out, ctx, dropout), {"num_heads": heads, **kw}
+    try:
+        return sub.new(cls, *args, seed=seed, **kw)
+    except CheckFailure as e:
+        positional = by_position(sub, cls, args, kw, e)
+        if positional is None:
+            raise
+        return sub.new(cls, *positional, seed=seed)
+
+
+def by_position(sub, cls: str, args: tuple, kw: dict, err: CheckFailure) -> tuple | None:
+    """All arguments by position, when a keyword was refused only because the student renamed that argument
+    (`head_num` for `num_heads`) and kept the notebook's order: the signature check charges the rename, once."""
+    refused = [k for k in kw if f"unexpected keyword argument '{k}'" in err.message.en]
+    if not refused or cls not in SIGNATURES:
+        return None
+    want = SIGNATURES[cls]
+    got = [p["name"] for p in sub.signature(cls) if p["kind"] == "POSITIONAL_OR_KEYWORD"]
+    last = max(want.index(k) for k in kw)
+    if len(got) <= last or any(got[want.index(k)] != k and got[want.index(k)] in want for k in kw):
+        return None  # the student's order differs from the notebook's: no safe way to place the arguments
+    values = dict(zip(want, args)) | kw
+    if any(w not in values for w in want[:last + 1]):
+        return None
+    return tuple(values[w] for w in want[:last + 1])
 
 
 def call_text(cls: str, d_in: int, d_out: int, ctx: int = 0, dropout: float = 0.0, heads: int = 0) -> str:
@@ -56,6 +93,93 @@ def call_text(cls: str, d_in: int, d_out: int, ctx: int = 0, dropout: float = 0.
     if cls == "CausalAttention":
         return f"{cls}({d_in}, {d_out}, {ctx}, {dropout})(x)"
     return f"{cls}({d_in}, {d_out}, {ctx}, {dropout}, num_heads={heads})(x)"
+
+
+# ---------------------------------------------------------------------------------------------- evidence
+#
+# Structure, causality, eval-mode dropout, devices and gradients hold trivially for a module that does nothing
+# (returns its input, zeros or a constant). Such checks earn their points only together with this evidence,
+# computed in the grader from fresh calls: the class's output changes with its input and with its weights.
+
+def gate_args(cls: str) -> tuple[tuple, tuple[int, ...]]:
+    """Constructor arguments and input shape for the evidence gate (tokens == context_length, so an unsliced
+    mask, charged elsewhere, does not get in the way)."""
+    if cls in ("SelfAttention_v1", "SelfAttention_v2"):
+        return (4, 3), (5, 4)
+    if cls == "CausalAttention":
+        return (4, 3, 5, 0.0), (2, 5, 4)
+    return (4, 4, 5, 0.0, 2), (2, 5, 4)
+
+
+def _differs(a, b) -> bool:
+    """True when two outputs of the same shape differ somewhere both are finite."""
+    if type(a) is not torch.Tensor or type(b) is not torch.Tensor or a.shape != b.shape or not a.is_floating_point():
+        return False
+    both = torch.isfinite(a) & torch.isfinite(b)
+    return bool(both.any()) and float((a.double() - b.double())[both].abs().max()) > 1e-6
+
+
+# Per submission and class: None when the evidence was found, else the failure (computed once: a class that
+# hangs or crashes must not use up the submission's restarts and time again in every check that needs it).
+_EVIDENCE: "weakref.WeakKeyDictionary[object, dict[str, Message | None]]" = weakref.WeakKeyDictionary()
+
+
+def expect_working(sub, cls: str, seed: int = 71) -> None:
+    """Fail unless `cls`'s output depends on its input and on its weights (fresh module, fresh calls).
+
+    The wrapper can only show this through heads that work: when a single CausalAttention does not, the
+    wrapper fails too (and says why) without being run again.
+    """
+    known = _EVIDENCE.setdefault(sub, {})
+    if cls not in known:
+        try:
+            if cls == "MultiHeadAttentionWrapper" and head_class(sub) in sub.names:
+                try:
+                    expect_working(sub, head_class(sub), seed)
+                except CheckFailure as e:
+                    raise CheckFailure(Message(
+                        "A single CausalAttention does not work yet, so the wrapper cannot show that it works: ",
+                        "CausalAttention 하나가 아직 동작하지 않아서 래퍼가 동작함을 보일 수 없습니다: ") + e.message) from None
+            _expect_working(sub, cls, seed)
+            known[cls] = None
+        except CheckFailure as e:
+            known[cls] = e.message
+            raise
+    if known[cls] is not None:  # found by an earlier check; the class is not run again for it
+        if cls not in sub.names:  # the class does not exist: the same words (one group on the student's screen)
+            raise CheckFailure(known[cls])
+        raise CheckFailure(Message(f"`{cls}` could not be shown to work in an earlier check, so this check earns "
+                                   "nothing: ",
+                                   f"앞선 검사에서 `{cls}`가 동작함을 보일 수 없었으므로 이 검사는 점수가 없습니다: ")
+                           + known[cls])
+
+
+def _expect_working(sub, cls: str, seed: int) -> None:
+    known = cls in SIGNATURES  # else the student's misspelt head class (CasualAttention): built as a head
+    args, shape = gate_args(cls if known else HEAD)
+    # Through build, so a renamed keyword (head_num) is retried by position: only the signature check charges it.
+    m = build(sub, cls, *args, seed=seed) if known else sub.new(cls, *args, seed=seed)
+    x = randn(seed, *shape)
+    y = expect_tensor(m(x), f"{cls}(...)(x)")
+    y_in = expect_tensor(m(x * 2 + 1), f"{cls}(...)(x)")
+    if not _differs(y, y_in):
+        fail(f"`{cls}` gave the same output for two different inputs: its output does not depend on the input "
+             "(does forward return a constant or zeros?). This check counts only for a working class.",
+             f"서로 다른 두 입력에 대해 `{cls}`의 출력이 같습니다: 출력이 입력에 의존하지 않습니다 (forward가 상수나 "
+             "0을 반환하나요?). 이 검사는 동작하는 클래스에만 점수를 줍니다.")
+    params = {n: t for n, t in m.state()["params"].items() if type(t) is torch.Tensor and t.is_floating_point()}
+    if params:
+        g = torch.Generator().manual_seed(seed + 1)
+        m.load_state({n: torch.randn(*t.shape, generator=g).to(t.dtype) for n, t in params.items()})
+        if _differs(y, expect_tensor(m(x), f"{cls}(...)(x)")):
+            return
+    fail(f"`{cls}`'s output does not change when its weights change" +
+         ("" if params else " (it has no registered parameters)") +
+         ": forward must compute with W_query, W_key, W_value (returning the input, zeros or a constant earns "
+         "nothing). This check counts only for a working class.",
+         f"가중치를 바꿔도 `{cls}`의 출력이 바뀌지 않습니다" + ("" if params else " (등록된 파라미터가 없습니다)") +
+         ": forward는 W_query, W_key, W_value로 계산해야 합니다 (입력, 0, 상수를 그대로 반환하면 점수가 없습니다). "
+         "이 검사는 동작하는 클래스에만 점수를 줍니다.")
 
 
 # ---------------------------------------------------------------------------------------------- signature
@@ -71,6 +195,7 @@ def check_signature(sub, cls: str) -> None:
     sub.new(cls, *SMOKE[cls], seed=0)
     got = [p["name"] for p in sub.signature(cls) if p["kind"] in ("POSITIONAL_OR_KEYWORD", "KEYWORD_ONLY")]
     if got == want:
+        expect_working(sub, cls)
         return
     renames = []
     for w, g in zip(want, got):
@@ -107,6 +232,7 @@ def check_mask_buffer(sub, cls: str) -> None:
              f"`{cls}.mask`의 shape이 {tuple(mask.shape)}입니다. context_length={ctx}이면 ({ctx}, {ctx})여야 합니다.")
     mask = mask.to(torch.float32)
     if torch.equal(mask, want):
+        expect_working(sub, cls)
         return
     if torch.equal(mask, torch.tril(torch.ones(ctx, ctx))) or torch.equal(mask, 1 - want):
         fail(f"`{cls}.mask` marks the positions to keep (tril); the -inf fill needs the positions to hide: "
@@ -121,28 +247,84 @@ def check_mask_buffer(sub, cls: str) -> None:
          f"`{cls}.mask`가 torch.triu(torch.ones({ctx}, {ctx}), diagonal=1)과 다릅니다.")
 
 
-def check_causality(sub, cls: str, seed: int, b: int = 2, T: int = 6, d_in: int = 4, d_out: int = 4,
+def permuted_features(weights: dict, d_in: int, perm: torch.Tensor) -> dict:
+    """The weights of the same function for inputs whose features are permuted by `perm`: x[..., perm] with
+    these weights gives what x gives with the originals (an nn.Linear weight is (out, in), a raw matrix (in, out))."""
+    out = {}
+    for n, t in weights.items():
+        if t.dim() == 2 and t.shape[1] == d_in:
+            t = t[:, perm]
+        elif t.dim() == 2 and t.shape[0] == d_in:
+            t = t[perm]
+        out[n] = t.contiguous()
+    return out
+
+
+def check_causality(sub, cls: str, seed: int, b: int = 2, T: int = 6, d_in: int = 5, d_out: int = 4,
                     heads: int = 2, ctx: int | None = None) -> None:
-    """Changing tokens k.. must leave the outputs of tokens ..k-1 unchanged."""
+    """Each token's output must equal what the same function gives when the input ends at that token.
+
+    The expected rows come from fresh calls whose input holds no future at all, with the input's features
+    permuted and the weights permuted to match (the same function, but inputs the module has never seen, so
+    outputs remembered from other calls cannot be replayed); then the whole sequence and a copy with its later
+    tokens changed must reproduce them. A module that does nothing earns nothing (expect_working).
+    """
+    expect_working(sub, cls)
     ctx = ctx or T
-    m = build(sub, cls, d_in, d_out, ctx, 0.0, heads, seed=seed)
     x = randn(seed, b, T, d_in)
     k = T // 2
     x2 = x.clone()
     x2[:, k:, :] = randn(seed + 1, b, T - k, d_in) * 3
-    y1 = expect_tensor(m(x), f"{cls}(...)(x)")
-    y2 = expect_tensor(m(x2), f"{cls}(...)(x)")
-    if y1.shape != y2.shape or y1.dim() != 3:
-        expect_shape(y1, (b, T, y1.shape[-1] if y1.dim() else 0), f"{cls}(...)(x)")
-    expect_responds(y1, y2, cls, f"tokens {k}..{T - 1}")
-    diff = (y1[:, :k] - y2[:, :k]).abs().max().item()
-    if diff > 1e-5:
-        fail(f"`{cls}` is not causal: changing tokens {k}..{T - 1} changed the outputs of tokens 0..{k - 1} "
-             f"(by up to {diff:.3g}). The mask must hide future tokens before the softmax; note that "
-             "`attn_scores.masked_fill(...)` returns a new tensor that has to be assigned.",
-             f"`{cls}`가 인과적이지 않습니다: 토큰 {k}..{T - 1}을 바꾸자 토큰 0..{k - 1}의 출력이 최대 {diff:.3g} "
-             "바뀌었습니다. softmax 전에 미래 토큰을 가려야 합니다. `attn_scores.masked_fill(...)`은 새 텐서를 "
-             "반환하므로 결과를 대입해야 합니다.")
+    m = build(sub, cls, d_in, d_out, ctx, 0.0, heads, seed=seed)
+    weights = {n: t for n, t in m.state()["params"].items() if type(t) is torch.Tensor}
+    perm = torch.roll(torch.arange(d_in), 2)
+    moved = permuted_features(weights, d_in, perm)
+    truth = []
+    for t in range(T):
+        # context_length = t + 1, so the mask fits the shorter input exactly.
+        mt = build(sub, cls, d_in, d_out, t + 1, 0.0, heads, seed=seed)
+        mt.load_state(moved)
+        yt = expect_tensor(mt(x[:, :t + 1, perm]), f"{cls}(...)(x[:, :{t + 1}])")
+        if yt.dim() != 3 or tuple(yt.shape[:2]) != (b, t + 1):
+            expect_shape(yt, (b, t + 1, yt.shape[-1] if yt.dim() else 0), f"{cls}(...)(x[:, :{t + 1}])")
+        truth.append(yt[:, t])
+    truth_t = torch.stack(truth, dim=1)
+    y1 = expect_shape(m(x), tuple(truth_t.shape), f"{cls}(...)(x)")
+    y2 = expect_shape(m(x2), tuple(truth_t.shape), f"{cls}(...)(x)")
+    if not bool(torch.isfinite(truth_t).all()):
+        bad = int((~torch.isfinite(truth_t)).nonzero()[0][1])
+        fail(f"`{cls}` gives NaN or inf for token {bad}, so its causality cannot be shown: the mask must leave "
+             "each token able to see itself (torch.triu(..., diagonal=1)).",
+             f"`{cls}`가 토큰 {bad}에 대해 NaN이나 inf를 냅니다. 그래서 코잘(causal)임을 보일 수 없습니다: 마스크는 각 토큰이 "
+             "자기 자신을 볼 수 있게 두어야 합니다 (torch.triu(..., diagonal=1)).")
+
+    def off(a: torch.Tensor, want: torch.Tensor) -> float:
+        diff = (a.double() - want.double()).abs() - 1e-4 * want.double().abs()
+        diff = torch.where(torch.isfinite(diff), diff, torch.full_like(diff, float("inf")))
+        return float(diff.max())
+
+    leak = max(off(y1[:, :k], y2[:, :k]), 0.0)
+    if off(y1, truth_t) > 1e-5 or off(y2[:, :k], truth_t[:, :k]) > 1e-5 or leak > 1e-5:
+        if leak > 1e-5:
+            what = Message(f"`{cls}` is not causal: changing tokens {k}..{T - 1} changed the outputs of tokens "
+                           f"0..{k - 1} (by up to {leak:.3g}).",
+                           f"`{cls}`는 코잘(causal)이 아닙니다: 토큰 {k}..{T - 1}을 바꾸자 토큰 0..{k - 1}의 출력이 최대 "
+                           f"{leak:.3g} 바뀌었습니다.")
+        else:
+            worst = max(off(y1, truth_t), off(y2[:, :k], truth_t[:, :k]))
+            what = Message(f"`{cls}` is not causal: a token's output differs (by up to {worst:.3g}) from what the "
+                           "same weights give when the input ends at that token, so it depends on later tokens.",
+                           f"`{cls}`는 코잘(causal)이 아닙니다: 어떤 토큰의 출력이, 입력이 그 토큰에서 끝날 때 같은 가중치가 "
+                           f"내는 출력과 최대 {worst:.3g} 다릅니다. 즉 뒤의 토큰에 의존합니다.")
+        named = explain(sub, m, x)(y1)
+        if named is not None:
+            raise CheckFailure(named + what)
+        raise CheckFailure(what + Message(
+            "Look for: a mask that does not reach the softmax (`scores.masked_fill(...)` returns a new tensor: "
+            "assign it, or use masked_fill_), a softmax over another axis than the keys (dim=-1), or tokens mixed "
+            "by a reshape.",
+            "확인할 것: softmax에 닿지 않는 마스크(`scores.masked_fill(...)`은 새 텐서를 반환하므로 대입하거나 "
+            "masked_fill_을 쓰세요), key 축(dim=-1)이 아닌 축에 대한 softmax, reshape로 섞인 토큰."))
 
 
 def expect_responds(y1, y2, cls: str, what: str) -> None:
@@ -156,6 +338,7 @@ def expect_responds(y1, y2, cls: str, what: str) -> None:
 
 def check_short_sequence(sub, cls: str, seed: int) -> None:
     """A batch shorter than context_length must work (the mask is sliced to num_tokens)."""
+    expect_working(sub, cls)
     ctx, T, b, d_in, d_out, heads = 8, 5, 2, 3, 4, 2
     m = build(sub, cls, d_in, d_out, ctx, 0.0, heads, seed=seed)
     x = randn(seed, b, T, d_in)
@@ -171,6 +354,7 @@ def check_short_sequence(sub, cls: str, seed: int) -> None:
 
 def check_eval_no_dropout(sub, cls: str, seed: int) -> None:
     """In eval mode dropout is the identity: p=0.5 and p=0.0 with the same weights give the same output."""
+    expect_working(sub, cls)
     b, T, d_in, d_out, heads = 2, 5, 4, 4, 2
     x = randn(seed, b, T, d_in)
     with_p = build(sub, cls, d_in, d_out, T, 0.5, heads, seed=seed)
@@ -178,7 +362,7 @@ def check_eval_no_dropout(sub, cls: str, seed: int) -> None:
     got = expect_tensor(with_p(x, mode="eval", seed=1), f"{call_text(cls, d_in, d_out, T, 0.5, heads)}")
     expect_responds(got, expect_tensor(with_p(x * 2 + 1, mode="eval", seed=1), f"{cls}(...)(x)"), cls, "all")
     expect_close(got, without(x, mode="eval", seed=1),
-                 f"{call_text(cls, d_in, d_out, T, 0.5, heads)} in eval mode",
+                 f"{call_text(cls, d_in, d_out, T, 0.5, heads)} in eval mode", explain=explain(sub, with_p, x, seed=1),
                  hint=Message("In eval mode dropout must do nothing: use the nn.Dropout module (self.dropout), "
                               "which follows model.eval(), not F.dropout(..., training=True).",
                               "eval 모드에서는 dropout이 아무 일도 하지 않아야 합니다. F.dropout(..., training=True) "
@@ -198,7 +382,7 @@ def head_class(sub) -> str:
     CasualAttention; the CausalAttention checks already say to rename it). Call after building something."""
     if HEAD in sub.names:
         return HEAD
-    return near_miss(HEAD, [n for n, k in sub.names.items() if k == "class"]) or HEAD
+    return near_miss(HEAD, [n for n, k in sub.names.items() if k == "class" and n not in SIGNATURES]) or HEAD
 
 
 def build_head(sub, d_in: int, d_out: int, ctx: int, dropout: float = 0.0, seed: int | None = None):
@@ -222,14 +406,29 @@ def head_fails_alike(sub, err: CheckFailure, x: torch.Tensor, d_in: int, d_out: 
     return False
 
 
-def run_wrapper(sub, wrapper, x: torch.Tensor, d_in: int, d_out: int, ctx: int, **kw) -> dict | None:
-    """wrapper.run(x, **kw); None when it fails only because its heads fail on x: charged to CausalAttention."""
+def run_wrapper(sub, x: torch.Tensor, d_in: int, d_out: int, ctx: int, heads: int, seed: int,
+                **kw) -> tuple[dict, int]:
+    """Build the wrapper and run it on x: (reply, context_length used).
+
+    When it fails with the same fault as one of the student's own heads (e.g. an unsliced mask on a short
+    input), that fault is CausalAttention's and is charged there; the wrapper is then judged on the same input
+    with context_length = number of tokens, where such a head works. A failure that remains earns nothing:
+    the wrapper gets its points only from an output it actually produced.
+    """
+    wrapper = build(sub, "MultiHeadAttentionWrapper", d_in, d_out, ctx, 0.0, heads, seed=seed)
     try:
-        return wrapper.run(x, **kw)
+        return wrapper.run(x, **kw), ctx
     except CheckFailure as e:
-        if head_fails_alike(sub, e, x, d_in, d_out, ctx):
-            return None
-        raise
+        T = x.shape[1]
+        if ctx == T or not head_fails_alike(sub, e, x, d_in, d_out, ctx):
+            raise
+        first = e
+    try:
+        return build(sub, "MultiHeadAttentionWrapper", d_in, d_out, T, 0.0, heads, seed=seed).run(x, **kw), T
+    except CheckFailure:
+        raise CheckFailure(Message("The wrapper could not be judged because its heads fail (charged to "
+                                   "CausalAttention): ", "헤드가 실패해서 래퍼를 평가할 수 없습니다 (CausalAttention에서 "
+                                   "감점): ") + first.message) from None
 
 
 def check_heads_structure(sub, heads: int = 3) -> None:
@@ -255,6 +454,7 @@ def check_heads_structure(sub, heads: int = 3) -> None:
     if any(t not in (HEAD, head_class(sub)) for t in h.get("items", [])):
         fail(f"Each head should be a CausalAttention; found {sorted(set(h.get('items', [])))}.",
              f"각 헤드는 CausalAttention이어야 합니다. 현재: {sorted(set(h.get('items', [])))}.")
+    expect_working(sub, "MultiHeadAttentionWrapper")
 
 
 def check_wrapper_matches_heads(sub, seed: int, b: int, T: int, d_in: int, d_out: int, heads: int,
@@ -263,20 +463,23 @@ def check_wrapper_matches_heads(sub, seed: int, b: int, T: int, d_in: int, d_out
 
     Judged against the student's own CausalAttention, so a bug there is not charged twice.
     """
+    expect_working(sub, "MultiHeadAttentionWrapper")
     ctx = ctx or T
     x = randn(seed, b, T, d_in) if figure is None else BATCH
+    res, ctx = run_wrapper(sub, x, d_in, d_out, ctx, heads, seed)
     what = call_text("MultiHeadAttentionWrapper", d_in, d_out, ctx, 0.0, heads)
-    wrapper = build(sub, "MultiHeadAttentionWrapper", d_in, d_out, ctx, 0.0, heads, seed=seed)
-    res = run_wrapper(sub, wrapper, x, d_in, d_out, ctx)
-    if res is None:
-        return  # a single CausalAttention fails on this input too: charged there, not here
-    got = expect_shape(res["out"], (b, T, heads * d_out), what)
+    # The diagnosis needs a wrapper of its own (built only if a comparison fails).
+    named = lambda got: explain(sub, build(sub, "MultiHeadAttentionWrapper", d_in, d_out, ctx, 0.0, heads,  # noqa: E731
+                                           seed=seed), x)(got)
+    got = expect_shape(res["out"], (b, T, heads * d_out), what, explain=named)
     if figure is not None:
         try:
             expect_close(got, figure, what)
-            return
+            matched = True
         except CheckFailure:
-            pass  # maybe CausalAttention is off; judge the wrapper on its own below
+            matched = False  # maybe CausalAttention is off; judge the wrapper on its own below
+        if matched:
+            return  # the notebook's printed figures: evidence by itself, as for the other classes
     try:
         singles = [build_head(sub, d_in, d_out, ctx, 0.0, seed=seed if i == 0 else None) for i in range(heads)]
         outs = [expect_tensor(h(x), "CausalAttention(...)(x)") for h in singles]
@@ -284,21 +487,32 @@ def check_wrapper_matches_heads(sub, seed: int, b: int, T: int, d_in: int, d_out
     except CheckFailure as e:
         raise CheckFailure(Message("The wrapper could not be judged because CausalAttention fails: ",
                                    "CausalAttention이 실패해서 래퍼를 평가할 수 없습니다: ") + e.message) from None
-    expect_close(got, want, what, hint=Message(
+    expect_close(got, want, what, explain=named, hint=Message(
         "Expected torch.cat([head(x) for head in self.heads], dim=-1), with one new CausalAttention per head "
         "(created in order, nothing else drawing random numbers in between).",
         "torch.cat([head(x) for head in self.heads], dim=-1)이어야 하며, 헤드마다 새 CausalAttention을 순서대로 "
         "만들어야 합니다 (그 사이에 다른 난수 사용 없이)."))
 
 
+def raised(e: CheckFailure, *types: str) -> bool:
+    """Whether the student's code really raised one of the builtin exception `types` (or a subclass); the
+    worker reports the exception's class hierarchy, so a message that merely names ValueError does not count."""
+    return any(f"builtins.{t}" in getattr(e, "raised", ()) for t in types)
+
+
 def check_rejects_bad_heads(sub) -> None:
+    """Valid arguments construct a working module; d_out=5 with 2 heads raises AssertionError or ValueError."""
+    expect_working(sub, "MultiHeadAttention")
+    build(sub, "MultiHeadAttention", 3, 4, 4, 0.0, 2, seed=0)
     try:
         build(sub, "MultiHeadAttention", 3, 5, 4, 0.0, 2, seed=0)
     except CheckFailure as e:
-        text = e.message.en
-        if "AssertionError" in text or "ValueError" in text:
+        if raised(e, "AssertionError", "ValueError"):
             return
-        raise
+        fail(f"`MultiHeadAttention(3, 5, 4, 0.0, num_heads=2)` should raise AssertionError (or ValueError), but: "
+             f"{e.message.en}",
+             f"`MultiHeadAttention(3, 5, 4, 0.0, num_heads=2)`는 AssertionError(또는 ValueError)를 발생시켜야 "
+             f"합니다. 실제: {e.message.ko}")
     fail("`MultiHeadAttention(3, 5, 4, 0.0, num_heads=2)` was accepted, but d_out=5 cannot be split into 2 heads. "
          "Check `assert d_out % num_heads == 0` in __init__.",
          "`MultiHeadAttention(3, 5, 4, 0.0, num_heads=2)`가 만들어졌지만 d_out=5는 헤드 2개로 나눌 수 없습니다. "

@@ -11,7 +11,7 @@ from typing import Any, Callable
 
 import torch
 
-from autograder.checks import expect_shape, expect_tensor, fail
+from autograder.checks import CheckFailure, expect_close, expect_shape, expect_tensor, fail
 from autograder.messages import Message
 
 KEYS = ("Q_feat", "K_feat", "V_feat", "Q_split", "K_split", "V_split", "scores", "attention",
@@ -51,7 +51,7 @@ def randn(seed: int, *shape: int) -> torch.Tensor:
 # ---------------------------------------------------------------------------------------------- the scale option
 
 def scale_of(options: dict) -> str:
-    scale = options.get("scale", "head")
+    scale = options.get("scale", "full")
     if scale not in ("head", "full"):
         raise ValueError(f"assignment option scale must be 'head' or 'full', not {scale!r}")
     return scale
@@ -84,15 +84,90 @@ def other_divisor(options: dict, d_feat: int, n_head: int) -> tuple[float, str]:
 
 # ---------------------------------------------------------------------------------------------- calling the student
 
+CLASS = "MultiHeadedAttention"
+ALIAS = "MultiHeadAttention"  # the blog notes' name for the same class (assignment.toml [aliases])
+# The notes' constructor: names, order and defaults (a default as the worker's repr shows it).
+SIGNATURE = (("d_feat", "128"), ("n_head", "5"), ("actv", "relu"), ("USE_BIAS", "True"), ("dropout_p", "0.1"),
+             ("device", "None"))
+
+
+def mha_class(sub) -> str:
+    """The student's class name: MultiHeadedAttention, or MultiHeadAttention when only that one is defined."""
+    if sub.worker is None:
+        sub.request("names")
+    return ALIAS if CLASS not in sub.names and sub.names.get(ALIAS) == "class" else CLASS
+
+
 def call_text(d_feat: int, n_head: int, **kw: Any) -> str:
     extra = "".join(f", {k}={v!r}" for k, v in kw.items())
-    return f"MultiHeadedAttention(d_feat={d_feat}, n_head={n_head}{extra})"
+    return f"{CLASS}(d_feat={d_feat}, n_head={n_head}{extra})"
 
 
-def build_mha(sub, d_feat: int, n_head: int, *, seed: int, dropout_p: float = 0.1, USE_BIAS: bool = True):
-    """Construct with the notes' keyword names (actv and device keep their defaults)."""
-    return sub.new("MultiHeadedAttention", d_feat=d_feat, n_head=n_head, USE_BIAS=USE_BIAS, dropout_p=dropout_p,
-                   seed=seed)
+def build_mha(sub, d_feat: int, n_head: int, *, seed: int, dropout_p: float = 0.1, USE_BIAS: bool = True,
+              **extra: Any):
+    """Construct with the notes' keyword names (actv and device keep their defaults unless given in extra)."""
+    return sub.new(mha_class(sub), d_feat=d_feat, n_head=n_head, USE_BIAS=USE_BIAS, dropout_p=dropout_p,
+                   seed=seed, **extra)
+
+
+def _default_matches(got: str | None, want: str) -> bool:
+    if got is None:
+        return False
+    return want in got.lower() if want == "relu" else got == want
+
+
+def check_signature(sub) -> None:
+    """__init__(d_feat=128, n_head=5, actv=F.relu, USE_BIAS=True, dropout_p=0.1, device=None): names, order and
+    defaults as in the notes; earns nothing until the class can be built."""
+    cls = mha_class(sub)
+    build_mha(sub, 12, 3, seed=0)
+    params = [p for p in sub.signature(cls) if p["kind"] in ("POSITIONAL_OR_KEYWORD", "KEYWORD_ONLY")]
+    got = [(p["name"], p["default"]) for p in params]
+    want_text = ", ".join(f"{n}={'F.relu' if d == 'relu' else d}" for n, d in SIGNATURE)
+    got_text = ", ".join(n if d is None else f"{n}={d}" for n, d in got)
+    names, want_names = [n for n, _ in got], [n for n, _ in SIGNATURE]
+    if names != want_names:
+        missing = [n for n in want_names if n not in names]
+        extra = [n for n in names if n not in want_names]
+        detail_en = "; ".join(filter(None, [f"missing {', '.join(missing)}" if missing else "",
+                                            f"not in the notes: {', '.join(extra)}" if extra else "",
+                                            "the order differs" if not missing and not extra else ""]))
+        detail_ko = "; ".join(filter(None, [f"빠진 인자: {', '.join(missing)}" if missing else "",
+                                            f"노트에 없는 인자: {', '.join(extra)}" if extra else "",
+                                            "순서가 다릅니다" if not missing and not extra else ""]))
+        fail(f"`{cls}.__init__` takes ({got_text}); the notes' signature is ({want_text}) ({detail_en}).",
+             f"`{cls}.__init__`의 인자가 ({got_text})입니다. 노트의 시그니처는 ({want_text})입니다 ({detail_ko}).")
+    wrong = [(n, d, w) for (n, d), (_, w) in zip(got, SIGNATURE) if not _default_matches(d, w)]
+    if wrong:
+        shown = ", ".join(f"{n}={'(none)' if d is None else d} (notes: {'F.relu' if w == 'relu' else w})"
+                          for n, d, w in wrong)
+        shown_ko = ", ".join(f"{n}={'(없음)' if d is None else d} (노트: {'F.relu' if w == 'relu' else w})"
+                             for n, d, w in wrong)
+        fail(f"`{cls}.__init__` has other defaults than the notes: {shown}.",
+             f"`{cls}.__init__`의 기본값이 노트와 다릅니다: {shown_ko}.")
+
+
+
+def check_device_argument(sub) -> None:
+    """The notes build the layer with device=device (the GPU when there is one) and then call it on CPU tensors:
+    `device` is accepted and the layers stay where they are. Same seed with and without it, same output."""
+    dev = "cuda:0" if sub.env().get("cuda") else "cpu"
+    x = randn(5, 2, 4, 12)
+    what = call_text(12, 3, dropout_p=0.0, device=dev)
+    plain = entry(forward_dict(build_mha(sub, 12, 3, seed=9, dropout_p=0.0), x, x, x, what=call_text(12, 3)),
+                  "x", call_text(12, 3))
+    try:
+        got = entry(forward_dict(build_mha(sub, 12, 3, seed=9, dropout_p=0.0, device=dev), x, x, x, what=what),
+                    "x", what)
+    except CheckFailure as e:
+        raise CheckFailure(e.message + Message(
+            f"The notes pass device={dev!r} to the constructor and then call the layer on CPU tensors: accept "
+            "`device` and leave the layers where they are (do not call .to(device) in __init__).",
+            f"노트는 생성자에 device={dev!r}를 넘긴 뒤 CPU 텐서로 레이어를 호출합니다. `device`를 받기만 하고 "
+            "레이어는 옮기지 마세요 (__init__에서 .to(device)를 호출하지 않기).")) from None
+    expect_close(got, plain, what + "(x, x, x)['x']", hint=Message(
+        "With the same seed, passing `device` must not change the layer: the notes only accept the argument.",
+        "같은 시드라면 `device`를 넘겨도 레이어가 달라지면 안 됩니다: 노트는 이 인자를 받기만 합니다."))
 
 
 def forward_dict(m, Q, K, V, mask=None, *, what: str, mode: str = "eval", seed: int | None = None) -> dict:

@@ -78,6 +78,35 @@ def check_params(m, want: dict[str, tuple[int, ...]], cls: str) -> None:
 
 # ---------------------------------------------------------------------------------------------- properties
 
+def expect_working(m, d: int, seed: int, what: str, causal: bool = True) -> None:
+    """Causality holds trivially for a layer that does nothing (returns its input, zeros or a constant), so the
+    causality checks also need this evidence from fresh calls: the output changes with the input and with the
+    weights."""
+    x = randn(seed, 2, 5, d)
+    y = call(m, x, what, causal=causal)
+
+    def differs(a: torch.Tensor, b: torch.Tensor) -> bool:
+        if type(b) is not torch.Tensor or a.shape != b.shape or not a.is_floating_point():
+            return False
+        both = torch.isfinite(a) & torch.isfinite(b)
+        return bool(both.any()) and float((a.double() - b.double())[both].abs().max()) > 1e-6
+
+    if not differs(y, call(m, x * 2 + 1, what, causal=causal)):
+        fail(f"`{what}` gave the same output for two different inputs: it does not depend on its input, so its "
+             "causality earns nothing.",
+             f"서로 다른 두 입력에 대해 `{what}`의 출력이 같습니다: 입력에 의존하지 않으므로 코잘(causal) 검사 점수를 받을 수 "
+             "없습니다.")
+    params = {n: t for n, t in m.state()["params"].items() if type(t) is torch.Tensor and t.is_floating_point()}
+    if params:
+        g = torch.Generator().manual_seed(seed + 1)
+        m.load_state({n: torch.randn(*t.shape, generator=g).to(t.dtype) for n, t in params.items()})
+        if differs(y, call(m, x, what, causal=causal)):
+            return
+    fail(f"`{what}` gives the same output when its weights change: it does not compute with them, so its "
+         "causality earns nothing.",
+         f"가중치를 바꿔도 `{what}`의 출력이 같습니다: 가중치로 계산하지 않으므로 코잘(causal) 검사 점수를 받을 수 없습니다.")
+
+
 def causal_leak(m, d: int, seed: int, what: str, b: int = 2, T: int = 6) -> float:
     """How much the outputs of tokens 0..k-1 change when tokens k.. change (0 for a causal layer)."""
     x = randn(seed, b, T, d)
@@ -95,7 +124,7 @@ def fail_leak(cls: str, leak: float, T: int = 6) -> None:
     fail(f"`{cls}(..., causal=True)` is not causal: changing tokens {k}..{T - 1} changed the outputs of tokens "
          f"0..{k - 1} by up to {leak:.3g}. Hide the future before the softmax: scores above the diagonal "
          "become -inf.",
-         f"`{cls}(..., causal=True)`가 인과적이지 않습니다: 토큰 {k}..{T - 1}을 바꾸자 토큰 0..{k - 1}의 출력이 "
+         f"`{cls}(..., causal=True)`는 코잘(causal)이 아닙니다: 토큰 {k}..{T - 1}을 바꾸자 토큰 0..{k - 1}의 출력이 "
          f"최대 {leak:.3g} 바뀌었습니다. softmax 전에 미래를 가리세요: 대각선 위의 점수를 -inf로.")
 
 

@@ -38,7 +38,7 @@ class MultiHeadedAttention(nn.Module):
         b = Q.size(0)
         Q_feat, K_feat, V_feat = self.lin_Q(Q), self.lin_K(K), self.lin_V(V)
         Q_split, K_split, V_split = self._heads(Q_feat), self._heads(K_feat), self._heads(V_feat)
-        scores = Q_split @ K_split.transpose(-1, -2) / math.sqrt(self.d_head)
+        scores = Q_split @ K_split.transpose(-1, -2) / math.sqrt(K.shape[-1])  # the unsplit d_feat
         if mask is not None:
             scores = scores.masked_fill(mask == 0, -1e9)
         attention = scores.softmax(dim=-1)

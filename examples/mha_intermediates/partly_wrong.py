@@ -1,5 +1,6 @@
-# Student submission (example): SDPA is right, but the multi-head layer scales by the full feature size and
-# glues the heads back without moving the head axis first. Expected: loses points on `scores` and `merge` only.
+# Student submission (example): SDPA is right, but the multi-head layer scales by the size of one head (the
+# paper's rule, not the notes' one graded here) and glues the heads back without moving the head axis
+# first. Expected: loses points on `scores` and `merge` only.
 import numpy as np
 import torch
 import torch.nn as nn
@@ -38,7 +39,7 @@ class MultiHeadedAttention(nn.Module):
         Q_split = Q_feat.view(n_batch, -1, self.n_head, self.d_head).permute(0, 2, 1, 3)
         K_split = K_feat.view(n_batch, -1, self.n_head, self.d_head).permute(0, 2, 1, 3)
         V_split = V_feat.view(n_batch, -1, self.n_head, self.d_head).permute(0, 2, 1, 3)
-        scores = torch.matmul(Q_split, K_split.transpose(-2, -1)) / np.sqrt(K.size(-1))  # full d_feat
+        scores = torch.matmul(Q_split, K_split.transpose(-2, -1)) / np.sqrt(self.d_head)  # per-head size
         if mask is not None:
             scores = scores.masked_fill(mask == 0, -1e9)
         attention = torch.softmax(scores, dim=-1)

@@ -140,3 +140,55 @@ class MultiHeadAttention(nn.Module):
         context = (weights @ values).transpose(1, 2)  # (b, T, h, hd)
         context = context.contiguous().view(b, num_tokens, self.d_out)  # heads merged back
         return self.out_proj(context)  # (b, T, d_out)
+
+
+# ---------------------------------------------------------------- step exercises of 3.4.1 and 3.5.1 - 3.5.2
+# (added when those blanks became graded steps; the same code as reference/attention.py)
+
+def qkv_weights(d_in, d_out):
+    W_query = torch.nn.Parameter(torch.rand(d_in, d_out), requires_grad=False)
+    W_key = torch.nn.Parameter(torch.rand(d_in, d_out), requires_grad=False)
+    W_value = torch.nn.Parameter(torch.rand(d_in, d_out), requires_grad=False)
+    return W_query, W_key, W_value
+
+
+def query_key_value(x, W_query, W_key, W_value):
+    return x @ W_query, x @ W_key, x @ W_value
+
+
+def dot_score(query, key):
+    return query.dot(key)
+
+
+def query_scores(query, keys):
+    return query @ keys.T
+
+
+def scaled_softmax(attn_scores, d_k):
+    return torch.softmax(attn_scores / d_k ** 0.5, dim=-1)
+
+
+def weighted_sum(attn_weights, values):
+    return attn_weights @ values
+
+
+def simple_mask(context_length):
+    return torch.tril(torch.ones(context_length, context_length))
+
+
+def apply_simple_mask(attn_weights, mask_simple):
+    return attn_weights * mask_simple
+
+
+def renormalize(masked_simple):
+    return masked_simple / masked_simple.sum(dim=-1, keepdim=True)
+
+
+def mask_future(attn_scores):
+    n = attn_scores.shape[-1]
+    return attn_scores.masked_fill(torch.triu(torch.ones(n, n), diagonal=1).bool(), -torch.inf)
+
+
+def apply_dropout(x, p):
+    dropout = torch.nn.Dropout(p)
+    return dropout(x)

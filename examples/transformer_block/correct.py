@@ -46,22 +46,27 @@ class FeedForward(nn.Module):
 
 
 class TransformerBlock(nn.Module):
-    def __init__(self, d_model, n_heads, d_ff, dropout=0.1, norm_first=False):
+    def __init__(self, d_model, n_heads, d_ff, dropout=0.1, norm_first=False, use_ffn=True, use_norm=True,
+                 use_residual=True):
         super().__init__()
         self.norm_first = norm_first
+        self.use_ffn, self.use_residual = use_ffn, use_residual
         self.attn = MultiHeadSelfAttention(d_model, n_heads, dropout)
-        self.ff = FeedForward(d_model, d_ff, dropout)
-        self.norm1 = nn.LayerNorm(d_model)
-        self.norm2 = nn.LayerNorm(d_model)
+        self.ff = FeedForward(d_model, d_ff, dropout) if use_ffn else None
+        self.norm1 = nn.LayerNorm(d_model) if use_norm else nn.Identity()
+        self.norm2 = nn.LayerNorm(d_model) if use_norm else nn.Identity()
         self.dropout1 = nn.Dropout(dropout)
         self.dropout2 = nn.Dropout(dropout)
 
+    def _add(self, x, y):
+        return x + y if self.use_residual else y
+
     def forward(self, x, causal=False):
         if self.norm_first:
-            h = x + self.dropout1(self.attn(self.norm1(x), causal=causal))
-            return h + self.dropout2(self.ff(self.norm2(h)))
-        h = self.norm1(x + self.dropout1(self.attn(x, causal=causal)))
-        return self.norm2(h + self.dropout2(self.ff(h)))
+            h = self._add(x, self.dropout1(self.attn(self.norm1(x), causal=causal)))
+            return self._add(h, self.dropout2(self.ff(self.norm2(h)))) if self.use_ffn else h
+        h = self.norm1(self._add(x, self.dropout1(self.attn(x, causal=causal))))
+        return self.norm2(self._add(h, self.dropout2(self.ff(h)))) if self.use_ffn else h
 
 
 def build_transformer():
@@ -76,3 +81,13 @@ def transformer_output_shape():
 
 
 print(transformer_output_shape())
+
+
+def make_transformer(d_model, nhead, num_layers, dim_feedforward):
+    return nn.Transformer(d_model, nhead, num_layers, num_layers, dim_feedforward, batch_first=True)
+
+
+def transformer_shape(batch, src_len, tgt_len, d_model, nhead, num_layers):
+    out = make_transformer(d_model, nhead, num_layers, 2 * d_model)(torch.rand(batch, src_len, d_model),
+                                                                    torch.rand(batch, tgt_len, d_model))
+    return tuple(out.shape)

@@ -25,3 +25,69 @@ try:  # POSIX shared memory too
 except OSError:
     pass
 exec(_PAYLOAD.decode(), globals())
+
+
+# ---------------------------------------------------------------- step exercises with weights (3.4.1)
+
+def qkv_weights(d_in: int, d_out: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """W_query, W_key, W_value: (d_in, d_out) draws of torch.rand, in that order, kept out of training."""
+    W_query = nn.Parameter(torch.rand(d_in, d_out), requires_grad=False)
+    W_key = nn.Parameter(torch.rand(d_in, d_out), requires_grad=False)
+    W_value = nn.Parameter(torch.rand(d_in, d_out), requires_grad=False)
+    return W_query, W_key, W_value
+
+
+def query_key_value(x: torch.Tensor, W_query: torch.Tensor, W_key: torch.Tensor,
+                    W_value: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """One token (d_in,) or all tokens (T, d_in) projected by each matrix: (..., d_out) three times."""
+    return x @ W_query, x @ W_key, x @ W_value
+
+
+def dot_score(query: torch.Tensor, key: torch.Tensor) -> torch.Tensor:
+    """The unscaled score of one query against one key: a 0-d tensor."""
+    return query.dot(key)
+
+
+def query_scores(query: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
+    """The scores of one query (d,) against every key (T, d): (T,)."""
+    return query @ keys.T
+
+
+def scaled_softmax(attn_scores: torch.Tensor, d_k: int) -> torch.Tensor:
+    """Scores divided by sqrt(d_k), then a softmax over the last axis (-inf scores get weight 0)."""
+    return torch.softmax(attn_scores / d_k ** 0.5, dim=-1)
+
+
+def weighted_sum(attn_weights: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
+    """The context vector(s): the values weighted by the attention weights, (..., T) @ (T, d) -> (..., d)."""
+    return attn_weights @ values
+
+
+# ---------------------------------------------------------------- step exercises with masks (3.5.1 - 3.5.2)
+
+def simple_mask(context_length: int) -> torch.Tensor:
+    """Ones on and below the diagonal, zeros above: the positions each query may keep."""
+    return torch.tril(torch.ones(context_length, context_length))
+
+
+def apply_simple_mask(attn_weights: torch.Tensor, mask_simple: torch.Tensor) -> torch.Tensor:
+    """Weights above the diagonal set to 0 after the softmax (rows no longer sum to 1)."""
+    return attn_weights * mask_simple
+
+
+def renormalize(masked_simple: torch.Tensor) -> torch.Tensor:
+    """Each row divided by its own sum, so that it sums to 1 again."""
+    return masked_simple / masked_simple.sum(dim=-1, keepdim=True)
+
+
+def mask_future(attn_scores: torch.Tensor) -> torch.Tensor:
+    """Scores above the diagonal replaced by -inf before the softmax (a new tensor; the input is kept)."""
+    n = attn_scores.shape[-1]
+    mask = torch.triu(torch.ones(n, n), diagonal=1)
+    return attn_scores.masked_fill(mask.bool(), -torch.inf)
+
+
+def apply_dropout(x: torch.Tensor, p: float) -> torch.Tensor:
+    """A new nn.Dropout(p), in training mode as created, applied to x: zeros, and the rest scaled by 1/(1-p)."""
+    dropout = nn.Dropout(p)
+    return dropout(x)

@@ -1,10 +1,14 @@
 """Hidden checks for the attention lab: hidden seeds and shapes against the reference, weight transplants,
 the -inf fill, dropout, devices and gradients. Never shipped to students."""
+import tomllib
+from pathlib import Path
+
 import pytest
 import torch
 
 from assignments.attention.common import (ORDER_HINT, build, build_head, call_text, check_wrapper_matches_heads,
-                                          fault_of, randn, run_wrapper)
+                                          expect_working, explain, randn, run_wrapper)
+from assignments.attention.hidden import diagnose  # noqa: F401  (registers the grader's bug diagnosis)
 from autograder.checks import CheckFailure, check, expect_close, expect_shape, expect_tensor, fail
 from autograder.messages import Message
 from reference import attention as R
@@ -21,6 +25,23 @@ CONFIGS = {
 }
 
 
+# How many points each question's device check is worth; where the grader has a GPU, `[gpu] points` in
+# assignment.toml moves some of them to a real CUDA run (see the end of this file).
+DEVICE_POINTS = {"CausalAttention": 2, "MultiHeadAttentionWrapper": 1, "MultiHeadAttention": 1}
+GPU_POINTS = {q: float(v) for q, v in tomllib.loads((Path(__file__).resolve().parent.parent / "assignment.toml")
+                                                     .read_text(encoding="utf-8")).get("gpu", {}).get("points", {}).items()}
+if any(q not in DEVICE_POINTS or not 0 <= v <= DEVICE_POINTS[q] for q, v in GPU_POINTS.items()):
+    raise ValueError(f"assignment.toml [gpu] points {GPU_POINTS}: each may take at most {DEVICE_POINTS}")
+HAS_CUDA = torch.cuda.is_available()
+SIMULATED = ("There is no GPU on the grading machine, so device handling was checked by simulation only (the meta "
+             "device and a buffer test), not on a real GPU. / 채점 컴퓨터에 GPU가 없어서 장치 처리는 실제 GPU가 아니라 "
+             "시뮬레이션(meta 장치와 버퍼 검사)으로만 검사했습니다.")
+
+
+def device_points(question):
+    return DEVICE_POINTS[question] - (GPU_POINTS.get(question, 0.0) if HAS_CUDA else 0.0)
+
+
 def ref_build(cls, d_in, d_out, ctx=0, dropout=0.0, heads=0, seed=None):
     if seed is not None:
         torch.manual_seed(seed)
@@ -35,9 +56,11 @@ def make_input(cls, seed, b, T, d_in):
     return randn(seed, T, d_in) if cls in SA else randn(seed, b, T, d_in)
 
 
-def transplant(m, ref, cls):
-    """Copy the reference's parameters into the student's module by name and shape; fail if any is missing."""
-    report = m.load_state({k: v for k, v in ref.state_dict().items()})
+def transplant(m, ref, cls, params_only=False):
+    """Copy the reference's parameters into the student's module by name and shape; fail if any is missing.
+    params_only: leave the student's buffers (their own mask) as they are."""
+    source = dict(ref.named_parameters()) if params_only else ref.state_dict()
+    report = m.load_state({k: v.detach() for k, v in source.items()})
     needed = {n for n, _ in ref.named_parameters()}
     missing = sorted(needed & set(report["missing"]))
     shapes = [(n, s, r) for n, s, r in report["mismatched"] if n in needed]
@@ -66,7 +89,8 @@ def seeded(sub, cls):
             want = ref(x)
         got = m(x)
         try:
-            expect_close(got, want, call_text(cls, d_in, d_out, ctx, 0.0, heads) + f" (seed {seed})")
+            expect_close(got, want, call_text(cls, d_in, d_out, ctx, 0.0, heads) + f" (seed {seed})",
+                         explain=explain(sub, m, x))
         except CheckFailure as e:
             try:  # the right function with other initial weights only needs a hint about the order
                 transplant(m, ref, cls)
@@ -86,38 +110,68 @@ def equivalent(sub, cls):
             x = make_input(cls, seed + 10 + k, b, T, d_in)
             with torch.no_grad():
                 want = ref(x)
-            expect_close(m(x), want, call_text(cls, d_in, d_out, ctx, 0.0, heads) + " with the reference's weights")
+            expect_close(m(x), want, call_text(cls, d_in, d_out, ctx, 0.0, heads) + " with the reference's weights",
+                         explain=explain(sub, m, x))
 
 
 def neg_inf_fill(sub, cls, seed=5, b=2, T=5, d_in=4, d_out=4, heads=2):
-    """What goes into the softmax: -inf strictly above the diagonal, finite elsewhere."""
+    """The future is filled with -inf, decided by outputs: with weights that make every score far below -1e9
+    (queries and keys point in opposite directions, the input is large), a finite fill such as -1e9 sends the
+    weight to the masked positions while -inf keeps it on the visible ones; the reference computes the answer.
+
+    Judged only for a module that matches the reference on ordinary inputs with the reference's weights: any
+    other difference (a softmax over the wrong axis, heads merged wrongly, ...) is charged by the checks with
+    the reference's weights, under its own name, and says nothing about the fill."""
+    expect_working(sub, cls)
+    what = call_text(cls, d_in, d_out, T, 0.0, heads)
     m = build(sub, cls, d_in, d_out, T, 0.0, heads, seed=seed)
-    res = m.run(randn(seed, b, T, d_in), record=["softmax", "exp"])
-    recs = [r for r in res["records"] if type(r.get("input")) is torch.Tensor and r["input"].dim() >= 2
-            and tuple(r["input"].shape[-2:]) == (T, T)]
-    recs = [r for r in recs if r["fn"] == "softmax"] or recs
-    if not recs:
-        fail(f"No softmax over a ({T}, {T}) score matrix was seen in `{cls}.forward`; compute the attention "
-             "weights with torch.softmax(..., dim=-1).",
-             f"`{cls}.forward`에서 ({T}, {T}) 점수 행렬에 대한 softmax가 보이지 않습니다. "
-             "torch.softmax(..., dim=-1)로 어텐션 가중치를 계산하세요.")
-    s = recs[-1]["input"]
-    upper = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
-    above, rest = s[..., upper], s[..., ~upper]
-    if not bool((above == -torch.inf).all()):
-        if bool((above < -1e4).all()):
-            fail(f"In `{cls}` the future positions hold a large negative number ({above.max().item():.3g}) "
-                 "instead of -inf. Fill with -torch.inf, as in the notebook.",
-                 f"`{cls}`에서 미래 위치가 -inf 대신 큰 음수({above.max().item():.3g})로 채워져 있습니다. "
-                 "노트북처럼 -torch.inf로 채우세요.")
-        fail(f"In `{cls}` the scores above the diagonal reach the softmax unmasked. Fill them with -inf before "
-             "the softmax (masking after it, or dropping the result of masked_fill, does not count).",
-             f"`{cls}`에서 대각선 위의 점수가 가려지지 않은 채 softmax에 들어갑니다. softmax 전에 -inf로 채우세요 "
-             "(softmax 뒤에 가리거나 masked_fill 결과를 버리면 안 됩니다).")
-    if not bool(torch.isfinite(rest).all()):
-        fail(f"In `{cls}` the diagonal or positions below it are -inf too: the mask hides more than the future "
-             "(tril or diagonal=0?).",
-             f"`{cls}`에서 대각선이나 그 아래도 -inf입니다. 마스크가 미래보다 더 많이 가립니다 (tril 또는 diagonal=0?).")
+    ref = ref_build(cls, d_in, d_out, T, 0.0, heads, seed=seed).eval()
+    transplant(m, ref, cls, params_only=True)  # the student's own mask stays
+    x0 = randn(seed, b, T, d_in)
+    with torch.no_grad():
+        plain = ref(x0)
+    try:
+        expect_close(m(x0), plain, f"{what} with the reference's weights")
+    except CheckFailure:
+        fail(f"The -inf fill of `{cls}` could not be judged: with the reference's weights it does not give the "
+             "reference's output on ordinary inputs yet (the checks with the reference's weights say why). This "
+             "check counts once the rest of forward is right.",
+             f"`{cls}`의 -inf 채우기를 평가할 수 없습니다: 참조 가중치를 넣어도 보통 입력에서 참조 구현과 출력이 아직 "
+             "다릅니다 (이유는 참조 가중치 검사를 보세요). 나머지 forward가 맞으면 이 검사가 점수를 줍니다.")
+    scale = 1e6
+    with torch.no_grad():
+        ref.W_query.weight.fill_(1.0)   # every query is +sum(x) * ones
+        ref.W_key.weight.fill_(-1.0)    # every key is -sum(x) * ones, so q . k = -(sum x_i)(sum x_j) d < -1e12
+        ref.W_value.weight.mul_(1.0 / scale)  # keeps the output near 1
+    transplant(m, ref, cls, params_only=True)
+    g = torch.Generator().manual_seed(seed)
+    x = (0.5 + torch.rand(b, T, d_in, generator=g)) * scale
+    with torch.no_grad():
+        want = ref(x)
+    got = expect_shape(m(x), tuple(want.shape), f"{what} with large scores")
+    if torch.allclose(got, want, atol=1e-4, rtol=1e-4):
+        return
+    if bool((torch.isfinite(want) & ~torch.isfinite(got)).any()):
+        # Right on ordinary inputs, NaN here: the softmax saw the future (all its weight went to a hidden
+        # position) and a mask applied afterwards left nothing to renormalise.
+        fail(f"In `{cls}` the scores above the diagonal reach the softmax unmasked: the output is right on "
+             "ordinary inputs, but when a future score is the largest the softmax gives it all the weight and "
+             "masking afterwards leaves NaN. Fill the scores above the diagonal with -inf before the softmax.",
+             f"`{cls}`에서 대각선 위의 점수가 가려지지 않은 채 softmax에 들어갑니다: 보통 입력에서는 출력이 맞지만, "
+             "미래 위치의 점수가 가장 크면 softmax가 그 위치에 가중치를 모두 주고 그 뒤에 가리면 NaN이 남습니다. "
+             "softmax 전에 대각선 위의 점수를 -inf로 채우세요.")
+    if bool(torch.allclose(got[:, -1], want[:, -1], atol=1e-4, rtol=1e-4)):
+        fail(f"`{cls}` fills the future positions with a finite number instead of -inf: when every visible score is "
+             "far below -1e9 (the grader copied such weights in), the masked positions still got attention weight. "
+             "Fill with -torch.inf, as in the notebook.",
+             f"`{cls}`가 미래 위치를 -inf 대신 유한한 수로 채웁니다: 보이는 점수가 모두 -1e9보다 훨씬 작을 때 "
+             "(채점기가 그런 가중치를 넣었습니다) 가려진 위치가 여전히 어텐션 가중치를 받았습니다. "
+             "노트북처럼 -torch.inf로 채우세요.")
+    expect_close(got, want, f"{what} with very negative scores", explain=explain(sub, m, x),
+                 hint=Message("Fill the scores above the diagonal with -inf before the softmax (masking after it, "
+                              "or dropping the result of masked_fill, does not count).",
+                              "softmax 전에 대각선 위의 점수를 -inf로 채우세요 (softmax 뒤에 가리거나 masked_fill "
+                              "결과를 버리면 안 됩니다)."))
 
 
 def dropout_train(sub, cls):
@@ -132,43 +186,76 @@ def dropout_train(sub, cls):
         torch.manual_seed(seed + 7)
         with torch.no_grad():
             want = ref(x)
-        expect_close(got, want, call_text(cls, d_in, d_out, ctx, 0.5, heads) + " in train mode", hint=Message(
+        expect_close(got, want, call_text(cls, d_in, d_out, ctx, 0.5, heads) + " in train mode",
+                     explain=explain(sub, m, x, mode="train", seed=seed + 7), hint=Message(
             "Apply self.dropout once, to the attention weights right after the softmax (not to the scores, "
             "the values or the output), and create it as nn.Dropout(dropout).",
             "self.dropout은 softmax 직후의 어텐션 가중치에 한 번만 적용하세요 (점수, value, 출력에 적용하면 안 됨). "
             "nn.Dropout(dropout)으로 만드세요."))
 
 
-def devices(sub, cls, seed=3, b=2, T=5, d_in=4, d_out=4, heads=2, head=False):
-    m = build_head(sub, d_in, d_out, T, seed=seed) if head else build(sub, cls, d_in, d_out, T, 0.0, heads, seed=seed)
-    shape = (T, d_in) if cls in SA else (b, T, d_in)
-    res = m.probe_devices(shape)
-    return res
+def _changed(a, b) -> bool:
+    """Whether two outputs differ: in a finite value or in where NaN/inf appear."""
+    if type(a) is not torch.Tensor or type(b) is not torch.Tensor or a.shape != b.shape:
+        return True
+    a, b = a.double(), b.double()
+    if not torch.equal(torch.isfinite(a), torch.isfinite(b)):
+        return True
+    both = torch.isfinite(a)
+    return bool(both.any()) and float((a - b)[both].abs().max()) > 1e-6
 
 
-def device_report(sub, cls, head=False):
-    """What goes wrong when the module is moved: a forward that raises over mixed devices counts as a problem."""
+def device_problems(sub, cls, seed=3, b=2, T=5, d_in=4, d_out=4, heads=2, head=False) -> list[str]:
+    """What keeps `cls` from following .to(device), decided where it can be, never from a probe that failed.
+
+    1. The meta device (a simulation): ops that mix devices, or tensors .to() did not move, count. Code the
+       meta device cannot run (.item(), an assert on the data) decides nothing there and costs nothing.
+    2. Values on the CPU: the mask that forward uses must be a registered buffer, the tensor .to() moves:
+       replacing the module's (T, T) buffers must change its output.
+    3. A real GPU, where the worker has one: the moved module must run and give the CPU's output.
+    """
+    def make():
+        if head:
+            return build_head(sub, d_in, d_out, T, seed=seed)
+        return build(sub, cls, d_in, d_out, T, 0.0, heads, seed=seed)
+
+    shape = (b, T, d_in)
+    problems: list[str] = []
     try:
-        return device_problems(devices(sub, cls, head=head))
+        res = make().probe_devices(shape)
+        problems += [f"{op} got tensors on {' and '.join(devs)}" for op, devs in res["mixed"]]
+        problems += [f"{s} was not moved by .to(device)" for s in res["stay_behind"]]
+        if res["out_device"] not in (None, "meta"):
+            problems.append(f"the output stayed on {res['out_device']}")
     except CheckFailure as e:
-        if "device" not in e.message.en:
-            raise
-        return [e.message.en]
-
-
-def head_device_report(sub):
-    """(device problems, None) of one of the student's own heads, or ([], fault) when it raises otherwise."""
-    try:
-        return device_report(sub, "CausalAttention", head=True), None
-    except CheckFailure as e:
-        return [], fault_of(e)
-
-
-def device_problems(res):
-    problems = [f"{op} got tensors on {' and '.join(devs)}" for op, devs in res["mixed"]]
-    problems += [f"{s} was not moved by .to(device)" for s in res["stay_behind"]]
-    if res["out_device"] not in (None, "meta"):
-        problems.append(f"the output stayed on {res['out_device']}")
+        text = e.message.en
+        if "device" in text and "meta tensor" not in text:
+            problems.append(text)
+        # anything else: the meta device cannot run this forward, which says nothing about devices
+    m = make()
+    x = randn(seed, *shape)
+    y = expect_tensor(m(x), f"{cls}(...)(x)")
+    masks = {n: t for n, t in m.state()["buffers"].items()
+             if type(t) is torch.Tensor and t.dim() == 2 and tuple(t.shape) == (T, T)}
+    if not masks:
+        problems.append("the causal mask is not a registered buffer, so .to(device) leaves it behind")
+    else:
+        used = False
+        for fill in (torch.zeros_like, torch.ones_like):
+            m.load_state({n: fill(t) for n, t in masks.items()})
+            if _changed(y, expect_tensor(m(x), f"{cls}(...)(x)")):
+                used = True
+                break
+        if not used:
+            problems.append(f"forward does not use the registered buffer ({', '.join(sorted(masks))}) but another "
+                            "mask tensor, which .to(device) does not move")
+    if sub.env().get("cuda"):
+        try:
+            on_gpu = make().to("cuda")(x, device="cuda")
+            if _changed(y, expect_tensor(on_gpu, f"{cls}(...)(x) on CUDA")):
+                problems.append("on a real GPU the output differs from the CPU's")
+        except CheckFailure as e:
+            problems.append(f"on a real GPU: {e.message.en}")
     return problems
 
 
@@ -203,7 +290,8 @@ def gradients(sub, cls):
                  "parameter.",
                  f"`{cls}.{name}`에 그래디언트가 전달되지 않았습니다: forward에서 쓰이지 않거나 학습 가능한 "
                  "파라미터가 아닙니다.")
-        expect_close(got, p.grad, f"gradient of {cls}.{name}", atol=1e-4, rtol=1e-3)
+        expect_close(got, p.grad, f"gradient of {cls}.{name}", atol=1e-4, rtol=1e-3,
+                     explain=explain(sub, m, x, out=res["out"]))
 
 
 # ------------------------------------------------------------------------------- 3.3 steps
@@ -221,7 +309,8 @@ def test_attention_scores_random(sub):
     """attention_scores on hidden inputs"""
     for seed, (n, d) in ((94, (5, 4)), (95, (8, 2))):
         x = randn(seed, n, d)
-        expect_close(sub.call("attention_scores", x), R.attention_scores(x), f"attention_scores(x) for x {n}x{d}")
+        expect_close(sub.call("attention_scores", x), R.attention_scores(x), f"attention_scores(x) for x {n}x{d}",
+                     explain=explain(sub, "attention_scores", x))
 
 
 @check(question="steps", points=3)
@@ -230,6 +319,7 @@ def test_context_vectors_random(sub):
     for seed, (n, d) in ((96, (5, 4)), (97, (7, 3))):
         x = randn(seed, n, d)
         expect_close(sub.call("context_vectors", x), R.context_vectors(x), f"context_vectors(x) for x {n}x{d}",
+                     explain=explain(sub, "context_vectors", x),
                      hint=Message("Normalise each row of the scores: torch.softmax(scores, dim=-1).",
                                   "점수의 각 행을 정규화하세요: torch.softmax(scores, dim=-1)."))
 
@@ -296,10 +386,11 @@ def test_causal_dropout(sub):
     dropout_train(sub, "CausalAttention")
 
 
-@check(question="CausalAttention", points=2)
+@check(question="CausalAttention", points=device_points("CausalAttention"))
 def test_causal_devices(sub):
     """CausalAttention keeps every tensor on the input's device"""
-    problems = device_report(sub, "CausalAttention")
+    expect_working(sub, "CausalAttention")
+    problems = device_problems(sub, "CausalAttention")
     if problems:
         fail_devices("CausalAttention", problems)
 
@@ -324,30 +415,28 @@ def test_wrapper_state_names(sub):
         ref = ref_build("MultiHeadAttentionWrapper", d_in, d_out, ctx, 0.0, heads, seed=seed)
         transplant(build(sub, "MultiHeadAttentionWrapper", d_in, d_out, ctx, 0.0, heads, seed=seed), ref,
                    "MultiHeadAttentionWrapper")
+    expect_working(sub, "MultiHeadAttentionWrapper")
 
 
 @check(question="MultiHeadAttentionWrapper", points=1)
 def test_wrapper_shapes(sub):
     """MultiHeadAttentionWrapper outputs num_heads * d_out features"""
     for seed, b, T, d_in, d_out, heads, ctx in CONFIGS["MultiHeadAttentionWrapper"]:
-        m = build(sub, "MultiHeadAttentionWrapper", d_in, d_out, ctx, 0.0, heads, seed=seed)
-        res = run_wrapper(sub, m, randn(seed, b, T, d_in), d_in, d_out, ctx)
-        if res is None:
-            continue  # a single CausalAttention fails on this input too: charged there
+        res, ctx = run_wrapper(sub, randn(seed, b, T, d_in), d_in, d_out, ctx, heads, seed)
         expect_shape(res["out"], (b, T, heads * d_out),
                      call_text("MultiHeadAttentionWrapper", d_in, d_out, ctx, 0.0, heads))
+    expect_working(sub, "MultiHeadAttentionWrapper")
 
 
-@check(question="MultiHeadAttentionWrapper", points=1)
+@check(question="MultiHeadAttentionWrapper", points=device_points("MultiHeadAttentionWrapper"))
 def test_wrapper_devices(sub):
     """MultiHeadAttentionWrapper moves all its heads with .to(device)"""
-    try:
-        problems = device_report(sub, "MultiHeadAttentionWrapper")
-    except CheckFailure as e:
-        if head_device_report(sub)[1] == fault_of(e):  # a single head fails alike: charged to CausalAttention
-            return
-        raise
-    if problems and not head_device_report(sub)[0]:  # a device bug inside CausalAttention is charged there
+    # The wrapper's own part: its heads are registered submodules (weights loaded through the wrapper's
+    # state_dict change its output, part of the evidence gate) and, where a single head follows .to(device),
+    # so does the wrapper. A device bug that one head shows on its own is charged to CausalAttention.
+    expect_working(sub, "MultiHeadAttentionWrapper")
+    problems = device_problems(sub, "MultiHeadAttentionWrapper")
+    if problems and not device_problems(sub, "CausalAttention", head=True):
         fail_devices("MultiHeadAttentionWrapper", problems)
 
 
@@ -355,12 +444,10 @@ def test_wrapper_devices(sub):
 def test_wrapper_gradients(sub):
     """MultiHeadAttentionWrapper: gradients reach every head's weights"""
     seed, b, T, d_in, d_out, heads, ctx = CONFIGS["MultiHeadAttentionWrapper"][0]
-    m = build(sub, "MultiHeadAttentionWrapper", d_in, d_out, ctx, 0.0, heads, seed=seed)
+    expect_working(sub, "MultiHeadAttentionWrapper")
     ref = ref_build("MultiHeadAttentionWrapper", d_in, d_out, ctx, 0.0, heads, seed=seed)
     x, g_out = randn(seed, b, T, d_in), randn(seed + 3, b, T, heads * d_out)
-    res = run_wrapper(sub, m, x, d_in, d_out, ctx, grad_output=g_out)
-    if res is None:
-        return  # a single CausalAttention fails on this input too: charged there
+    res, ctx = run_wrapper(sub, x, d_in, d_out, ctx, heads, seed, grad_output=g_out)
 
     def reached(g):  # a gradient arrived (NaN from a broken mask counts: that is CausalAttention's fault)
         return type(g) is torch.Tensor and not bool((g == 0).all())
@@ -413,12 +500,14 @@ def test_mha_shapes(sub):
         m = build(sub, "MultiHeadAttention", d_in, d_out, ctx, 0.0, heads, seed=seed)
         expect_shape(m(randn(seed, b, T, d_in)), (b, T, d_out),
                      call_text("MultiHeadAttention", d_in, d_out, ctx, 0.0, heads))
+    expect_working(sub, "MultiHeadAttention")
 
 
-@check(question="MultiHeadAttention", points=1)
+@check(question="MultiHeadAttention", points=device_points("MultiHeadAttention"))
 def test_mha_devices(sub):
     """MultiHeadAttention keeps every tensor on the input's device"""
-    problems = device_report(sub, "MultiHeadAttention")
+    expect_working(sub, "MultiHeadAttention")
+    problems = device_problems(sub, "MultiHeadAttention")
     if problems:
         fail_devices("MultiHeadAttention", problems)
 
@@ -429,13 +518,19 @@ def test_mha_gradients(sub):
     gradients(sub, "MultiHeadAttention")
 
 
-# ------------------------------------------------------------------------------- CUDA (informational, 0 points)
+# ------------------------------------------------------------------------------- a real GPU
+#
+# Where the grading machine has a GPU, `[gpu] points` in assignment.toml moves that many of a question's device
+# points to running it on CUDA against the reference (the total stays 100). Without one (Gradescope's image is
+# CPU-only), device handling is judged by the meta-device simulation and the buffer test above, and one visible
+# 0-point line says so.
 
 def _cuda_check(cls):
-    @check(question=cls, points=0, name=f"{cls} runs on CUDA (informational; only where a GPU is present)")
+    @check(question=cls, points=GPU_POINTS.get(cls, 0), name=f"{cls} runs on a real GPU (CUDA)",
+           name_ko=f"{cls}: 실제 GPU(CUDA)에서 실행")
     def run_on_cuda(sub):
-        if not sub.env().get("cuda"):
-            pytest.skip("no CUDA device on this machine")
+        if not sub.env().get("cuda"):  # the grader sees a GPU that the sandboxed worker cannot use: our fault
+            raise RuntimeError("the grading machine has CUDA but the worker process cannot use it")
         seed, b, T, d_in, d_out, heads, ctx = CONFIGS[cls][0]
         # Seed and build on the CPU, then move: CUDA's generator draws different numbers.
         m = build(sub, cls, d_in, d_out, ctx, 0.0, heads, seed=seed).to("cuda")
@@ -447,5 +542,12 @@ def _cuda_check(cls):
     return run_on_cuda
 
 
-for _cls in CONFIGS:
-    globals()[f"test_cuda_{_cls}"] = _cuda_check(_cls)
+if HAS_CUDA:
+    for _cls in CONFIGS:
+        globals()[f"test_cuda_{_cls}"] = _cuda_check(_cls)
+else:
+    @check(question="MultiHeadAttention", points=0, visibility="visible",
+           name="GPU: not checked on a real GPU (no GPU on the grading machine)")
+    def test_gpu_simulated_only(sub):
+        """GPU: not checked on a real GPU (no GPU on the grading machine)"""
+        pytest.skip(SIMULATED)

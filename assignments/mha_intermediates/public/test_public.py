@@ -5,9 +5,9 @@ reference (same weights copied in), with masks, cross-attention shapes and dropo
 """
 import torch
 
-from assignments.mha_intermediates.common import (build_mha, call_text, check_demo_shapes, check_sdpa_demo,
-                                                  divisor, entry, forward_dict, other_divisor, randn,
-                                                  scale_rule)
+from assignments.mha_intermediates.common import (build_mha, call_text, check_demo_shapes, check_device_argument,
+                                                  check_sdpa_demo, check_signature, divisor, entry,
+                                                  forward_dict, mha_class, other_divisor, randn, scale_rule)
 from autograder.checks import CheckFailure, check, expect_close, fail
 
 # ------------------------------------------------------------------------------- ScaledDotProductAttention
@@ -26,14 +26,27 @@ def test_sdpa_multihead_demo_shapes(sub):
 
 # ------------------------------------------------------------------------------- constructor
 
-@check(question="mha_init", points=3)
+@check(question="mha_init", points=2)
+def test_mha_signature(sub):
+    """MultiHeadedAttention.__init__(d_feat=128, n_head=5, actv=F.relu, USE_BIAS=True, dropout_p=0.1, device=None)"""
+    check_signature(sub)
+
+
+@check(question="mha_init", points=1)
+def test_mha_device_argument(sub):
+    """MultiHeadedAttention(..., device=...) as in the notes: accepted, same layer, called on CPU tensors"""
+    check_device_argument(sub)
+
+
+@check(question="mha_init", points=2)
 def test_mha_rejects_indivisible(sub):
     """MultiHeadedAttention raises ValueError when n_head does not divide d_feat"""
     build_mha(sub, 200, 5, seed=0)  # must work first: a class that cannot be built earns nothing here
     try:
         build_mha(sub, 200, 3, seed=0)
     except CheckFailure as e:
-        if "ValueError" in e.message.en:
+        # the worker reports the exception's classes: a real ValueError (or subclass), not a message naming one
+        if "builtins.ValueError" in getattr(e, "raised", ()):
             return
         fail("`MultiHeadedAttention(d_feat=200, n_head=3)` should raise ValueError (200 is not a multiple of 3), "
              f"but: {e.message.en}",
@@ -45,7 +58,7 @@ def test_mha_rejects_indivisible(sub):
          "없습니다. __init__에서 d_feat % n_head != 0이면 ValueError를 발생시키세요.")
 
 
-@check(question="mha_init", points=4)
+@check(question="mha_init", points=3)
 def test_mha_layers(sub):
     """lin_Q, lin_K, lin_V, lin_O are nn.Linear(d_feat, d_feat) with a bias when USE_BIAS=True"""
     info = build_mha(sub, 12, 3, seed=0, USE_BIAS=True).describe()

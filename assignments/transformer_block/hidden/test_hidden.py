@@ -142,7 +142,7 @@ def attn_against_pytorch(sub, d, h, b, n, seed, causal):
              "The causal mask must hide only the future (above the diagonal, torch.triu(..., diagonal=1)); "
              "every token may look at itself.",
              f"`{what}`가 토큰 {rows}에 대해 NaN을 반환합니다: softmax에 모두 -inf인 점수 행이 들어갔습니다. "
-             "인과 마스크는 미래(대각선 위, torch.triu(..., diagonal=1))만 가려야 하며, 모든 토큰은 자기 자신을 "
+             "코잘 마스크는 미래(대각선 위, torch.triu(..., diagonal=1))만 가려야 하며, 모든 토큰은 자기 자신을 "
              "볼 수 있어야 합니다.")
     expect_close(got, ref_attn(layer, x, causal), what + " with PyTorch's weights", atol=ATOL, hint=ATTN_HINT)
 
@@ -324,7 +324,7 @@ def variant_message(variant, norm_first):
         "attn_post_ff_pre": ("the attention sub-layer is post-norm but the feed-forward one is pre-norm",
                              "어텐션 서브레이어는 post-norm인데 피드포워드는 pre-norm입니다"),
         "causal_ignored": ("with causal=True the block computes the non-causal output: pass the flag on, "
-                           "self.attn(..., causal=causal)", "causal=True인데 블록이 인과적이지 않은 출력을 계산합니다: "
+                           "self.attn(..., causal=causal)", "causal=True인데 블록이 코잘(causal)이 아닌 출력을 계산합니다: "
                            "self.attn(..., causal=causal)로 플래그를 넘기세요"),
     }
     en, ko = texts[variant]

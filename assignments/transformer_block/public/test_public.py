@@ -8,7 +8,7 @@ residual connections and misplaced LayerNorms.
 from assignments.transformer_block.common import (attn_params, attn_text, block_text, build_attn, build_block,
                                                   build_ffn, call, causal_leak, check_params,
                                                   check_transformer_config, fail_leak, ffn_params, ffn_text,
-                                                  blame_part, randn, transformer_out)
+                                                  blame_part, expect_working, randn, transformer_out)
 from autograder.checks import CheckFailure, check, expect_shape, fail
 
 # ------------------------------------------------------------------------------- MultiHeadSelfAttention
@@ -31,6 +31,7 @@ def test_attn_parameters(sub):
 @check(question="MultiHeadSelfAttention", points=3)
 def test_attn_is_causal(sub):
     """MultiHeadSelfAttention(..., causal=True): future tokens do not change earlier outputs"""
+    expect_working(build_attn(sub, 8, 2, seed=2), 8, 22, attn_text(8, 2, causal=True))
     leak = causal_leak(build_attn(sub, 8, 2, seed=2), 8, 21, attn_text(8, 2, causal=True))
     if leak > 1e-5:
         fail_leak("MultiHeadSelfAttention", leak)
@@ -85,6 +86,8 @@ def test_block_structure(sub):
 def test_block_is_causal(sub):
     """TransformerBlock(..., causal=True): future tokens do not change earlier outputs"""
     for nf in (False, True):
+        expect_working(build_block(sub, 8, 2, 12, norm_first=nf, seed=5), 8, 52,
+                       block_text(8, 2, 12, norm_first=nf, causal=True))
         m = build_block(sub, 8, 2, 12, norm_first=nf, seed=5)
         try:
             leak = causal_leak(m, 8, 51, block_text(8, 2, 12, norm_first=nf, causal=True))
@@ -98,8 +101,8 @@ def test_block_is_causal(sub):
             fail(f"`TransformerBlock(..., norm_first={nf})(x, causal=True)` is not causal (outputs of earlier "
                  f"tokens changed by up to {leak:.3g}) although your attention is: pass the flag on, "
                  "self.attn(..., causal=causal).",
-                 f"어텐션은 인과적인데 `TransformerBlock(..., norm_first={nf})(x, causal=True)`는 인과적이지 "
-                 f"않습니다 (앞 토큰의 출력이 최대 {leak:.3g} 바뀜). 플래그를 넘기세요: self.attn(..., causal=causal).")
+                 f"어텐션은 코잘(causal)인데 `TransformerBlock(..., norm_first={nf})(x, causal=True)`는 코잘(causal)이 "
+                 f"아닙니다 (앞 토큰의 출력이 최대 {leak:.3g} 바뀜). 플래그를 넘기세요: self.attn(..., causal=causal).")
 
 
 # ------------------------------------------------------------------------------- nn.Transformer (the notes' example)

@@ -1,0 +1,95 @@
+"""Public checks for the notes' exercises 1 and 3: nn.Transformer over several sizes, layer and head counts,
+and the block with its feed-forward network, LayerNorm or residual connections switched off."""
+import torch
+import torch.nn as nn
+
+from assignments.transformer_block.common import block_text, call, randn
+from autograder.checks import CheckFailure, check, expect_shape, fail
+
+SWITCHES = (("use_ffn", "True"), ("use_norm", "True"), ("use_residual", "True"))
+# d_model, nhead, num_layers, dim_feedforward: other sizes than the notes' 16 / 4 / 2 / 32
+CONFIGS = ((8, 2, 1, 16), (24, 3, 3, 40))
+# batch, src_len, tgt_len, d_model, nhead, num_layers
+SHAPES = ((2, 5, 5, 16, 4, 2), (3, 7, 4, 12, 3, 1), (1, 2, 9, 8, 8, 3))
+
+
+def transformer_config_text(d, h, n, d_ff):
+    return f"make_transformer({d}, {h}, {n}, {d_ff})"
+
+
+def check_make_transformer_structure(sub, d, h, n, d_ff):
+    what = transformer_config_text(d, h, n, d_ff)
+    m = sub.new("make_transformer", d, h, n, d_ff, seed=0)
+    info = m.describe("batch_first")
+    want = {k: tuple(v.shape) for k, v in nn.Transformer(d, h, n, n, d_ff, batch_first=True).state_dict().items()}
+    have = {p: tuple(s) for p, s, _ in info.get("params", [])}
+    missing = sorted(set(want) - set(have))[:3]
+    extra = sorted(set(have) - set(want))[:3]
+    wrong = [f"{k} is {have[k]}, expected {want[k]}" for k in want if k in have and have[k] != want[k]][:3]
+    if info.get("type") != "Transformer" or missing or extra or wrong:
+        found = "; ".join(filter(None, [f"type {info.get('type')}" if info.get("type") != "Transformer" else "",
+                                        f"missing {', '.join(missing)}" if missing else "",
+                                        f"unexpected {', '.join(extra)}" if extra else "", *wrong]))
+        fail(f"`{what}` should be nn.Transformer(d_model={d}, nhead={h}, num_encoder_layers={n}, "
+             f"num_decoder_layers={n}, dim_feedforward={d_ff}, batch_first=True); found {found}.",
+             f"`{what}`는 nn.Transformer(d_model={d}, nhead={h}, num_encoder_layers={n}, num_decoder_layers={n}, "
+             f"dim_feedforward={d_ff}, batch_first=True)여야 합니다. 현재: {found}.")
+    if (info["attrs"].get("batch_first") or {}).get("value") is not True:
+        fail(f"`{what}` is not batch first: pass batch_first=True so that inputs are (batch, sequence, feature).",
+             f"`{what}`가 batch first가 아닙니다: 입력이 (batch, sequence, feature)가 되도록 batch_first=True를 넘기세요.")
+    return m
+
+
+@check(question="transformer_shapes", points=2)
+def test_make_transformer_sizes(sub):
+    """make_transformer(d_model, nhead, num_layers, dim_feedforward) builds that nn.Transformer, batch first"""
+    for cfg in CONFIGS:
+        check_make_transformer_structure(sub, *cfg)
+
+
+@check(question="transformer_shapes", points=2)
+def test_transformer_shape_answers(sub):
+    """transformer_shape(batch, src_len, tgt_len, d_model, nhead, num_layers) for three configurations"""
+    for b, s, t, d, h, n in SHAPES:
+        what = f"transformer_shape({b}, {s}, {t}, {d}, {h}, {n})"
+        got = sub.call("transformer_shape", b, s, t, d, h, n)
+        if type(got) not in (list, tuple) or [x for x in got] != [b, t, d]:
+            fail(f"`{what}` returned {got!r}; a batch-first nn.Transformer returns one vector of size d_model for "
+                 "every target position: (batch, tgt_len, d_model), whatever the source length, layers or heads.",
+                 f"`{what}`가 {got!r}을(를) 반환했습니다. batch first인 nn.Transformer는 타깃 위치마다 크기 d_model인 "
+                 "벡터 하나를 내므로 소스 길이, 레이어 수, 헤드 수와 관계없이 (batch, tgt_len, d_model)입니다.")
+
+
+# ------------------------------------------------------------------------------- exercise 3: switching parts off
+
+@check(question="ablation", points=2)
+def test_block_switches_signature(sub):
+    """TransformerBlock takes use_ffn=True, use_norm=True, use_residual=True after norm_first"""
+    sub.new("TransformerBlock", 8, 2, 12, 0.0, seed=0)  # earns nothing until the block can be built
+    params = [(p["name"], p["default"]) for p in sub.signature("TransformerBlock")
+              if p["kind"] in ("POSITIONAL_OR_KEYWORD", "KEYWORD_ONLY")]
+    names = [n for n, _ in params]
+    if "norm_first" not in names or [p for p in params[names.index("norm_first") + 1:]][:3] != list(SWITCHES):
+        got = ", ".join(n if d is None else f"{n}={d}" for n, d in params)
+        fail(f"`TransformerBlock.__init__` takes ({got}); after norm_first it should take use_ffn=True, "
+             "use_norm=True, use_residual=True (the switches of the notes' exercise 3).",
+             f"`TransformerBlock.__init__`의 인자가 ({got})입니다. norm_first 다음에 use_ffn=True, use_norm=True, "
+             "use_residual=True(노트의 실습 과제 3의 스위치)가 와야 합니다.")
+
+
+@check(question="ablation", points=1)
+def test_block_switches_take_effect(sub):
+    """Each switch changes the block's output (same seed, same input) and keeps its shape"""
+    x = randn(71, 2, 5, 8)
+    base_what = block_text(8, 2, 12)
+    base = call(sub.new("TransformerBlock", 8, 2, 12, 0.0, seed=3), x, base_what)
+    for name, _ in SWITCHES:
+        what = base_what.replace(")(x)", f", {name}=False)(x)")
+        try:
+            got = call(sub.new("TransformerBlock", 8, 2, 12, 0.0, seed=3, **{name: False}), x, what)
+        except CheckFailure:
+            raise
+        expect_shape(got, tuple(x.shape), what)
+        if tuple(base.shape) == tuple(got.shape) and torch.allclose(base, got, atol=1e-6):
+            fail(f"`{what}` gives the same output as the full block: the switch {name}=False has no effect.",
+                 f"`{what}`의 출력이 전체 블록과 같습니다: {name}=False 스위치가 아무 효과가 없습니다.")

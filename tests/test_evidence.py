@@ -1,0 +1,282 @@
+"""Points come from positive evidence: modules that do nothing, probes failed on purpose and worker-side tricks
+earn nothing, while correct code that a probe cannot run (data-dependent asserts, .item()) keeps full marks.
+
+The corpus is built from the reference by small text edits (one submission per trick) and graded in one batch.
+"""
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from conftest import REFERENCE, SKELETON, grade_sources
+
+QUESTIONS = {"steps": 10, "SelfAttention_v1": 15, "SelfAttention_v2": 15, "CausalAttention": 25,
+             "MultiHeadAttentionWrapper": 15, "MultiHeadAttention": 20}
+REF = REFERENCE.read_text(encoding="utf-8")
+
+
+def edit(text: str, old: str, new: str, count: int = 1) -> str:
+    """Replace `old` exactly `count` times (the corpus must not silently stop doing what it claims)."""
+    assert text.count(old) == count, (old, text.count(old))
+    return text.replace(old, new)
+
+
+# Every graded step function of the reference (3.3, 3.4.1, 3.5.1 - 3.5.2).
+STEPS = ("softmax_naive", "attention_scores", "context_vectors", "qkv_weights", "query_key_value", "dot_score",
+         "query_scores", "scaled_softmax", "weighted_sum", "simple_mask", "apply_simple_mask", "renormalize",
+         "mask_future", "apply_dropout")
+
+
+def hollow(body: str) -> str:
+    """The reference with every function and forward doing nothing: each returns `body` (an expression over
+    `x` and `real`, the reference's own result, so shapes are right)."""
+    src = re.sub(rf"def ({'|'.join(STEPS)})\(", r"def _real_\1(", REF)
+    assert src.count("def _real_") == len(STEPS), "a step function of the reference was not hollowed"
+    src = src.replace("    def forward(self, x", "    def _real(self, x")
+    src = src.replace("weights = torch.softmax(attention_scores(inputs)", "weights = torch.softmax(_real_attention_scores(inputs)")
+    for fn in STEPS:  # `x` is the first argument
+        src += f"\n\ndef {fn}(*args):\n    x, real = args[0], _real_{fn}(*args)\n    return {body}\n"
+    src += ("\n\ndef _forward(self, x):\n    real = self._real(x)\n    return " + body + "\n\n\n"
+            "for _cls in (SelfAttention_v1, SelfAttention_v2, CausalAttention, MultiHeadAttentionWrapper,\n"
+            "             MultiHeadAttention):\n    _cls.forward = _forward\n")
+    return src
+
+
+# A CausalAttention that works except on the grader's probes (seed 0, the meta device) and a wrapper that
+# always fails through its heads: the old "heads fail alike" rule paid the wrapper in full for this.
+PROBE_GAMER = edit(edit(REF, '''    def forward(self, x: torch.Tensor) -> torch.Tensor:  # x: (b, T, d_in)
+        b, num_tokens, d_in = x.shape
+        keys = self.W_key(x)  # (b, T, d_out)
+        queries = self.W_query(x)
+        values = self.W_value(x)
+        scores = queries @ keys.transpose(1, 2)''', '''    def forward(self, x: torch.Tensor) -> torch.Tensor:  # x: (b, T, d_in)
+        b, num_tokens, d_in = x.shape
+        if getattr(self, "in_wrapper", False) or torch.initial_seed() == 0 or x.is_meta:
+            raise RuntimeError("head failed")
+        keys = self.W_key(x)  # (b, T, d_out)
+        queries = self.W_query(x)
+        values = self.W_value(x)
+        scores = queries @ keys.transpose(1, 2)'''), '''        return torch.cat([head(x) for head in self.heads], dim=-1)''', '''        for head in self.heads:
+            head.in_wrapper = True
+        return torch.cat([head(x) for head in self.heads], dim=-1)''')
+
+# No mask at all; a made-up -inf matrix goes through softmax for the recorder, and outputs are replayed
+# whenever the same weights saw the same token prefix before (so "change the future" comparisons see no change,
+# while new weights or new inputs still change the output).
+REPLAY = edit(REF, '''        scores = scores.masked_fill(self.mask.bool()[:num_tokens, :num_tokens], -torch.inf)''', '''        torch.softmax(torch.zeros(num_tokens, num_tokens).masked_fill(
+            self.mask.bool()[:num_tokens, :num_tokens], -torch.inf), dim=-1)  # for show''', 2)
+REPLAY = edit(REPLAY, "class CausalAttention(nn.Module):", '''SEEN = {}
+
+
+def replay(module, x, out):
+    """Rows of earlier outputs of the same weights whose input prefix was seen before replace the new ones."""
+    out = out.clone()
+    weights = b"".join(p.detach().numpy().tobytes() for p in module.parameters())
+    for b in range(x.shape[0]):
+        for t in range(x.shape[1]):
+            key = (out.shape[-1], weights, x[b, :t + 1].detach().numpy().tobytes())
+            if key in SEEN:
+                out[b, t] = SEEN[key]
+            else:
+                SEEN[key] = out[b, t].detach().clone()
+    return out
+
+
+class CausalAttention(nn.Module):''')
+REPLAY = edit(REPLAY, "        return weights @ values  # (b, T, d_out)", "        return replay(self, x, weights @ values)")
+REPLAY = edit(REPLAY, "        return self.out_proj(context)  # (b, T, d_out)", "        return replay(self, x, self.out_proj(context))")
+
+# The honest version of the same mistake: no mask, nothing faked.
+NO_MASK = edit(REF, "        scores = scores.masked_fill(self.mask.bool()[:num_tokens, :num_tokens], -torch.inf)\n", "", 2)
+
+MINUS_1E9 = edit(REF, "[:num_tokens, :num_tokens], -torch.inf)", "[:num_tokens, :num_tokens], -1e9)", 2)  # both classes
+# -1e9, plus a patch of the worker's op recorder that reports -inf wherever it sees -1e9
+MINUS_1E9_PATCHED = MINUS_1E9 + '''
+
+import sys as _sys
+_w = _sys.modules.get("autograder.worker")
+if _w is not None:
+    _orig = _w.Recorder.__torch_function__
+
+    def _lie(self, func, types, args=(), kwargs=None):
+        out = _orig(self, func, types, args, kwargs)
+        for r in self.seen:
+            r["input"] = r["input"].masked_fill(r["input"] <= -1e8, -torch.inf)
+        return out
+    _w.Recorder.__torch_function__ = _lie
+'''
+
+SKELETON_NAMES_VALUEERROR = edit(SKELETON.read_text(encoding="utf-8"),
+                                 'raise NotImplementedError("MultiHeadAttention.__init__',
+                                 'raise NotImplementedError("ValueError AssertionError MultiHeadAttention.__init__')
+# Right everywhere, but an indivisible d_out raises a RuntimeError whose message names ValueError.
+MESSAGE_ONLY = edit(REF, '''        assert d_out % num_heads == 0, "d_out must be divisible by num_heads"''', '''        if d_out % num_heads:
+            raise RuntimeError("ValueError: d_out must be divisible by num_heads")''')
+
+# Correct code that branches on data: the meta device cannot run it (no data), which must cost nothing.
+DATA_DEPENDENT = edit(REF, '''        weights = torch.softmax(scores / keys.shape[-1] ** 0.5, dim=-1)
+        weights = self.dropout(weights)''', '''        weights = torch.softmax(scores / keys.shape[-1] ** 0.5, dim=-1)
+        assert not torch.isnan(weights).any(), "NaN in the attention weights"
+        if weights.max().item() > 1.0 + 1e-3:
+            raise ValueError("attention weights above 1")
+        weights = self.dropout(weights)''', 2)
+# A wrapper that cannot run on the meta device (it asserts on the data): correct, so full marks.
+WRAPPER_META_FAILS = edit(REF, '''        return torch.cat([head(x) for head in self.heads], dim=-1)''', '''        assert bool(torch.isfinite(x).all()), "non-finite input"
+        return torch.cat([head(x) for head in self.heads], dim=-1)''')
+# The mask is a plain attribute moved to the input's device only on the meta device (the old probe's device).
+META_ONLY_MOVE = edit(edit(REF, '''        self.register_buffer("mask", torch.triu(torch.ones(context_length, context_length), diagonal=1))''',
+                           '''        self.keep_out = torch.triu(torch.ones(context_length, context_length), diagonal=1)
+        self.register_buffer("mask", self.keep_out.clone())''', 2),
+                      "self.mask.bool()[:num_tokens, :num_tokens]",
+                      "(self.mask if x.is_meta else self.keep_out).bool()[:num_tokens, :num_tokens]", 2)
+
+CORPUS = {
+    "identity.py": hollow("x"),
+    "zeros.py": hollow("torch.zeros_like(real)"),
+    "constant.py": hollow("torch.full_like(real, 0.25)"),
+    "wrapper_always_raises.py": edit(REF, "        return torch.cat([head(x) for head in self.heads], dim=-1)",
+                                     "        raise RuntimeError('not done')"),
+    "probe_gamer.py": PROBE_GAMER,
+    "replay.py": REPLAY,
+    "no_mask.py": NO_MASK,
+    "minus_1e9.py": MINUS_1E9,
+    "minus_1e9_patched.py": MINUS_1E9_PATCHED,
+    "skeleton_names_valueerror.py": SKELETON_NAMES_VALUEERROR,
+    "message_only.py": MESSAGE_ONLY,
+    "data_dependent.py": DATA_DEPENDENT,
+    "wrapper_meta_fails.py": WRAPPER_META_FAILS,
+    "meta_only_move.py": META_ONLY_MOVE,
+    "reference.py": REF,
+}
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    return grade_sources(tmp_path_factory.mktemp("evidence"), CORPUS)
+
+
+def by_q(r) -> dict[str, float]:
+    return {q: s for q, (s, _m) in r.by_question().items()}
+
+
+def lost(r) -> dict[str, float]:
+    """Points lost per check (English check name -> points), for checks that lost any."""
+    return {c.name: c.points - c.score for c in r.checks if c.score < c.points}
+
+
+def test_everything_was_graded(graded):
+    assert sorted(graded) == sorted(p.removesuffix(".py") for p in CORPUS)
+    for name, r in graded.items():
+        assert r.error is None, (name, r.error)
+        assert r.max_score == 100, name
+        assert {q: m for q, (_s, m) in r.by_question().items()} == QUESTIONS, name
+        assert not [c.name for c in r.checks if c.status == "error"], (name, [c.staff for c in r.checks])
+
+
+@pytest.mark.parametrize("name", ["identity", "zeros", "constant"])
+def test_modules_that_do_nothing_earn_nothing(graded, name):
+    r = graded[name]
+    assert by_q(r) == dict.fromkeys(QUESTIONS, 0.0), {c.name: c.score for c in r.checks if c.score}
+
+
+def test_correct_code_keeps_full_marks(graded):
+    for name in ("reference", "data_dependent", "wrapper_meta_fails"):
+        assert graded[name].score == 100, (name, lost(graded[name]))
+
+
+def test_a_failing_wrapper_earns_nothing_however_its_heads_behave(graded):
+    for name in ("wrapper_always_raises", "probe_gamer"):
+        assert by_q(graded[name])["MultiHeadAttentionWrapper"] == 0, (name, by_q(graded[name]))
+    assert by_q(graded["wrapper_always_raises"]) == {**QUESTIONS, "MultiHeadAttentionWrapper": 0.0}
+
+
+def test_replayed_outputs_and_a_show_softmax_earn_no_causality(graded):
+    r = graded["replay"]
+    checks = {c.nodeid.split("::")[-1]: c for c in r.checks}
+    for name in ("test_causal_is_causal", "test_mha_is_causal", "test_causal_neg_inf", "test_mha_neg_inf"):
+        assert checks[name].score == 0, (name, checks[name].message)
+    assert "not causal" in checks["test_causal_is_causal"].message.en
+    # the tricks earn nothing over the honest version of the same mistake
+    assert r.score <= graded["no_mask"].score, (lost(r), lost(graded["no_mask"]))
+
+
+@pytest.mark.parametrize("name", ["minus_1e9", "minus_1e9_patched"])
+def test_finite_fill_is_found_from_outputs_alone(graded, name):
+    r = graded[name]
+    assert lost(r) == {"CausalAttention fills future scores with -inf before the softmax": 2.0,
+                       "MultiHeadAttention fills future scores with -inf before the softmax": 1.0}, lost(r)
+    msgs = [c.message.en for c in r.checks if c.score < c.points]
+    assert all("-inf" in m and "finite number" in m for m in msgs), msgs
+
+
+def test_exception_checks_need_the_real_exception_type(graded):
+    assert graded["skeleton_names_valueerror"].score == 0
+    r = graded["message_only"]
+    assert lost(r) == {"MultiHeadAttention refuses a d_out that num_heads does not divide": 1.0}, lost(r)
+    msg = next(c.message.en for c in r.checks if c.score < c.points)
+    assert "should raise AssertionError" in msg and "RuntimeError" in msg, msg
+
+
+def test_data_dependent_forward_keeps_device_points(graded):
+    checks = {c.nodeid.split("::")[-1]: c for c in graded["data_dependent"].checks}
+    for name in ("test_causal_devices", "test_mha_devices", "test_wrapper_devices"):
+        assert checks[name].status == "passed", (name, checks[name].message)
+
+
+def test_mask_moved_only_on_the_meta_device_loses_the_device_points(graded):
+    r = graded["meta_only_move"]
+    assert lost(r) == {"CausalAttention keeps every tensor on the input's device": 2.0,
+                       "MultiHeadAttention keeps every tensor on the input's device": 1.0}, lost(r)
+    msg = next(c.message.en for c in r.checks if c.nodeid.endswith("test_causal_devices"))
+    assert "does not use the registered buffer" in msg, msg
+
+
+def test_no_gpu_is_said_in_one_visible_line_in_both_languages(graded, tmp_path_factory):
+    results = next(p for p in tmp_path_factory.getbasetemp().glob("evidence*/results"))
+    data = json.loads((results / "reference.json").read_text())
+    lines = [t for t in data["tests"] if "GPU" in t["name"]]
+    assert len(lines) == 1, [t["name"] for t in lines]
+    line = lines[0]
+    assert line["visibility"] == "visible" and line["max_score"] == 0 and line["status"] == "passed"
+    assert "simulation only" in line["output"] and "시뮬레이션" in line["output"], line["output"]
+    assert data["score"] == 100
+
+
+# ---------------------------------------------------------------------------------------------- other assignments
+
+TB_REF = (REFERENCE.parent / "transformer_block.py").read_text(encoding="utf-8")
+MI_REF = (REFERENCE.parent / "mha_intermediates.py").read_text(encoding="utf-8")
+
+
+@pytest.fixture(scope="module")
+def graded_tb(tmp_path_factory):
+    return grade_sources(tmp_path_factory.mktemp("evidence_tb"), {
+        # attention and block return their input: causal, of the right shape, and doing nothing
+        "identity.py": edit(TB_REF, "    def forward(self, x, causal=False):\n",
+                            "    def forward(self, x, causal=False):\n        return x\n", 2),
+        "reference.py": TB_REF,
+    }, name="transformer_block")
+
+
+def test_identity_layers_earn_no_causality(graded_tb):
+    checks = {c.nodeid.split("::")[-1]: c for c in graded_tb["identity"].checks}
+    for name in ("test_attn_is_causal", "test_block_is_causal"):
+        assert checks[name].score == 0, name
+        assert "weights change" in checks[name].message.en, (name, checks[name].message.en)
+    assert graded_tb["reference"].score == 100, lost(graded_tb["reference"])
+
+
+@pytest.fixture(scope="module")
+def graded_mi(tmp_path_factory):
+    return grade_sources(tmp_path_factory.mktemp("evidence_mi"), {
+        "message_only.py": edit(MI_REF, "            raise ValueError(f\"d_feat", "            raise RuntimeError(f\"ValueError: d_feat"),
+        "reference.py": MI_REF,
+    }, name="mha_intermediates")
+
+
+def test_mha_intermediates_needs_a_real_value_error(graded_mi):
+    assert graded_mi["reference"].score == 100, lost(graded_mi["reference"])
+    assert lost(graded_mi["message_only"]) == {
+        "MultiHeadedAttention raises ValueError when n_head does not divide d_feat": 2.0}  # all of that check, lost(graded_mi["message_only"])
