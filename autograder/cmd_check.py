@@ -54,15 +54,19 @@ def resolve(path: Path | None, assignment_name: str | None) -> tuple[Path, assig
 
 def select(a: assignments.Assignment, wanted: tuple[str, ...]) -> list[str] | None:
     """Question ids for --question values: an id (CausalAttention) or a section number (3.4 picks the questions
-    whose title starts with 3.4). None when nothing was asked for (every question)."""
+    whose title names a section 3.4 or 3.4.x). None when nothing was asked for (every question)."""
     if not wanted:
         return None
+
+    def sections(title: str) -> list[str]:  # "Step exercises (3.3, 3.4.1, 3.5.1 - 3.5.2)" names four
+        return re.findall(r"\d+(?:\.\d+)+", title)
+
     picked = []
     for w in wanted:
         hits = [q.id for q in a.questions
-                if q.id == w or q.title == w or re.match(re.escape(w) + r"(\.|\s|$)", q.title)]
+                if q.id == w or q.title == w or any(s == w or s.startswith(w + ".") for s in sections(q.title))]
         if not hits:
-            listed = ", ".join(f"{q.id} ({q.title.split()[0]})" for q in a.questions)
+            listed = ", ".join(f"{q.id} ({', '.join(sections(q.title)) or q.title})" for q in a.questions)
             raise UsageError(Message(f"No question {w!r} in {a.name}; choose from: {listed}.",
                                      f"{a.name}에 {w!r} 문제가 없습니다. 다음 중에서 고르세요: {listed}."))
         picked += [h for h in hits if h not in picked]

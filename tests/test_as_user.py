@@ -242,7 +242,7 @@ def test_check_picks_the_newer_of_py_and_ipynb(here):
     os.utime(here / "attention.py", (old, old))
     p = grade("check", cwd=here)
     assert p.returncode == 0, p.stdout + p.stderr
-    assert "36/36" in p.stdout and "Checking attention.ipynb, not attention.py" in p.stdout
+    assert "44/44" in p.stdout and "Checking attention.ipynb, not attention.py" in p.stdout
 
 
 def test_notebook_checkpoint_checks_its_own_section_and_names_places_as_seen(here):
