@@ -19,16 +19,18 @@ class CheckMeta:
     visibility: str | None = None  # None: the assignment's default for the folder the check lives in
     name: str | None = None
     name_ko: str | None = None  # None: the assignment's ko.toml [checks], else the English name
+    section: str | None = None  # the notebook section it checks ("3.4.1"), for a checkpoint that checks only that
 
 
 def check(*, question: str, points: float, visibility: str | None = None,
-          name: str | None = None, name_ko: str | None = None) -> Callable[[Callable], Callable]:
+          name: str | None = None, name_ko: str | None = None,
+          section: str | None = None) -> Callable[[Callable], Callable]:
     """Mark a pytest function as a graded check; it only sets an attribute (like gradescope-utils' @weight)."""
     if visibility is not None and visibility not in VISIBILITIES:
         raise ValueError(f"visibility must be one of {VISIBILITIES}, not {visibility!r}")
 
     def mark(fn: Callable) -> Callable:
-        fn.__grade__ = CheckMeta(question, float(points), visibility, name, name_ko)
+        fn.__grade__ = CheckMeta(question, float(points), visibility, name, name_ko, section)
         return fn
     return mark
 

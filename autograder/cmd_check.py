@@ -88,7 +88,8 @@ def main(*, path: Path | None, assignment_name: str | None = None, lang: str = "
     zygote = Zygote(full_warm_up=False)
     from .runner import grade
     results: list[SubmissionResult] = []
-    grade(a, [Job(file.stem, file)], results.append, public_only=True, zygote=zygote, only=only)
+    sections = [w for w in questions if re.fullmatch(r"\d+(?:\.\d+)*", w)] or None
+    grade(a, [Job(file.stem, file)], results.append, public_only=True, zygote=zygote, only=only, sections=sections)
     r = results[0]
     if mode == "runs":
         text, code = exam.report_runs(a, file, r, lang)

@@ -52,12 +52,13 @@ def protect(paths: Iterable[Path]) -> None:
 class GradingPlugin:
     def __init__(self, assignment: Assignment, jobs: Iterable[Job], *, on_result: Callable[[SubmissionResult], None],
                  public_only: bool = False, loop: bool = True, zygote: Zygote | None = None,
-                 only: list[str] | None = None):
+                 only: list[str] | None = None, sections: list[str] | None = None):
         self.assignment = assignment
         self.jobs = jobs
         self.on_result = on_result
         self.public_only = public_only
         self.only = only  # question ids to check (a notebook checkpoint checks its own section); None: all
+        self.sections = sections  # of those, only checks of these notebook sections (checks that name one)
         self.uid = claim_uid() if is_root() else None
         self.loop = loop
         self.zygote = zygote
@@ -96,7 +97,7 @@ class GradingPlugin:
 
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
         items[:] = [i for i in items if self._meta(i) is not None
-                    and (self.only is None or self._meta(i).question in self.only)]
+                    and (self.only is None or self._meta(i).question in self.only) and self._in_sections(i)]
         # A question with `points` in assignment.toml is worth exactly that: its checks' points are scaled to
         # it. Only when the hidden checks are collected too; the public checks alone keep their own points.
         self.factor = {}
@@ -106,6 +107,11 @@ class GradingPlugin:
                 raw[self._meta(i).question] = raw.get(self._meta(i).question, 0.0) + self._meta(i).points
             self.factor = {q.id: q.points / raw[q.id] for q in self.assignment.questions
                            if q.points is not None and raw.get(q.id)}
+
+    def _in_sections(self, item: pytest.Item) -> bool:
+        # A question can span sections (the steps: 3.3 to 3.5.2): a checkpoint keeps its own section's checks.
+        sec = self._meta(item).section
+        return not self.sections or sec is None or any(sec == s or sec.startswith(s + ".") for s in self.sections)
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         if report.failed:

@@ -12,14 +12,16 @@ from .sandbox import Zygote
 
 
 def grade(assignment: Assignment, jobs: Iterable[Job], on_result: Callable[[SubmissionResult], None], *,
-          public_only: bool = False, zygote: Zygote | None = None, only: list[str] | None = None) -> None:
+          public_only: bool = False, zygote: Zygote | None = None, only: list[str] | None = None,
+          sections: list[str] | None = None) -> None:
     """Grade every job; `on_result` is called once per job, in order, as soon as that job is done."""
     import pytest
 
     if str(PROJECT_ROOT) not in sys.path:
         sys.path.insert(0, str(PROJECT_ROOT))  # hidden checks import the instructor reference from here
     protect(assignment.private)
-    plugin = GradingPlugin(assignment, jobs, on_result=on_result, public_only=public_only, zygote=zygote, only=only)
+    plugin = GradingPlugin(assignment, jobs, on_result=on_result, public_only=public_only, zygote=zygote, only=only,
+                          sections=sections)
     args = [str(d) for d in assignment.check_dirs(public_only) if d.is_dir()]
     # No log capture and no warning capture: each wraps every phase of every check (about 9% of a grader's
     # time on ~200 tiny checks per submission), and checks report through their results, not logs or warnings.

@@ -321,7 +321,7 @@ def test_batch_then_report_on_the_bundled_examples(tmp_path):
     rows = {r["student"]: r for r in csv.DictReader((tmp_path / "results" / "scores.csv").open())}
     assert len(rows) == 7 and rows["gus_untouched"]["score"] == "100.0"
     grades = {r["student"]: r for r in csv.DictReader((tmp_path / "results" / "grades.csv").open())}
-    assert grades["gus_untouched"]["total"] == "100.0" and grades["bo_partly_wrong"]["total"] == "67.0"
+    assert grades["gus_untouched"]["total"] == "100.0" and grades["bo_partly_wrong"]["total"] == "65.0"
     p = grade(["batch", "submissions", "--out", "results", "--only", "gus_untouchd"], tmp_path)
     assert p.returncode == 2 and "gus_untouched" in p.stderr and "Traceback" not in p.stderr
 

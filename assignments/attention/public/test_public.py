@@ -15,7 +15,7 @@ T = torch.tensor
 
 # ------------------------------------------------------------------------------- 3.3 step exercises
 
-@check(question="steps", points=1)
+@check(question="steps", points=1, section="3.3")
 def test_softmax_naive_notebook(sub):
     """softmax_naive on the scores of query x^(2) (notebook 3.3.1)"""
     scores = T([0.9544, 1.4950, 1.4754, 0.8434, 0.7070, 1.0865])
@@ -23,7 +23,7 @@ def test_softmax_naive_notebook(sub):
                  "softmax_naive(attn_scores_2)", atol=1e-4)
 
 
-@check(question="steps", points=1)
+@check(question="steps", points=1, section="3.3")
 def test_attention_scores_notebook(sub):
     """attention_scores(inputs) is the 6x6 matrix of dot products (notebook 3.3.2)"""
     want = T([[0.9995, 0.9544, 0.9422, 0.4753, 0.4576, 0.6310],
@@ -36,7 +36,7 @@ def test_attention_scores_notebook(sub):
                  explain=explain(sub, "attention_scores", INPUTS))
 
 
-@check(question="steps", points=1)
+@check(question="steps", points=1, section="3.3")
 def test_context_vectors_notebook(sub):
     """context_vectors(inputs) matches the notebook's all_context_vecs"""
     want = T([[0.4421, 0.5931, 0.5790], [0.4419, 0.6515, 0.5683], [0.4431, 0.6496, 0.5671],

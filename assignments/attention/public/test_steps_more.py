@@ -11,13 +11,13 @@ from autograder.checks import check, expect_close
 
 # ------------------------------------------------------------------------------- 3.4.1
 
-@check(question="steps", points=1)
+@check(question="steps", points=1, section="3.4.1")
 def test_qkv_weights_notebook(sub):
     """qkv_weights(3, 2) after torch.manual_seed(123) draws the notebook's W_query, W_key, W_value"""
     check_qkv_weights(sub, 123, 3, 2)
 
 
-@check(question="steps", points=1)
+@check(question="steps", points=1, section="3.4.1")
 def test_query_key_value_notebook(sub):
     """query_key_value(x_2, ...) gives query_2 = [0.4306, 1.4551]; on all inputs, (6, 2) queries, keys, values"""
     W = notebook_weights()
@@ -26,7 +26,7 @@ def test_query_key_value_notebook(sub):
     check_query_key_value(sub, INPUTS, W, "inputs")
 
 
-@check(question="steps", points=1)
+@check(question="steps", points=1, section="3.4.1")
 def test_scores_of_query_2_notebook(sub):
     """dot_score(query_2, keys[1]) = 1.8524 and query_scores(query_2, keys) prints attn_scores_2"""
     W_query, W_key, _ = notebook_weights()
@@ -35,7 +35,7 @@ def test_scores_of_query_2_notebook(sub):
     expect_close(call(sub, "query_scores", query_2, keys), ATTN_SCORES_2, "query_scores(query_2, keys)")
 
 
-@check(question="steps", points=1)
+@check(question="steps", points=1, section="3.4.1")
 def test_scaled_softmax_notebook(sub):
     """scaled_softmax(attn_scores_2, d_k=2) prints attn_weights_2; on the -inf masked scores, the causal weights"""
     W_query, W_key, _ = notebook_weights()
@@ -46,7 +46,7 @@ def test_scaled_softmax_notebook(sub):
     expect_close(call(sub, "scaled_softmax", masked, 2), MASKED_SIMPLE_NORM, "scaled_softmax(masked, d_k) (3.5.1)")
 
 
-@check(question="steps", points=1)
+@check(question="steps", points=1, section="3.4.1")
 def test_weighted_sum_notebook(sub):
     """weighted_sum(attn_weights_2, values) prints context_vec_2 = [0.3061, 0.8210]"""
     W_query, W_key, W_value = notebook_weights()
@@ -57,7 +57,7 @@ def test_weighted_sum_notebook(sub):
 
 # ------------------------------------------------------------------------------- 3.5.1 - 3.5.2
 
-@check(question="steps", points=1)
+@check(question="steps", points=1, section="3.5.1")
 def test_simple_mask_notebook(sub):
     """simple_mask(6), apply_simple_mask and renormalize print mask_simple, masked_simple, masked_simple_norm"""
     _, attn_weights = notebook_scores_351()
@@ -68,14 +68,14 @@ def test_simple_mask_notebook(sub):
                  "renormalize(masked_simple)")
 
 
-@check(question="steps", points=1)
+@check(question="steps", points=1, section="3.5.2")
 def test_mask_future_notebook(sub):
     """mask_future(attn_scores) prints `masked`: -inf above the diagonal, the scores elsewhere"""
     attn_scores, _ = notebook_scores_351()
     expect_close(call(sub, "mask_future", attn_scores), MASKED, "mask_future(attn_scores)")
 
 
-@check(question="steps", points=1)
+@check(question="steps", points=1, section="3.5.2")
 def test_dropout_notebook(sub):
     """apply_dropout(torch.ones(6, 6), 0.5) and apply_dropout(attn_weights, 0.5) after torch.manual_seed(123)"""
     check_dropout(sub, torch.ones(6, 6), 0.5, 123, "example")
