@@ -10,8 +10,8 @@ import pytest
 from autograder import assignment, batch
 from autograder.results import SubmissionResult
 
-# The corpora are submissions, not tests: some carry a hostile conftest.py or pytest.ini on purpose.
-collect_ignore_glob = ["hostile*", "variants*"]
+# The hostile corpus is submissions, not tests: some carry a hostile conftest.py or pytest.ini on purpose.
+collect_ignore_glob = ["hostile*"]
 
 ROOT = Path(__file__).resolve().parent.parent
 REFERENCE = ROOT / "reference" / "attention.py"

@@ -1,0 +1,301 @@
+"""The attention lab's known learner bugs, each the reference plus stated find/replace changes: one table that is
+both the grader's diagnosis library (diagnose.py) and the grader's own test corpus (tests/test_variants.py)."""
+from __future__ import annotations
+
+import ast
+import types
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from autograder.messages import Message
+from reference import attention as R
+
+REFERENCE_SOURCE = Path(R.__file__).read_text(encoding="utf-8")
+
+
+@dataclass(frozen=True)
+class Change:
+    """Replace every `find` by `replace` inside the top-level function or class `where` ("" = the whole file);
+    an empty `find` replaces the whole of `where`."""
+    where: str
+    find: str
+    replace: str
+
+
+@dataclass(frozen=True)
+class Variant:
+    name: str
+    changes: tuple[Change, ...]
+    breaks: tuple[str, ...]  # the questions it loses points on; () for a different but correct solution
+    # The diagnosis: what the grader says when this bug version of the reference gives the student's output
+    # exactly. None for bugs whose output equals the reference's or that raise; checks name those (`says`).
+    cause: Message | None = None
+    init: bool = False  # the change is in how weights are created: compare with the same seed, not copied weights
+    says: tuple[str, ...] = ()  # words a failing check's message must contain (tests/test_variants.py)
+    never_says: tuple[str, ...] = ()  # words no message may contain (wrong causes seen in learners' feedback)
+    why: str = ""  # one line for readers of the table when neither cause nor the change says it
+
+    def source(self) -> str:
+        return apply(REFERENCE_SOURCE, self.changes)
+
+    @property
+    def targets(self) -> set[str]:
+        return {c.where for c in self.changes}
+
+
+def scope(text: str, where: str) -> tuple[int, int]:
+    """Character span of the top-level function or class `where` (decorators and docstring included)."""
+    if not where:
+        return 0, len(text)
+    for node in ast.parse(text).body:
+        if getattr(node, "name", None) == where:
+            lines = text.splitlines(keepends=True)
+            start = sum(map(len, lines[:node.lineno - 1]))
+            return start, sum(map(len, lines[:node.end_lineno]))
+    raise KeyError(f"no top-level {where!r} in the reference")
+
+
+def apply(text: str, changes: tuple[Change, ...]) -> str:
+    for c in changes:
+        a, b = scope(text, c.where)
+        part = text[a:b]
+        if c.find and c.find not in part:
+            raise ValueError(f"{c.find!r} does not occur in {c.where or 'the file'}")
+        text = text[:a] + (part.replace(c.find, c.replace) if c.find else c.replace) + text[b:]
+    return text
+
+
+def ch(where: str, find: str, replace: str) -> Change:
+    return Change(where, find, replace)
+
+
+def V(name: str, *changes: Change, breaks: str = "", en: str = "", ko: str = "", **kw) -> Variant:
+    """One table row: `breaks` is comma-separated; `en`/`ko` give the diagnosis (the cause and its fix)."""
+    qs = tuple(q.strip() for q in breaks.split(",") if q.strip())
+    return Variant(name, changes, qs, Message(en, ko) if en else None, **kw)
+
+
+CA, MHA, WR, V1, V2 = "CausalAttention", "MultiHeadAttention", "MultiHeadAttentionWrapper", "SelfAttention_v1", \
+    "SelfAttention_v2"
+SCALE = "scores / keys.shape[-1] ** 0.5"
+FILL = "scores = scores.masked_fill(self.mask.bool()[:num_tokens, :num_tokens], -torch.inf)"
+TRIU = "torch.triu(torch.ones(context_length, context_length), diagonal=1)"
+BUFFER = f'self.register_buffer("mask", {TRIU})'
+HEAD_LIST = "[CausalAttention(d_in, d_out, context_length, dropout, qkv_bias) for _ in range(num_heads)]"
+HEADS = f"nn.ModuleList(\n            {HEAD_LIST}\n        )"
+DROP = "        weights = self.dropout(weights)\n"
+DEMO = """
+
+# ---- trying it out, as in the notebook
+torch.manual_seed(123)
+inputs = torch.rand(6, 3)
+batch = torch.stack((inputs, inputs), dim=0)
+mha = MultiHeadAttentionWrapper(3, 2, 6, 0.0, num_heads=2)
+print(mha(batch))
+print(mha(batch).shape)
+"""
+NOT_CAUSAL_HINT = "returns a new tensor that has to be assigned"
+DROPOUT_HINT = "Apply self.dropout once"
+
+VARIANTS: list[Variant] = [
+    # ---------------------------------------------------------------- 3.3 steps
+    V("attention_scores_transposed", ch("attention_scores", "inputs @ inputs.T", "inputs.T @ inputs"),
+      breaks="steps",
+      en="attention_scores computes inputs.T @ inputs, a (d, d) matrix; the scores are inputs @ inputs.T, (T, T)",
+      ko="attention_scores가 inputs.T @ inputs, 즉 (d, d) 행렬을 계산함; 점수는 inputs @ inputs.T, 즉 (T, T)입니다"),
+    V("context_vectors_dim0", ch("context_vectors", "dim=-1", "dim=0"), breaks="steps",
+      en="context_vectors normalises the columns of the scores (softmax dim=0); each row must sum to 1 (dim=-1)",
+      ko="context_vectors가 점수의 열을 정규화함(softmax dim=0); 각 행의 합이 1이어야 합니다(dim=-1)"),
+    # ---------------------------------------------------------------- SelfAttention_v1
+    V("misnamed_SelfAttentionV1", ch(V1, "class SelfAttention_v1(", "class SelfAttentionV1("),
+      breaks=V1, says=("Rename `SelfAttentionV1` to `SelfAttention_v1`",)),
+    V("v1_key_before_query", ch(V1, "        self.W_query = nn.Parameter(torch.rand(d_in, d_out))\n"
+                                    "        self.W_key = nn.Parameter(torch.rand(d_in, d_out))\n",
+                                "        self.W_key = nn.Parameter(torch.rand(d_in, d_out))\n"
+                                "        self.W_query = nn.Parameter(torch.rand(d_in, d_out))\n"),
+      breaks=V1, init=True,
+      en="W_key is created before W_query, so each matrix draws other random numbers; create W_query, W_key, "
+         "W_value in that order",
+      ko="W_key를 W_query보다 먼저 만들어 각 행렬이 다른 난수를 받음; W_query, W_key, W_value 순서로 만드세요",
+      says=("W_query, W_key, W_value",)),
+    V("v1_typo_0_slash_5", ch(V1, "** 0.5", "** 0/5"), breaks=V1,
+      en="the scores are divided by `d_k ** 0/5` (that is 1/5: a typo for `** 0.5`), which multiplies them by 5",
+      ko="점수를 `d_k ** 0/5`(= 1/5, `** 0.5`의 오타)로 나눠 5배가 됨"),
+    V("v1_weights_transposed", ch(V1, "torch.rand(d_in, d_out)", "torch.rand(d_out, d_in)"),
+      ch(V1, "x @ self.W_key", "x @ self.W_key.T"), ch(V1, "x @ self.W_query", "x @ self.W_query.T"),
+      ch(V1, "x @ self.W_value", "x @ self.W_value.T"), breaks=V1,
+      en="the weight matrices are stored as (d_out, d_in), like nn.Linear, and used transposed; the notebook "
+         "stores them as torch.rand(d_in, d_out) and computes x @ W",
+      ko="가중치 행렬을 nn.Linear처럼 (d_out, d_in)으로 저장하고 전치해서 씀; 노트북은 torch.rand(d_in, d_out)로 "
+         "저장하고 x @ W를 계산합니다"),
+    # ---------------------------------------------------------------- SelfAttention_v2
+    V("v2_bias_ignored", ch(V2, "bias=qkv_bias", "bias=False"), breaks=V2, says=("bias=qkv_bias",)),
+    V("v2_scale_by_tokens", ch(V2, "keys.shape[-1] ** 0.5", "keys.shape[0] ** 0.5"), breaks=V2,
+      en="the scores are scaled by the square root of the number of tokens (keys.shape[0]); scale by "
+         "sqrt(d_k) = keys.shape[-1] ** 0.5",
+      ko="점수를 토큰 수의 제곱근(keys.shape[0])으로 나눔; sqrt(d_k) = keys.shape[-1] ** 0.5로 나누세요"),
+    # ---------------------------------------------------------------- CausalAttention
+    V("causal_constant_output", ch(CA, "        keys = self.W_key(x)", "        return torch.full((b, num_tokens, "
+                                   "self.d_out), 0.25)\n        keys = self.W_key(x)"),
+      breaks=CA, says=("does not depend on the input",), why="forward returns a constant of the right shape"),
+    V("causal_dropout_on_scores", ch(CA, DROP, ""), ch(CA, FILL, f"scores = self.dropout(scores)\n        {FILL}"),
+      breaks=CA,
+      en="dropout is applied to the scores before the softmax; apply self.dropout to the attention weights, "
+         "right after the softmax",
+      ko="softmax 전의 점수에 dropout을 적용함; self.dropout은 softmax 직후의 어텐션 가중치에 적용하세요"),
+    V("causal_fill_minus_1e9", ch(CA, "-torch.inf", "-1e9"), breaks=CA, says=("instead of -inf",)),
+    V("causal_functional_dropout", ch(CA, "self.dropout(weights)",
+                                      "torch.nn.functional.dropout(weights, self.dropout.p, training=True)"),
+      breaks=CA,
+      en="dropout is F.dropout(..., training=True), which stays on in eval mode; use the nn.Dropout module "
+         "self.dropout, which follows model.eval()",
+      ko="dropout을 F.dropout(..., training=True)로 적용해 eval 모드에서도 켜져 있음; model.eval()을 따르는 "
+         "nn.Dropout 모듈 self.dropout을 쓰세요"),
+    V("causal_mask_after_softmax", ch(CA, f"        {FILL}\n", ""),
+      ch(CA, "dim=-1)\n", "dim=-1)\n        keep = 1 - self.mask[:num_tokens, :num_tokens]\n"
+                          "        weights = weights * keep\n"
+                          "        weights = weights / weights.sum(dim=-1, keepdim=True)\n"),
+      breaks=CA, says=("reach the softmax unmasked",), why="masks after the softmax and renormalises: same output"),
+    V("causal_mask_plain_attribute", ch(CA, BUFFER, f"self.mask = {TRIU}"), breaks=CA, says=("register_buffer",)),
+    V("causal_softmax_dim1", ch(CA, "dim=-1", "dim=1"), breaks=CA,
+      en="the softmax runs over dim=1 (the query axis of the (b, T, T) scores); normalise each row over the keys "
+         "with dim=-1",
+      ko="softmax를 dim=1((b, T, T) 점수의 query 축)에 대해 계산함; 각 행을 key 축(dim=-1)으로 정규화하세요"),
+    V("causal_softmax_dim1_inplace", ch(CA, "scores = scores.masked_fill(", "scores.masked_fill_("),
+      ch(CA, "dim=-1", "dim=1"), breaks=CA, says=("the softmax runs over dim=1",), never_says=(NOT_CAUSAL_HINT,),
+      why="seen: masked_fill_ is in place, yet the learner was told to assign masked_fill's result"),
+    V("causal_tril_mask", ch(CA, TRIU, "torch.tril(torch.ones(context_length, context_length))"), breaks=CA,
+      en="the mask is tril (the positions to keep) but is filled as the positions to hide; use "
+         "torch.triu(..., diagonal=1)",
+      ko="마스크가 tril(남길 위치)인데 가릴 위치로 채워짐; torch.triu(..., diagonal=1)을 쓰세요",
+      says=("tril",)),
+    V("causal_unsliced_mask", ch(CA, "self.mask.bool()[:num_tokens, :num_tokens]", "self.mask.bool()"), breaks=CA,
+      says=("[:num_tokens, :num_tokens]",)),
+    V("causal_no_scaling", ch(CA, SCALE, "scores"), breaks=CA,
+      en="the scores are not scaled before the softmax; divide them by sqrt(d_k) = keys.shape[-1] ** 0.5",
+      ko="softmax 전에 점수를 나누지 않음; sqrt(d_k) = keys.shape[-1] ** 0.5로 나누세요",
+      never_says=(DROPOUT_HINT,)),
+    V("causal_scale_by_tokens", ch(CA, "keys.shape[-1] ** 0.5", "num_tokens ** 0.5"), breaks=CA,
+      en="the scores are scaled by sqrt(num_tokens); scale by sqrt(d_k) = keys.shape[-1] ** 0.5",
+      ko="점수를 sqrt(num_tokens)로 나눔; sqrt(d_k) = keys.shape[-1] ** 0.5로 나누세요",
+      never_says=(DROPOUT_HINT,)),
+    V("causal_typo_0_slash_5", ch(CA, "** 0.5", "** 0/5"), breaks=CA,
+      says=("(that is 1/5: a typo for `** 0.5`)",), never_says=(DROPOUT_HINT,),
+      why="named by the SelfAttention_v1 row: the same typo gives the same output"),
+    V("context_len_argument", ch(CA, "context_length", "context_len"), breaks=CA,
+      says=("`context_len` -> `context_length`",)),
+    V("masked_fill_dropped", ch(CA, "scores = scores.masked_fill(", "scores.masked_fill("), breaks=CA,
+      en="the result of `scores.masked_fill(...)` is thrown away (it returns a new tensor), so nothing is masked; "
+         "write scores = scores.masked_fill(...) or use masked_fill_",
+      ko="`scores.masked_fill(...)`의 결과를 버려서(새 텐서를 반환함) 아무것도 가려지지 않음; "
+         "scores = scores.masked_fill(...)로 대입하거나 masked_fill_을 쓰세요",
+      says=("assigned",)),
+    V("misnamed_CasualAttention", ch(CA, "class CausalAttention(", "class CasualAttention("),
+      ch(WR, "[CausalAttention(", "[CasualAttention("), breaks=CA,
+      says=("Rename `CasualAttention` to `CausalAttention`",)),
+    V("fill_minus_1e9_everywhere", ch(CA, "-torch.inf", "-1e9"), ch(MHA, "-torch.inf", "-1e9"),
+      breaks=f"{CA}, {MHA}", says=("instead of -inf",)),
+    # ---------------------------------------------------------------- MultiHeadAttentionWrapper
+    V("wrapper_cat_dim1", ch(WR, "dim=-1)", "dim=1)"), breaks=WR,
+      en="the heads are concatenated along the token axis (dim=1); concatenate the features: torch.cat(..., dim=-1)",
+      ko="헤드를 토큰 축(dim=1)으로 이어 붙임; 특징 축으로 이어 붙이세요: torch.cat(..., dim=-1)"),
+    V("wrapper_plain_list", ch(WR, HEADS, HEAD_LIST),
+      breaks=WR, says=("nn.ModuleList",)),
+    V("wrapper_shared_head", ch(WR, f"self.heads = {HEADS}", "head = CausalAttention(d_in, d_out, context_length, "
+                                "dropout, qkv_bias)\n        self.heads = nn.ModuleList([head] * num_heads)"),
+      breaks=WR, says=("[head] * num_heads",)),
+    V("wrapper_unfinished_and_unsliced_mask", ch(CA, "self.mask.bool()[:num_tokens, :num_tokens]", "self.mask.bool()"),
+      ch(WR, "return torch.cat([head(x) for head in self.heads], dim=-1)",
+         'raise NotImplementedError("MultiHeadAttentionWrapper.forward: see notebook section 3.6.1")'),
+      breaks=f"{CA}, {WR}", says=("not implemented yet",)),
+    V("wrapper_context_len_argument", ch(WR, "context_length", "context_len"), breaks=WR,
+      says=("`context_len` -> `context_length`",)),
+    # ---------------------------------------------------------------- MultiHeadAttention
+    V("mha_dropout_unused", ch(MHA, DROP, ""), breaks=MHA,
+      en="self.dropout is never applied; apply it to the attention weights right after the softmax",
+      ko="self.dropout을 적용하지 않음; softmax 직후의 어텐션 가중치에 적용하세요"),
+    V("mha_mask_diagonal0", ch(MHA, "diagonal=1))", "diagonal=0))"), breaks=MHA,
+      en="the mask hides the diagonal too (diagonal=0), so the first token attends to nothing; use diagonal=1",
+      ko="마스크가 대각선까지 가려서(diagonal=0) 첫 토큰이 아무것도 보지 못함; diagonal=1을 쓰세요",
+      says=("diagonal=1",)),
+    V("mha_mask_in_forward_cpu", ch(MHA, f"        {BUFFER}\n", ""),
+      ch(MHA, FILL, "mask = torch.triu(torch.ones(num_tokens, num_tokens), diagonal=1)\n"
+                    "        scores = scores.masked_fill(mask.bool(), -torch.inf)"),
+      breaks=MHA, says=("register_buffer",), why="the mask is built in forward on the CPU"),
+    V("mha_no_divisibility_assert", ch(MHA, '        assert d_out % num_heads == 0, "d_out must be divisible by '
+                                            'num_heads"\n', ""),
+      breaks=MHA, says=("assert d_out % num_heads == 0",)),
+    V("mha_no_transpose", ch(MHA, ".view(b, num_tokens, self.num_heads, self.head_dim).transpose(1, 2)",
+                             ".view(b, self.num_heads, num_tokens, self.head_dim)"), breaks=MHA,
+      en="the heads are split by viewing straight to (b, num_heads, num_tokens, head_dim); view as (b, num_tokens, "
+         "num_heads, head_dim), then .transpose(1, 2)",
+      ko="(b, num_heads, num_tokens, head_dim)로 바로 view해서 헤드를 나눔; (b, num_tokens, num_heads, head_dim)로 "
+         "view한 뒤 .transpose(1, 2)하세요"),
+    V("mha_no_transpose_back", ch(MHA, "(weights @ values).transpose(1, 2)", "weights @ values"), breaks=MHA,
+      en="the heads are merged without transposing back: (weights @ values) is (b, num_heads, num_tokens, "
+         "head_dim); .transpose(1, 2) it before .contiguous().view(b, num_tokens, d_out)",
+      ko="다시 전치하지 않고 헤드를 합침: (weights @ values)는 (b, num_heads, num_tokens, head_dim)이므로 "
+         ".contiguous().view(b, num_tokens, d_out) 전에 .transpose(1, 2)하세요",
+      never_says=("mask",)),
+    V("mha_out_proj_unused", ch(MHA, "return self.out_proj(context)", "return context"), breaks=MHA,
+      en="self.out_proj is never applied; return self.out_proj(context)",
+      ko="self.out_proj를 적용하지 않음; self.out_proj(context)를 반환하세요"),
+    V("mha_softmax_dim1", ch(MHA, "dim=-1", "dim=1"), breaks=MHA,
+      en="the softmax runs over dim=1 (the head axis of the (b, h, T, T) scores); normalise each row over the keys "
+         "with dim=-1",
+      ko="softmax를 dim=1((b, h, T, T) 점수의 헤드 축)에 대해 계산함; 각 행을 key 축(dim=-1)으로 정규화하세요"),
+    V("mha_view_not_contiguous", ch(MHA, "context.contiguous().view(", "context.view("), breaks=MHA,
+      says=("contiguous",)),
+    V("mha_head_num_argument", ch(MHA, "num_heads", "head_num"), breaks=MHA, says=("`head_num` -> `num_heads`",),
+      why="seen: a keyword renamed in the signature cost the whole class; it is retried by position"),
+    V("mha_misspelt_init", ch(MHA, "def __init__(", "def __init_("), breaks=MHA,
+      says=("`__init_`",), never_says=("takes 1 positional argument",)),
+    V("mha_missing", ch(MHA, "", ""), breaks=MHA, says=("`MultiHeadAttention` is not defined",),
+      never_says=("`MultiHeadAttentionWrapper` is defined", "is not defined, but `MultiHeadAttentionWrapper`"),
+      why="seen: a missing class was told to rename another graded class"),
+    # ---------------------------------------------------------------- different but correct
+    V("ok_demo_code_and_loops", ch(WR, f"self.heads = {HEADS}", "self.heads = nn.ModuleList()\n        for _ in "
+                                   "range(num_heads):\n            self.heads.append(CausalAttention(d_in, d_out, "
+                                   "context_length, dropout, qkv_bias))"),
+      ch(WR, "dim=-1)", "dim=2)"), ch(MHA, "return self.out_proj(context)  # (b, T, d_out)\n",
+                                      "return self.out_proj(context)  # (b, T, d_out)\n" + DEMO)),
+    V("ok_einsum", ch(V2, "queries @ keys.T", 'torch.einsum("qd,kd->qk", queries, keys)'),
+      ch(CA, "queries @ keys.transpose(1, 2)", 'torch.einsum("bqd,bkd->bqk", queries, keys)'),
+      ch(CA, "return weights @ values", 'return torch.einsum("bqk,bkd->bqd", weights, values)'),
+      ch(MHA, "queries @ keys.transpose(2, 3)", 'torch.einsum("bhqd,bhkd->bhqk", queries, keys)')),
+    V("ok_functional_softmax",
+      ch("", "import torch.nn as nn\n", "import torch.nn as nn\nimport torch.nn.functional as F\n"),
+      ch("softmax_naive", "e = torch.exp(x)\n    return e / e.sum(dim=-1, keepdim=True)",
+         "return torch.exp(x) / torch.exp(x).sum()"),
+      ch("context_vectors", "torch.softmax(", "F.softmax("), ch(V1, "torch.softmax(", "F.softmax("),
+      ch(V2, "torch.softmax(", "nn.functional.softmax("), ch(CA, "torch.softmax(", "F.softmax("),
+      ch(MHA, f"torch.softmax({SCALE}, dim=-1)", f"({SCALE}).softmax(dim=-1)")),
+    V("ok_masked_fill_float_inf", ch(CA, FILL, "mask_bool = self.mask.bool()[:num_tokens, :num_tokens]\n"
+                                     "        attn_scores = scores.masked_fill(mask_bool, float('-inf'))\n"
+                                     "        scores = attn_scores"),
+      ch(MHA, FILL, "scores = scores.masked_fill(self.mask[:num_tokens, :num_tokens] == 1, float('-inf'))")),
+    V("ok_masked_fill_inplace", ch(CA, "scores = scores.masked_fill(", "scores.masked_fill_("),
+      ch(MHA, "scores = scores.masked_fill(", "scores.masked_fill_(")),
+    V("ok_math_sqrt", ch("", "import torch\n", "import math\n\nimport torch\n"),
+      ch(V1, "keys.shape[-1] ** 0.5", "math.sqrt(keys.shape[-1])"),
+      ch(V2, "keys.shape[-1] ** 0.5", "math.sqrt(keys.shape[-1])"),
+      ch(CA, "keys.shape[-1] ** 0.5", "math.sqrt(self.d_out)"),
+      ch(MHA, "keys.shape[-1] ** 0.5", "math.sqrt(self.head_dim)")),
+    V("ok_reshape", ch(MHA, ".view(", ".reshape(")),
+]
+BY_NAME = {v.name: v for v in VARIANTS}
+assert len(BY_NAME) == len(VARIANTS), "variant names must be unique"
+
+# The diagnosis library: the bugs whose output differs from the reference's, so an exact match names them.
+LIBRARY = [v for v in VARIANTS if v.cause is not None and v.breaks]
+
+_modules: dict[str, types.ModuleType] = {}
+
+
+def module(v: Variant) -> types.ModuleType:
+    """The bug version of the reference as a module, built once per grader process (it is reference code)."""
+    if v.name not in _modules:
+        m = types.ModuleType(f"reference_bug_{v.name}")
+        exec(compile(v.source(), f"<reference with bug {v.name}>", "exec"), m.__dict__)
+        _modules[v.name] = m
+    return _modules[v.name]
