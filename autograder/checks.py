@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -33,10 +34,11 @@ def check(*, question: str, points: float, visibility: str | None = None,
 class CheckFailure(AssertionError):
     """A check found something wrong with the submission; `message` is what the student reads."""
 
-    def __init__(self, message: Message, staff: str = ""):
+    def __init__(self, message: Message, staff: str = "", base: Message | None = None):
         super().__init__(message.en)
         self.message = message
         self.staff = staff
+        self.base = base or message  # the message without generic advice, for a diagnosis to complete
 
 
 class Reveal:
@@ -49,6 +51,37 @@ class Reveal:
 
 def fail(en: str, ko: str = "", staff: str = "") -> None:
     raise CheckFailure(Message(en, ko), staff)
+
+
+# ---------------------------------------------------------------------------------------------- diagnosis
+#
+# An assignment's hidden side may register a diagnoser: given what a failed comparison saw, it names a known bug
+# (e.g. by running bug versions of the reference). Only the grader has one; where only public checks run (grade
+# check) nothing is registered and checks give their generic message.
+
+DIAGNOSERS: dict[str, Callable[..., Message | None]] = {}
+DIAGNOSIS_BUDGET_S = 5.0  # grader time per submission; it is given back to the submission's own time budget
+
+
+def diagnosis(kind: str, sub: Any, **context: Any) -> Message | None:
+    """The registered diagnoser's verdict on a failed comparison, or None (none registered, over budget, unsure).
+
+    A diagnosis only adds words to a failure: whatever goes wrong in it is swallowed, never turned into an error.
+    """
+    fn = DIAGNOSERS.get(kind)
+    spent = getattr(sub, "diagnosis_s", 0.0)
+    if fn is None or getattr(sub, "fatal", None) is not None or spent >= DIAGNOSIS_BUDGET_S:
+        return None
+    start = time.monotonic()
+    try:
+        return fn(sub=sub, until=start + DIAGNOSIS_BUDGET_S - spent, **context)
+    except Exception:
+        return None
+    finally:
+        took = time.monotonic() - start
+        if hasattr(sub, "deadline"):
+            sub.diagnosis_s = spent + took
+            sub.deadline += took  # the grader's own work does not count against the student's time
 
 
 def _fmt(x: float) -> str:
@@ -64,17 +97,38 @@ def expect_tensor(got: Any, what: str) -> Any:
     return got
 
 
-def expect_shape(got: Any, shape: tuple[int, ...], what: str) -> Any:
-    expect_tensor(got, what)
-    if tuple(got.shape) != tuple(shape):
-        fail(f"`{what}` has shape {tuple(got.shape)}; expected {tuple(shape)}.",
-             f"`{what}`의 shape이 {tuple(got.shape)}입니다. {tuple(shape)}이어야 합니다.")
+def expect_shape(got: Any, shape: tuple[int, ...], what: str,
+                 explain: Callable[[], Message | None] | None = None) -> Any:
+    def compare() -> None:
+        expect_tensor(got, what)
+        if tuple(got.shape) != tuple(shape):
+            fail(f"`{what}` has shape {tuple(got.shape)}; expected {tuple(shape)}.",
+                 f"`{what}`의 shape이 {tuple(got.shape)}입니다. {tuple(shape)}이어야 합니다.")
+    explained(compare, explain)
     return got
 
 
+def explained(compare: Callable[[], None], explain: Callable[[], Message | None] | None) -> None:
+    """Run a comparison; when it fails and `explain` names the bug, its words replace the generic advice."""
+    try:
+        compare()
+    except CheckFailure as e:
+        named = explain() if explain is not None else None
+        if named is None:
+            raise
+        raise CheckFailure(named + e.base, e.staff) from None
+
+
 def expect_close(got: Any, want: Any, what: str, *, atol: float = 1e-4, rtol: float = 1e-4,
-                 hint: Message | None = None) -> None:
-    """Same shape, same -inf/nan positions, values within tolerance; the message says where and by how much."""
+                 hint: Message | None = None, explain: Callable[[], Message | None] | None = None) -> None:
+    """Same shape, same -inf/nan positions, values within tolerance; the message says where and by how much.
+
+    On a failure `explain` (see `diagnosis`) may name the bug; its words then replace the generic `hint`.
+    """
+    explained(lambda: _compare(got, want, what, atol, rtol, hint), explain)
+
+
+def _compare(got: Any, want: Any, what: str, atol: float, rtol: float, hint: Message | None) -> None:
     import torch
     expect_shape(got, tuple(want.shape), what)
     if got.dtype != want.dtype:  # e.g. float16 results could otherwise pass a float32 tolerance
@@ -101,4 +155,4 @@ def expect_close(got: Any, want: Any, what: str, *, atol: float = 1e-4, rtol: fl
         detail_ko = f"차이 {_fmt(diff)}"
     msg = Message(f"`{what}` differs from the expected values in {n_bad} of {n} entries; first{where}: {detail_en}.",
                   f"`{what}`의 값이 {n}개 중 {n_bad}개 다릅니다. 첫 위치{where}: {detail_ko}.")
-    raise CheckFailure(msg + hint if hint else msg)
+    raise CheckFailure(msg + hint if hint else msg, base=msg)

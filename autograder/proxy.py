@@ -68,6 +68,8 @@ class Remote:
 
     def __init__(self, sub: "Submission", handle: int, label: str, generation: int):
         self.sub, self.handle, self.label, self.generation = sub, handle, label, generation
+        # How it was built (class name, args, kwargs, seed), so the grader can build the same thing itself.
+        self.ctor: tuple[str, tuple, dict, int | None] | None = None
 
     def _req(self, op: str, **args: Any) -> Any:
         if self.generation != self.sub.generation:
@@ -129,6 +131,7 @@ class Submission:
         self.output_dropped = 0
         self.ended: list[dict[str, Any]] = []  # how each worker ended
         self.modes: dict[str, str] = {}  # which containment ran for its worker (see sandbox._isolate)
+        self.diagnosis_s = 0.0  # grader time spent naming bugs (checks.diagnosis), not charged to the student
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -302,7 +305,9 @@ class Submission:
         self.require(name)
         label = f"{name}({', '.join([repr(a) for a in args] + [f'{k}={v!r}' for k, v in kwargs.items()])})"
         info = self.request("new", what=label, name=name, args=list(args), kwargs=kwargs, seed=seed)
-        return Remote(self, int(info["handle"]), label, self.generation)
+        remote = Remote(self, int(info["handle"]), label, self.generation)
+        remote.ctor = (name, tuple(args), dict(kwargs), seed)
+        return remote
 
     def call(self, name: str, *args: Any, record: list[str] | None = None, **kwargs: Any) -> Any:
         """Call a top-level function of the submission and return its result."""

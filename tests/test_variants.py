@@ -128,3 +128,40 @@ def test_constant_output_earns_no_property_points(graded):
     checks = {c.nodeid.split("::")[-1]: c for c in graded["causal_constant_output"].checks}
     for name in ("test_causal_is_causal", "test_causal_eval_disables_dropout"):
         assert checks[name].score == 0 and "does not depend on the input" in checks[name].message.en
+
+
+# ---------------------------------------------------------------------------------------------- diagnosis
+
+def diagnoses(texts: list[str]) -> list[str]:
+    return [t for t in texts if DIAGNOSIS in t]
+
+
+@pytest.mark.parametrize("name", NAMED)
+def test_feedback_names_the_bug(graded, name):
+    """The table's cause (the grader's diagnosis) or its words appear where the points are lost, in both
+    languages; words of the wrong causes seen in learners' feedback appear nowhere."""
+    v, r = bugs.BY_NAME[name], graded[name]
+    en = [m for q in v.breaks for m in messages(r, q)] + messages(r, notes=True)[len(messages(r)):]
+    ko = [m for q in v.breaks for m in messages(r, q, lang="ko")]
+    if v.cause is not None:
+        assert any(v.cause.en in m for m in en), (name, en)
+        assert any(v.cause.ko in m for m in ko), (name, ko)
+    for words in v.says:
+        assert any(words in m for m in en), (name, words, en)
+    everything = messages(r, notes=True) + [r.error.en if r.error else ""]
+    for words in v.never_says:
+        assert not [m for m in everything if words in m], (name, words)
+    own = [v.cause.en] if v.cause else list(v.says)
+    wrong = [d for d in diagnoses(messages(r)) if not any(w in d for w in own)]
+    assert not wrong, (name, wrong)
+
+
+def test_right_code_is_never_diagnosed(graded):
+    named = {n: diagnoses(messages(graded[n], notes=True)) for n in CORRECT + ["reference"]}
+    assert not any(named.values()), named
+
+
+def test_every_diagnosis_in_the_library_is_reachable():
+    """Each library bug is named by the mechanism itself (not by a check's own words)."""
+    assert {v.name for v in bugs.LIBRARY} <= set(NAMED)
+    assert len(bugs.LIBRARY) >= 18, [v.name for v in bugs.LIBRARY]

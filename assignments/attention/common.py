@@ -1,9 +1,11 @@
 """Check logic shared by the public and hidden attention checks. Public: it holds no reference code or hidden value."""
 from __future__ import annotations
 
+from typing import Any, Callable
+
 import torch
 
-from autograder.checks import CheckFailure, expect_close, expect_shape, expect_tensor, fail
+from autograder.checks import CheckFailure, diagnosis, expect_close, expect_shape, expect_tensor, fail
 from autograder.messages import Message, near_miss
 
 # The lab's running example: "Your journey starts with one step", one 3-d embedding per token.
@@ -38,6 +40,13 @@ def randn(seed: int, *shape: int) -> torch.Tensor:
     """Random input whose batch items differ; drawn from its own generator so no global state is touched."""
     g = torch.Generator().manual_seed(seed)
     return torch.randn(*shape, generator=g)
+
+
+def explain(sub, target: Any, *inputs: Any, mode: str | None = "eval",
+            seed: int | None = None) -> Callable[[], Message | None]:
+    """For expect_close(explain=...): the grader's name for the bug behind a failed `target(*inputs)` (a module
+    handle or a function name), from hidden/diagnose.py; None where only the public checks run."""
+    return lambda: diagnosis("attention", sub, target=target, inputs=inputs, mode=mode, seed=seed)
 
 
 def build(sub, cls: str, d_in: int, d_out: int, ctx: int = 0, dropout: float = 0.0, heads: int = 0,
@@ -137,12 +146,19 @@ def check_causality(sub, cls: str, seed: int, b: int = 2, T: int = 6, d_in: int 
     expect_responds(y1, y2, cls, f"tokens {k}..{T - 1}")
     diff = (y1[:, :k] - y2[:, :k]).abs().max().item()
     if diff > 1e-5:
-        fail(f"`{cls}` is not causal: changing tokens {k}..{T - 1} changed the outputs of tokens 0..{k - 1} "
-             f"(by up to {diff:.3g}). The mask must hide future tokens before the softmax; note that "
-             "`attn_scores.masked_fill(...)` returns a new tensor that has to be assigned.",
-             f"`{cls}`가 인과적이지 않습니다: 토큰 {k}..{T - 1}을 바꾸자 토큰 0..{k - 1}의 출력이 최대 {diff:.3g} "
-             "바뀌었습니다. softmax 전에 미래 토큰을 가려야 합니다. `attn_scores.masked_fill(...)`은 새 텐서를 "
-             "반환하므로 결과를 대입해야 합니다.")
+        what = Message(f"`{cls}` is not causal: changing tokens {k}..{T - 1} changed the outputs of tokens "
+                       f"0..{k - 1} (by up to {diff:.3g}).",
+                       f"`{cls}`가 인과적이지 않습니다: 토큰 {k}..{T - 1}을 바꾸자 토큰 0..{k - 1}의 출력이 최대 "
+                       f"{diff:.3g} 바뀌었습니다.")
+        named = explain(sub, m, x)()
+        if named is not None:
+            raise CheckFailure(named + what)
+        raise CheckFailure(what + Message(
+            "Look for: a mask that does not reach the softmax (`scores.masked_fill(...)` returns a new tensor: "
+            "assign it, or use masked_fill_), a softmax over another axis than the keys (dim=-1), or tokens mixed "
+            "by a reshape.",
+            "확인할 것: softmax에 닿지 않는 마스크(`scores.masked_fill(...)`은 새 텐서를 반환하므로 대입하거나 "
+            "masked_fill_을 쓰세요), key 축(dim=-1)이 아닌 축에 대한 softmax, reshape로 섞인 토큰."))
 
 
 def expect_responds(y1, y2, cls: str, what: str) -> None:
@@ -178,7 +194,7 @@ def check_eval_no_dropout(sub, cls: str, seed: int) -> None:
     got = expect_tensor(with_p(x, mode="eval", seed=1), f"{call_text(cls, d_in, d_out, T, 0.5, heads)}")
     expect_responds(got, expect_tensor(with_p(x * 2 + 1, mode="eval", seed=1), f"{cls}(...)(x)"), cls, "all")
     expect_close(got, without(x, mode="eval", seed=1),
-                 f"{call_text(cls, d_in, d_out, T, 0.5, heads)} in eval mode",
+                 f"{call_text(cls, d_in, d_out, T, 0.5, heads)} in eval mode", explain=explain(sub, with_p, x, seed=1),
                  hint=Message("In eval mode dropout must do nothing: use the nn.Dropout module (self.dropout), "
                               "which follows model.eval(), not F.dropout(..., training=True).",
                               "eval 모드에서는 dropout이 아무 일도 하지 않아야 합니다. F.dropout(..., training=True) "
@@ -270,7 +286,7 @@ def check_wrapper_matches_heads(sub, seed: int, b: int, T: int, d_in: int, d_out
     res = run_wrapper(sub, wrapper, x, d_in, d_out, ctx)
     if res is None:
         return  # a single CausalAttention fails on this input too: charged there, not here
-    got = expect_shape(res["out"], (b, T, heads * d_out), what)
+    got = expect_shape(res["out"], (b, T, heads * d_out), what, explain=explain(sub, wrapper, x))
     if figure is not None:
         try:
             expect_close(got, figure, what)
@@ -284,7 +300,7 @@ def check_wrapper_matches_heads(sub, seed: int, b: int, T: int, d_in: int, d_out
     except CheckFailure as e:
         raise CheckFailure(Message("The wrapper could not be judged because CausalAttention fails: ",
                                    "CausalAttention이 실패해서 래퍼를 평가할 수 없습니다: ") + e.message) from None
-    expect_close(got, want, what, hint=Message(
+    expect_close(got, want, what, explain=explain(sub, wrapper, x), hint=Message(
         "Expected torch.cat([head(x) for head in self.heads], dim=-1), with one new CausalAttention per head "
         "(created in order, nothing else drawing random numbers in between).",
         "torch.cat([head(x) for head in self.heads], dim=-1)이어야 하며, 헤드마다 새 CausalAttention을 순서대로 "

@@ -94,8 +94,10 @@ mha = MultiHeadAttentionWrapper(3, 2, 6, 0.0, num_heads=2)
 print(mha(batch))
 print(mha(batch).shape)
 """
-NOT_CAUSAL_HINT = "returns a new tensor that has to be assigned"
+NOT_CAUSAL_HINT = "masked_fill"  # seen: told to assign masked_fill's result, though masked_fill_ is in place
 DROPOUT_HINT = "Apply self.dropout once"
+TYPO = Message("the scores are divided by `d_k ** 0/5` (that is 1/5: a typo for `** 0.5`), which multiplies them by 5",
+               "점수를 `d_k ** 0/5`(= 1/5, `** 0.5`의 오타)로 나눠 5배가 됨")
 
 VARIANTS: list[Variant] = [
     # ---------------------------------------------------------------- 3.3 steps
@@ -118,9 +120,7 @@ VARIANTS: list[Variant] = [
          "W_value in that order",
       ko="W_key를 W_query보다 먼저 만들어 각 행렬이 다른 난수를 받음; W_query, W_key, W_value 순서로 만드세요",
       says=("W_query, W_key, W_value",)),
-    V("v1_typo_0_slash_5", ch(V1, "** 0.5", "** 0/5"), breaks=V1,
-      en="the scores are divided by `d_k ** 0/5` (that is 1/5: a typo for `** 0.5`), which multiplies them by 5",
-      ko="점수를 `d_k ** 0/5`(= 1/5, `** 0.5`의 오타)로 나눠 5배가 됨"),
+    V("v1_typo_0_slash_5", ch(V1, "** 0.5", "** 0/5"), breaks=V1, en=TYPO.en, ko=TYPO.ko),
     V("v1_weights_transposed", ch(V1, "torch.rand(d_in, d_out)", "torch.rand(d_out, d_in)"),
       ch(V1, "x @ self.W_key", "x @ self.W_key.T"), ch(V1, "x @ self.W_query", "x @ self.W_query.T"),
       ch(V1, "x @ self.W_value", "x @ self.W_value.T"), breaks=V1,
@@ -179,17 +179,15 @@ VARIANTS: list[Variant] = [
       en="the scores are scaled by sqrt(num_tokens); scale by sqrt(d_k) = keys.shape[-1] ** 0.5",
       ko="점수를 sqrt(num_tokens)로 나눔; sqrt(d_k) = keys.shape[-1] ** 0.5로 나누세요",
       never_says=(DROPOUT_HINT,)),
-    V("causal_typo_0_slash_5", ch(CA, "** 0.5", "** 0/5"), breaks=CA,
-      says=("(that is 1/5: a typo for `** 0.5`)",), never_says=(DROPOUT_HINT,),
-      why="named by the SelfAttention_v1 row: the same typo gives the same output"),
+    V("causal_typo_0_slash_5", ch(CA, "** 0.5", "** 0/5"), breaks=CA, en=TYPO.en, ko=TYPO.ko,
+      never_says=(DROPOUT_HINT,)),
     V("context_len_argument", ch(CA, "context_length", "context_len"), breaks=CA,
       says=("`context_len` -> `context_length`",)),
     V("masked_fill_dropped", ch(CA, "scores = scores.masked_fill(", "scores.masked_fill("), breaks=CA,
       en="the result of `scores.masked_fill(...)` is thrown away (it returns a new tensor), so nothing is masked; "
          "write scores = scores.masked_fill(...) or use masked_fill_",
       ko="`scores.masked_fill(...)`의 결과를 버려서(새 텐서를 반환함) 아무것도 가려지지 않음; "
-         "scores = scores.masked_fill(...)로 대입하거나 masked_fill_을 쓰세요",
-      says=("assigned",)),
+         "scores = scores.masked_fill(...)로 대입하거나 masked_fill_을 쓰세요"),
     V("misnamed_CasualAttention", ch(CA, "class CausalAttention(", "class CasualAttention("),
       ch(WR, "[CausalAttention(", "[CasualAttention("), breaks=CA,
       says=("Rename `CasualAttention` to `CausalAttention`",)),
@@ -248,11 +246,8 @@ VARIANTS: list[Variant] = [
       says=("contiguous",)),
     V("mha_head_num_argument", ch(MHA, "num_heads", "head_num"), breaks=MHA, says=("`head_num` -> `num_heads`",),
       why="seen: a keyword renamed in the signature cost the whole class; it is retried by position"),
-    V("mha_misspelt_init", ch(MHA, "def __init__(", "def __init_("), breaks=MHA,
-      says=("`__init_`",), never_says=("takes 1 positional argument",)),
-    V("mha_missing", ch(MHA, "", ""), breaks=MHA, says=("`MultiHeadAttention` is not defined",),
-      never_says=("`MultiHeadAttentionWrapper` is defined", "is not defined, but `MultiHeadAttentionWrapper`"),
-      why="seen: a missing class was told to rename another graded class"),
+    V("mha_misspelt_init", ch(MHA, "def __init__(", "def __init_("), breaks=MHA, says=("MultiHeadAttention",)),
+    V("mha_missing", ch(MHA, "", ""), breaks=MHA, says=("`MultiHeadAttention`",)),
     # ---------------------------------------------------------------- different but correct
     V("ok_demo_code_and_loops", ch(WR, f"self.heads = {HEADS}", "self.heads = nn.ModuleList()\n        for _ in "
                                    "range(num_heads):\n            self.heads.append(CausalAttention(d_in, d_out, "

@@ -4,7 +4,8 @@ import pytest
 import torch
 
 from assignments.attention.common import (ORDER_HINT, build, build_head, call_text, check_wrapper_matches_heads,
-                                          fault_of, randn, run_wrapper)
+                                          explain, fault_of, randn, run_wrapper)
+from assignments.attention.hidden import diagnose  # noqa: F401  (registers the grader's bug diagnosis)
 from autograder.checks import CheckFailure, check, expect_close, expect_shape, expect_tensor, fail
 from autograder.messages import Message
 from reference import attention as R
@@ -66,7 +67,8 @@ def seeded(sub, cls):
             want = ref(x)
         got = m(x)
         try:
-            expect_close(got, want, call_text(cls, d_in, d_out, ctx, 0.0, heads) + f" (seed {seed})")
+            expect_close(got, want, call_text(cls, d_in, d_out, ctx, 0.0, heads) + f" (seed {seed})",
+                         explain=explain(sub, m, x))
         except CheckFailure as e:
             try:  # the right function with other initial weights only needs a hint about the order
                 transplant(m, ref, cls)
@@ -86,7 +88,8 @@ def equivalent(sub, cls):
             x = make_input(cls, seed + 10 + k, b, T, d_in)
             with torch.no_grad():
                 want = ref(x)
-            expect_close(m(x), want, call_text(cls, d_in, d_out, ctx, 0.0, heads) + " with the reference's weights")
+            expect_close(m(x), want, call_text(cls, d_in, d_out, ctx, 0.0, heads) + " with the reference's weights",
+                         explain=explain(sub, m, x))
 
 
 def neg_inf_fill(sub, cls, seed=5, b=2, T=5, d_in=4, d_out=4, heads=2):
@@ -132,7 +135,8 @@ def dropout_train(sub, cls):
         torch.manual_seed(seed + 7)
         with torch.no_grad():
             want = ref(x)
-        expect_close(got, want, call_text(cls, d_in, d_out, ctx, 0.5, heads) + " in train mode", hint=Message(
+        expect_close(got, want, call_text(cls, d_in, d_out, ctx, 0.5, heads) + " in train mode",
+                     explain=explain(sub, m, x, mode="train", seed=seed + 7), hint=Message(
             "Apply self.dropout once, to the attention weights right after the softmax (not to the scores, "
             "the values or the output), and create it as nn.Dropout(dropout).",
             "self.dropout은 softmax 직후의 어텐션 가중치에 한 번만 적용하세요 (점수, value, 출력에 적용하면 안 됨). "
@@ -221,7 +225,8 @@ def test_attention_scores_random(sub):
     """attention_scores on hidden inputs"""
     for seed, (n, d) in ((94, (5, 4)), (95, (8, 2))):
         x = randn(seed, n, d)
-        expect_close(sub.call("attention_scores", x), R.attention_scores(x), f"attention_scores(x) for x {n}x{d}")
+        expect_close(sub.call("attention_scores", x), R.attention_scores(x), f"attention_scores(x) for x {n}x{d}",
+                     explain=explain(sub, "attention_scores", x))
 
 
 @check(question="steps", points=3)
@@ -230,7 +235,7 @@ def test_context_vectors_random(sub):
     for seed, (n, d) in ((96, (5, 4)), (97, (7, 3))):
         x = randn(seed, n, d)
         expect_close(sub.call("context_vectors", x), R.context_vectors(x), f"context_vectors(x) for x {n}x{d}",
-                     hint=Message("Normalise each row of the scores: torch.softmax(scores, dim=-1).",
+                     explain=explain(sub, "context_vectors", x), hint=Message("Normalise each row of the scores: torch.softmax(scores, dim=-1).",
                                   "점수의 각 행을 정규화하세요: torch.softmax(scores, dim=-1)."))
 
 

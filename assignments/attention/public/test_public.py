@@ -7,7 +7,8 @@ import torch
 
 from assignments.attention.common import (BATCH, INPUTS, build, check_causality, check_eval_no_dropout,
                                           check_heads_structure, check_mask_buffer, check_rejects_bad_heads,
-                                          check_short_sequence, check_signature, check_wrapper_matches_heads)
+                                          check_short_sequence, check_signature, check_wrapper_matches_heads,
+                                          explain)
 from autograder.checks import check, expect_close, expect_shape
 
 T = torch.tensor
@@ -31,7 +32,8 @@ def test_attention_scores_notebook(sub):
               [0.4753, 0.8434, 0.8296, 0.4937, 0.3474, 0.6565],
               [0.4576, 0.7070, 0.7154, 0.3474, 0.6654, 0.2935],
               [0.6310, 1.0865, 1.0605, 0.6565, 0.2935, 0.9450]])
-    expect_close(sub.call("attention_scores", INPUTS), want, "attention_scores(inputs)", atol=1e-4)
+    expect_close(sub.call("attention_scores", INPUTS), want, "attention_scores(inputs)", atol=1e-4,
+                 explain=explain(sub, "attention_scores", INPUTS))
 
 
 @check(question="steps", points=1)
@@ -39,7 +41,8 @@ def test_context_vectors_notebook(sub):
     """context_vectors(inputs) matches the notebook's all_context_vecs"""
     want = T([[0.4421, 0.5931, 0.5790], [0.4419, 0.6515, 0.5683], [0.4431, 0.6496, 0.5671],
               [0.4304, 0.6298, 0.5510], [0.4671, 0.5910, 0.5266], [0.4177, 0.6503, 0.5645]])
-    expect_close(sub.call("context_vectors", INPUTS), want, "context_vectors(inputs)", atol=1e-4)
+    expect_close(sub.call("context_vectors", INPUTS), want, "context_vectors(inputs)", atol=1e-4,
+                 explain=explain(sub, "context_vectors", INPUTS))
 
 
 # ------------------------------------------------------------------------------- signatures
@@ -81,7 +84,8 @@ def test_v1_notebook(sub):
     """SelfAttention_v1(3, 2) with torch.manual_seed(123) prints the notebook's values"""
     want = T([[0.2996, 0.8053], [0.3061, 0.8210], [0.3058, 0.8203],
               [0.2948, 0.7939], [0.2927, 0.7891], [0.2990, 0.8040]])
-    expect_close(build(sub, "SelfAttention_v1", 3, 2, seed=123)(INPUTS), want, "SelfAttention_v1(3, 2)(inputs)")
+    m = build(sub, "SelfAttention_v1", 3, 2, seed=123)
+    expect_close(m(INPUTS), want, "SelfAttention_v1(3, 2)(inputs)", explain=explain(sub, m, INPUTS))
 
 
 @check(question="SelfAttention_v2", points=3)
@@ -89,7 +93,8 @@ def test_v2_notebook(sub):
     """SelfAttention_v2(3, 2) with torch.manual_seed(789) prints the notebook's values"""
     want = T([[-0.0739, 0.0713], [-0.0748, 0.0703], [-0.0749, 0.0702],
               [-0.0760, 0.0685], [-0.0763, 0.0679], [-0.0754, 0.0693]])
-    expect_close(build(sub, "SelfAttention_v2", 3, 2, seed=789)(INPUTS), want, "SelfAttention_v2(3, 2)(inputs)")
+    m = build(sub, "SelfAttention_v2", 3, 2, seed=789)
+    expect_close(m(INPUTS), want, "SelfAttention_v2(3, 2)(inputs)", explain=explain(sub, m, INPUTS))
 
 
 @check(question="CausalAttention", points=3)
@@ -97,8 +102,9 @@ def test_causal_notebook(sub):
     """CausalAttention(3, 2, 6, 0.0) with seed 123 on the stacked batch prints the notebook's values"""
     row = T([[-0.4519, 0.2216], [-0.5874, 0.0058], [-0.6300, -0.0632],
              [-0.5675, -0.0843], [-0.5526, -0.0981], [-0.5299, -0.1081]])
-    expect_close(build(sub, "CausalAttention", 3, 2, 6, 0.0, seed=123)(BATCH), torch.stack((row, row)),
-                 "CausalAttention(3, 2, 6, 0.0)(batch)")
+    m = build(sub, "CausalAttention", 3, 2, 6, 0.0, seed=123)
+    expect_close(m(BATCH), torch.stack((row, row)), "CausalAttention(3, 2, 6, 0.0)(batch)",
+                 explain=explain(sub, m, BATCH))
 
 
 @check(question="MultiHeadAttentionWrapper", points=3)
@@ -116,8 +122,9 @@ def test_mha_notebook(sub):
     row = T([[0.1184, 0.3120, -0.0847, -0.5774], [0.0178, 0.3221, -0.0763, -0.4225],
              [-0.0147, 0.3259, -0.0734, -0.3721], [-0.0116, 0.3138, -0.0708, -0.3624],
              [-0.0117, 0.2973, -0.0698, -0.3543], [-0.0132, 0.2990, -0.0689, -0.3490]])
-    expect_close(build(sub, "MultiHeadAttention", 3, 4, 6, 0.0, 2, seed=123)(BATCH), torch.stack((row, row)),
-                 "MultiHeadAttention(3, 4, 6, 0.0, num_heads=2)(batch)")
+    m = build(sub, "MultiHeadAttention", 3, 4, 6, 0.0, 2, seed=123)
+    expect_close(m(BATCH), torch.stack((row, row)), "MultiHeadAttention(3, 4, 6, 0.0, num_heads=2)(batch)",
+                 explain=explain(sub, m, BATCH))
 
 
 # ------------------------------------------------------------------------------- properties
