@@ -38,6 +38,11 @@ class Assignment:
     def question_ids(self) -> list[str]:
         return [q.id for q in self.questions]
 
+    @property
+    def graded_names(self) -> frozenset[str]:
+        """Every name the checks look for; a rename hint never suggests turning one of them into another."""
+        return frozenset(n for q in self.questions for n in q.names)
+
     def check_dirs(self, public_only: bool) -> list[Path]:
         return [self.public_dir] if public_only else [self.public_dir, self.hidden_dir]
 

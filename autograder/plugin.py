@@ -196,6 +196,7 @@ class GradingPlugin:
         self.scratch = make_scratch(self.uid)
         zyg, scratch, uid, limits = self.zygote, self.scratch, self.uid, a.limits
         sub = Submission(source, lambda: zyg.spawn(limits, scratch, uid), limits)
+        sub.graded_names = a.graded_names
         self.current = sub
         try:
             sub.start()
@@ -223,7 +224,8 @@ class GradingPlugin:
                                  "statement did not run; later definitions were still loaded.",
                                  f"코드를 불러오는 중 오류 ({loc_ko}): {text}. 이 문장은 실행되지 않았고, "
                                  "이후의 정의는 계속 불러왔습니다."))
-        defined = list(sub.names)
+        graded = self.assignment.graded_names
+        defined = [n for n in sub.names if n not in graded]  # never "rename" one graded name to another
         for q in self.assignment.questions:
             for n in q.names:
                 if n not in sub.names:

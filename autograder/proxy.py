@@ -1,6 +1,7 @@
 """The only way a check reaches student code: `sub` sends requests to the worker and gets plain data back."""
 from __future__ import annotations
 
+import ast
 import os
 import time
 from typing import Any, Callable
@@ -63,6 +64,35 @@ def _exc_text(err: dict[str, Any]) -> tuple[str, str]:
     return head + loc_en, head + loc_ko
 
 
+# Real special methods a student's class may define: never read as a misspelling of __init__.
+_DUNDERS = {"__iter__", "__call__", "__repr__", "__str__", "__len__", "__new__", "__del__", "__getitem__",
+            "__setattr__", "__getattr__", "__post_init__", "__init_subclass__"}
+
+
+def misspelt_method(source: Source, cls: str, wanted: str) -> Message | None:
+    """When class `cls` (read from the source, not run) lacks method `wanted` but defines a near spelling of it
+    (`__init_`, `__int__`, `foward`), the message that says so: Python silently ignores the misspelt one."""
+    methods = None
+    for cell in source.cells:
+        try:
+            tree = ast.parse(cell.code)
+        except (SyntaxError, ValueError):
+            continue
+        for node in tree.body:
+            if isinstance(node, ast.ClassDef) and node.name == cls:  # the last definition wins, as when run
+                methods = [n.name for n in node.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    if not methods or wanted in methods:
+        return None
+    guess = near_miss(wanted, [m for m in methods if m not in _DUNDERS])
+    if guess is None:
+        return None
+    return Message(f"`{cls}` defines `{guess}`, not `{wanted}`: Python only calls a method spelt exactly `{wanted}`, "
+                   f"so yours never ran (PyTorch's own took the call and refused it). Rename `{guess}` to `{wanted}`.",
+                   f"`{cls}`에 `{wanted}`가 아니라 `{guess}`가 정의되어 있습니다. 파이썬은 철자가 정확히 `{wanted}`인 "
+                   f"메서드만 호출하므로 작성한 코드는 실행되지 않았습니다 (PyTorch 기본 메서드가 호출을 받아 거부함). "
+                   f"`{guess}`의 이름을 `{wanted}`(으)로 바꾸세요.")
+
+
 class Remote:
     """A handle on an object that lives in the worker (usually an nn.Module)."""
 
@@ -89,8 +119,14 @@ class Remote:
         mode: "eval"/"train" sets the module's mode first; seed: torch.manual_seed right before the call;
         device: tensor arguments are moved there inside the worker (results always come back on the CPU).
         """
-        res = self._req("call", args=list(args), kwargs=kwargs, mode=mode, seed=seed, record=record,
-                        grad_output=grad_output, device=device)
+        try:
+            res = self._req("call", args=list(args), kwargs=kwargs, mode=mode, seed=seed, record=record,
+                            grad_output=grad_output, device=device)
+        except CheckFailure as e:
+            spelling = self.sub.misspelt(self.ctor[0], "forward") if self.ctor else None
+            if spelling is None:
+                raise
+            raise CheckFailure(spelling, e.staff) from None
         if not isinstance(res, dict):
             raise CheckFailure(Message(f"`{self.label}` returned a malformed reply.",
                                        f"`{self.label}`의 응답 형식이 잘못되었습니다."))
@@ -132,6 +168,8 @@ class Submission:
         self.ended: list[dict[str, Any]] = []  # how each worker ended
         self.modes: dict[str, str] = {}  # which containment ran for its worker (see sandbox._isolate)
         self.diagnosis_s = 0.0  # grader time spent naming bugs (checks.diagnosis), not charged to the student
+        self.graded_names: frozenset[str] = frozenset()  # the assignment's names: never offered as a rename
+        self._spelling: dict[tuple[str, str], Message | None] = {}
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -286,7 +324,8 @@ class Submission:
             self.request("names")
         if name in self.names:
             return
-        guess = near_miss(name, [n for n, k in self.names.items() if k == kind or k != "value"])
+        guess = near_miss(name, [n for n, k in self.names.items()
+                                 if (k == kind or k != "value") and n not in self.graded_names])
         if guess:
             raise CheckFailure(Message(
                 f"`{name}` is not defined, but `{guess}` is. Rename `{guess}` to `{name}`: the grader looks "
@@ -296,6 +335,13 @@ class Submission:
         raise CheckFailure(Message(f"`{name}` is not defined in your submission.",
                                    f"제출물에 `{name}`이(가) 정의되어 있지 않습니다."))
 
+    def misspelt(self, cls: str, wanted: str) -> Message | None:
+        """misspelt_method, parsed once per class and method (a failing constructor fails in every check)."""
+        key = (cls, wanted)
+        if key not in self._spelling:
+            self._spelling[key] = misspelt_method(self.source, cls, wanted)
+        return self._spelling[key]
+
     def signature(self, name: str) -> list[dict[str, Any]]:
         self.require(name)
         return self.request("signature", what=name, name=name)["params"]
@@ -304,7 +350,13 @@ class Submission:
         """Construct `name(*args, **kwargs)` in the worker, after torch.manual_seed(seed) when a seed is given."""
         self.require(name)
         label = f"{name}({', '.join([repr(a) for a in args] + [f'{k}={v!r}' for k, v in kwargs.items()])})"
-        info = self.request("new", what=label, name=name, args=list(args), kwargs=kwargs, seed=seed)
+        try:
+            info = self.request("new", what=label, name=name, args=list(args), kwargs=kwargs, seed=seed)
+        except CheckFailure as e:
+            spelling = self.misspelt(name, "__init__")
+            if spelling is None or self.fatal is not None:
+                raise
+            raise CheckFailure(spelling, e.staff) from None
         remote = Remote(self, int(info["handle"]), label, self.generation)
         remote.ctor = (name, tuple(args), dict(kwargs), seed)
         return remote

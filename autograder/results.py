@@ -210,10 +210,28 @@ def table(r: SubmissionResult, lang: str = "en", show_passed: bool = False) -> s
     failed = [c for c in r.checks if c.status != "passed" or show_passed]
     if failed:
         lines.append("")
+    # Checks that failed with the very same message (e.g. all those a fatal error stopped) are shown once, with
+    # their count, rather than one screenful of identical lines.
+    groups: dict[tuple[str, str], list[CheckResult]] = {}
     for c in failed:
-        tag = {"passed": "PASS", "failed": "FAIL", "skipped": "SKIP", "error": "ERROR"}[c.status]
         text = c.message.text(lang) if c.message else ""
-        lines.append(f"[{tag}] {c.question}: {c.name} ({c.score:g}/{c.points:g})")
+        key = (c.status, text) if text and c.status != "passed" else (c.status, c.nodeid)
+        groups.setdefault(key, []).append(c)
+    for (status, _key), cs in groups.items():
+        tag = {"passed": "PASS", "failed": "FAIL", "skipped": "SKIP", "error": "ERROR"}[status]
+        c = cs[0]
+        text = c.message.text(lang) if c.message else ""
+        if len(cs) == 1:
+            lines.append(f"[{tag}] {c.question}: {c.name} ({c.score:g}/{c.points:g})")
+        else:
+            qs = list(dict.fromkeys(x.question for x in cs))
+            score, points = sum(x.score for x in cs), sum(x.points for x in cs)
+            if lang == "ko":
+                where = "모든 문항" if len(qs) > 1 and set(qs) == set(per_q) else ", ".join(qs)
+                lines.append(f"[{tag}] {where}의 검사 {len(cs)}개 ({score:g}/{points:g}), 모두 같은 메시지:")
+            else:
+                where = "every question" if len(qs) > 1 and set(qs) == set(per_q) else ", ".join(qs)
+                lines.append(f"[{tag}] {len(cs)} checks of {where} ({score:g}/{points:g}), all with this message:")
         if text:
             lines.append("       " + text.replace("\n", "\n       "))
     return clean("\n".join(lines))

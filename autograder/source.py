@@ -92,11 +92,16 @@ def read(path: Path) -> Source:
         raise SubmissionFormatError(Message(f"{name} could not be read ({e.strerror}).",
                                             f"{name} 파일을 읽을 수 없습니다 ({e.strerror}).")) from None
     if size > MAX_SOURCE_BYTES:
-        raise SubmissionFormatError(Message(
-            f"{name} is {size // (1024 * 1024)} MB, over the {MAX_SOURCE_BYTES // (1024 * 1024)} MB limit. "
-            "Clear the notebook outputs and submit again.",
-            f"{name} 파일이 {size // (1024 * 1024)} MB로 제한({MAX_SOURCE_BYTES // (1024 * 1024)} MB)을 넘습니다. "
-            "노트북 출력을 지우고 다시 제출하세요."))
+        mb, limit = size // (1024 * 1024), MAX_SOURCE_BYTES // (1024 * 1024)
+        if name.lower().endswith(".ipynb"):
+            fix_en, fix_ko = "Clear the notebook outputs and submit again.", "노트북 출력을 지우고 다시 제출하세요."
+        else:  # a .py file has no outputs to clear: something other than code was saved into it
+            fix_en = ("Code alone is never this large: remove the data, printed output or pasted tensors saved in "
+                      "the file (load data from a separate file instead) and submit again.")
+            fix_ko = ("코드만으로는 이렇게 커질 수 없습니다. 파일에 저장된 데이터, 출력 결과, 붙여 넣은 텐서를 지우고 "
+                      "(데이터는 별도 파일에서 읽으세요) 다시 제출하세요.")
+        raise SubmissionFormatError(Message(f"{name} is {mb} MB, over the {limit} MB limit. {fix_en}",
+                                            f"{name} 파일이 {mb} MB로 제한({limit} MB)을 넘습니다. {fix_ko}"))
     data = path.read_bytes()
     if not data.strip():
         raise SubmissionFormatError(Message(f"{name} is empty.", f"{name} 파일이 비어 있습니다."))

@@ -165,3 +165,12 @@ def test_every_diagnosis_in_the_library_is_reachable():
     """Each library bug is named by the mechanism itself (not by a check's own words)."""
     assert {v.name for v in bugs.LIBRARY} <= set(NAMED)
     assert len(bugs.LIBRARY) >= 18, [v.name for v in bugs.LIBRARY]
+
+
+def test_renamed_keyword_is_retried_by_position_and_costs_only_the_signature(graded):
+    for name, question in (("mha_head_num_argument", "MultiHeadAttention"),
+                           ("wrapper_context_len_argument", "MultiHeadAttentionWrapper"),
+                           ("context_len_argument", "CausalAttention")):
+        r = graded[name]
+        lost = [c.name for c in r.checks if c.question == question and c.score < c.points]
+        assert len(lost) == 1 and "__init__ takes" in lost[0], (name, lost)

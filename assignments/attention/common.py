@@ -53,10 +53,35 @@ def build(sub, cls: str, d_in: int, d_out: int, ctx: int = 0, dropout: float = 0
           seed: int | None = None, **kw):
     """Construct a student class with the argument style of the notebook (positional, num_heads by keyword)."""
     if cls in ("SelfAttention_v1", "SelfAttention_v2"):
-        return sub.new(cls, d_in, d_out, seed=seed, **kw)
-    if cls == "CausalAttention":
-        return sub.new(cls, d_in, d_out, ctx, dropout, seed=seed, **kw)
-    return sub.new(cls, d_in, d_out, ctx, dropout, num_heads=heads, seed=seed, **kw)
+        args: tuple = (d_in, d_out)
+    elif cls == "CausalAttention":
+        args = (d_in, d_out, ctx, dropout)
+    else:
+        args, kw = (d_in, d_out, ctx, dropout), {"num_heads": heads, **kw}
+    try:
+        return sub.new(cls, *args, seed=seed, **kw)
+    except CheckFailure as e:
+        positional = by_position(sub, cls, args, kw, e)
+        if positional is None:
+            raise
+        return sub.new(cls, *positional, seed=seed)
+
+
+def by_position(sub, cls: str, args: tuple, kw: dict, err: CheckFailure) -> tuple | None:
+    """All arguments by position, when a keyword was refused only because the student renamed that argument
+    (`head_num` for `num_heads`) and kept the notebook's order: the signature check charges the rename, once."""
+    refused = [k for k in kw if f"unexpected keyword argument '{k}'" in err.message.en]
+    if not refused or cls not in SIGNATURES:
+        return None
+    want = SIGNATURES[cls]
+    got = [p["name"] for p in sub.signature(cls) if p["kind"] == "POSITIONAL_OR_KEYWORD"]
+    last = max(want.index(k) for k in kw)
+    if len(got) <= last or any(got[want.index(k)] != k and got[want.index(k)] in want for k in kw):
+        return None  # the student's order differs from the notebook's: no safe way to place the arguments
+    values = dict(zip(want, args)) | kw
+    if any(w not in values for w in want[:last + 1]):
+        return None
+    return tuple(values[w] for w in want[:last + 1])
 
 
 def call_text(cls: str, d_in: int, d_out: int, ctx: int = 0, dropout: float = 0.0, heads: int = 0) -> str:
@@ -214,7 +239,7 @@ def head_class(sub) -> str:
     CasualAttention; the CausalAttention checks already say to rename it). Call after building something."""
     if HEAD in sub.names:
         return HEAD
-    return near_miss(HEAD, [n for n, k in sub.names.items() if k == "class"]) or HEAD
+    return near_miss(HEAD, [n for n, k in sub.names.items() if k == "class" and n not in SIGNATURES]) or HEAD
 
 
 def build_head(sub, d_in: int, d_out: int, ctx: int, dropout: float = 0.0, seed: int | None = None):

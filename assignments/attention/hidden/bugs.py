@@ -246,8 +246,13 @@ VARIANTS: list[Variant] = [
       says=("contiguous",)),
     V("mha_head_num_argument", ch(MHA, "num_heads", "head_num"), breaks=MHA, says=("`head_num` -> `num_heads`",),
       why="seen: a keyword renamed in the signature cost the whole class; it is retried by position"),
-    V("mha_misspelt_init", ch(MHA, "def __init__(", "def __init_("), breaks=MHA, says=("MultiHeadAttention",)),
-    V("mha_missing", ch(MHA, "", ""), breaks=MHA, says=("`MultiHeadAttention`",)),
+    V("mha_misspelt_init", ch(MHA, "def __init__(", "def __init_("), breaks=MHA,
+      says=("defines `__init_`, not `__init__`",), never_says=("takes 1 positional argument", "unexpected keyword")),
+    V("mha_misspelt_forward", ch(MHA, "def forward(", "def foward("), breaks=MHA,
+      says=("defines `foward`, not `forward`",)),
+    V("mha_missing", ch(MHA, "", ""), breaks=MHA, says=("`MultiHeadAttention` is not defined",),
+      never_says=("`MultiHeadAttentionWrapper` is defined", "is not defined, but `MultiHeadAttentionWrapper`"),
+      why="seen: a missing class was told to rename another graded class"),
     # ---------------------------------------------------------------- different but correct
     V("ok_demo_code_and_loops", ch(WR, f"self.heads = {HEADS}", "self.heads = nn.ModuleList()\n        for _ in "
                                    "range(num_heads):\n            self.heads.append(CausalAttention(d_in, d_out, "

@@ -1,0 +1,59 @@
+"""Feedback names the right cause (issue 9 item 8) where the bug table cannot show it: file size, fatal errors.
+
+The table-driven cases (wrong rename hints, misspelt __init__, renamed keywords, softmax axis, scaling, merged
+heads) are rows of assignments/attention/hidden/bugs.py, checked by tests/test_variants.py.
+"""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import grade_sources, notebook
+
+GRADE = Path(sys.executable).parent / "grade"
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    big = b"# " + b"x" * (21 * 1024 * 1024) + b"\n"
+    return grade_sources(tmp_path_factory.mktemp("feedback"), {
+        "huge_py.py": big,
+        "huge_notebook.ipynb": notebook("x = 1\n" + "# " + "y" * (21 * 1024 * 1024)),
+    })
+
+
+def test_a_huge_py_file_is_not_told_to_clear_notebook_outputs(graded):
+    err = graded["huge_py"].error
+    assert err is not None and "21 MB" in err.en and "notebook" not in err.en, err
+    assert "Code alone is never this large" in err.en and "코드만으로는" in err.ko, err
+
+
+def test_a_huge_notebook_is_still_told_to_clear_its_outputs(graded):
+    err = graded["huge_notebook"].error
+    assert err is not None and "Clear the notebook outputs" in err.en, err
+
+
+def test_a_fatal_error_is_shown_once_with_the_count(tmp_path):
+    """`grade check` on a file that ends its own process while loading: one line for all the checks it stopped."""
+    (tmp_path / "attention.py").write_text("import os\nos._exit(3)\n", encoding="utf-8")
+    run = subprocess.run([str(GRADE), "check"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    out = run.stdout
+    assert run.returncode == 1, out + run.stderr
+    assert "exited with code 3" in out, out
+    assert out.count("Not graded") == 1, out
+    assert out.count("[FAIL]") == 1 and "23 checks of every question (0/36)" in out, out
+
+
+def test_misspelt_special_methods_are_named_from_the_source():
+    from autograder.proxy import misspelt_method
+    from autograder.source import Cell, Source
+    code = ("class A:\n    def __int__(self, d_in):\n        pass\n    def foward(self, x):\n        pass\n"
+            "class B:\n    def __iter__(self):\n        pass\n")
+    src = Source("attention.py", "py", [Cell("x = (", "cell 1"), Cell(code, "cell 2")])
+    assert "`A` defines `__int__`, not `__init__`" in misspelt_method(src, "A", "__init__").en
+    assert "`foward`" in misspelt_method(src, "A", "forward").ko
+    assert misspelt_method(src, "B", "__init__") is None  # a real special method is not a misspelling
+    assert misspelt_method(src, "C", "__init__") is None
