@@ -98,34 +98,34 @@ def expect_tensor(got: Any, what: str) -> Any:
 
 
 def expect_shape(got: Any, shape: tuple[int, ...], what: str,
-                 explain: Callable[[], Message | None] | None = None) -> Any:
+                 explain: Callable[[Any], Message | None] | None = None) -> Any:
     def compare() -> None:
         expect_tensor(got, what)
         if tuple(got.shape) != tuple(shape):
             fail(f"`{what}` has shape {tuple(got.shape)}; expected {tuple(shape)}.",
                  f"`{what}`의 shape이 {tuple(got.shape)}입니다. {tuple(shape)}이어야 합니다.")
-    explained(compare, explain)
+    explained(compare, explain, got)
     return got
 
 
-def explained(compare: Callable[[], None], explain: Callable[[], Message | None] | None) -> None:
-    """Run a comparison; when it fails and `explain` names the bug, its words replace the generic advice."""
+def explained(compare: Callable[[], None], explain: Callable[[Any], Message | None] | None, got: Any) -> None:
+    """Run a comparison; when it fails and `explain(got)` names the bug, its words replace the generic advice."""
     try:
         compare()
     except CheckFailure as e:
-        named = explain() if explain is not None else None
+        named = explain(got) if explain is not None else None
         if named is None:
             raise
         raise CheckFailure(named + e.base, e.staff) from None
 
 
 def expect_close(got: Any, want: Any, what: str, *, atol: float = 1e-4, rtol: float = 1e-4,
-                 hint: Message | None = None, explain: Callable[[], Message | None] | None = None) -> None:
+                 hint: Message | None = None, explain: Callable[[Any], Message | None] | None = None) -> None:
     """Same shape, same -inf/nan positions, values within tolerance; the message says where and by how much.
 
-    On a failure `explain` (see `diagnosis`) may name the bug; its words then replace the generic `hint`.
+    On a failure `explain(got)` (see `diagnosis`) may name the bug; its words then replace the generic `hint`.
     """
-    explained(lambda: _compare(got, want, what, atol, rtol, hint), explain)
+    explained(lambda: _compare(got, want, what, atol, rtol, hint), explain, got)
 
 
 def _compare(got: Any, want: Any, what: str, atol: float, rtol: float, hint: Message | None) -> None:

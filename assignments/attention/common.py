@@ -42,11 +42,13 @@ def randn(seed: int, *shape: int) -> torch.Tensor:
     return torch.randn(*shape, generator=g)
 
 
-def explain(sub, target: Any, *inputs: Any, mode: str | None = "eval",
-            seed: int | None = None) -> Callable[[], Message | None]:
-    """For expect_close(explain=...): the grader's name for the bug behind a failed `target(*inputs)` (a module
-    handle or a function name), from hidden/diagnose.py; None where only the public checks run."""
-    return lambda: diagnosis("attention", sub, target=target, inputs=inputs, mode=mode, seed=seed)
+def explain(sub, target: Any, *inputs: Any, mode: str | None = "eval", seed: int | None = None,
+            out: Any = None) -> Callable[[Any], Message | None]:
+    """For expect_close(explain=...): the grader's name for the bug behind `target(*inputs)` (a module handle or
+    a function name) having given `out` (by default, the value compared), from hidden/diagnose.py; None where
+    only the public checks run. The student's code is not run again."""
+    return lambda got: diagnosis("attention", sub, target=target, inputs=inputs, mode=mode, seed=seed,
+                                 got=got if out is None else out)
 
 
 def build(sub, cls: str, d_in: int, d_out: int, ctx: int = 0, dropout: float = 0.0, heads: int = 0,
@@ -175,7 +177,7 @@ def check_causality(sub, cls: str, seed: int, b: int = 2, T: int = 6, d_in: int 
                        f"0..{k - 1} (by up to {diff:.3g}).",
                        f"`{cls}`가 인과적이지 않습니다: 토큰 {k}..{T - 1}을 바꾸자 토큰 0..{k - 1}의 출력이 최대 "
                        f"{diff:.3g} 바뀌었습니다.")
-        named = explain(sub, m, x)()
+        named = explain(sub, m, x)(y1)
         if named is not None:
             raise CheckFailure(named + what)
         raise CheckFailure(what + Message(

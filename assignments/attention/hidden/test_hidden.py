@@ -207,7 +207,8 @@ def gradients(sub, cls):
                  "parameter.",
                  f"`{cls}.{name}`에 그래디언트가 전달되지 않았습니다: forward에서 쓰이지 않거나 학습 가능한 "
                  "파라미터가 아닙니다.")
-        expect_close(got, p.grad, f"gradient of {cls}.{name}", atol=1e-4, rtol=1e-3)
+        expect_close(got, p.grad, f"gradient of {cls}.{name}", atol=1e-4, rtol=1e-3,
+                     explain=explain(sub, m, x, out=res["out"]))
 
 
 # ------------------------------------------------------------------------------- 3.3 steps
@@ -235,7 +236,8 @@ def test_context_vectors_random(sub):
     for seed, (n, d) in ((96, (5, 4)), (97, (7, 3))):
         x = randn(seed, n, d)
         expect_close(sub.call("context_vectors", x), R.context_vectors(x), f"context_vectors(x) for x {n}x{d}",
-                     explain=explain(sub, "context_vectors", x), hint=Message("Normalise each row of the scores: torch.softmax(scores, dim=-1).",
+                     explain=explain(sub, "context_vectors", x),
+                     hint=Message("Normalise each row of the scores: torch.softmax(scores, dim=-1).",
                                   "점수의 각 행을 정규화하세요: torch.softmax(scores, dim=-1)."))
 
 
