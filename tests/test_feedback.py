@@ -57,3 +57,47 @@ def test_misspelt_special_methods_are_named_from_the_source():
     assert "`foward`" in misspelt_method(src, "A", "forward").ko
     assert misspelt_method(src, "B", "__init__") is None  # a real special method is not a misspelling
     assert misspelt_method(src, "C", "__init__") is None
+
+
+def test_a_diagnosis_never_fails_a_check_and_its_time_is_given_back():
+    import time
+    from types import SimpleNamespace
+
+    from autograder import checks
+    from autograder.messages import Message
+    calls = []
+
+    def slow_then_broken(**ctx):
+        calls.append(ctx)
+        time.sleep(0.05)
+        raise RuntimeError("a bug in the diagnoser")
+
+    checks.DIAGNOSERS["_test"] = slow_then_broken
+    try:
+        sub = SimpleNamespace(fatal=None, deadline=100.0, diagnosis_s=0.0)
+        assert checks.diagnosis("_test", sub, got=1) is None  # swallowed: the check keeps its own message
+        assert sub.deadline >= 100.05 and sub.diagnosis_s >= 0.05  # grader time is not the student's
+        sub.diagnosis_s = checks.DIAGNOSIS_BUDGET_S
+        assert checks.diagnosis("_test", sub, got=1) is None and len(calls) == 1  # over budget: not even asked
+        checks.DIAGNOSERS["_test"] = lambda **ctx: Message("named", "이름")
+        sub.diagnosis_s = 0.0
+        with pytest.raises(checks.CheckFailure) as e:
+            checks.expect_close(torch_tensor([1.0]), torch_tensor([2.0]), "f(x)", hint=Message("generic advice"),
+                                explain=lambda got: checks.diagnosis("_test", sub, got=got))
+        assert e.value.message.en.startswith("named") and "generic advice" not in e.value.message.en
+    finally:
+        del checks.DIAGNOSERS["_test"]
+
+
+def torch_tensor(values):
+    import torch
+    return torch.tensor(values)
+
+
+def test_grade_check_never_diagnoses(tmp_path):
+    """The bug versions are hidden reference code: the student's own `grade check` has none of them."""
+    from assignments.attention.hidden import bugs
+    (tmp_path / "attention.py").write_text(bugs.BY_NAME["causal_softmax_dim1"].source(), encoding="utf-8")
+    run = subprocess.run([str(GRADE), "check"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert "CausalAttention            5/10" in run.stdout, run.stdout + run.stderr
+    assert "exactly what the reference gives" not in run.stdout and "dim=1 (the query axis" not in run.stdout

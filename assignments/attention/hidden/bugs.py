@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 import types
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from autograder.messages import Message
