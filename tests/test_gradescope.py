@@ -142,7 +142,8 @@ def test_zip_holds_our_package_and_nothing_else(built):
                                                                       "files/reference/attention.py"}
     assert modes["run_autograder"] & stat.S_IXUSR and modes["setup.sh"] & stat.S_IXUSR
     assert 20 <= len(names) <= 60
-    assert built.size < 150 * 1024, built.size  # about 70 KiB today
+    # about 160 KiB today (the engine's own code: exams, report, diagnosis); caches, tests or corpora would add MBs
+    assert built.size < 256 * 1024, built.size
 
 
 def test_setup_installs_python_311_and_cpu_torch_without_pdf_or_chromium(built):
