@@ -14,6 +14,7 @@ import torch.nn as nn
 
 from assignments.attention.common import INPUTS
 from autograder.checks import expect_close, expect_shape, expect_tensor, fail
+from autograder.rng import manual_seed
 
 T = torch.tensor
 
@@ -62,7 +63,7 @@ def notebook_weights(seed: int = 123, d_in: int = 3, d_out: int = 2) -> tuple[to
 def notebook_scores_351() -> tuple[torch.Tensor, torch.Tensor]:
     """attn_scores and attn_weights of 3.5.1: sa_v2's query and key layers (SelfAttention_v2(3, 2), seed 789)."""
     with torch.random.fork_rng(devices=[]), torch.no_grad():  # the grader's own random state is left alone
-        torch.manual_seed(789)
+        manual_seed(789)
         W_query, W_key = nn.Linear(3, 2, bias=False), nn.Linear(3, 2, bias=False)  # W_value comes after them
         scores = W_query(INPUTS) @ W_key(INPUTS).T
     return scores, torch.softmax(scores / 2 ** 0.5, dim=-1)
@@ -108,7 +109,7 @@ def check_dropout(sub, x: torch.Tensor, p: float, seed: int, label: str) -> None
     what = f"apply_dropout({label}, {p}) after torch.manual_seed({seed})"
     got = expect_tensor(call(sub, "apply_dropout", x, p, seed=seed, what=what), what)
     with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
+        manual_seed(seed)
         want = nn.Dropout(p)(x)
     expect_shape(got, tuple(want.shape), what)
     if torch.equal(got, x):

@@ -10,6 +10,7 @@ import torch
 from assignments.attention.hidden import bugs
 from autograder.checks import DIAGNOSERS
 from autograder.messages import Message
+from autograder.rng import manual_seed
 from reference import attention as R
 
 
@@ -31,7 +32,7 @@ def build(mod: Any, ctor: tuple, params: dict[str, torch.Tensor] | None) -> torc
     """`ctor`'s class from `mod`, built after the same seed, with `params` (the student's weights) copied in when
     given; None when the weights do not fit (other names or shapes: no diagnosis then)."""
     cls, args, kwargs, seed = ctor
-    torch.manual_seed(seed if seed is not None else 0)
+    manual_seed(seed if seed is not None else 0)
     m = getattr(mod, cls)(*args, **kwargs)
     if params is not None:
         own = dict(m.named_parameters())
@@ -52,7 +53,7 @@ def output(mod: Any, ctor: tuple, params: dict | None, inputs: tuple, mode: str 
                 return None
             m.train(mode == "train")
             if seed is not None:
-                torch.manual_seed(seed)
+                manual_seed(seed)
             with torch.no_grad():
                 return m(*inputs)
     except Exception:  # a bug version that cannot run with these arguments names nothing

@@ -11,6 +11,7 @@ from assignments.attention.common import (ORDER_HINT, build, build_head, call_te
 from assignments.attention.hidden import diagnose  # noqa: F401  (registers the grader's bug diagnosis)
 from autograder.checks import CheckFailure, check, expect_close, expect_shape, expect_tensor, fail
 from autograder.messages import Message
+from autograder.rng import manual_seed
 from reference import attention as R
 
 SA = ("SelfAttention_v1", "SelfAttention_v2")
@@ -44,7 +45,7 @@ def device_points(question):
 
 def ref_build(cls, d_in, d_out, ctx=0, dropout=0.0, heads=0, seed=None):
     if seed is not None:
-        torch.manual_seed(seed)
+        manual_seed(seed)
     if cls in SA:
         return getattr(R, cls)(d_in, d_out)
     if cls == "CausalAttention":
@@ -183,7 +184,7 @@ def dropout_train(sub, cls):
         x = make_input(cls, seed, b, T, d_in)
         got = m(x, mode="train", seed=seed + 7)
         ref.train()
-        torch.manual_seed(seed + 7)
+        manual_seed(seed + 7)
         with torch.no_grad():
             want = ref(x)
         expect_close(got, want, call_text(cls, d_in, d_out, ctx, 0.5, heads) + " in train mode",

@@ -14,6 +14,7 @@ from assignments.mha_intermediates.common import (build_mha, call_text, divisor,
                                                   tensor_or_none)
 from autograder.checks import CheckFailure, check, expect_close, fail
 from autograder.messages import Message
+from autograder.rng import manual_seed
 from reference import mha_intermediates as R
 
 # ------------------------------------------------------------------------------- cases
@@ -61,7 +62,7 @@ def run_case(sub, options, name, *, mode="eval", dropout_p=0.0, seed_call=None):
     def make():
         seed, b, nq, nk, d, h, distinct, mask_kind = CASES[name]
         Q, K, V, mask = case_inputs(name)
-        torch.manual_seed(seed)
+        manual_seed(seed)
         ref = R.MultiHeadedAttention(d, h, USE_BIAS=True, dropout_p=dropout_p)
         ref.scale = scale_of(options)
         what = call_text(d, h)
@@ -70,7 +71,7 @@ def run_case(sub, options, name, *, mode="eval", dropout_p=0.0, seed_call=None):
         got = forward_dict(m, Q, K, V, mask, what=what, mode=mode, seed=seed_call)
         ref.train(mode == "train")
         if seed_call is not None:
-            torch.manual_seed(seed_call)
+            manual_seed(seed_call)
         with torch.no_grad():
             want = ref(Q, K, V, mask)
         return got, want, ref, (Q, K, V, mask)
@@ -324,7 +325,7 @@ def test_x_raw_dropout(sub, options):
 
     def own_dropout():
         attention, v = own(got, "attention", "V_split")
-        torch.manual_seed(seed_call)
+        manual_seed(seed_call)
         return R.weigh_values(attention, v, nn.Dropout(p).train())
     judge(got, want, "x_raw", case_what("self", dropout_p=p) + " in train mode", own_dropout,
           hint=Message("In train mode x_raw = self.dropout(attention) @ V_split: dropout acts on the attention "

@@ -14,6 +14,7 @@ from assignments.midterm.common import (build_block, build_mha, build_sdpa, call
                                         variant)
 from autograder.checks import check, expect_close, expect_tensor, fail
 from autograder.messages import Message
+from autograder.rng import manual_seed
 from reference import midterm as ref
 
 ATOL = 1e-4
@@ -42,7 +43,7 @@ def load(m, state: dict[str, torch.Tensor], cls: str, hint_en: str, hint_ko: str
 # ------------------------------------------------------------------------------- MultiHeadAttention
 
 def ref_mha(v: dict, d_in: int, d_out: int, seed: int) -> ref.MultiHeadAttention:
-    torch.manual_seed(seed)
+    manual_seed(seed)
     m = ref.MultiHeadAttention(d_in, d_out, num_heads=v["num_heads"], qkv_bias=v["qkv_bias"],
                                drop_rate=v["drop_rate"], context_length=v["context_length"])
     with torch.no_grad():
@@ -176,7 +177,7 @@ def test_window_mask(sub, options):
 # ------------------------------------------------------------------------------- TransformerBlock
 
 def ref_layer(v: dict, d: int, h: int, seed: int) -> nn.TransformerEncoderLayer:
-    torch.manual_seed(seed)
+    manual_seed(seed)
     layer = nn.TransformerEncoderLayer(d, h, int(v["ff_mult"]) * d, dropout=0.0, batch_first=True,
                                        norm_first=bool(v["norm_first"]))
     with torch.no_grad():

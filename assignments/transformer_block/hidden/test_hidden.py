@@ -21,6 +21,7 @@ from assignments.transformer_block.common import (CONFIG, attn_text, block_text,
                                                   randn, transformer_out)
 from autograder.checks import CheckFailure, check, expect_close, expect_shape, expect_tensor, fail
 from autograder.messages import Message
+from autograder.rng import manual_seed
 
 ATOL = 1e-4
 
@@ -30,7 +31,7 @@ ATOL = 1e-4
 def ref_layer(d, h, d_ff, norm_first=False, seed=0) -> nn.TransformerEncoderLayer:
     """An encoder layer in eval mode whose biases and LayerNorm parameters are moved off their 0/1 defaults,
     so that a bias left out or norm1/norm2 swapped shows in the output."""
-    torch.manual_seed(seed)
+    manual_seed(seed)
     layer = nn.TransformerEncoderLayer(d, h, d_ff, dropout=0.0, batch_first=True, norm_first=norm_first)
     with torch.no_grad():
         for name, p in layer.named_parameters():
@@ -241,7 +242,7 @@ def test_ffn_dropout_placement(sub):
              "dropout 위치를 평가할 수 없습니다: FeedForward가 eval 모드에서 이미 PyTorch와 다릅니다 "
              "(인코더 레이어와 비교하는 검사를 보세요).")
     got = call(m, x, ffn_text(8, 16, 0.5), mode="train", seed=723)
-    torch.manual_seed(723)
+    manual_seed(723)
     with torch.no_grad():
         want = layer.linear2(F.dropout(F.relu(layer.linear1(x)), 0.5, training=True))
     expect_close(got, want, ffn_text(8, 16, 0.5) + " in train mode", hint=Message(
