@@ -241,7 +241,7 @@ def _sysv_unattached_kb(own_namespace: bool, pids: set[int], uid: int | None) ->
     for row in rows:
         v = row.split()
         try:  # key shmid perms size cpid lpid nattch uid gid cuid cgid atime dtime ctime rss swap
-            size, cpid, nattch, cuid, rss = int(v[3]), int(v[4]), int(v[6]), int(v[9]), int(v[14])
+            cpid, nattch, cuid, rss = int(v[4]), int(v[6]), int(v[9]), int(v[14])
         except (IndexError, ValueError):
             continue
         if nattch == 0 and (own_namespace or cpid in pids or (uid is not None and cuid == uid)):

@@ -7,7 +7,7 @@ import torch
 
 from assignments.mha_intermediates.common import (build_mha, call_text, check_demo_shapes, check_device_argument,
                                                   check_sdpa_demo, check_signature, divisor, entry,
-                                                  forward_dict, mha_class, other_divisor, randn, scale_rule)
+                                                  forward_dict, other_divisor, randn, scale_rule)
 from autograder.checks import CheckFailure, check, expect_close, fail
 
 # ------------------------------------------------------------------------------- ScaledDotProductAttention
