@@ -514,6 +514,7 @@ class MemoryCgroup:
 
     def __init__(self, folder: str, mode: str):
         self.folder, self.mode = folder, mode
+        self._fds: dict[str, int] = {}  # files read at every reply, opened once (see over())
 
     @classmethod
     def create(cls, name: str, limit_mb: int) -> "MemoryCgroup | None":
@@ -566,18 +567,39 @@ class MemoryCgroup:
         except OSError:
             return False
 
+    def _pread(self, key: str) -> str:
+        """Like _read, through a descriptor kept open: the grader asks at every reply (hundreds per submission)."""
+        fd = self._fds.get(key)
+        try:
+            if fd is None:
+                fd = self._fds[key] = os.open(os.path.join(self.folder, key), os.O_RDONLY | os.O_CLOEXEC)
+            return os.pread(fd, 4096, 0).decode("ascii", "replace")
+        except OSError:
+            return ""
+
+    def close(self) -> None:
+        """Close the descriptors over() keeps open (the cgroup can only be removed once nobody holds them)."""
+        for fd in self._fds.values():
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self._fds.clear()
+
     def over(self) -> bool:
         """Whether the submission hit the limit (v1: a process is stalled waiting for memory; v2: OOM kill)."""
         # Reaching the limit at all counts (failcnt, "max"): a submission within budget never gets near it, and a
         # hoard that the kernel refused (ENOMEM from a memfd write) must not go on to earn points.
         if self.mode == "cgroup-v1":
-            fields = dict(line.split() for line in self._read("memory.oom_control").splitlines() if " " in line)
-            return fields.get("under_oom") == "1" or fields.get("oom_kill", "0") != "0" \
-                or self._read("memory.failcnt").strip() not in ("", "0")
-        fields = dict(line.split() for line in self._read("memory.events").splitlines() if " " in line)
+            if self._pread("memory.failcnt").strip() not in ("", "0"):
+                return True
+            fields = dict(line.split() for line in self._pread("memory.oom_control").splitlines() if " " in line)
+            return fields.get("under_oom") == "1" or fields.get("oom_kill", "0") != "0"
+        fields = dict(line.split() for line in self._pread("memory.events").splitlines() if " " in line)
         return any(fields.get(k, "0") != "0" for k in ("max", "oom", "oom_kill", "oom_group_kill"))
 
     def remove(self) -> bool:
+        self.close()
         for _ in range(200):  # processes killed a moment ago may still be leaving the group
             try:
                 os.rmdir(self.folder)

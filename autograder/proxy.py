@@ -16,19 +16,6 @@ MAX_RESTARTS = 3  # crashes; a hang restarts too, but each class (and each top-l
 MAX_HUNG_LINES = 5  # top-level lines skipped because they never finished; more and the file is not graded
 
 
-_TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
-
-
-def _cpu_seconds(pid: int) -> float | None:
-    """User plus system CPU seconds of a process and its threads (from /proc), or None if it cannot be read."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            fields = f.read().rsplit(b")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / _TICK  # utime, stime (fields 14 and 15 of stat)
-    except (OSError, ValueError, IndexError):
-        return None
-
-
 class EnvironmentFailure(RuntimeError):
     """The worker could not import a module that the grader's own Python can: the installation is not reachable
     from the sandbox (e.g. an interpreter under a mode-700 home). The grader's failure, reported to staff."""
@@ -321,7 +308,7 @@ class Submission:
 
     def _raw(self, op: str, args: dict[str, Any], loading: bool = False) -> Any:
         assert self.worker is not None
-        started, cpu = time.monotonic(), _cpu_seconds(self.worker.worker_pid)
+        started, cpu = time.monotonic(), self.worker.cpu_seconds()
         try:
             resp = self.worker.request(op, args, timeout=self.hang_limit())
         except WorkerTimeout:
@@ -329,7 +316,7 @@ class Submission:
         except BaseException:
             self.used += time.monotonic() - started  # the worker is gone: its CPU time can no longer be read
             raise
-        after = _cpu_seconds(self.worker.worker_pid)
+        after = self.worker.cpu_seconds()
         # CPU time, not wall-clock time: on a shared, loaded machine the same code takes the same CPU seconds,
         # while its wall-clock time depends on everything else running (a student's sleep costs nothing here;
         # call_timeout still stops a call that never returns).

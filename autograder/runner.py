@@ -25,8 +25,11 @@ def grade(assignment: Assignment, jobs: Iterable[Job], on_result: Callable[[Subm
     args = [str(d) for d in assignment.check_dirs(public_only) if d.is_dir()]
     # No log capture and no warning capture: each wraps every phase of every check (about 9% of a grader's
     # time on ~200 tiny checks per submission), and checks report through their results, not logs or warnings.
+    # No unraisable/thread exception hooks either: they run at every phase too, and a full gc.collect() of
+    # torch's heap at the end; student code never runs in this process, so there is nothing for them to catch.
     args += ["-s", "-p", "no:terminal", "-p", "no:cacheprovider", "-p", "no:stepwise", "-p", "no:logging",
-             "-p", "no:warnings", "--import-mode=importlib", f"--rootdir={assignment.dir}",
+             "-p", "no:warnings", "-p", "no:unraisableexception", "-p", "no:threadexception",
+             "--import-mode=importlib", f"--rootdir={assignment.dir}",
              f"--confcutdir={assignment.dir.parent}", "-o", "addopts="]
     warnings.filterwarnings("ignore", category=pytest.PytestAssertRewriteWarning)
     code = pytest.main(args, plugins=[plugin])

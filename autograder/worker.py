@@ -216,7 +216,9 @@ class Worker:
             if not isinstance(out, torch.Tensor) or not out.requires_grad or out.shape != grad_output.shape:
                 result["grads"] = None  # the grader reports the shape or the missing graph itself
             else:
-                out.backward(grad_output.to(out.device))
+                # As out.backward(grad_output), bit for bit (1.0 * g is exact), without importing sympy on the
+                # first call (a tensor gradient sends backward through torch's symbolic-shapes checks).
+                (out * grad_output.to(out.device)).sum().backward()
                 result["grads"] = {n: p.grad for n, p in target.named_parameters()}
         return result
 
@@ -394,7 +396,7 @@ def warm_up(full: bool = True) -> None:
     with Recorder(["softmax", "exp"]):
         y = m(x)
     if full:
-        y.backward(torch.ones_like(y))
+        (y * torch.ones_like(y)).sum().backward()  # as op_call runs it
         mc = copy.deepcopy(m).to("meta")
         with torch.no_grad(), DeviceMix():
             mc(torch.randn(2, 3, 4, device="meta"))

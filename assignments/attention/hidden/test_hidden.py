@@ -275,7 +275,9 @@ def gradients(sub, cls):
     x = make_input(cls, seed, b, T, d_in)
     out = ref(x)
     g = randn(seed + 3, *out.shape)
-    out.backward(g)
+    # The same gradients as out.backward(g) (1.0 * g is exact), without the first call's import of torch's
+    # symbolic-shapes machinery (sympy: over a second per grader process).
+    (out * g).sum().backward()
     res = m.run(x, grad_output=g)
     expect_shape(res["out"], tuple(out.shape), call_text(cls, d_in, d_out, ctx, 0.0, heads))
     grads = res.get("grads")
