@@ -15,13 +15,23 @@ DTYPES: dict = {}
 _NAMES: dict = {}
 
 
+_SIZES: dict = {}  # dtype -> bytes per element
+_torch_module = None
+
+
 def _torch():
     """torch, imported on first use: launching the zygote must not wait for the grader's own torch import."""
-    import torch
-    if not DTYPES:
+    global _torch_module
+    if _torch_module is None:
+        import torch
         DTYPES.update({n: getattr(torch, n) for n in _DTYPE_NAMES})
         _NAMES.update({v: k for k, v in DTYPES.items()})
-    return torch
+        _SIZES.update({v: torch.empty((), dtype=v).element_size() for v in DTYPES.values()})
+        _torch_module = torch
+    return _torch_module
+
+
+_SCALARS = (bool, int, float, str)
 _HEAD = struct.Struct("!II")  # header length, blob area length
 MAX_MESSAGE = 256 * 1024 * 1024
 MAX_DIMS = 32  # torch allows 64; no check sends more than a handful
@@ -51,41 +61,53 @@ class Opaque:
 
 
 def _encode(obj: Any, blobs: list[bytes]) -> Any:
-    torch = _torch()
-    if obj is None or type(obj) in (bool, int, float, str):
+    kind = type(obj)
+    if obj is None or kind in _SCALARS:
         return obj
-    if isinstance(obj, torch.Tensor):
-        if type(obj) is not torch.Tensor and not isinstance(obj, torch.nn.Parameter):
-            return {"$opaque": f"{type(obj).__name__} (a torch.Tensor subclass)"}
-        t = obj.detach()
-        if t.dtype not in _NAMES:
-            return {"$opaque": f"tensor of dtype {t.dtype}"}
-        if t.device.type == "meta":
-            return {"$opaque": "tensor on the meta device"}
-        t = t.to("cpu").contiguous()
-        data = t.reshape(-1).view(torch.uint8).numpy().tobytes() if t.numel() else b""
-        blobs.append(data)
-        return {"$t": len(blobs) - 1, "dtype": _NAMES[t.dtype], "shape": list(t.shape),
-                "device": obj.device.type}
-    if type(obj) is torch.Size:
-        return {"$tuple": [int(d) for d in obj]}
-    if type(obj) in (list, tuple):
-        items = [_encode(x, blobs) for x in obj]
-        return items if type(obj) is list else {"$tuple": items}
-    if type(obj) is dict:
+    if kind is list:
+        return [_encode(x, blobs) for x in obj]
+    if kind is dict:
         return {"$dict": [[str(k), _encode(v, blobs)] for k, v in obj.items()]}
-    return {"$opaque": f"object of type {type(obj).__name__}"}
+    if kind is tuple:
+        return {"$tuple": [_encode(x, blobs) for x in obj]}
+    torch = _torch()
+    if isinstance(obj, torch.Tensor):
+        if kind is not torch.Tensor and not isinstance(obj, torch.nn.Parameter):
+            return {"$opaque": f"{kind.__name__} (a torch.Tensor subclass)"}
+        t = obj.detach()
+        name = _NAMES.get(t.dtype)
+        if name is None:
+            return {"$opaque": f"tensor of dtype {t.dtype}"}
+        device = t.device.type
+        if device == "meta":
+            return {"$opaque": "tensor on the meta device"}
+        if device != "cpu":
+            t = t.to("cpu")
+        if not t.is_contiguous():
+            t = t.contiguous()
+        if not t.numel():
+            data = b""
+        elif t.dtype is torch.bfloat16:  # numpy has no bfloat16: the same bits as int16
+            data = t.view(torch.int16).numpy().tobytes()
+        else:
+            data = t.numpy().tobytes()
+        blobs.append(data)
+        return {"$t": len(blobs) - 1, "dtype": name, "shape": list(t.shape), "device": device}
+    if kind is torch.Size:
+        return {"$tuple": [int(d) for d in obj]}
+    return {"$opaque": f"object of type {kind.__name__}"}
 
 
 def _decode(obj: Any, blobs: list[memoryview]) -> Any:
-    if type(obj) is str:
+    kind = type(obj)
+    if kind is str:
         return clean(obj)  # the boundary: no escape codes or lone surrogates get past the grader's door
-    if obj is None or type(obj) in (bool, int, float):
+    if obj is None or kind in _SCALARS:
         return obj
-    if type(obj) is list:
+    if kind is list:
         return [_decode(x, blobs) for x in obj]
-    if type(obj) is not dict:
-        raise ProtocolError(f"unexpected value of type {type(obj).__name__}")
+    if kind is not dict:
+        raise ProtocolError(f"unexpected value of type {kind.__name__}")
     if "$t" in obj:
         torch = _torch()
         dtype = DTYPES.get(obj.get("dtype"))
@@ -100,12 +122,12 @@ def _decode(obj: Any, blobs: list[memoryview]) -> Any:
         numel = 1
         for s in shape:
             numel *= s
-        if len(raw) != numel * torch.empty((), dtype=dtype).element_size():
+        if len(raw) != numel * _SIZES[dtype]:
             raise ProtocolError("tensor size does not match its shape")
         if numel == 0:
             return torch.empty(shape, dtype=dtype)
-        # bytearray copies the bytes: the tensor owns writable memory and shares nothing with the socket buffer.
-        return torch.frombuffer(bytearray(raw), dtype=dtype).reshape(shape).clone()
+        # One copy: the tensor owns writable memory and shares nothing with the receive buffer.
+        return torch.frombuffer(bytearray(raw) if raw.readonly else raw, dtype=dtype).reshape(shape).clone()
     if "$tuple" in obj:
         return tuple(_decode(x, blobs) for x in obj["$tuple"])
     if "$dict" in obj:
@@ -122,9 +144,9 @@ def pack(obj: Any) -> bytes:
     return _HEAD.pack(len(head), len(area)) + head + area
 
 
-def unpack(head: bytes, area: bytes) -> Any:
+def unpack(head: bytes | memoryview, area: bytes | memoryview) -> Any:
     try:
-        meta = json.loads(head)
+        meta = json.loads(bytes(head) if type(head) is memoryview else head)
         sizes = meta["sizes"]
         if type(sizes) is not list or not all(type(s) is int and s >= 0 for s in sizes) or sum(sizes) != len(area):
             raise ProtocolError("blob sizes do not add up")
@@ -144,26 +166,30 @@ def send(sock: socket.socket, obj: Any) -> None:
     sock.sendall(pack(obj))
 
 
-def _recv_exact(sock: socket.socket, n: int, deadline: float | None) -> bytes:
-    buf = bytearray()
-    while len(buf) < n:
+def _recv_exact(sock: socket.socket, n: int, deadline: float | None) -> bytearray:
+    buf = bytearray(n)
+    view = memoryview(buf)
+    got = 0
+    blocking = False
+    while got < n:
         if deadline is not None:
             left = deadline - time.monotonic()
             if left <= 0:
                 raise ChannelTimeout("timed out")
             sock.settimeout(left)
-        else:
+        elif not blocking:  # set once per message (each change of mode is a system call)
             sock.settimeout(None)
+            blocking = True
         try:
-            chunk = sock.recv(min(n - len(buf), 1 << 20))
+            k = sock.recv_into(view[got:], min(n - got, 1 << 20))
         except socket.timeout:
             raise ChannelTimeout("timed out") from None
         except OSError as e:
             raise ChannelClosed(str(e)) from None
-        if not chunk:
+        if not k:
             raise ChannelClosed("connection closed")
-        buf += chunk
-    return bytes(buf)
+        got += k
+    return buf
 
 
 def recv(sock: socket.socket, deadline: float | None = None, max_bytes: int = MAX_MESSAGE,
@@ -172,6 +198,5 @@ def recv(sock: socket.socket, deadline: float | None = None, max_bytes: int = MA
     head_len, area_len = _HEAD.unpack(_recv_exact(sock, _HEAD.size, deadline))
     if head_len + area_len > max_bytes or (max_head is not None and head_len > max_head):
         raise ProtocolError(f"message of {head_len + area_len} bytes is over the {max_bytes}-byte limit")
-    head = _recv_exact(sock, head_len, deadline)
-    area = _recv_exact(sock, area_len, deadline)
-    return unpack(head, area)
+    body = memoryview(_recv_exact(sock, head_len + area_len, deadline))  # one read for both parts
+    return unpack(body[:head_len], body[head_len:])

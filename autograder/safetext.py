@@ -25,6 +25,8 @@ def clean(s: Any, one_line: bool = False) -> str:
     `one_line`), lone surrogates replaced. Idempotent, and the identity on ordinary text."""
     if type(s) is not str:
         s = str(s)
+    elif s.isascii() and s.isprintable():  # the common case, and nothing to remove in it
+        return s
     s = _fix_surrogates(s)
     if not s.isprintable():
         s = _ESCAPES.sub("", s)

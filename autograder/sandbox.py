@@ -495,19 +495,23 @@ class WorkerProcess:
         self.limits = Limits()
         self.cgroup: confine.MemoryCgroup | None = None
         self.last_progress = ""  # scratch/load.progress as it was when a request timed out (before the kill)
-        self._stat_fd: int | None = None  # /proc/<worker>/stat, opened once: read twice per request
+        self._stat_fd: int | None = None  # /proc/<worker>/stat, when the CPU clock below cannot be read
         self._scratch_fd: int | None = None  # the tmpfs scratch (in the keeper's mount namespace), for fstatvfs
-        try:
-            self._stat_fd = os.open(f"/proc/{worker}/stat", os.O_RDONLY | os.O_CLOEXEC)
-        except OSError:
-            pass
+        # The worker's process CPU-time clock (Linux: MAKE_PROCESS_CPUCLOCK(pid, CPUCLOCK_SCHED)): read twice per
+        # request, in under a microsecond, where /proc/<pid>/stat takes tens of microseconds.
+        self._clock: int | None = ((~worker) << 3) | 2 if sys.platform.startswith("linux") else None
 
     def cpu_seconds(self) -> float | None:
-        """User plus system CPU seconds of the worker and its threads, or None once it cannot be read. The
-        descriptor belongs to this process (not to its pid), so a reused pid can never be read by mistake."""
-        if self._stat_fd is None:
-            return None
+        """User plus system CPU seconds of the worker and its threads, or None once it cannot be read. (The
+        worker's pid cannot be reused while we ask: it is only asked of a worker that has not been reaped.)"""
+        if self._clock is not None:
+            try:
+                return time.clock_gettime(self._clock)
+            except OSError:
+                self._clock = None
         try:
+            if self._stat_fd is None:
+                self._stat_fd = os.open(f"/proc/{self.worker_pid}/stat", os.O_RDONLY | os.O_CLOEXEC)
             fields = os.pread(self._stat_fd, 4096, 0).rsplit(b")", 1)[1].split()
             return (int(fields[11]) + int(fields[12])) / _TICK  # utime, stime (fields 14 and 15 of stat)
         except (OSError, ValueError, IndexError):
