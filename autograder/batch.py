@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import queue
+import socket
 import subprocess
 import sys
 import threading
@@ -65,7 +66,8 @@ class Summary:
         return "; ".join(parts)
 
 
-def _start(slot: int, a: Assignment, timeout: float | None, events: queue.Queue) -> Slot:
+def _start(slot: int, a: Assignment, timeout: float | None, events: queue.Queue,
+           zygote_sock: "socket.socket | None" = None) -> Slot:
     r, w = os.pipe()
     code = (f"import sys; sys.path.insert(0, {str(PROJECT_ROOT)!r}); "
             "from autograder.gradeproc import main; main()")
@@ -73,10 +75,12 @@ def _start(slot: int, a: Assignment, timeout: float | None, events: queue.Queue)
     # it has overridden.
     proc = subprocess.Popen([sys.executable, "-I", "-c", code, a.name, str(slot), str(w),
                              "" if timeout is None else str(timeout), json.dumps(a.options),
-                             json.dumps(asdict(a.limits))],
-                            stdin=subprocess.PIPE, pass_fds=[w], cwd=str(PROJECT_ROOT), text=True,
-                            stdout=subprocess.DEVNULL)
+                             json.dumps(asdict(a.limits)), str(zygote_sock.fileno()) if zygote_sock else ""],
+                            stdin=subprocess.PIPE, pass_fds=[w] + ([zygote_sock.fileno()] if zygote_sock else []),
+                            cwd=str(PROJECT_ROOT), text=True, stdout=subprocess.DEVNULL)
     os.close(w)
+    if zygote_sock is not None:
+        zygote_sock.close()  # the grader process holds it now
 
     def pump() -> None:
         with os.fdopen(r, encoding="utf-8") as f:
@@ -209,9 +213,16 @@ def main(*, submissions: Path, out: Path, assignment: Assignment, workers: int =
         except OSError:
             pass  # the process died; its EOF event will requeue nothing and report the job
 
+    zygote = None
     try:
-        for i in range(min(max(1, workers), len(todo))):
-            slots[i] = _start(i, assignment, None, events)
+        n = min(max(1, workers), len(todo))
+        if n:
+            # One zygote (torch imported and warmed up once) forks the workers of every grader process; a
+            # grader process restarted later, or one that finds it gone, starts its own.
+            from .sandbox import start_shared_zygote
+            zygote, socks = start_shared_zygote(n)
+        for i in range(n):
+            slots[i] = _start(i, assignment, None, events, socks[i])
             dispatch(slots[i])
         while any(s.alive for s in slots.values()):
             try:
@@ -253,6 +264,12 @@ def main(*, submissions: Path, out: Path, assignment: Assignment, workers: int =
             if s.proc.poll() is None:
                 s.proc.kill()
                 s.proc.wait()
+        if zygote is not None:
+            try:  # it leaves once every grader process has closed its socket
+                zygote.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                zygote.kill()
+                zygote.wait()
         progress.close()
         # Always, even when the loop above failed: the CSVs hold every result this run got.
         write_atomic(out / "scores.csv", csv_text(summary.results, assignment.question_ids))

@@ -48,6 +48,11 @@ def main() -> None:
         # ASCII on the wire: a stray surrogate (from a file name) must not break the pipe's UTF-8 encoding.
         out.write(json.dumps({"result": r.to_dict()}) + "\n")
 
+    zygote = None
+    if len(sys.argv) > 7 and sys.argv[7]:  # the zygote `grade batch` started for all its grader processes
+        import socket
+        from .sandbox import Zygote
+        zygote = Zygote(sock=socket.socket(fileno=int(sys.argv[7])))
     import torch
     torch.set_num_threads(1)  # N grader processes and N workers share the cores; intra-op threads only contend
     from .runner import grade
@@ -55,7 +60,7 @@ def main() -> None:
         # A private copy of stdin: pytest may swap sys.stdin and fd 0 while tests run.
         jobs = os.fdopen(os.dup(0), encoding="utf-8")
         grade(a, read_jobs(jobs, lambda s: out.write(json.dumps({"begin": s}) + "\n")),
-              report)
+              report, zygote=zygote)
     except BaseException:
         out.write(json.dumps({"fatal": traceback.format_exc()[-8000:]}) + "\n")
         raise

@@ -365,8 +365,10 @@ def _keeper(spec: dict[str, Any], wsock: socket.socket, ksock: socket.socket) ->
         pass
 
 
-def zygote_main(fd: int, full: bool = True) -> None:
-    sock = socket.socket(fileno=fd)
+def zygote_main(fds: int | list[int], full: bool = True) -> None:
+    """Fork a keeper for each spawn request. `fds`: one socket per grader process it serves (`grade batch`
+    starts one zygote for all of its grader processes: one torch import and warm-up instead of one each)."""
+    socks = [socket.socket(fileno=fd) for fd in ([fds] if isinstance(fds, int) else fds)]
     _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the grader's to handle
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # keepers are reaped automatically
@@ -376,24 +378,50 @@ def zygote_main(fd: int, full: bool = True) -> None:
     # do not write to (and so copy) every page of the zygote's objects it inherited.
     gc.collect()
     gc.freeze()
-    while True:
-        try:
-            msg, fds, _, _ = socket.recv_fds(sock, 1 << 16, 4)
-        except OSError:
-            os._exit(0)
-        if not msg:  # the grader is done; tearing down torch would only cost it a second of waiting
-            os._exit(0)
-        spec = json.loads(msg)
-        pid = os.fork()
-        if pid == 0:
+    while socks:
+        ready, _, _ = select.select(socks, [], [])
+        for sock in ready:
             try:
+                msg, fds_in, _, _ = socket.recv_fds(sock, 1 << 16, 4)
+            except OSError:
+                msg, fds_in = b"", []
+            if not msg or len(fds_in) != 2:  # that grader is done (or confused): stop serving it
+                for f in fds_in:
+                    os.close(f)
+                socks.remove(sock)
                 sock.close()
-                signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-                _keeper(spec, socket.socket(fileno=fds[0]), socket.socket(fileno=fds[1]))
-            finally:
-                os._exit(0)
-        for f in fds:
-            os.close(f)
+                continue
+            spec = json.loads(msg)
+            pid = os.fork()
+            if pid == 0:
+                try:
+                    for s_ in socks:
+                        s_.close()
+                    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+                    _keeper(spec, socket.socket(fileno=fds_in[0]), socket.socket(fileno=fds_in[1]))
+                finally:
+                    os._exit(0)
+            for f in fds_in:
+                os.close(f)
+    os._exit(0)  # every grader is done; tearing down torch would only cost them a second of waiting
+
+
+def start_shared_zygote(clients: int, full_warm_up: bool = True) -> tuple[subprocess.Popen, list[socket.socket]]:
+    """One zygote for `clients` grader processes: returns it and one socket for each (hand each to one grader
+    process, which wraps it with Zygote(sock=...))."""
+    pairs = [socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET) for _ in range(clients)]
+    root = str(Path(__file__).resolve().parent.parent)
+    env = clean_env()
+    env["PYTHONPATH"] = root  # -I ignores it; the path is passed explicitly below
+    fds = [child.fileno() for _, child in pairs]
+    proc = subprocess.Popen(
+        [sys.executable, "-I", "-c",
+         f"import sys; sys.path.insert(0, {root!r}); from autograder.sandbox import zygote_main; "
+         f"zygote_main({fds!r}, {full_warm_up})"],
+        pass_fds=fds, env=env, stdin=subprocess.DEVNULL, cwd="/", stdout=subprocess.DEVNULL, stderr=None)
+    for _, child in pairs:
+        child.close()
+    return proc, [parent for parent, _ in pairs]
 
 
 # ---------------------------------------------------------------------------------------------- grader side
@@ -412,13 +440,18 @@ class WorkerTimeout(WorkerLost):
 
 
 class Zygote:
-    """Grader-side handle on the zygote process."""
+    """Grader-side handle on the zygote process: our own, or (sock given) one shared with other grader
+    processes; when a shared one is gone, this grader starts its own."""
 
-    def __init__(self, full_warm_up: bool = True) -> None:
+    def __init__(self, full_warm_up: bool = True, sock: socket.socket | None = None) -> None:
         # full_warm_up=False saves about a second for `grade check`: its public checks take no gradients and
         # probe no devices, the two uses of torch whose lazy imports a worker under another uid may not reach.
         self.full_warm_up = full_warm_up
-        self._launch()
+        self.proc: subprocess.Popen | None = None
+        if sock is None:
+            self._launch()
+        else:
+            self.sock = sock
 
     def _launch(self) -> None:
         parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
@@ -441,11 +474,18 @@ class Zygote:
         wa, wb = socket.socketpair()
         ka, kb = socket.socketpair()
         spec = {"limits": asdict(limits), "scratch": scratch, "uid": uid, "isolate": isolate}
-        if self.proc.poll() is not None:  # the zygote died (killed, out of memory): later submissions need one
-            self.sock.close()
+        if self.proc is not None and self.proc.poll() is not None:  # it died (killed, out of memory): later
+            self.sock.close()                                       # submissions need one
             self._launch()
         try:
-            socket.send_fds(self.sock, [json.dumps(spec).encode()], [wb.fileno(), kb.fileno()])
+            try:
+                socket.send_fds(self.sock, [json.dumps(spec).encode()], [wb.fileno(), kb.fileno()])
+            except OSError:
+                if self.proc is not None:
+                    raise
+                self.sock.close()  # the shared zygote is gone: from now on this grader has its own
+                self._launch()
+                socket.send_fds(self.sock, [json.dumps(spec).encode()], [wb.fileno(), kb.fileno()])
         except OSError as e:
             for s in (wa, wb, ka, kb):
                 s.close()
@@ -473,12 +513,15 @@ class Zygote:
         """Stop the zygote. It holds no state (keepers and workers answer to their own sockets)."""
         try:
             self.sock.close()
-        finally:
-            try:
-                self.proc.wait(timeout=2)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        except OSError:
+            pass
+        if self.proc is None:  # shared: it ends when its last grader process is done
+            return
+        try:
+            self.proc.wait(timeout=2)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
 
 
 class WorkerProcess:

@@ -235,3 +235,33 @@ def test_python_under_a_mode_700_home_is_reachable_from_the_worker(tmp_path):
     finally:
         subprocess.run(["umount", "-l", str(venv)], check=False)
         shutil.rmtree(base, ignore_errors=True)
+
+
+def test_one_zygote_serves_several_graders_and_a_dead_one_is_replaced(tmp_path):
+    """`grade batch` starts one zygote for all its grader processes: each gets workers through its own socket,
+    and a grader whose shared zygote is gone starts its own instead of failing the submission."""
+    from autograder.sandbox import start_shared_zygote
+    proc, socks = start_shared_zygote(2)
+    graders = [Zygote(sock=s) for s in socks]
+    try:
+        for i, z in enumerate(graders):
+            scratch = tmp_path / f"s{i}"
+            scratch.mkdir()
+            w = z.spawn(Limits(), str(scratch), None)
+            assert w.request("env", {}, timeout=60)["ok"]
+            assert w.cpu_seconds() is not None and w.cpu_seconds() > 0  # the worker's own CPU clock is read
+            w.kill(graceful=True)
+        proc.kill()
+        proc.wait()
+        scratch = tmp_path / "after"
+        scratch.mkdir()
+        w = graders[0].spawn(Limits(), str(scratch), None)
+        assert w.request("env", {}, timeout=60)["ok"]
+        assert graders[0].proc is not None and graders[0].proc.pid != proc.pid  # its own zygote now
+        w.kill(graceful=True)
+    finally:
+        for z in graders:
+            z.close()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
