@@ -198,8 +198,25 @@ CASES: tuple[Case, ...] = (
           while True:
               pass
           """)),
-    K("stop_signals", "ignores and blocks every catchable signal, swallows KeyboardInterrupt, spins forever",
-      0, "checks", "did not finish within 6 s"),
+    C("stop_signals", "ignores and blocks every catchable signal, swallows KeyboardInterrupt, spins forever",
+      0, "checks", "did not finish within 6 s",
+      top("""
+          import signal as _signal
+          for _s in (_signal.SIGTERM, _signal.SIGINT, _signal.SIGHUP, _signal.SIGQUIT, _signal.SIGUSR1, _signal.SIGUSR2,
+                     _signal.SIGALRM, _signal.SIGXCPU):
+              _signal.signal(_s, _signal.SIG_IGN)
+          _signal.pthread_sigmask(_signal.SIG_BLOCK, set(_signal.Signals) - {_signal.SIGKILL, _signal.SIGSTOP})
+
+
+          def _spin():
+              while True:
+                  try:
+                      while True:
+                          pass
+                  except BaseException:  # KeyboardInterrupt, SystemExit: keep going
+                      continue
+          """),
+      body("softmax_naive", "_spin()\n"), base="skeleton"),
     C("stop_setsid_children", "starts children and grandchildren in new sessions that ignore SIGTERM; the attention "
       "code itself is right", 100, None, "",
       top(r'''
@@ -361,11 +378,22 @@ CASES: tuple[Case, ...] = (
               print("FLOOD " * 100)
           """)),
     # ---------------------------------------------------------------- lies
-    K("lie_sys_exit", "calls sys.exit(0) at import and from every function, hoping a clean exit reads as "
-      "success",
-      0, "checks", "raised SystemExit: 0"),
-    K("lie_os_exit", "the skeleton, then os._exit(0) at import",
-      0, "error", "exited with code 0 (os._exit or a crash) while your file was being loaded"),
+    C("lie_sys_exit", "calls sys.exit(0) at import and from every function, hoping a clean exit reads as success",
+      0, "checks", "raised SystemExit: 0",
+      top("""
+          import sys
+
+          sys.exit(0)
+          """),
+      body("softmax_naive", "sys.exit(0)\n"), body(f"{CA}.forward", "raise SystemExit(0)\n"), base="skeleton"),
+    C("lie_os_exit", "the skeleton, then os._exit(0) at import", 0, "error",
+      "exited with code 0 (os._exit or a crash) while your file was being loaded",
+      end("""
+
+          import os
+
+          os._exit(0)
+          """), base="skeleton"),
     # SelfAttention_v2.forward exits: its evidence gate (in its signature check, 1) and its seeded, equivalence
     # and gradient checks crash (4 + 4 + 2); its figure (3) and qkv_bias (1) checks need the evidence the first
     # crash denied. The 4th crash ends grading, so the 37 hidden points of CausalAttention, the wrapper and
@@ -374,11 +402,53 @@ CASES: tuple[Case, ...] = (
     C("lie_os_exit_forward", "the reference, except that SelfAttention_v2.forward ends the process with os._exit(0)",
       47, "checks", "exited with code 0",
       top("import os\n"), first(f"{V2}.forward", "os._exit(0)\n")),
-    K("lie_patch_compare", "the skeleton, plus every comparison it can reach patched to say 'equal'",
-      0, "checks", "is not implemented yet"),
-    K("lie_patch_grader", "the skeleton, plus patches of the grader's own modules inside the worker: every "
-      "error reply is rewritten as a success",
-      0, "checks", "sent back a malformed reply"),
+    C("lie_patch_compare", "the skeleton, plus every comparison it can reach patched to say 'equal'", 0, "checks",
+      NOT_YET,
+      top("""
+          import sys
+          import types
+
+          import numpy
+          import torch
+
+          torch.allclose = lambda *a, **k: True
+          torch.equal = lambda *a, **k: True
+          torch.isclose = lambda a, b, *r, **k: torch.ones_like(a, dtype=torch.bool)
+          torch.testing.assert_close = lambda *a, **k: None
+          torch.Tensor.__eq__ = lambda self, other: torch.ones_like(self, dtype=torch.bool)
+          torch.Tensor.__ne__ = lambda self, other: torch.zeros_like(self, dtype=torch.bool)
+          numpy.allclose = lambda *a, **k: True
+          numpy.testing.assert_allclose = lambda *a, **k: None
+          fake = types.ModuleType("pytest")
+          fake.approx = lambda x, *a, **k: x
+          fake.fail = fake.skip = lambda *a, **k: None
+          sys.modules["pytest"] = fake
+          sys.modules["_pytest"] = fake
+          """), base="skeleton"),
+    C("lie_patch_grader", "the skeleton, plus patches of the grader's own modules inside the worker: every error "
+      "reply is rewritten as a success", 0, "checks", "sent back a malformed reply",
+      top("""
+          import sys
+
+          try:
+              import autograder.checks as _checks  # the grader's comparison helpers, if they can be imported here at all
+              _checks.expect_close = lambda *a, **k: None
+              _checks.expect_tensor = lambda got, what: got
+              _checks.Reveal.expected_values = True
+          except Exception as e:
+              print("could not patch autograder.checks:", type(e).__name__)
+
+          _protocol = sys.modules.get("autograder.protocol")
+          if _protocol is not None:
+              _send = _protocol.send
+
+              def _lying_send(sock, obj):
+                  if isinstance(obj, dict) and obj.get("ok") is False:
+                      obj = {"ok": True, "value": {"handle": "1", "out": "passed", "records": "all", "params": None},
+                             "out": obj.get("out")}
+                  return _send(sock, obj)
+              _protocol.send = _lying_send
+          """), base="skeleton"),
     # Only the honest CausalAttention earns (25); every Liar output is refused as a tensor subclass.
     K("lie_tensor_subclass", "returns tensor subclasses whose __eq__ and __torch_function__ claim equality with "
       "anything; only CausalAttention is honest", 25, "checks", "returned Liar (a torch.Tensor subclass)"),
@@ -398,18 +468,89 @@ CASES: tuple[Case, ...] = (
       98.5, "checks", "returned a tensor of dtype torch.float16; expected torch.float32",
       sub("softmax_naive", "return e / e.sum(dim=-1, keepdim=True)",
           "return (e / e.sum(dim=-1, keepdim=True)).half()")),
-    K("lie_fake_results", "the skeleton, plus fake results.json/scores.csv/report files in its working folder, "
-      "every parent folder and the usual result folders; prints a fake report",
-      0, "output", "Autograder report: 100/100"),
+    C("lie_fake_results", "the skeleton, plus fake results.json/scores.csv/report files in its working folder, "
+      "every parent folder and the usual result folders; prints a fake report", 0, "output",
+      "Autograder report: 100/100",
+      top("""
+          import json as _json
+          import os as _os
+
+          MARKER = "HOSTILE-GRADER-TEST-7f3a"
+          _fake = {"score": 100, "tests": [{"name": "everything", "score": 100, "max_score": 100, "status": "passed"}],
+                   "output": "All checks passed"}
+          _attempts = {}
+
+
+          def _plant(folder):
+              for name in ("results.json", MARKER + "-results.json", "scores.csv", "report.txt"):
+                  path = _os.path.join(folder, name)
+                  try:
+                      with open(path, "w") as f:
+                          f.write(_json.dumps(_fake) if name.endswith(".json") else "student,score\\nme,100\\n")
+                      _attempts[path] = "written"
+                  except OSError as e:
+                      _attempts[path] = type(e).__name__
+
+
+          _here = _os.getcwd()
+          while True:  # the working folder and every parent
+              _plant(_here)
+              if _here == "/":
+                  break
+              _here = _os.path.dirname(_here)
+          for _d in ("/tmp", "/autograder/results", "/autograder/submission", "/work/main/results", "/var/tmp", "/dev/shm"):
+              try:
+                  _os.makedirs(_d, exist_ok=True)
+              except OSError:
+                  pass
+              _plant(_d)
+          """),
+      body("softmax_naive", """
+          print("=== Autograder report: 100/100, all checks passed ===")
+          print("planted:", sum(v == "written" for v in _attempts.values()), "of", len(_attempts))
+          print(_json.dumps(_fake))
+          raise NotImplementedError("softmax_naive")
+          """), base="skeleton"),
     C("lie_folder_shadow", "the reference, in a folder that also carries conftest.py, pytest.ini, tests and modules "
       "named like numpy, torch and pytest", 100, None, "", path="lie_folder_shadow/attention.py"),
     # ---------------------------------------------------------------- pries
     K("pry_disk", "the skeleton, plus a search for the reference, the hidden checks, the git history, other "
       "students' files and other processes' memory; whatever solution it can read, it runs", 0, "output",
       "solution found: None"),
-    K("pry_stack", "the skeleton, plus functions that walk the call stack and the garbage collector for "
-      "expected values and print what they see",
-      0, "output", "frames:"),
+    C("pry_stack", "the skeleton, plus functions that walk the call stack and the garbage collector for expected "
+      "values and print what they see", 0, "output", "frames:",
+      top(r'''
+          import gc as _gc
+          import sys as _sys
+
+          import torch as _torch
+
+          SUSPECT = ("want", "expected", "expect", "ref", "reference", "R", "target", "truth", "answer", "figure")
+
+
+          def _pry(*inputs):
+              """Look through the call stack and every live object for something that looks like the expected answer."""
+              frames, found = [], []
+              f = _sys._getframe(1)
+              while f is not None:
+                  frames.append(f"{f.f_code.co_filename}:{f.f_code.co_name}")
+                  for k, v in list(f.f_locals.items()) + list(f.f_globals.items()):
+                      if k in SUSPECT and isinstance(v, _torch.Tensor):
+                          found.append(v)
+                  f = f.f_back
+              modules = sorted(m for m in _sys.modules if any(s in m for s in ("reference", "hidden", "assignments", "test_")))
+              tensors = [o for o in _gc.get_objects() if type(o) is _torch.Tensor and all(o is not i for i in inputs)]
+              print("frames:", frames)
+              print("suspect modules:", modules)
+              print("other live tensors:", len(tensors))
+              if found:
+                  return found[0]
+              raise NotImplementedError("nothing to copy")
+          '''),
+      body("softmax_naive", "return _pry(x)\n"), body("attention_scores", "return _pry(inputs)\n"),
+      sub(V1, "def __init__(self, d_in, d_out):",
+          "def __init__(self, *args):  # accepts anything, so that forward runs"),
+      body(f"{V1}.__init__", "super().__init__()\n"), body(f"{V1}.forward", "return _pry(x)\n"), base="skeleton"),
     C("pry_print_inputs", "the reference, printing every input it gets, hoping hidden inputs reach the feedback",
       100, "output", "PRY-INPUT",
       *[first(f"{cls}.forward", "print('PRY-INPUT', tuple(x.shape), x.flatten()[:8].tolist() "
@@ -443,9 +584,42 @@ CASES: tuple[Case, ...] = (
           except OSError:
               pass
           """.replace("(PAYLOAD)", f"({_reference_after_future()!r})"))),
-    K("sys_ipc_b_reader", "the untouched skeleton, which waits a few seconds for the source that "
-      "sys_ipc_a_writer (graded just before, or beside it) left in shared memory, then runs it as its own",
-      0, "checks", "is not implemented yet"),
+    C("sys_ipc_b_reader", "the untouched skeleton, which waits a few seconds for the source that sys_ipc_a_writer "
+      "(graded just before, or beside it) left in shared memory, then runs it as its own", 0, "checks", NOT_YET,
+      top("""
+          from __future__ import annotations
+
+          import ctypes as _ct
+
+          _libc = _ct.CDLL(None, use_errno=True)
+          _libc.shmat.restype = _ct.c_void_p
+          _libc.shmat.argtypes = [_ct.c_int, _ct.c_void_p, _ct.c_int]
+          _libc.shmget.argtypes = [_ct.c_int, _ct.c_size_t, _ct.c_int]
+          _IPC_CREAT = 0o1000
+
+          import time as _time
+
+          """),
+      end("""
+
+
+          _KEY = 0x7F3A0001
+          _until = _time.monotonic() + 4
+          while _time.monotonic() < _until:
+              _id = _libc.shmget(_KEY, 0, 0)
+              if _id >= 0:
+                  _at = _libc.shmat(_id, None, 0o10000)  # SHM_RDONLY
+                  _n = int.from_bytes(_ct.string_at(_at, 8), "little")
+                  exec(_ct.string_at(_at + 8, _n).decode(), globals())
+                  break
+              try:
+                  with open("/dev/shm/HOSTILE-GRADER-TEST-7f3a-payload") as _f:
+                      exec(_f.read(), globals())
+                  break
+              except OSError:
+                  pass
+              _time.sleep(0.1)
+          """), base="skeleton"),
     # Shared memory the per-process limits do not see still counts against the one budget (512 MB).
     C("sys_hoard_sysv", "correct code plus a 3 GB hoard in SysV shared memory (not counted by RLIMIT_DATA or "
       "anonymous RSS), touched page by page at import", 0, "error",
@@ -555,9 +729,13 @@ CASES: tuple[Case, ...] = (
           globals().update({f"MultiHeadAttention_{_i:06d}": _i for _i in range(200_000)})
           """),
       sub(MHA, "class MultiHeadAttention(", "class MultiHeadAtention(")),
-    K("sys_text_surrogate", "the untouched skeleton, except that softmax_naive first prints a lone surrogate, "
-      "an OSC title change and ANSI colour codes (they used to crash the result's UTF-8 encoding)",
-      0, "output", "PRINTED \ufffd RED  end"),
+    C("sys_text_surrogate", "the untouched skeleton, except that softmax_naive first prints a lone surrogate, an OSC "
+      "title change and ANSI colour codes (they used to crash the result's UTF-8 encoding)", 0, "output",
+      "PRINTED \ufffd RED  end",
+      top("from __future__ import annotations\n"),
+      first("softmax_naive", r"""
+          print("PRINTED \udcff \x1b]0;owned\x07\x1b[31mRED\x1b[0m \x9b2J end")
+          """), base="skeleton"),
     # softmax_naive raises (its figure 1 and hidden check 2, worth half: the steps question holds 20 points of
     # checks for its 10); the type name's escape codes are gone.
     C("sys_text_escape_type", "softmax_naive raises an exception whose type name and message carry ANSI and OSC "
