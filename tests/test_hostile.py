@@ -357,7 +357,7 @@ def test_hardcoded_values_earn_only_the_step_figures(graded):
 
 def test_the_disk_search_would_succeed_without_the_sandbox(graded):
     """pry_disk's search, run here (root, no sandbox), finds a working solution; in the worker it found none."""
-    mod = runpy.run_path(str(CORPUS / "pry_disk.py"), run_name="probe")
+    mod = runpy.run_path(str(graded["corpus"] / "pry_disk.py"), run_name="probe")
     where_found, code = mod["find_solution"](str(ROOT))
     assert code is not None and where_found
     shown = " ".join(c.output for c in graded["results"]["pry_disk"].checks)
