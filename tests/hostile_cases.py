@@ -84,6 +84,7 @@ def _docstring_end(node: ast.AST) -> int:
 
 
 def apply(text: str, edit: Edit) -> str:
+    """`text` with `edit` made; a `find` or a `where` that is not there is an error, never a silent no-op."""
     tree, at = ast.parse(text), _offsets(text)
     if edit.kind == "top":
         head = tree.body[1] if isinstance(tree.body[1], ast.ImportFrom) and tree.body[1].module == "__future__" \

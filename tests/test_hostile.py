@@ -266,6 +266,18 @@ def test_every_case_is_in_the_corpus_and_gets_a_result(graded):
     assert len(rows) == 1 + len(CASES) + len(BYSTANDERS)
 
 
+def test_every_built_case_is_its_base_plus_its_change():
+    """Each row that is not kept builds a file that compiles and differs from its base beyond the docstring (only
+    lie_folder_shadow is the reference unchanged: its attack is the folder around it)."""
+    for c in hostile_cases.CASES:
+        if c.base == "kept":
+            continue
+        text = c.source()
+        compile(text, c.name, "exec")
+        plain = hostile_cases.Case(c.name, c.says, c.outcome, base=c.base).source()
+        assert (text == plain) == (c.name == "lie_folder_shadow"), c.name
+
+
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_case_outcome(graded, case):
     score, place, words = CASES[case]
