@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 import pytest
+from _pytest.runner import runtestprotocol
 
 from .assignment import Assignment, for_file, load
 from .checks import CheckFailure, CheckMeta, Reveal
@@ -311,7 +312,9 @@ class GradingPlugin:
                     if result.error is None:
                         for i, item in enumerate(items):
                             nxt = items[i + 1] if i + 1 < len(items) else None
-                            item.ihook.pytest_runtest_protocol(item=item, nextitem=nxt)
+                            # Setup, call and teardown with their hooks (our makereport records the outcome);
+                            # no log hooks: no terminal reporter is listening, and they ran 5 times per check.
+                            runtestprotocol(item, nextitem=nxt, log=False)
                     result = self._finish(result, items, started)
                 except Exception:  # the grader's own failure on this job: reported as ours, the next job goes on
                     result = self._crashed(job, items, started, traceback.format_exc())
