@@ -165,12 +165,26 @@ def proc_stats():
         yield int(entry), stat[stat.rfind(b")") + 2:].split()
 
 
-def _process_tree(root: int) -> tuple[list[int], int]:
+def _stats_of(pids: list[int]):
+    """proc_stats() for just these processes (those that have ended are left out)."""
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        yield pid, stat[stat.rfind(b")") + 2:].split()
+
+
+def _process_tree(root: int, members: list[int] | None = None) -> tuple[list[int], int]:
     """Every descendant of `root` (not root itself), and the CPU time in clock ticks that they and the children
-    they reaped used, plus what root reaped: a total that only grows while processes come and go."""
+    they reaped used, plus what root reaped: a total that only grows while processes come and go.
+
+    members: every process that can be a descendant (a memory cgroup's processes, which cannot leave it), so
+    only their /proc entries are read instead of every process's on the machine."""
     kids: dict[int, list[int]] = {}
     ticks: dict[int, int] = {}
-    for pid, fields in proc_stats():
+    for pid, fields in (proc_stats() if members is None else _stats_of(members)):
         if len(fields) > 14:
             kids.setdefault(int(fields[1]), []).append(pid)
             ticks[pid] = sum(int(x) for x in fields[11:15])  # utime, stime, cutime, cstime
@@ -334,7 +348,8 @@ class Watchdog:
 
     def check(self) -> dict[str, Any] | None:
         """None while within budget, else how the submission went over (the keeper then kills it)."""
-        procs, ticks = _process_tree(os.getpid())
+        members = self.cgroup.procs() if self.cgroup is not None else None
+        procs, ticks = _process_tree(os.getpid(), members)
         if self.cgroup is not None:
             if self.cgroup.over():
                 return {"how": "memory", "limit_mb": self.memory_mb, "processes": len(procs)}
@@ -585,6 +600,19 @@ class MemoryCgroup:
             except OSError:
                 pass
         self._fds.clear()
+
+    def procs(self) -> list[int] | None:
+        """The processes in the group (None if that cannot be read: the caller then scans every process)."""
+        size = 1 << 20
+        try:
+            fd = self._fds.get("cgroup.procs")
+            if fd is None:
+                fd = self._fds["cgroup.procs"] = os.open(os.path.join(self.folder, "cgroup.procs"),
+                                                         os.O_RDONLY | os.O_CLOEXEC)
+            data = os.pread(fd, size, 0)
+            return [int(x) for x in data.split()] if len(data) < size else None
+        except (OSError, ValueError):
+            return None
 
     def over(self) -> bool:
         """Whether the submission hit the limit (v1: a process is stalled waiting for memory; v2: OOM kill)."""
