@@ -3,10 +3,12 @@ from __future__ import annotations
 
 import csv
 import json
+import subprocess
+import sys
 
 import pytest
 
-from conftest import REFERENCE, SKELETON, by_question, grade_sources, notebook
+from conftest import REFERENCE, ROOT, SKELETON, by_question, grade_sources, notebook
 
 
 @pytest.fixture(scope="module")
@@ -107,3 +109,46 @@ def test_question_totals(graded):
     assert by_question(graded["reference"]) == {"steps": 10, "SelfAttention_v1": 15, "SelfAttention_v2": 15,
                                                 "CausalAttention": 25, "MultiHeadAttentionWrapper": 15,
                                                 "MultiHeadAttention": 20}
+
+
+def test_checks_called_directly_grade_exactly_as_through_pytests_protocol(tmp_path, monkeypatch):
+    """The grading loop calls checks as plain functions (pytest's per-check protocol costs a third of the
+    grader's time); every check of every assignment takes that path, and the results are the same as through
+    pytest's protocol: scores, statuses, messages, output, in the same order."""
+    from autograder import assignment, plugin, runner
+    from autograder.plugin import GradingPlugin, Job
+
+    buggy = REFERENCE.read_text().replace("dim=-1)\n        weights = self.dropout", "dim=1)\n        weights = self.dropout")
+    files = {"ref.py": REFERENCE.read_text(), "bug.py": buggy, "skel.py": SKELETON.read_text()}
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    protocol_runs: list[str] = []
+    real = plugin.runtestprotocol
+    monkeypatch.setattr(plugin, "runtestprotocol",
+                        lambda item, **kw: (protocol_runs.append(item.nodeid), real(item, **kw))[1])
+
+    def grade_all(name: str, paths: list) -> list[dict]:
+        out: list = []
+        runner.grade(assignment.load(name), [Job(p.stem, p) for p in paths], out.append)
+        return [{k: v for k, v in r.to_dict().items() if k not in ("duration", "sandbox")} for r in out]  # per run
+
+    direct = grade_all("attention", [tmp_path / n for n in files])
+    assert protocol_runs == []  # every check went the direct way
+    assert [r["score"] for r in direct][0] == 100 and 0 < direct[1]["score"] < 100
+    for name in ("mha_intermediates", "transformer_block"):  # their checks qualify too (one assignment per
+        code = f"""                                         # grader process, as in `grade batch`)
+import sys; sys.path.insert(0, {str(ROOT)!r})
+from pathlib import Path
+from autograder import assignment, plugin, runner
+def refuse(item, **kw): raise SystemExit("not direct: " + item.nodeid)
+plugin.runtestprotocol = refuse
+out = []
+runner.grade(assignment.load({name!r}), [plugin.Job("r", Path({str(ROOT / "reference" / f"{name}.py")!r}))], out.append)
+print("score", out[0].score)
+"""
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0 and "score 100" in done.stdout, (name, done.stdout[-500:], done.stderr[-2000:])
+    monkeypatch.setattr(GradingPlugin, "DIRECT_FIXTURES", frozenset())  # force pytest's protocol
+    through_pytest = grade_all("attention", [tmp_path / n for n in files])
+    assert protocol_runs  # this time they did not
+    assert through_pytest == direct
