@@ -238,7 +238,8 @@ def test_demo_shape_check_uses_the_notes_exact_shapes(graded):
 
 def test_scale_option_head(tmp_path):
     """With scale = "head" the paper's convention earns full marks and the notes' one loses the scores only."""
-    res = grade_with_options(tmp_path, {"full_feature.py": REF, "per_head.py": bugs.BY_NAME["scores_head_scale"].source(),
+    per_head = bugs.BY_NAME["scores_head_scale"].source()
+    res = grade_with_options(tmp_path, {"full_feature.py": REF, "per_head.py": per_head,
                                         "example_partly_wrong.py": EXAMPLES / "partly_wrong.py"}, scale="head")
     assert res["per_head"].score == 100, failures(res["per_head"])
     full = by_question(res["full_feature"])
