@@ -205,14 +205,16 @@ def output(mod: Any, ctor: Ctor, params: dict | None, call: Call, cls: str | Non
 
 
 def diagnose_module(table: Table, reference: Any, until: float, target: Any, got: Any, call: Call,
-                    cls: str | None = None, prepare: Callable[[Any], None] | None = None) -> Message | None:
+                    cls: str | None = None, prepare: Callable[[Any], None] | None = None,
+                    candidates: list[Variant] | None = None) -> Message | None:
     """The library bug that explains the student's module `target` (a proxy handle) having given `got` when
-    called as `call` says, or None. The student's code is not run again; only the module's weights are read."""
+    called as `call` says, or None. The student's code is not run again; only the module's weights are read.
+    `candidates`: the bugs to try (by default every library bug that reaches the class)."""
     ctor = target.ctor
     cls = cls or (ctor[0] if ctor is not None else None)
     if ctor is None or not hasattr(reference, cls):
         return None
-    candidates = table.candidates(cls)
+    candidates = table.candidates(cls) if candidates is None else candidates
     if not candidates:
         return None
     params = target.state()["params"]
@@ -230,9 +232,11 @@ def diagnose_module(table: Table, reference: Any, until: float, target: Any, got
     return None
 
 
-def diagnose_function(table: Table, until: float, name: str, inputs: tuple, got: Any) -> Message | None:
-    """The library bug that explains the student's top-level function `name` having returned `got` for `inputs`."""
-    for v in table.candidates(name):
+def diagnose_function(table: Table, until: float, name: str, inputs: tuple, got: Any,
+                      candidates: list[Variant] | None = None) -> Message | None:
+    """The library bug that explains the student's top-level function `name` having returned `got` for `inputs`
+    (`candidates`: the bugs to try, by default every library bug that reaches the function)."""
+    for v in table.candidates(name) if candidates is None else candidates:
         if time.monotonic() > until:
             return None
         try:
