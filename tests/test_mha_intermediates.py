@@ -204,6 +204,13 @@ def test_feedback_names_the_bug(graded, student):
     assert not wrong, (student, wrong)
 
 
+def test_a_later_bug_is_named_beside_the_other_scale(graded):
+    """The example scales by sqrt(d_head) (charged in `scores`) and merges without the permute: the merge is still
+    named, since the diagnosis also tries the other scale convention."""
+    merge = messages(graded["example_partly_wrong"], ("merge",))
+    assert any(bugs.BY_NAME["merge_skips_permute"].cause.en in m for m in merge), merge
+
+
 @pytest.mark.parametrize("student", CORRECT)
 def test_correct_variant_gets_full_marks(graded, student):
     assert graded[student].score == 100, failures(graded[student])
