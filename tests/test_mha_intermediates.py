@@ -176,6 +176,15 @@ def test_table_is_well_formed():
         bugtable.apply(bugs.REFERENCE_SOURCE, (bugtable.ch("split_heads", "permute(0, 3, 1, 2)", "x"),))
 
 
+def test_a_bug_is_tried_where_its_change_reaches():
+    """A bug in a helper reaches the class that calls it; a module-level constant reaches everything."""
+    reaches = bugs.TABLE.reaches
+    assert reaches(bugs.BY_NAME["split_interleaved"], "MultiHeadedAttention")  # split_heads is a helper
+    assert not reaches(bugs.BY_NAME["split_interleaved"], "ScaledDotProductAttention")
+    assert not reaches(bugs.BY_NAME["sdpa_no_sqrt"], "MultiHeadedAttention")
+    assert reaches(bugs.BY_NAME["scores_head_scale"], "ScaledDotProductAttention")
+
+
 def test_the_library_is_what_the_diagnosis_names():
     """Every bug that changes a compared value names its cause through the diagnosis, not only the checks' words:
     at least these, which real learners write."""

@@ -149,6 +149,17 @@ def test_table_is_well_formed():
         bugtable.apply(bugs.REFERENCE_SOURCE, (bugtable.ch("FeedForward", "F.gelu(", "F.relu("),))
 
 
+def test_a_bug_is_tried_where_its_change_reaches():
+    """A bug in a part is a candidate for the block that uses the part, never for an unrelated class."""
+    reaches = bugs.TABLE.reaches
+    assert reaches(bugs.BY_NAME["attn_no_scaling"], "TransformerBlock")
+    assert reaches(bugs.BY_NAME["ffn_gelu"], "TransformerBlock")
+    assert not reaches(bugs.BY_NAME["block_no_ffn_residual"], "MultiHeadSelfAttention")
+    assert not reaches(bugs.BY_NAME["ffn_gelu"], "MultiHeadSelfAttention")
+    assert reaches(bugs.BY_NAME["shapes_layers_ignored"], "transformer_shape")  # it calls make_transformer
+    assert not reaches(bugs.BY_NAME["nn_wrong_heads"], "transformer_shape")
+
+
 def test_the_library_is_what_the_diagnosis_names():
     """Every bug that changes a compared value names its cause through the diagnosis, not only the checks' words:
     at least these, which real learners write."""
