@@ -7,7 +7,6 @@ import ast
 import time
 import types
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Callable, Iterable
 
 import torch
