@@ -1,8 +1,9 @@
 """The mha_intermediates assignment grades itself correctly.
 
 One batch grades the reference, the skeleton (.py and .ipynb), the notebook filled in with the reference, the
-example submissions and one variant of the reference per realistic bug. Every bug must lose points on the
-question it breaks and on no other question. A second, small batch grades with the `scale` option switched to
+example submissions and every variant of the table of known bugs (assignments/mha_intermediates/hidden/bugs.py).
+Every bug must lose points on the question it breaks and on no other question, and be named where it loses them
+(the grader's diagnosis, or the table's words). A second, small batch grades with the `scale` option switched to
 "head" (the paper's convention; "full", the notes' one, is the default), and `grade check` must recognise the
 file by its name.
 """
@@ -17,7 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from autograder import assignment, batch
+from assignments.mha_intermediates.hidden import bugs
+from autograder import assignment, batch, bugtable
+from autograder.messages import korean
 from autograder.results import SubmissionResult
 from conftest import ROOT, by_question, grade_sources
 
@@ -30,71 +33,11 @@ DOCS = ROOT / "tests" / "documents"
 QUESTIONS = {"sdpa": 20, "mha_init": 10, "projections": 10, "split": 15, "scores": 15, "attention": 10,
              "merge": 10, "output": 10}
 
-# student id -> (the question it breaks, [(text in the reference, replacement)], what the bug is)
-BUGS = {
-    "bug_sdpa_transpose_1_2": ("sdpa", [("K.transpose(-2, -1)) / math.sqrt(d_K)", "K.transpose(1, 2)) / math.sqrt(d_K)")],
-                               "transposes axes 1 and 2 of K: right for 3-D inputs only"),
-    "bug_sdpa_mask_inverted": ("sdpa", [("            scores = scores.masked_fill(mask == 0, MASK_FILL)",
-                                         "            scores = scores.masked_fill(mask == 1, MASK_FILL)")],
-                               "fills where mask == 1"),
-    "bug_init_assert": ("mha_init", [("        if d_feat % n_head != 0:\n            raise ValueError(",
-                                      "        assert d_feat % n_head == 0, (")],
-                        "assert instead of ValueError"),
-    "bug_proj_activation": ("projections", [("Q_feat = self.lin_Q(Q)", "Q_feat = self.actv(self.lin_Q(Q))"),
-                                            ("K_feat = self.lin_K(K)", "K_feat = self.actv(self.lin_K(K))"),
-                                            ("V_feat = self.lin_V(V)", "V_feat = self.actv(self.lin_V(V))")],
-                            "applies actv after each projection"),
-    "bug_proj_self_only": ("projections", [("K_feat = self.lin_K(K)", "K_feat = self.lin_K(Q)"),
-                                           ("V_feat = self.lin_V(V)", "V_feat = self.lin_V(Q)")],
-                           "projects Q for keys and values (self-attention only)"),
-    "bug_split_heads_first": ("split", [("feat.view(n_batch, n_tok, n_head, d_feat // n_head).permute(0, 2, 1, 3)",
-                                         "feat.view(n_batch, n_head, n_tok, d_feat // n_head)")],
-                              "views straight to (n_batch, n_head, n, d_head)"),
-    "bug_split_interleaved": ("split", [("feat.view(n_batch, n_tok, n_head, d_feat // n_head).permute(0, 2, 1, 3)",
-                                         "feat.view(n_batch, n_tok, d_feat // n_head, n_head).permute(0, 3, 1, 2)")],
-                              "heads take every n_head-th feature"),
-    "bug_scores_head_scale": ("scores", [('SCALE = "full"', 'SCALE = "head"')],
-                              "divides by sqrt(d_head), the paper's convention, while the option says full"),
-    "bug_init_argument_order": ("mha_init", [
-        ("def __init__(self, d_feat=128, n_head=5, actv=F.relu, USE_BIAS=True, dropout_p=0.1, device=None):",
-         "def __init__(self, d_feat=128, n_head=5, dropout_p=0.1, USE_BIAS=True, actv=F.relu, device=None):")],
-        "another argument order"),
-    "bug_init_no_actv_no_device": ("mha_init", [
-        ("def __init__(self, d_feat=128, n_head=5, actv=F.relu, USE_BIAS=True, dropout_p=0.1, device=None):",
-         "def __init__(self, d_feat=128, n_head=5, USE_BIAS=True, dropout_p=0.1, actv=None):"),
-        ("        self.device = device\n", "")],
-        "drops device and moves actv (with another default) to the end"),
-    "bug_init_other_defaults": ("mha_init", [
-        ("def __init__(self, d_feat=128, n_head=5, actv=F.relu, USE_BIAS=True, dropout_p=0.1, device=None):",
-         "def __init__(self, d_feat=64, n_head=4, actv=F.relu, USE_BIAS=False, dropout_p=0.1, device=None):")],
-        "other defaults than the notes"),
-    "bug_scores_neg_inf": ("scores", [("        scores = scores.masked_fill(mask == 0, MASK_FILL)\n    return scores",
-                                       "        scores = scores.masked_fill(mask == 0, -torch.inf)\n    return scores")],
-                           "masks the multi-head scores with -inf"),
-    "bug_scores_mask_ignored": ("scores", [("    if mask is not None:\n        scores = scores.masked_fill(mask == 0, "
-                                            "MASK_FILL)\n    return scores", "    return scores")],
-                                "never applies the mask in the multi-head layer"),
-    "bug_attention_softmax_queries": ("attention", [("attention = torch.softmax(scores, dim=-1)  # (n_batch",
-                                                     "attention = torch.softmax(scores, dim=-2)  # (n_batch")],
-                                      "multi-head softmax over the queries"),
-    "bug_attention_no_dropout": ("attention", [("return torch.matmul(dropout(attention), V_split)",
-                                                "return torch.matmul(attention, V_split)")],
-                                 "never applies dropout"),
-    "bug_merge_skips_permute": ("merge", [("x_rsh2 = merge_heads(x_rsh1, self.d_feat)",
-                                           "x_rsh2 = merge_heads(x_raw, self.d_feat)")],
-                                "glues x_raw instead of x_rsh1"),
-    "bug_output_no_projection": ("output", [("x = self.lin_O(x_rsh2)", "x = x_rsh2")], "forgets lin_O"),
-    "bug_output_residual": ("output", [("x = self.lin_O(x_rsh2)", "x = self.lin_O(x_rsh2) + Q")],
-                            "adds the query as a residual"),
-}
-
-
-def variant(edits) -> str:
-    src = REF.read_text(encoding="utf-8")
-    for old, new in edits:
-        assert src.count(old) == 1, f"the bug's anchor is not unique in the reference: {old!r}"
-        src = src.replace(old, new)
-    return src
+# The known learner bugs are a table in the assignment's hidden folder (the reference plus stated find/replace
+# changes, the questions each breaks, what the feedback must say); the same table is the grader's diagnosis library.
+BUGS = [v.name for v in bugs.VARIANTS if v.breaks]
+CORRECT = [v.name for v in bugs.VARIANTS if not v.breaks]
+DIAGNOSIS = "exactly what the reference gives"
 
 
 def filled_notebook(code_by_class: dict[str, str]) -> str:
@@ -139,7 +82,7 @@ def graded(tmp_path_factory):
         "example_partly_wrong.py": EXAMPLES / "partly_wrong.py",
         "example_broken.py": EXAMPLES / "broken.py",
     }
-    files.update({f"{sid}.py": variant(edits) for sid, (_q, edits, _why) in BUGS.items()})
+    files.update({f"{v.name}.py": v.source() for v in bugs.VARIANTS})
     files.update({"doc_seed001.py": DOCS / "seed001_mha_intermediates.py",
                   "doc_seed003.py": DOCS / "seed003_mha_intermediates.py"})
     return grade_sources(tmp_path_factory.mktemp(NAME), files, name=NAME)
@@ -185,14 +128,14 @@ def test_examples(graded):
     assert any("Syntax error" in n.en and "line 8" in n.en for n in broken.notes), [n.en for n in broken.notes]
 
 
-@pytest.mark.parametrize("student", sorted(BUGS))
+@pytest.mark.parametrize("student", BUGS)
 def test_bug_loses_points_only_on_its_question(graded, student):
-    question, _edits, why = BUGS[student]
+    v = bugs.BY_NAME[student]
     r = graded[student]
     assert r.error is None, r.error
     per_q = by_question(r)
     lost = {q for q, full in QUESTIONS.items() if per_q[q] < full}
-    assert lost == {question}, f"{why}: lost on {sorted(lost)}; failures: {failures(r)}"
+    assert lost == set(v.breaks), f"{v.why or v.cause}: lost on {sorted(lost)}; failures: {failures(r)}"
     # every failing check says something specific, in both languages
     for c in r.checks:
         if c.status != "passed":
@@ -202,12 +145,90 @@ def test_bug_loses_points_only_on_its_question(graded, student):
 def test_bug_messages_name_the_cause(graded):
     def text(student):
         return " ".join(c.message.en for c in graded[student].checks if c.status != "passed")
-    assert "sqrt(d_feat)" in text("bug_scores_head_scale") and "sqrt(d_head)" in text("bug_scores_head_scale")
-    assert "order differs" in text("bug_init_argument_order")
-    assert "missing device" in text("bug_init_no_actv_no_device")
-    assert "d_feat=64 (notes: 128)" in text("bug_init_other_defaults")
-    assert "-1e9" in text("bug_scores_neg_inf")
-    assert "ValueError" in text("bug_init_assert")
+    assert "sqrt(d_feat)" in text("scores_head_scale") and "sqrt(d_head)" in text("scores_head_scale")
+    assert "order differs" in text("init_argument_order")
+    assert "missing device" in text("init_no_actv_no_device")
+    assert "d_feat=64 (notes: 128)" in text("init_other_defaults")
+    assert "-1e9" in text("scores_neg_inf")
+    assert "ValueError" in text("init_assert")
+
+
+# ---------------------------------------------------------------------------------------------- the table of bugs
+
+def messages(r: SubmissionResult, questions: tuple[str, ...] | None = None, lang: str = "en") -> list[str]:
+    """Messages of the failed checks (of `questions`, if given), as the student reads them in `lang`."""
+    return [c.message.text(lang) for c in r.checks if c.status == "failed" and c.message
+            and (questions is None or c.question in questions)]
+
+
+def test_table_is_well_formed():
+    assert len(BUGS) >= 20 and CORRECT, (BUGS, CORRECT)
+    covered = {q for v in bugs.VARIANTS for q in v.breaks}
+    assert covered == set(QUESTIONS), f"no bug for {set(QUESTIONS) - covered}"
+    for v in bugs.VARIANTS:
+        assert set(v.breaks) <= set(QUESTIONS) and len(v.breaks) <= 1, v.name
+        assert v.source() != bugs.REFERENCE_SOURCE, f"{v.name}: the change changes nothing"
+        if v.breaks:
+            assert v.cause or v.says, f"{v.name}: say what the feedback must name (cause or says)"
+        if v.cause:
+            assert v.cause.en and v.cause.ko, f"{v.name}: the diagnosis needs English and Korean"
+    with pytest.raises(ValueError, match="does not occur"):
+        bugtable.apply(bugs.REFERENCE_SOURCE, (bugtable.ch("split_heads", "permute(0, 3, 1, 2)", "x"),))
+
+
+def test_a_bug_is_tried_where_its_change_reaches():
+    """A bug in a helper reaches the class that calls it; a module-level constant reaches everything."""
+    reaches = bugs.TABLE.reaches
+    assert reaches(bugs.BY_NAME["split_interleaved"], "MultiHeadedAttention")  # split_heads is a helper
+    assert not reaches(bugs.BY_NAME["split_interleaved"], "ScaledDotProductAttention")
+    assert not reaches(bugs.BY_NAME["sdpa_no_sqrt"], "MultiHeadedAttention")
+    assert reaches(bugs.BY_NAME["scores_head_scale"], "ScaledDotProductAttention")
+
+
+def test_the_library_is_what_the_diagnosis_names():
+    """Every bug that changes a compared value names its cause through the diagnosis, not only the checks' words:
+    at least these, which real learners write."""
+    assert {v.name for v in bugs.LIBRARY} >= {
+        "sdpa_mask_inverted", "sdpa_no_sqrt", "sdpa_softmax_queries", "proj_activation", "proj_self_only",
+        "proj_key_uses_lin_Q", "split_heads_first", "split_interleaved", "scores_no_scaling", "scores_neg_inf",
+        "scores_mask_ignored", "attention_softmax_queries", "attention_no_dropout", "merge_skips_permute",
+        "output_no_projection", "output_uses_lin_V", "output_residual"}
+
+
+@pytest.mark.parametrize("student", BUGS)
+def test_feedback_names_the_bug(graded, student):
+    """The table's cause (the grader's diagnosis) or its words appear in a failed check of the question the bug
+    breaks, in English and Korean; words of the wrong causes appear nowhere; no other bug is named."""
+    v, r = bugs.BY_NAME[student], graded[student]
+    en, ko = messages(r, v.breaks), messages(r, v.breaks, "ko")
+    if v.cause is not None:
+        assert any(DIAGNOSIS in m and v.cause.en in m for m in en), (student, en)
+        assert any(korean(v.cause.ko) in m for m in ko), (student, ko)
+    for words in v.says:
+        assert any(words in m for m in en), (student, words, en)
+    for words in v.never_says:
+        assert not [m for m in messages(r) if words in m], (student, words)
+    own = [v.cause.en] if v.cause else []
+    wrong = [m for m in messages(r) if DIAGNOSIS in m and not any(w in m for w in own)]
+    assert not wrong, (student, wrong)
+
+
+def test_a_later_bug_is_named_beside_the_other_scale(graded):
+    """The example scales by sqrt(d_head) (charged in `scores`) and merges without the permute: the merge is still
+    named, since the diagnosis also tries the other scale convention."""
+    merge = messages(graded["example_partly_wrong"], ("merge",))
+    assert any(bugs.BY_NAME["merge_skips_permute"].cause.en in m for m in merge), merge
+
+
+@pytest.mark.parametrize("student", CORRECT)
+def test_correct_variant_gets_full_marks(graded, student):
+    assert graded[student].score == 100, failures(graded[student])
+
+
+def test_right_code_is_never_diagnosed(graded):
+    named = {s: [m for m in messages(graded[s]) if DIAGNOSIS in m]
+             for s in CORRECT + ["reference", "example_correct", "doc_seed001", "doc_seed003"]}
+    assert not any(named.values()), named
 
 
 @pytest.mark.parametrize("student", ["doc_seed001", "doc_seed003"])
@@ -226,14 +247,15 @@ def test_the_documents_own_solution_gets_full_marks(graded, student):
 
 
 def test_demo_shape_check_uses_the_notes_exact_shapes(graded):
-    r = graded["bug_split_interleaved"]
+    r = graded["split_interleaved"]
     names = [c.name for c in r.checks if c.question == "split" and c.status == "passed"]
     assert any("[128, 5, 32, 40]" in n for n in names)  # right shape, wrong values: the shape points stay
 
 
 def test_scale_option_head(tmp_path):
     """With scale = "head" the paper's convention earns full marks and the notes' one loses the scores only."""
-    res = grade_with_options(tmp_path, {"full_feature.py": REF, "per_head.py": variant(BUGS["bug_scores_head_scale"][1]),
+    per_head = bugs.BY_NAME["scores_head_scale"].source()
+    res = grade_with_options(tmp_path, {"full_feature.py": REF, "per_head.py": per_head,
                                         "example_partly_wrong.py": EXAMPLES / "partly_wrong.py"}, scale="head")
     assert res["per_head"].score == 100, failures(res["per_head"])
     full = by_question(res["full_feature"])

@@ -1,8 +1,9 @@
 """The transformer_block assignment grades itself correctly.
 
 One batch grades the reference, the skeleton (.py and .ipynb), the notebook filled in with the reference, the
-example submissions and one variant of the reference per realistic bug; every bug must lose points on the
-question it breaks and on no other. `grade check` must recognise the file by its name.
+example submissions and every variant of the table of known bugs (assignments/transformer_block/hidden/bugs.py);
+every bug must lose points on the question it breaks and on no other, and be named where it loses them (the
+grader's diagnosis, or the table's words). `grade check` must recognise the file by its name.
 """
 from __future__ import annotations
 
@@ -13,6 +14,9 @@ import sys
 
 import pytest
 
+from assignments.transformer_block.hidden import bugs
+from autograder import bugtable
+from autograder.messages import korean
 from conftest import ROOT, by_question, grade_sources
 
 NAME = "transformer_block"
@@ -22,66 +26,12 @@ NB = ROOT / "student_template" / "transformer_block.ipynb"
 EXAMPLES = ROOT / "examples" / "transformer_block"
 QUESTIONS = {"MultiHeadSelfAttention": 20, "FeedForward": 12, "TransformerBlock": 36, "nn_transformer": 12,
              "ablation": 12, "transformer_shapes": 8}
-SWITCHED = "keep = z if self.use_residual else 0"
 
-POST_ATTN = "x = self.norm1(x + self.dropout1(self.attn(x, causal)))"
-PRE_ATTN = "x = x + self.dropout1(self.attn(self.norm1(x), causal))"
-PRE_FF = "x = x + self.dropout2(self.ff(self.norm2(x)))"
-
-# student id -> (the question it breaks, [(text in the reference, replacement)], what the bug is)
-BUGS = {
-    "bug_attn_scale_by_d_model": ("MultiHeadSelfAttention", [("/ math.sqrt(self.d_head)", "/ math.sqrt(self.d_model)")],
-                                  "scales the scores by sqrt(d_model)"),
-    "bug_attn_mask_hides_diagonal": ("MultiHeadSelfAttention", [("diagonal=1)", "diagonal=0)")],
-                                     "the causal mask also hides the token itself (NaN in row 0)"),
-    "bug_attn_heads_not_transposed": ("MultiHeadSelfAttention", [
-        ("return t.view(b, n, self.n_heads, self.d_head).transpose(1, 2)", "return t.view(b, self.n_heads, n, self.d_head)")],
-        "views straight to (b, heads, n, d_head)"),
-    "bug_attn_no_out_proj": ("MultiHeadSelfAttention", [("return self.W_o(context)", "return context")],
-                             "never applies W_o"),
-    "bug_ffn_gelu": ("FeedForward", [("F.relu(self.linear1(x))", "F.gelu(self.linear1(x))")], "GELU instead of ReLU"),
-    "bug_ffn_dropout_at_output": ("FeedForward", [("return self.linear2(self.dropout(F.relu(self.linear1(x))))",
-                                                   "return self.dropout(self.linear2(F.relu(self.linear1(x))))")],
-                                  "dropout after linear2"),
-    "bug_block_no_attn_residual": ("TransformerBlock", [
-        (POST_ATTN, "x = self.norm1(self.dropout1(self.attn(x, causal)))"),
-        (PRE_ATTN, "x = self.dropout1(self.attn(self.norm1(x), causal))")], "no residual around the attention"),
-    "bug_block_norm_first_ignored": ("TransformerBlock", [("if self.norm_first:", "if False:")],
-                                     "always post-norm"),
-    "bug_block_pre_norm_ends_with_norm": ("TransformerBlock", [(PRE_FF, "x = self.norm2(x + self.dropout2(self.ff(x)))")],
-                                          "pre-norm block with a post-norm feed-forward sub-layer"),
-    "bug_block_causal_not_passed": ("TransformerBlock", [
-        (POST_ATTN, "x = self.norm1(x + self.dropout1(self.attn(x)))"),
-        (PRE_ATTN, "x = x + self.dropout1(self.attn(self.norm1(x)))")], "causal flag dropped"),
-    "bug_block_functional_dropout": ("TransformerBlock", [
-        (POST_ATTN, "x = self.norm1(x + F.dropout(self.attn(x, causal), self.dropout1.p))"),
-        (PRE_ATTN, "x = x + F.dropout(self.attn(self.norm1(x), causal), self.dropout1.p)")],
-        "F.dropout, which keeps dropping in eval mode"),
-    "bug_nn_batch_first_missing": ("nn_transformer", [("dim_feedforward=32,\n                          batch_first=True)",
-                                                      "dim_feedforward=32)")], "batch_first left out"),
-    "bug_nn_wrong_heads": ("nn_transformer", [("nhead=4, num_encoder_layers=2", "nhead=2, num_encoder_layers=2")],
-                           "two heads instead of four"),
-    "bug_ablation_residual_kept": ("ablation", [(SWITCHED, "keep = z")],
-                                   "use_residual=False still adds the input back"),
-    "bug_ablation_norm_still_applied": ("ablation", [("            if not self.use_norm:\n                return keep + dropout(layer(z))\n", "")],
-                                        "use_norm=False still applies the LayerNorms"),
-    "bug_ablation_ffn_ignored": ("ablation", [("        if self.use_ffn:  # without it", "        if True:  # without it")],
-                                 "use_ffn=False still runs the feed-forward sub-layer"),
-    "bug_shapes_layers_ignored": ("transformer_shapes", [("num_encoder_layers=num_layers,\n                          num_decoder_layers=num_layers,",
-                                                          "num_encoder_layers=2,\n                          num_decoder_layers=2,")],
-                                  "make_transformer always builds 2 + 2 layers"),
-    "bug_shapes_source_length": ("transformer_shapes", [("torch.rand(batch, tgt_len, d_model))\n    return tuple(out.shape)",
-                                                          "torch.rand(batch, tgt_len, d_model))\n    return (batch, src_len, d_model)")],
-                                 "transformer_shape answers with the source length"),
-}
-
-
-def variant(edits) -> str:
-    src = REF.read_text(encoding="utf-8")
-    for old, new in edits:
-        assert src.count(old) == 1, f"the bug's anchor is not unique in the reference: {old!r}"
-        src = src.replace(old, new)
-    return src
+# The known learner bugs are a table in the assignment's hidden folder (the reference plus stated find/replace
+# changes, the questions each breaks, what the feedback must say); the same table is the grader's diagnosis library.
+BUGS = [v.name for v in bugs.VARIANTS if v.breaks]
+CORRECT = [v.name for v in bugs.VARIANTS if not v.breaks]
+DIAGNOSIS = "exactly what the reference gives"
 
 
 def filled_notebook() -> str:
@@ -107,7 +57,7 @@ def graded(tmp_path_factory):
         "example_partly_wrong.py": EXAMPLES / "partly_wrong.py",
         "example_broken.py": EXAMPLES / "broken.py",
     }
-    files.update({f"{sid}.py": variant(edits) for sid, (_q, edits, _why) in BUGS.items()})
+    files.update({f"{v.name}.py": v.source() for v in bugs.VARIANTS})
     return grade_sources(tmp_path_factory.mktemp(NAME), files, name=NAME)
 
 
@@ -153,12 +103,12 @@ def test_examples(graded):
     assert any("my_helpers" in n.en for n in broken.notes), [n.en for n in broken.notes]
 
 
-@pytest.mark.parametrize("student", sorted(BUGS))
+@pytest.mark.parametrize("student", BUGS)
 def test_bug_loses_points_only_on_its_question(graded, student):
-    question, _edits, why = BUGS[student]
+    v = bugs.BY_NAME[student]
     r = graded[student]
     assert r.error is None, r.error
-    assert lost(r) == {question}, f"{why}: lost on {sorted(lost(r))}; failures: {failures(r)}"
+    assert lost(r) == set(v.breaks), f"{v.why or v.cause}: lost on {sorted(lost(r))}; failures: {failures(r)}"
     for c in r.checks:
         if c.status != "passed":
             assert c.message.en and c.message.ko and "internal error" not in c.message.en, c.staff
@@ -167,13 +117,87 @@ def test_bug_loses_points_only_on_its_question(graded, student):
 def test_block_messages_name_what_is_missing(graded):
     def text(student):
         return " ".join(c.message.en for c in graded[student].checks if c.status != "passed")
-    assert "residual connection around the self-attention is missing" in text("bug_block_no_attn_residual")
+    assert "residual connection around the self-attention is missing" in text("block_no_attn_residual")
     assert "residual connection around the self-attention is missing" in text("example_partly_wrong")
-    ignored = text("bug_block_norm_first_ignored")
+    ignored = text("block_norm_first_ignored")
     assert "post-norm" in ignored and "norm_first=True" in ignored
-    assert "feed-forward one is post-norm" in text("bug_block_pre_norm_ends_with_norm")
-    assert "causal=causal" in text("bug_block_causal_not_passed")
-    assert "F.dropout" in text("bug_block_functional_dropout")
+    assert "feed-forward one is post-norm" in text("block_pre_norm_ends_with_norm")
+    assert "causal=causal" in text("block_causal_not_passed")
+    assert "F.dropout" in text("block_functional_dropout")
+
+
+# ---------------------------------------------------------------------------------------------- the table of bugs
+
+def messages(r, questions: tuple[str, ...] | None = None, lang: str = "en") -> list[str]:
+    """Messages of the failed checks (of `questions`, if given), as the student reads them in `lang`."""
+    return [c.message.text(lang) for c in r.checks if c.status == "failed" and c.message
+            and (questions is None or c.question in questions)]
+
+
+def test_table_is_well_formed():
+    assert len(BUGS) >= 20 and CORRECT, (BUGS, CORRECT)
+    covered = {q for v in bugs.VARIANTS for q in v.breaks}
+    assert covered == set(QUESTIONS), f"no bug for {set(QUESTIONS) - covered}"
+    for v in bugs.VARIANTS:
+        assert set(v.breaks) <= set(QUESTIONS) and len(v.breaks) <= 1, v.name
+        assert v.source() != bugs.REFERENCE_SOURCE, f"{v.name}: the change changes nothing"
+        if v.breaks:
+            assert v.cause or v.says, f"{v.name}: say what the feedback must name (cause or says)"
+        if v.cause:
+            assert v.cause.en and v.cause.ko, f"{v.name}: the diagnosis needs English and Korean"
+    with pytest.raises(ValueError, match="does not occur"):
+        bugtable.apply(bugs.REFERENCE_SOURCE, (bugtable.ch("FeedForward", "F.gelu(", "F.relu("),))
+
+
+def test_a_bug_is_tried_where_its_change_reaches():
+    """A bug in a part is a candidate for the block that uses the part, never for an unrelated class."""
+    reaches = bugs.TABLE.reaches
+    assert reaches(bugs.BY_NAME["attn_no_scaling"], "TransformerBlock")
+    assert reaches(bugs.BY_NAME["ffn_gelu"], "TransformerBlock")
+    assert not reaches(bugs.BY_NAME["block_no_ffn_residual"], "MultiHeadSelfAttention")
+    assert not reaches(bugs.BY_NAME["ffn_gelu"], "MultiHeadSelfAttention")
+    assert reaches(bugs.BY_NAME["shapes_layers_ignored"], "transformer_shape")  # it calls make_transformer
+    assert not reaches(bugs.BY_NAME["nn_wrong_heads"], "transformer_shape")
+
+
+def test_the_library_is_what_the_diagnosis_names():
+    """Every bug that changes a compared value names its cause through the diagnosis, not only the checks' words:
+    at least these, which real learners write."""
+    assert {v.name for v in bugs.LIBRARY} >= {
+        "attn_scale_by_d_model", "attn_no_scaling", "attn_softmax_queries", "attn_heads_not_transposed",
+        "attn_no_transpose_back", "attn_no_out_proj", "ffn_gelu", "ffn_dropout_at_output", "block_no_ffn_residual",
+        "block_pre_norm_residual_normalised", "block_post_norm_on_branch", "nn_batch_first_missing",
+        "nn_wrong_heads", "ablation_residual_kept", "ablation_norm_still_applied", "ablation_ffn_ignored",
+        "shapes_source_length"}
+
+
+@pytest.mark.parametrize("student", BUGS)
+def test_feedback_names_the_bug(graded, student):
+    """The table's cause (the grader's diagnosis) or its words appear in a failed check of the question the bug
+    breaks, in English and Korean; words of the wrong causes appear nowhere; no other bug is named."""
+    v, r = bugs.BY_NAME[student], graded[student]
+    en, ko = messages(r, v.breaks), messages(r, v.breaks, "ko")
+    if v.cause is not None:
+        assert any(DIAGNOSIS in m and v.cause.en in m for m in en), (student, en)
+        assert any(korean(v.cause.ko) in m for m in ko), (student, ko)
+    for words in v.says:
+        assert any(words in m for m in en), (student, words, en)
+    for words in v.never_says:
+        assert not [m for m in messages(r) if words in m], (student, words)
+    own = [v.cause.en] if v.cause else []
+    wrong = [m for m in messages(r) if DIAGNOSIS in m and not any(w in m for w in own)]
+    assert not wrong, (student, wrong)
+
+
+@pytest.mark.parametrize("student", CORRECT)
+def test_correct_variant_gets_full_marks(graded, student):
+    assert graded[student].score == 100, failures(graded[student])
+
+
+def test_right_code_is_never_diagnosed(graded):
+    named = {s: [m for m in messages(graded[s]) if DIAGNOSIS in m]
+             for s in CORRECT + ["reference", "reference_nb", "example_correct"]}
+    assert not any(named.values()), named
 
 
 @pytest.mark.parametrize("filename, source, code", [

@@ -287,8 +287,9 @@ def check_demo_shapes(sub, keys: tuple[str, ...]) -> None:
 
 # ---------------------------------------------------------------------------------------------- SDPA
 
-def sdpa_call(sub, Q, K, V, mask=None, what: str = "ScaledDotProductAttention().forward(Q, K, V)"):
-    m = sub.new("ScaledDotProductAttention")
+def sdpa_call(sub, Q, K, V, mask=None, what: str = "ScaledDotProductAttention().forward(Q, K, V)", m=None):
+    """(out, attention) of the student's SDPA (a new one, or the module `m` given) on Q, K, V."""
+    m = m if m is not None else sub.new("ScaledDotProductAttention")
     kwargs = {} if mask is None else {"mask": mask}
     res = m(Q, K, V, **kwargs)
     if type(res) not in (tuple, list) or len(res) != 2:

@@ -201,11 +201,12 @@ def check_transformer_config(sub) -> None:
         "batch_first": (info["attrs"].get("batch_first") or {}).get("value"),
     }
     wrong = [f"{k}={got[k]!r} (expected {v!r})" for k, v in CONFIG.items() if got[k] != v]
+    wrong_ko = [f"{k}={got[k]!r} (기대: {v!r})" for k, v in CONFIG.items() if got[k] != v]
     if wrong:
         fail("`build_transformer()` should build nn.Transformer(d_model=16, nhead=4, num_encoder_layers=2, "
              f"num_decoder_layers=2, dim_feedforward=32, batch_first=True); found {', '.join(wrong)}.",
              "`build_transformer()`는 nn.Transformer(d_model=16, nhead=4, num_encoder_layers=2, "
-             f"num_decoder_layers=2, dim_feedforward=32, batch_first=True)를 만들어야 합니다. 현재: {', '.join(wrong)}.")
+             f"num_decoder_layers=2, dim_feedforward=32, batch_first=True)를 만들어야 합니다. 현재: {', '.join(wrong_ko)}.")
 
 
 def transformer_out(sub, src: torch.Tensor, tgt: torch.Tensor) -> torch.Tensor:

@@ -2,78 +2,15 @@
 both the grader's diagnosis library (diagnose.py) and the grader's own test corpus (tests/test_variants.py)."""
 from __future__ import annotations
 
-import ast
-import types
-from dataclasses import dataclass
+import functools
 from pathlib import Path
 
+from autograder.bugtable import Change, Table, Variant, apply, ch, row, scope  # noqa: F401  (this table's API)
 from autograder.messages import Message
 from reference import attention as R
 
 REFERENCE_SOURCE = Path(R.__file__).read_text(encoding="utf-8")
-
-
-@dataclass(frozen=True)
-class Change:
-    """Replace every `find` by `replace` inside the top-level function or class `where` ("" = the whole file);
-    an empty `find` replaces the whole of `where`."""
-    where: str
-    find: str
-    replace: str
-
-
-@dataclass(frozen=True)
-class Variant:
-    name: str
-    changes: tuple[Change, ...]
-    breaks: tuple[str, ...]  # the questions it loses points on; () for a different but correct solution
-    # The diagnosis: what the grader says when this bug version of the reference gives the student's output
-    # exactly. None for bugs whose output equals the reference's or that raise; checks name those (`says`).
-    cause: Message | None = None
-    init: bool = False  # the change is in how weights are created: compare with the same seed, not copied weights
-    says: tuple[str, ...] = ()  # words a failing check's message must contain (tests/test_variants.py)
-    never_says: tuple[str, ...] = ()  # words no message may contain (wrong causes seen in learners' feedback)
-    why: str = ""  # one line for readers of the table when neither cause nor the change says it
-
-    def source(self) -> str:
-        return apply(REFERENCE_SOURCE, self.changes)
-
-    @property
-    def targets(self) -> set[str]:
-        return {c.where for c in self.changes}
-
-
-def scope(text: str, where: str) -> tuple[int, int]:
-    """Character span of the top-level function or class `where` (decorators and docstring included)."""
-    if not where:
-        return 0, len(text)
-    for node in ast.parse(text).body:
-        if getattr(node, "name", None) == where:
-            lines = text.splitlines(keepends=True)
-            start = sum(map(len, lines[:node.lineno - 1]))
-            return start, sum(map(len, lines[:node.end_lineno]))
-    raise KeyError(f"no top-level {where!r} in the reference")
-
-
-def apply(text: str, changes: tuple[Change, ...]) -> str:
-    for c in changes:
-        a, b = scope(text, c.where)
-        part = text[a:b]
-        if c.find and c.find not in part:
-            raise ValueError(f"{c.find!r} does not occur in {c.where or 'the file'}")
-        text = text[:a] + (part.replace(c.find, c.replace) if c.find else c.replace) + text[b:]
-    return text
-
-
-def ch(where: str, find: str, replace: str) -> Change:
-    return Change(where, find, replace)
-
-
-def V(name: str, *changes: Change, breaks: str = "", en: str = "", ko: str = "", **kw) -> Variant:
-    """One table row: `breaks` is comma-separated; `en`/`ko` give the diagnosis (the cause and its fix)."""
-    qs = tuple(q.strip() for q in breaks.split(",") if q.strip())
-    return Variant(name, changes, qs, Message(en, ko) if en else None, **kw)
-
+V = functools.partial(row, REFERENCE_SOURCE)  # one table row: the reference plus its changes (autograder/bugtable.py)
 
 CA, MHA, WR, V1, V2 = "CausalAttention", "MultiHeadAttention", "MultiHeadAttentionWrapper", "SelfAttention_v1", \
     "SelfAttention_v2"
@@ -300,19 +237,8 @@ VARIANTS: list[Variant] = [
       ch(MHA, "keys.shape[-1] ** 0.5", "math.sqrt(self.head_dim)")),
     V("ok_reshape", ch(MHA, ".view(", ".reshape(")),
 ]
-BY_NAME = {v.name: v for v in VARIANTS}
-assert len(BY_NAME) == len(VARIANTS), "variant names must be unique"
-
+TABLE = Table(REFERENCE_SOURCE, VARIANTS)
+BY_NAME = TABLE.by_name
 # The diagnosis library: the bugs whose output differs from the reference's, so an exact match names them.
-LIBRARY = [v for v in VARIANTS if v.cause is not None and v.breaks]
-
-_modules: dict[str, types.ModuleType] = {}
-
-
-def module(v: Variant) -> types.ModuleType:
-    """The bug version of the reference as a module, built once per grader process (it is reference code)."""
-    if v.name not in _modules:
-        m = types.ModuleType(f"reference_bug_{v.name}")
-        exec(compile(v.source(), f"<reference with bug {v.name}>", "exec"), m.__dict__)
-        _modules[v.name] = m
-    return _modules[v.name]
+LIBRARY = TABLE.library
+module = TABLE.module  # the bug version of the reference as a module, built once per grader process

@@ -3,7 +3,7 @@ reference's weights copied into the student's module. A step passes when it matc
 it is the right step applied to the student's own (possibly wrong) inputs: a mistake is charged once."""
 from __future__ import annotations
 
-from typing import Callable
+from typing import Any, Callable, NamedTuple
 
 import torch
 import torch.nn as nn
@@ -12,7 +12,9 @@ import torch.nn.functional as F
 from assignments.mha_intermediates.common import (build_mha, call_text, divisor, entry, forward_dict, memo,
                                                   other_divisor, rand, randn, scale_of, scale_rule, sdpa_call,
                                                   tensor_or_none)
-from autograder.checks import CheckFailure, check, expect_close, fail
+from assignments.mha_intermediates.hidden import diagnose  # noqa: F401  (registers the grader's bug diagnosis)
+from autograder.bugtable import Call
+from autograder.checks import CheckFailure, check, diagnosis, expect_close, fail
 from autograder.messages import Message
 from autograder.rng import manual_seed
 from reference import mha_intermediates as R
@@ -57,7 +59,17 @@ def transplant(m, ref, what):
              f"lin_O로 두세요 (현재: {have}).")
 
 
-def run_case(sub, options, name, *, mode="eval", dropout_p=0.0, seed_call=None):
+class Case(NamedTuple):
+    got: dict  # the student's dict of intermediates
+    want: dict  # the reference's, same weights
+    ref: Any
+    inputs: tuple  # Q, K, V, mask
+    m: Any  # the student's module (the reference's weights copied in)
+    mode: str
+    seed_call: int | None
+
+
+def run_case(sub, options, name, *, mode="eval", dropout_p=0.0, seed_call=None) -> Case:
     """The student's dict and the reference's dict for one case, same weights; computed once per submission."""
     def make():
         seed, b, nq, nk, d, h, distinct, mask_kind = CASES[name]
@@ -74,13 +86,24 @@ def run_case(sub, options, name, *, mode="eval", dropout_p=0.0, seed_call=None):
             manual_seed(seed_call)
         with torch.no_grad():
             want = ref(Q, K, V, mask)
-        return got, want, ref, (Q, K, V, mask)
+        return Case(got, want, ref, (Q, K, V, mask), m, mode, seed_call)
     return memo(sub, ("case", name, mode, dropout_p, seed_call, scale_of(options)), make)
 
 
+def explain(sub, options, case: Case, key: str) -> Callable[[Any], Message | None]:
+    """For judge(explain=...): the grader's name for the bug behind the student's entry `key` of this case
+    (hidden/diagnose.py); the student's code is not run again."""
+    Q, K, V, mask = case.inputs
+    call = Call((Q, K, V), {} if mask is None else {"mask": mask}, case.mode, case.seed_call,
+                pick=lambda out: out[key])
+    return lambda got: diagnosis("mha_intermediates", sub, target=case.m, got=got, call=call,
+                                 scale=scale_of(options))
+
+
 def judge(got_out, want_out, key, what, fallback: Callable[[], torch.Tensor] | None = None,
-          hint: Message | None = None, atol=1e-4):
-    """Pass if the entry matches the reference, or equals this step applied to the student's own inputs."""
+          hint: Message | None = None, atol=1e-4, explain: Callable[[Any], Message | None] | None = None):
+    """Pass if the entry matches the reference, or equals this step applied to the student's own inputs; else
+    `explain` may name the known bug behind it (its words then replace the generic `hint`)."""
     got = entry(got_out, key, what)
     try:
         expect_close(got, want_out[key], f"{what}['{key}']", atol=atol, hint=hint)
@@ -93,6 +116,9 @@ def judge(got_out, want_out, key, what, fallback: Callable[[], torch.Tensor] | N
                 alt = None
             if alt is not None and tuple(alt.shape) == tuple(got.shape) and _close(got, alt, atol):
                 return
+        named = explain(got) if explain is not None else None
+        if named is not None:
+            raise CheckFailure(named + first.base, first.staff) from None
         if hint is not None and hint.en not in first.message.en:  # e.g. a shape mismatch, reported without it
             raise CheckFailure(first.message + hint, first.staff) from None
         raise first from None
@@ -128,11 +154,16 @@ SDPA_HINT = Message("out = softmax(Q @ K^T / sqrt(d_K), dim=-1) @ V, with K.tran
 
 def sdpa_against_reference(sub, Q, K, V, mask=None, label="", hint=SDPA_HINT):
     what = f"ScaledDotProductAttention()(Q{list(Q.shape)}, K{list(K.shape)}, V{list(V.shape)}{label})"
-    out, attention = sdpa_call(sub, Q, K, V, mask, what=what)
+    m = sub.new("ScaledDotProductAttention")
+    out, attention = sdpa_call(sub, Q, K, V, mask, what=what, m=m)
     with torch.no_grad():
         want_out, want_att = R.ScaledDotProductAttention()(Q, K, V, mask)
-    expect_close(attention, want_att, what + " -> attention", hint=hint)
-    expect_close(out, want_out, what + " -> out", hint=hint)
+
+    def explain(part: int) -> Callable[[Any], Message | None]:
+        call = Call((Q, K, V), {} if mask is None else {"mask": mask}, pick=lambda res: res[part])
+        return lambda got: diagnosis("mha_intermediates", sub, target=m, got=got, call=call)
+    expect_close(attention, want_att, what + " -> attention", hint=hint, explain=explain(1))
+    expect_close(out, want_out, what + " -> out", hint=hint, explain=explain(0))
 
 
 @check(question="sdpa", points=4)
@@ -207,9 +238,9 @@ PROJ_HINT = Message("Each projection is one linear layer on its own input: Q_fea
 
 
 def check_projections(sub, options, name):
-    got, want, _, _ = run_case(sub, options, name)
+    c = run_case(sub, options, name)
     for key in ("Q_feat", "K_feat", "V_feat"):
-        judge(got, want, key, case_what(name), hint=PROJ_HINT)
+        judge(c.got, c.want, key, case_what(name), hint=PROJ_HINT, explain=explain(sub, options, c, key))
 
 
 @check(question="projections", points=4)
@@ -233,10 +264,10 @@ SPLIT_HINT = Message("Split the features into heads with .view(n_batch, -1, n_he
 
 
 def check_split(sub, options, name):
-    got, want, ref, _ = run_case(sub, options, name)
+    c = run_case(sub, options, name)
     for key, src in (("Q_split", "Q_feat"), ("K_split", "K_feat"), ("V_split", "V_feat")):
-        judge(got, want, key, case_what(name), lambda src=src: R.split_heads(*own(got, src), ref.n_head),
-              hint=SPLIT_HINT)
+        judge(c.got, c.want, key, case_what(name), lambda src=src: R.split_heads(*own(c.got, src), c.ref.n_head),
+              hint=SPLIT_HINT, explain=explain(sub, options, c, key))
 
 
 @check(question="split", points=5)
@@ -254,7 +285,8 @@ def test_split_cross(sub, options):
 # ------------------------------------------------------------------------------- scores
 
 def check_scores(sub, options, name):
-    got, want, ref, (_, _, _, mask) = run_case(sub, options, name)
+    c = run_case(sub, options, name)
+    got, want, mask = c.got, c.want, c.inputs[3]
     seed, b, nq, nk, d, h, distinct, mask_kind = CASES[name]
     div = divisor(options, d, h)
     what = case_what(name)
@@ -275,7 +307,8 @@ def check_scores(sub, options, name):
         elif mask is not None:
             hint = Message("Apply the mask to the scores before the softmax: scores.masked_fill(mask == 0, -1e9).",
                            "softmax 전에 점수에 마스크를 적용하세요: scores.masked_fill(mask == 0, -1e9).")
-    judge(got, want, "scores", what, lambda: R.head_scores(*own(got, "Q_split", "K_split"), div, mask), hint=hint)
+    judge(got, want, "scores", what, lambda: R.head_scores(*own(got, "Q_split", "K_split"), div, mask), hint=hint,
+          explain=explain(sub, options, c, "scores"))
 
 
 @check(question="scores", points=4)
@@ -303,25 +336,27 @@ XRAW_HINT = Message("x_raw = self.dropout(attention) @ V_split.", "x_raw = self.
 def test_attention_values(sub, options):
     """attention = softmax of the scores over the keys"""
     for name in ("self", "cross", "padding"):
-        got, want, _, _ = run_case(sub, options, name)
-        judge(got, want, "attention", case_what(name), lambda: torch.softmax(*own(got, "scores"), dim=-1),
-              hint=SOFTMAX_HINT)
+        c = run_case(sub, options, name)
+        judge(c.got, c.want, "attention", case_what(name), lambda: torch.softmax(*own(c.got, "scores"), dim=-1),
+              hint=SOFTMAX_HINT, explain=explain(sub, options, c, "attention"))
 
 
 @check(question="attention", points=3)
 def test_x_raw_values(sub, options):
     """x_raw = attention @ V_split (eval mode: dropout does nothing)"""
     for name in ("self", "cross", "causal"):
-        got, want, _, _ = run_case(sub, options, name)
-        judge(got, want, "x_raw", case_what(name) + " in eval mode",
-              lambda: torch.matmul(*own(got, "attention", "V_split")), hint=XRAW_HINT)
+        c = run_case(sub, options, name)
+        judge(c.got, c.want, "x_raw", case_what(name) + " in eval mode",
+              lambda: torch.matmul(*own(c.got, "attention", "V_split")), hint=XRAW_HINT,
+              explain=explain(sub, options, c, "x_raw"))
 
 
 @check(question="attention", points=2)
 def test_x_raw_dropout(sub, options):
     """Train mode: dropout is applied to the attention weights, before they weigh V_split"""
     p, seed_call = 0.5, 77
-    got, want, ref, _ = run_case(sub, options, "self", mode="train", dropout_p=p, seed_call=seed_call)
+    c = run_case(sub, options, "self", mode="train", dropout_p=p, seed_call=seed_call)
+    got, want = c.got, c.want
 
     def own_dropout():
         attention, v = own(got, "attention", "V_split")
@@ -331,7 +366,7 @@ def test_x_raw_dropout(sub, options):
           hint=Message("In train mode x_raw = self.dropout(attention) @ V_split: dropout acts on the attention "
                        "weights (after the softmax), once, through the nn.Dropout module.",
                        "train 모드에서 x_raw = self.dropout(attention) @ V_split입니다. dropout은 softmax 뒤의 "
-                       "어텐션 가중치에 nn.Dropout 모듈로 한 번 적용합니다."))
+                       "어텐션 가중치에 nn.Dropout 모듈로 한 번 적용합니다."), explain=explain(sub, options, c, "x_raw"))
 
 
 # ------------------------------------------------------------------------------- merge
@@ -346,17 +381,18 @@ MERGE_HINT = Message("x_rsh1 = x_raw.permute(0, 2, 1, 3).contiguous() puts the h
 def test_x_rsh1_values(sub, options):
     """x_rsh1: heads moved behind the query axis"""
     for name in ("self", "cross"):
-        got, want, _, _ = run_case(sub, options, name)
-        judge(got, want, "x_rsh1", case_what(name), lambda: R.heads_to_back(*own(got, "x_raw")), hint=MERGE_HINT)
+        c = run_case(sub, options, name)
+        judge(c.got, c.want, "x_rsh1", case_what(name), lambda: R.heads_to_back(*own(c.got, "x_raw")),
+              hint=MERGE_HINT, explain=explain(sub, options, c, "x_rsh1"))
 
 
 @check(question="merge", points=4)
 def test_x_rsh2_values(sub, options):
     """x_rsh2: the heads merged back into d_feat features"""
     for name in ("self", "cross"):
-        got, want, ref, _ = run_case(sub, options, name)
-        judge(got, want, "x_rsh2", case_what(name), lambda: R.merge_heads(*own(got, "x_rsh1"), ref.d_feat),
-              hint=MERGE_HINT)
+        c = run_case(sub, options, name)
+        judge(c.got, c.want, "x_rsh2", case_what(name), lambda: R.merge_heads(*own(c.got, "x_rsh1"), c.ref.d_feat),
+              hint=MERGE_HINT, explain=explain(sub, options, c, "x_rsh2"))
 
 
 # ------------------------------------------------------------------------------- output
@@ -367,10 +403,10 @@ OUT_HINT = Message("x = self.lin_O(x_rsh2): the output projection of the merged 
 
 def check_output(sub, options, names):
     for name in names:
-        got, want, ref, _ = run_case(sub, options, name)
-        judge(got, want, "x", case_what(name),
-              lambda: F.linear(*own(got, "x_rsh2"), ref.lin_O.weight.detach(), ref.lin_O.bias.detach()),
-              hint=OUT_HINT)
+        c = run_case(sub, options, name)
+        judge(c.got, c.want, "x", case_what(name),
+              lambda: F.linear(*own(c.got, "x_rsh2"), c.ref.lin_O.weight.detach(), c.ref.lin_O.bias.detach()),
+              hint=OUT_HINT, explain=explain(sub, options, c, "x"))
 
 
 @check(question="output", points=5)

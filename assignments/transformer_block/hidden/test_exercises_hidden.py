@@ -4,6 +4,7 @@ import torch
 import torch.nn as nn
 
 from assignments.transformer_block.common import block_text, call, randn
+from assignments.transformer_block.hidden.diagnose import explain
 from assignments.transformer_block.hidden.test_hidden import (attn_state, close, ffn_state, load, ref_layer,
                                                              student_parts)
 from assignments.transformer_block.public.test_exercises import check_make_transformer_structure
@@ -102,7 +103,7 @@ def judge_ablation(sub, switch):
                     alt = None
                 if alt is not None and close(got, alt):
                     continue  # the right block around the student's own (differing) parts: charged there
-            expect_close(got, want, what + " with PyTorch's weights", hint=HINTS[switch])
+            expect_close(got, want, what + " with PyTorch's weights", hint=HINTS[switch], explain=explain(sub, m, x))
 
 
 @check(question="ablation", points=3)
@@ -146,5 +147,7 @@ def test_transformer_shape_hidden_sizes(sub):
     for b, s, t, d, h, n in ((4, 3, 8, 20, 5, 2), (2, 11, 1, 6, 2, 4), (5, 6, 6, 32, 8, 1)):
         got = sub.call("transformer_shape", b, s, t, d, h, n)
         if type(got) not in (list, tuple) or [x for x in got] != [b, t, d]:
-            fail(f"`transformer_shape({b}, {s}, {t}, {d}, {h}, {n})` returned {got!r}.",
-                 f"`transformer_shape({b}, {s}, {t}, {d}, {h}, {n})`가 {got!r}을(를) 반환했습니다.")
+            said = Message(f"`transformer_shape({b}, {s}, {t}, {d}, {h}, {n})` returned {got!r}.",
+                           f"`transformer_shape({b}, {s}, {t}, {d}, {h}, {n})`가 {got!r}을(를) 반환했습니다.")
+            named = explain(sub, "transformer_shape", b, s, t, d, h, n)(got)
+            raise CheckFailure(said if named is None else named + said)

@@ -19,6 +19,7 @@ import torch.nn.functional as F
 from assignments.transformer_block.common import (CONFIG, attn_text, block_text, build_attn, build_block,
                                                   blame_part, build_ffn, build_transformer, call, ffn_text,
                                                   randn, transformer_out)
+from assignments.transformer_block.hidden.diagnose import explain  # also registers the grader's bug diagnosis
 from autograder.checks import CheckFailure, check, expect_close, expect_shape, expect_tensor, fail
 from autograder.messages import Message
 from autograder.rng import manual_seed
@@ -145,7 +146,8 @@ def attn_against_pytorch(sub, d, h, b, n, seed, causal):
              f"`{what}`가 토큰 {rows}에 대해 NaN을 반환합니다: softmax에 모두 -inf인 점수 행이 들어갔습니다. "
              "코잘 마스크는 미래(대각선 위, torch.triu(..., diagonal=1))만 가려야 하며, 모든 토큰은 자기 자신을 "
              "볼 수 있어야 합니다.")
-    expect_close(got, ref_attn(layer, x, causal), what + " with PyTorch's weights", atol=ATOL, hint=ATTN_HINT)
+    expect_close(got, ref_attn(layer, x, causal), what + " with PyTorch's weights", atol=ATOL, hint=ATTN_HINT,
+                 explain=explain(sub, m, x, causal=causal))
 
 
 @check(question="MultiHeadSelfAttention", points=6)
@@ -211,7 +213,7 @@ def test_ffn_matches_pytorch(sub):
         load(m, ffn_state(layer), f"FeedForward({d}, {d_ff})")
         x = randn(seed + 1, 2, 5, d)
         expect_close(call(m, x, ffn_text(d, d_ff)), ref_ffn(layer, x), ffn_text(d, d_ff) + " with PyTorch's weights",
-                     hint=FFN_HINT)
+                     hint=FFN_HINT, explain=explain(sub, m, x))
 
 
 @check(question="FeedForward", points=1)
@@ -247,7 +249,8 @@ def test_ffn_dropout_placement(sub):
         want = layer.linear2(F.dropout(F.relu(layer.linear1(x)), 0.5, training=True))
     expect_close(got, want, ffn_text(8, 16, 0.5) + " in train mode", hint=Message(
         "Apply self.dropout once, to the ReLU output, before linear2: linear2(dropout(relu(linear1(x)))).",
-        "self.dropout은 ReLU 출력에, linear2 전에 한 번만 적용하세요: linear2(dropout(relu(linear1(x))))."))
+        "self.dropout은 ReLU 출력에, linear2 전에 한 번만 적용하세요: linear2(dropout(relu(linear1(x))))."),
+        explain=explain(sub, m, x, mode="train", seed=723))
 
 
 @check(question="FeedForward", points=2)
@@ -388,6 +391,9 @@ def judge_block(sub, d, h, d_ff, seed, norm_first, causal, dropout=0.0):
     mine = student_parts(sub, layer, d, h, d_ff)
     if mine is not None and close(got, safe_compose(x, mine, layer, norm_first, causal)):
         return  # the right block around the student's own (differing) parts
+    named = explain(sub, m, x, causal=causal)(got)  # a known bug of the table, exactly (hidden/bugs.py)
+    if named is not None:
+        expect_close(got, want, what + " with PyTorch's weights", explain=lambda _got: named)
     for parts in (ref_parts(layer), mine):
         if parts is None:
             continue
@@ -556,7 +562,7 @@ def test_transformer_values(sub):
     with torch.no_grad():
         want = local(src, tgt)
     expect_close(call(m, src, "build_transformer()(src, tgt)", tgt=tgt), want,
-                 "build_transformer()(src, tgt)", atol=1e-4, hint=Message(
+                 "build_transformer()(src, tgt)", atol=1e-4, explain=explain(sub, m, src, tgt=tgt), hint=Message(
                      "With batch_first=True the inputs are (batch, sequence, feature); without it PyTorch reads "
                      "them as (sequence, batch, feature).",
                      "batch_first=True이면 입력은 (batch, sequence, feature)입니다. 없으면 PyTorch는 "

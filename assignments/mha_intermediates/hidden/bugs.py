@@ -1,0 +1,128 @@
+"""The mha_intermediates assignment's known learner bugs, each the reference plus stated find/replace changes: one
+table that is both the grader's diagnosis library (diagnose.py) and the grader's own test corpus
+(tests/test_mha_intermediates.py)."""
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+from autograder.bugtable import Table, Variant, ch, row
+from reference import mha_intermediates as R
+
+REFERENCE_SOURCE = Path(R.__file__).read_text(encoding="utf-8")
+V = functools.partial(row, REFERENCE_SOURCE)
+
+SDPA, MHA = "ScaledDotProductAttention", "MultiHeadedAttention"
+INIT = "def __init__(self, d_feat=128, n_head=5, actv=F.relu, USE_BIAS=True, dropout_p=0.1, device=None):"
+SPLIT = "feat.view(n_batch, n_tok, n_head, d_feat // n_head).permute(0, 2, 1, 3)"
+FILL = "    if mask is not None:\n        scores = scores.masked_fill(mask == 0, MASK_FILL)\n"
+
+VARIANTS: list[Variant] = [
+    # ---------------------------------------------------------------- ScaledDotProductAttention
+    V("sdpa_transpose_1_2", ch(SDPA, "K.transpose(-2, -1)", "K.transpose(1, 2)"), breaks="sdpa",
+      says=("raised RuntimeError", "K.transpose(1, 2)"),
+      why="transposes axes 1 and 2 of K: right for 3-D inputs only, so 4-D ones raise (the message quotes the line)"),
+    V("sdpa_mask_inverted", ch(SDPA, "masked_fill(mask == 0, MASK_FILL)", "masked_fill(mask == 1, MASK_FILL)"),
+      breaks="sdpa",
+      en="the scores are filled with -1e9 where mask == 1 (the keys that may be seen); fill where mask == 0",
+      ko="mask == 1인 위치(볼 수 있는 키)의 점수를 -1e9로 채움; mask == 0인 위치를 채우세요"),
+    V("sdpa_no_sqrt", ch(SDPA, "/ math.sqrt(d_K)", "/ d_K"), breaks="sdpa",
+      en="the scores are divided by d_K instead of its square root; divide by math.sqrt(d_K)",
+      ko="점수를 d_K의 제곱근이 아니라 d_K로 나눔; math.sqrt(d_K)로 나누세요"),
+    V("sdpa_softmax_queries", ch(SDPA, "torch.softmax(scores, dim=-1)", "torch.softmax(scores, dim=-2)"),
+      breaks="sdpa",
+      en="the softmax runs over dim=-2 (the queries); each query's weights over the keys sum to 1 with dim=-1",
+      ko="softmax를 dim=-2(쿼리 축)에 대해 계산함; 각 쿼리의 키에 대한 가중치 합이 1이 되도록 dim=-1을 쓰세요"),
+    # ---------------------------------------------------------------- constructor
+    V("init_assert", ch(MHA, "        if d_feat % n_head != 0:\n            raise ValueError(",
+                        "        assert d_feat % n_head == 0, ("), breaks="mha_init", says=("ValueError",),
+      why="an assert instead of ValueError (and python -O removes asserts)"),
+    V("init_argument_order", ch(MHA, INIT, INIT.replace("actv=F.relu, USE_BIAS=True, dropout_p=0.1",
+                                                          "dropout_p=0.1, USE_BIAS=True, actv=F.relu")),
+      breaks="mha_init", says=("order differs",)),
+    V("init_no_actv_no_device", ch(MHA, INIT, "def __init__(self, d_feat=128, n_head=5, USE_BIAS=True, "
+                                              "dropout_p=0.1, actv=None):"),
+      ch(MHA, "        self.device = device\n", ""), breaks="mha_init", says=("missing device",),
+      why="drops device and moves actv (with another default) to the end"),
+    V("init_other_defaults", ch(MHA, INIT, INIT.replace("d_feat=128, n_head=5, actv=F.relu, USE_BIAS=True",
+                                                          "d_feat=64, n_head=4, actv=F.relu, USE_BIAS=False")),
+      breaks="mha_init", says=("d_feat=64 (notes: 128)",)),
+    # ---------------------------------------------------------------- projections
+    V("proj_activation", ch(MHA, "Q_feat = self.lin_Q(Q)", "Q_feat = self.actv(self.lin_Q(Q))"),
+      ch(MHA, "K_feat = self.lin_K(K)", "K_feat = self.actv(self.lin_K(K))"),
+      ch(MHA, "V_feat = self.lin_V(V)", "V_feat = self.actv(self.lin_V(V))"), breaks="projections",
+      en="`actv` (ReLU) is applied after each projection; the projections stay linear, Q_feat = self.lin_Q(Q) "
+         "(actv is only stored)",
+      ko="각 투영 뒤에 `actv`(ReLU)를 적용함; 투영은 선형이어야 합니다, Q_feat = self.lin_Q(Q) (actv는 저장만 함)"),
+    V("proj_self_only", ch(MHA, "K_feat = self.lin_K(K)", "K_feat = self.lin_K(Q)"),
+      ch(MHA, "V_feat = self.lin_V(V)", "V_feat = self.lin_V(Q)"), breaks="projections",
+      en="the keys and values are projected from Q (self.lin_K(Q), self.lin_V(Q)), which only works for "
+         "self-attention; project each input: self.lin_K(K), self.lin_V(V)",
+      ko="키와 값을 Q에서 투영함(self.lin_K(Q), self.lin_V(Q)): 셀프 어텐션에서만 맞습니다; 각자의 입력을 "
+         "투영하세요: self.lin_K(K), self.lin_V(V)"),
+    V("proj_key_uses_lin_Q", ch(MHA, "K_feat = self.lin_K(K)", "K_feat = self.lin_Q(K)"), breaks="projections",
+      en="the keys are projected with lin_Q (K_feat = self.lin_Q(K)); use K_feat = self.lin_K(K)",
+      ko="키를 lin_Q로 투영함(K_feat = self.lin_Q(K)); K_feat = self.lin_K(K)를 쓰세요"),
+    # ---------------------------------------------------------------- split
+    V("split_heads_first", ch("split_heads", SPLIT, "feat.view(n_batch, n_head, n_tok, d_feat // n_head)"),
+      breaks="split",
+      en="the heads are split by viewing straight to (n_batch, n_head, n, d_head); view as (n_batch, n, n_head, "
+         "d_head), then .permute(0, 2, 1, 3)",
+      ko="(n_batch, n_head, n, d_head)로 바로 view해서 헤드를 나눔; (n_batch, n, n_head, d_head)로 view한 뒤 "
+         ".permute(0, 2, 1, 3)하세요"),
+    V("split_interleaved", ch("split_heads", SPLIT,
+                              "feat.view(n_batch, n_tok, d_feat // n_head, n_head).permute(0, 3, 1, 2)"),
+      breaks="split",
+      en="the features are cut as (n_batch, n, d_head, n_head), so each head takes every n_head-th feature; view as "
+         "(n_batch, n, n_head, d_head), then .permute(0, 2, 1, 3)",
+      ko="특징을 (n_batch, n, d_head, n_head)로 잘라서 각 헤드가 n_head개마다 하나씩 특징을 가져감; "
+         "(n_batch, n, n_head, d_head)로 view한 뒤 .permute(0, 2, 1, 3)하세요"),
+    # ---------------------------------------------------------------- scores
+    V("scores_head_scale", ch("", 'SCALE = "full"', 'SCALE = "head"'), breaks="scores",
+      says=("sqrt(d_feat)", "sqrt(d_head)"),
+      why="divides by sqrt(d_head), the paper's convention, while the option says full (right under scale = head)"),
+    V("scores_no_scaling", ch("head_scores", " / divisor", ""), breaks="scores",
+      en="the multi-head scores are not scaled; divide Q_split @ K_split^T by the assignment's scale (the notebook "
+         "says which)",
+      ko="멀티 헤드 점수를 나누지 않음; Q_split @ K_split^T를 이 과제의 스케일로 나누세요 (노트북 참고)"),
+    V("scores_neg_inf", ch("head_scores", "MASK_FILL", "-torch.inf"), breaks="scores",
+      en="the masked multi-head scores are filled with -inf instead of -1e9; use scores.masked_fill(mask == 0, -1e9) "
+         "so that a fully masked row stays finite",
+      ko="가려진 멀티 헤드 점수를 -1e9가 아니라 -inf로 채움; 전부 가려진 행도 유한하도록 "
+         "scores.masked_fill(mask == 0, -1e9)를 쓰세요"),
+    V("scores_mask_ignored", ch("head_scores", FILL, ""), breaks="scores",
+      en="the mask is never applied to the multi-head scores; fill them with -1e9 where mask == 0, before the softmax",
+      ko="멀티 헤드 점수에 마스크를 적용하지 않음; softmax 전에 mask == 0인 위치를 -1e9로 채우세요"),
+    # ---------------------------------------------------------------- attention and x_raw
+    V("attention_softmax_queries", ch(MHA, "attention = torch.softmax(scores, dim=-1)",
+                                      "attention = torch.softmax(scores, dim=-2)"), breaks="attention",
+      en="the softmax runs over dim=-2 (the queries); normalise each query's row over the keys with dim=-1",
+      ko="softmax를 dim=-2(쿼리 축)에 대해 계산함; 각 쿼리의 행을 키 축(dim=-1)으로 정규화하세요"),
+    V("attention_no_dropout", ch("weigh_values", "torch.matmul(dropout(attention), V_split)",
+                                 "torch.matmul(attention, V_split)"), breaks="attention",
+      en="self.dropout is never applied to the attention weights; x_raw = self.dropout(attention) @ V_split",
+      ko="어텐션 가중치에 self.dropout을 적용하지 않음; x_raw = self.dropout(attention) @ V_split입니다"),
+    # ---------------------------------------------------------------- merge
+    V("merge_skips_permute", ch(MHA, "x_rsh2 = merge_heads(x_rsh1, self.d_feat)",
+                                "x_rsh2 = merge_heads(x_raw, self.d_feat)"), breaks="merge",
+      en="the heads are merged from x_raw without first moving the head axis behind the query axis; merge "
+         "x_rsh1 = x_raw.permute(0, 2, 1, 3).contiguous()",
+      ko="헤드 축을 쿼리 축 뒤로 옮기지 않고 x_raw에서 바로 헤드를 합침; "
+         "x_rsh1 = x_raw.permute(0, 2, 1, 3).contiguous()를 합치세요"),
+    # ---------------------------------------------------------------- output
+    V("output_no_projection", ch(MHA, "x = self.lin_O(x_rsh2)", "x = x_rsh2"), breaks="output",
+      en="lin_O is never applied; x = self.lin_O(x_rsh2)",
+      ko="lin_O를 적용하지 않음; x = self.lin_O(x_rsh2)입니다"),
+    V("output_uses_lin_V", ch(MHA, "x = self.lin_O(x_rsh2)", "x = self.lin_V(x_rsh2)"), breaks="output",
+      en="the output is projected with lin_V (x = self.lin_V(x_rsh2)); use x = self.lin_O(x_rsh2)",
+      ko="출력을 lin_V로 투영함(x = self.lin_V(x_rsh2)); x = self.lin_O(x_rsh2)를 쓰세요"),
+    V("output_residual", ch(MHA, "x = self.lin_O(x_rsh2)", "x = self.lin_O(x_rsh2) + Q"), breaks="output",
+      en="the query input Q is added to the output as a residual; x = self.lin_O(x_rsh2), nothing added",
+      ko="출력에 쿼리 입력 Q를 잔차로 더함; x = self.lin_O(x_rsh2)이고 더하는 것은 없습니다"),
+    # ---------------------------------------------------------------- different but correct
+    V("ok_power_scale", ch(SDPA, "/ math.sqrt(d_K)", "* d_K ** -0.5"),
+      ch(MHA, "x_rsh2 = merge_heads(x_rsh1, self.d_feat)", "x_rsh2 = x_rsh1.view(x_rsh1.shape[0], -1, self.d_feat)")),
+]
+TABLE = Table(REFERENCE_SOURCE, VARIANTS)
+BY_NAME = TABLE.by_name
+LIBRARY = TABLE.library

@@ -1,0 +1,139 @@
+"""The transformer_block assignment's known learner bugs, each the reference plus stated find/replace changes: one
+table that is both the grader's diagnosis library (diagnose.py) and the grader's own test corpus
+(tests/test_transformer_block.py)."""
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+from autograder.bugtable import Table, Variant, ch, row
+from reference import transformer_block as R
+
+REFERENCE_SOURCE = Path(R.__file__).read_text(encoding="utf-8")
+V = functools.partial(row, REFERENCE_SOURCE)
+
+ATTN, FFN, BLOCK = "MultiHeadSelfAttention", "FeedForward", "TransformerBlock"
+POST_ATTN = "x = self.norm1(x + self.dropout1(self.attn(x, causal)))"
+POST_FF = "x = self.norm2(x + self.dropout2(self.ff(x)))"
+PRE_ATTN = "x = x + self.dropout1(self.attn(self.norm1(x), causal))"
+PRE_FF = "x = x + self.dropout2(self.ff(self.norm2(x)))"
+SWITCHED = "keep = z if self.use_residual else 0"
+MERGE = "(weights @ v).transpose(1, 2).reshape(b, n, self.d_model)"
+
+VARIANTS: list[Variant] = [
+    # ---------------------------------------------------------------- MultiHeadSelfAttention
+    V("attn_scale_by_d_model", ch(ATTN, "/ math.sqrt(self.d_head)", "/ math.sqrt(self.d_model)"),
+      breaks=ATTN,
+      en="the scores are divided by sqrt(d_model); each head divides by sqrt(d_head), d_head = d_model // n_heads",
+      ko="점수를 sqrt(d_model)로 나눔; 헤드마다 sqrt(d_head)로 나눕니다, d_head = d_model // n_heads"),
+    V("attn_no_scaling", ch(ATTN, " / math.sqrt(self.d_head)", ""), breaks=ATTN,
+      en="the scores are not scaled before the softmax; divide q @ k^T by sqrt(d_head)",
+      ko="softmax 전에 점수를 나누지 않음; q @ k^T를 sqrt(d_head)로 나누세요"),
+    V("attn_mask_hides_diagonal", ch(ATTN, "diagonal=1)", "diagonal=0)"), breaks=ATTN, says=("diagonal=1",),
+      why="the causal mask also hides the token itself, so row 0 is all -inf and turns into NaN"),
+    V("attn_softmax_queries", ch(ATTN, "torch.softmax(scores, dim=-1)", "torch.softmax(scores, dim=-2)"),
+      breaks=ATTN,
+      en="the softmax runs over dim=-2 (the queries); normalise each query's row over the keys with dim=-1",
+      ko="softmax를 dim=-2(쿼리 축)에 대해 계산함; 각 쿼리의 행을 키 축(dim=-1)으로 정규화하세요"),
+    V("attn_heads_not_transposed", ch(ATTN, "return t.view(b, n, self.n_heads, self.d_head).transpose(1, 2)",
+                                      "return t.view(b, self.n_heads, n, self.d_head)"), breaks=ATTN,
+      en="the heads are split by viewing straight to (b, n_heads, n, d_head); view as (b, n, n_heads, d_head), "
+         "then .transpose(1, 2)",
+      ko="(b, n_heads, n, d_head)로 바로 view해서 헤드를 나눔; (b, n, n_heads, d_head)로 view한 뒤 "
+         ".transpose(1, 2)하세요"),
+    V("attn_no_transpose_back", ch(ATTN, MERGE, "(weights @ v).reshape(b, n, self.d_model)"), breaks=ATTN,
+      en="the heads are merged without transposing back: weights @ v is (b, n_heads, n, d_head); .transpose(1, 2) "
+         "it before .reshape(b, n, d_model)",
+      ko="다시 전치하지 않고 헤드를 합침: weights @ v는 (b, n_heads, n, d_head)이므로 .reshape(b, n, d_model) "
+         "전에 .transpose(1, 2)하세요"),
+    V("attn_no_out_proj", ch(ATTN, "return self.W_o(context)", "return context"), breaks=ATTN,
+      en="W_o is never applied; return self.W_o(context)",
+      ko="W_o를 적용하지 않음; self.W_o(context)를 반환하세요"),
+    # ---------------------------------------------------------------- FeedForward
+    V("ffn_gelu", ch(FFN, "F.relu(", "F.gelu("), breaks=FFN,
+      en="the feed-forward network uses GELU; the block (like nn.TransformerEncoderLayer's default) uses ReLU",
+      ko="피드포워드 네트워크가 GELU를 씀; 이 블록은 (nn.TransformerEncoderLayer의 기본값처럼) ReLU를 씁니다"),
+    V("ffn_dropout_at_output", ch(FFN, "return self.linear2(self.dropout(F.relu(self.linear1(x))))",
+                                  "return self.dropout(self.linear2(F.relu(self.linear1(x))))"), breaks=FFN,
+      en="dropout is applied to linear2's output; apply it between the ReLU and linear2: "
+         "linear2(dropout(relu(linear1(x))))",
+      ko="linear2의 출력에 dropout을 적용함; ReLU와 linear2 사이에 적용하세요: linear2(dropout(relu(linear1(x))))"),
+    # ---------------------------------------------------------------- TransformerBlock
+    V("block_no_attn_residual", ch(BLOCK, POST_ATTN, "x = self.norm1(self.dropout1(self.attn(x, causal)))"),
+      ch(BLOCK, PRE_ATTN, "x = self.dropout1(self.attn(self.norm1(x), causal))"), breaks=BLOCK,
+      says=("residual connection around the self-attention is missing",)),
+    V("block_no_ffn_residual", ch(BLOCK, POST_FF, "x = self.norm2(self.dropout2(self.ff(x)))"),
+      ch(BLOCK, PRE_FF, "x = self.dropout2(self.ff(self.norm2(x)))"), breaks=BLOCK,
+      en="there is no residual connection around the feed-forward network; add its input back: "
+         "norm2(x + ff(x)) (post-norm), x + ff(norm2(x)) (pre-norm)",
+      ko="피드포워드 네트워크를 감싸는 잔차 연결이 없음; 입력을 다시 더하세요: "
+         "norm2(x + ff(x)) (post-norm), x + ff(norm2(x)) (pre-norm)"),
+    V("block_norm_first_ignored", ch(BLOCK, "if self.norm_first:", "if False:"), breaks=BLOCK,
+      says=("post-norm", "norm_first=True")),
+    V("block_pre_norm_ends_with_norm", ch(BLOCK, PRE_FF, "x = self.norm2(x + self.dropout2(self.ff(x)))"),
+      breaks=BLOCK, says=("feed-forward one is post-norm",)),
+    V("block_pre_norm_residual_normalised", ch(BLOCK, PRE_ATTN, "x = self.norm1(x)\n"
+                                               "            x = x + self.dropout1(self.attn(x, causal))"),
+      ch(BLOCK, PRE_FF, "x = self.norm2(x)\n            x = x + self.dropout2(self.ff(x))"), breaks=BLOCK,
+      en="the pre-norm block replaces x by its LayerNorm (x = norm1(x), then x + attn(x)), so the residual carries "
+         "the normalised x; keep x and normalise only the sub-layer's input: x + attn(norm1(x))",
+      ko="pre-norm 블록이 x를 LayerNorm 결과로 바꿔서(x = norm1(x) 다음 x + attn(x)) 잔차가 정규화된 x를 "
+         "전달함; x는 그대로 두고 서브레이어의 입력만 정규화하세요: x + attn(norm1(x))"),
+    V("block_post_norm_on_branch", ch(BLOCK, POST_ATTN, "x = x + self.norm1(self.dropout1(self.attn(x, causal)))"),
+      ch(BLOCK, POST_FF, "x = x + self.norm2(self.dropout2(self.ff(x)))"), breaks=BLOCK,
+      en="the post-norm block applies the LayerNorm to the sub-layer's output, x + norm1(attn(x)); post-norm "
+         "normalises the residual sum: norm1(x + attn(x))",
+      ko="post-norm 블록이 LayerNorm을 서브레이어의 출력에 적용함(x + norm1(attn(x))); "
+         "post-norm은 잔차 합을 정규화합니다: norm1(x + attn(x))"),
+    V("block_causal_not_passed", ch(BLOCK, POST_ATTN, "x = self.norm1(x + self.dropout1(self.attn(x)))"),
+      ch(BLOCK, PRE_ATTN, "x = x + self.dropout1(self.attn(self.norm1(x)))"), breaks=BLOCK,
+      says=("causal=causal",)),
+    V("block_functional_dropout", ch(BLOCK, POST_ATTN, "x = self.norm1(x + F.dropout(self.attn(x, causal), "
+                                                       "self.dropout1.p))"),
+      ch(BLOCK, PRE_ATTN, "x = x + F.dropout(self.attn(self.norm1(x), causal), self.dropout1.p)"), breaks=BLOCK,
+      says=("F.dropout",), why="F.dropout keeps dropping in eval mode"),
+    # ---------------------------------------------------------------- nn.Transformer
+    V("nn_batch_first_missing", ch("build_transformer", "dim_feedforward=32,\n                          "
+                                                        "batch_first=True)", "dim_feedforward=32)"),
+      breaks="nn_transformer",
+      en="nn.Transformer is built without batch_first=True, so it reads (batch, sequence, feature) inputs as "
+         "(sequence, batch, feature); pass batch_first=True",
+      ko="nn.Transformer를 batch_first=True 없이 만들어서 (batch, sequence, feature) 입력을 "
+         "(sequence, batch, feature)로 읽음; batch_first=True를 넘기세요"),
+    V("nn_wrong_heads", ch("build_transformer", "nhead=4", "nhead=2"), breaks="nn_transformer",
+      en="nn.Transformer is built with nhead=2; the notes build it with nhead=4",
+      ko="nn.Transformer를 nhead=2로 만듦; 노트는 nhead=4로 만듭니다"),
+    # ---------------------------------------------------------------- exercise 3: parts switched off
+    V("ablation_residual_kept", ch(BLOCK, SWITCHED, "keep = z"), breaks="ablation",
+      en="use_residual=False still adds the input back; without the residual connections each sub-layer's input "
+         "is not added to its output",
+      ko="use_residual=False인데도 입력을 다시 더함; 잔차 연결이 없으면 서브레이어의 입력을 출력에 더하지 않습니다"),
+    V("ablation_norm_still_applied", ch(BLOCK, "            if not self.use_norm:\n"
+                                               "                return keep + dropout(layer(z))\n", ""),
+      breaks="ablation",
+      en="use_norm=False still applies the LayerNorms; without them each sub-layer is x + sublayer(x)",
+      ko="use_norm=False인데도 LayerNorm을 적용함; LayerNorm이 없으면 각 서브레이어는 x + sublayer(x)입니다"),
+    V("ablation_ffn_ignored", ch(BLOCK, "        if self.use_ffn:  # without it", "        if True:  # without it"),
+      breaks="ablation",
+      en="use_ffn=False still runs the feed-forward sub-layer; without it the block ends after the attention "
+         "sub-layer",
+      ko="use_ffn=False인데도 피드포워드 서브레이어를 실행함; 그것이 없으면 블록은 어텐션 서브레이어 뒤에서 끝납니다"),
+    # ---------------------------------------------------------------- exercise 1: nn.Transformer's shapes
+    V("shapes_layers_ignored", ch("make_transformer", "num_encoder_layers=num_layers,\n"
+                                                      "                          num_decoder_layers=num_layers,",
+                                  "num_encoder_layers=2,\n                          num_decoder_layers=2,"),
+      breaks="transformer_shapes", says=("num_encoder_layers=1",), why="make_transformer always builds 2 + 2 layers"),
+    V("shapes_source_length", ch("transformer_shape", "return tuple(out.shape)", "return (batch, src_len, d_model)"),
+      breaks="transformer_shapes",
+      en="transformer_shape answers (batch, src_len, d_model); the output has one vector per target position: "
+         "(batch, tgt_len, d_model)",
+      ko="transformer_shape가 (batch, src_len, d_model)을 답함; 출력은 타깃 위치마다 벡터 하나이므로 "
+         "(batch, tgt_len, d_model)입니다"),
+    # ---------------------------------------------------------------- different but correct
+    V("ok_matmul_and_temporaries", ch(ATTN, "q @ k.transpose(-2, -1) / math.sqrt(self.d_head)",
+                                      "torch.matmul(q, k.transpose(-2, -1)) * self.d_head ** -0.5"),
+      ch(BLOCK, PRE_ATTN, "h = self.norm1(x)\n            x = x + self.dropout1(self.attn(h, causal))")),
+]
+TABLE = Table(REFERENCE_SOURCE, VARIANTS)
+BY_NAME = TABLE.by_name
+LIBRARY = TABLE.library

@@ -1,0 +1,248 @@
+"""Known learner bugs as data: each is an assignment's reference plus stated find/replace changes, and one table is
+both the grader's own test corpus and its diagnosis library (a bug version of the reference that gives a
+student's output exactly names the bug). Only hidden, grader-side code imports this module."""
+from __future__ import annotations
+
+import ast
+import time
+import types
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable
+
+import torch
+
+from .messages import Message
+from .rng import manual_seed
+
+# ---------------------------------------------------------------------------------------------- the table
+
+
+@dataclass(frozen=True)
+class Change:
+    """Replace every `find` by `replace` inside the top-level function or class `where` ("" = the whole file);
+    an empty `find` replaces the whole of `where`."""
+    where: str
+    find: str
+    replace: str
+
+
+@dataclass(frozen=True)
+class Variant:
+    name: str
+    changes: tuple[Change, ...]
+    breaks: tuple[str, ...]  # the questions it loses points on; () for a different but correct solution
+    # The diagnosis: what the grader says when this bug version of the reference gives the student's output
+    # exactly. None for bugs whose output equals the reference's or that raise; checks name those (`says`).
+    cause: Message | None = None
+    init: bool = False  # the change is in how weights are created: compare with the same seed, not copied weights
+    says: tuple[str, ...] = ()  # words a failing check's message must contain (the assignment's tests)
+    never_says: tuple[str, ...] = ()  # words no message may contain (wrong causes seen in learners' feedback)
+    why: str = ""  # one line for readers of the table when neither cause nor the change says it
+    reference: str = field(default="", repr=False, compare=False)  # the source the changes apply to
+
+    def source(self) -> str:
+        return apply(self.reference, self.changes)
+
+    @property
+    def targets(self) -> set[str]:
+        return {c.where for c in self.changes}
+
+
+def scope(text: str, where: str) -> tuple[int, int]:
+    """Character span of the top-level function or class `where` (decorators and docstring included)."""
+    if not where:
+        return 0, len(text)
+    for node in ast.parse(text).body:
+        if getattr(node, "name", None) == where:
+            lines = text.splitlines(keepends=True)
+            start = sum(map(len, lines[:node.lineno - 1]))
+            return start, sum(map(len, lines[:node.end_lineno]))
+    raise KeyError(f"no top-level {where!r} in the reference")
+
+
+def apply(text: str, changes: tuple[Change, ...]) -> str:
+    for c in changes:
+        a, b = scope(text, c.where)
+        part = text[a:b]
+        if c.find and c.find not in part:
+            raise ValueError(f"{c.find!r} does not occur in {c.where or 'the file'}")
+        text = text[:a] + (part.replace(c.find, c.replace) if c.find else c.replace) + text[b:]
+    return text
+
+
+def ch(where: str, find: str, replace: str) -> Change:
+    return Change(where, find, replace)
+
+
+def row(reference: str, name: str, *changes: Change, breaks: str = "", en: str = "", ko: str = "",
+        **kw: Any) -> Variant:
+    """One table row: `breaks` is comma-separated; `en`/`ko` give the diagnosis (the cause and its fix).
+    A table binds `reference` once: V = functools.partial(row, REFERENCE_SOURCE)."""
+    qs = tuple(q.strip() for q in breaks.split(",") if q.strip())
+    return Variant(name, changes, qs, Message(en, ko) if en else None, reference=reference, **kw)
+
+
+class Table:
+    """An assignment's variants with what the grader derives from them: by name, the diagnosis library, the bug
+    versions as modules, and which top-level definitions a change reaches."""
+
+    def __init__(self, reference: str, variants: Iterable[Variant]):
+        self.reference = reference
+        self.variants = list(variants)
+        self.by_name = {v.name: v for v in self.variants}
+        assert len(self.by_name) == len(self.variants), "variant names must be unique"
+        # The bugs whose output differs from the reference's, so an exact match names them.
+        self.library = [v for v in self.variants if v.cause is not None and v.breaks]
+        self._modules: dict[str, types.ModuleType] = {}
+        self._uses = _uses(reference)
+
+    def module(self, v: Variant) -> types.ModuleType:
+        """The bug version of the reference as a module, built once per grader process (it is reference code)."""
+        if v.name not in self._modules:
+            m = types.ModuleType(f"reference_bug_{v.name}")
+            exec(compile(v.source(), f"<reference with bug {v.name}>", "exec"), m.__dict__)
+            self._modules[v.name] = m
+        return self._modules[v.name]
+
+    def reaches(self, v: Variant, name: str) -> bool:
+        """Whether `v` changes `name` or something `name` uses (a helper function it calls, a class it builds);
+        a change to the whole file (a constant, an import) reaches everything."""
+        return "" in v.targets or bool(v.targets & self._uses.get(name, {name}))
+
+    def candidates(self, name: str) -> list[Variant]:
+        return [v for v in self.library if self.reaches(v, name)]
+
+
+def _uses(text: str) -> dict[str, set[str]]:
+    """Top-level definition -> itself and every top-level definition it uses, directly or through others."""
+    defs = {n.name: n for n in ast.parse(text).body
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+    direct = {name: {x.id for x in ast.walk(node) if isinstance(x, ast.Name) and x.id in defs}
+              for name, node in defs.items()}
+    closure: dict[str, set[str]] = {}
+    for name in defs:
+        seen, todo = {name}, [name]
+        while todo:
+            for used in direct[todo.pop()] - seen:
+                seen.add(used)
+                todo.append(used)
+        closure[name] = seen
+    return closure
+
+
+# ---------------------------------------------------------------------------------------------- the diagnosis
+
+def same(a: Any, b: Any) -> bool:
+    """Equal up to float rounding, with nan and inf in the same places (another summation order still matches,
+    another bug does not); sequences of plain numbers (a shape) must be equal."""
+    if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)):
+        return len(a) == len(b) and all(type(x) in (int, float, bool) and type(y) in (int, float, bool) and x == y
+                                        for x, y in zip(a, b))
+    if type(a) is not torch.Tensor or type(b) is not torch.Tensor or a.shape != b.shape:
+        return False
+    return bool(torch.allclose(a.detach().double(), b.detach().double(), rtol=1e-4, atol=1e-5, equal_nan=True))
+
+
+def named(v: Variant) -> Message:
+    assert v.cause is not None
+    return Message(f"Your output is exactly what the reference gives when {v.cause.en}.",
+                   f"출력이 참조 구현에 다음 실수를 넣었을 때의 결과와 정확히 같습니다: {v.cause.ko}.")
+
+
+Ctor = tuple  # (name, args, kwargs, seed), as proxy.Remote.ctor records how the student's object was built
+
+
+def build(mod: Any, ctor: Ctor, params: dict[str, torch.Tensor] | None, cls: str | None = None,
+          prepare: Callable[[Any], None] | None = None) -> torch.nn.Module | None:
+    """`ctor`'s class (or `cls`, the reference's name for it) from `mod`, built after the same seed, with `params`
+    (the student's weights) copied in when given; None when the weights do not fit (other names or shapes: no
+    diagnosis then). `prepare` sets what the checks set on the reference (e.g. an assignment option)."""
+    name, args, kwargs, seed = ctor
+    manual_seed(seed if seed is not None else 0)
+    m = getattr(mod, cls or name)(*args, **kwargs)
+    if not isinstance(m, torch.nn.Module):
+        return None
+    if prepare is not None:
+        prepare(m)
+    if params is not None:
+        own = dict(m.named_parameters())
+        if set(own) != set(params) or any(tuple(p.shape) != tuple(params[n].shape) for n, p in own.items()):
+            return None
+        with torch.no_grad():
+            for n, p in own.items():
+                p.copy_(params[n])
+    return m
+
+
+@dataclass(frozen=True)
+class Call:
+    """How a check called the student's module: the inputs, the mode, the seed before the call, and which part
+    of what forward returned it compared (`pick`: e.g. one entry of a dict)."""
+    inputs: tuple = ()
+    kwargs: dict = field(default_factory=dict)
+    mode: str | None = "eval"
+    seed: int | None = None
+    pick: Callable[[Any], Any] | None = None
+
+
+def output(mod: Any, ctor: Ctor, params: dict | None, call: Call, cls: str | None = None,
+           prepare: Callable[[Any], None] | None = None) -> Any:
+    """What `mod`'s version of the student's module gives, called as the check called it; None if it cannot."""
+    try:
+        with torch.random.fork_rng(devices=[]):  # the grader's own random state stays as the checks left it
+            m = build(mod, ctor, params, cls, prepare)
+            if m is None:
+                return None
+            m.train(call.mode == "train")
+            if call.seed is not None:
+                manual_seed(call.seed)
+            with torch.no_grad():
+                out = m(*call.inputs, **call.kwargs)
+            return call.pick(out) if call.pick is not None else out
+    except Exception:  # a bug version that cannot run with these arguments names nothing
+        return None
+
+
+def diagnose_module(table: Table, reference: Any, until: float, target: Any, got: Any, call: Call,
+                    cls: str | None = None, prepare: Callable[[Any], None] | None = None,
+                    candidates: list[Variant] | None = None) -> Message | None:
+    """The library bug that explains the student's module `target` (a proxy handle) having given `got` when
+    called as `call` says, or None. The student's code is not run again; only the module's weights are read.
+    `candidates`: the bugs to try (by default every library bug that reaches the class)."""
+    ctor = target.ctor
+    cls = cls or (ctor[0] if ctor is not None else None)
+    if ctor is None or not hasattr(reference, cls):
+        return None
+    candidates = table.candidates(cls) if candidates is None else candidates
+    if not candidates:
+        return None
+    params = target.state()["params"]
+    # With the student's weights the reference either gives their output (their forward is right: look for a bug
+    # in how weights are created, built from the same seed) or it does not (look for a bug in forward).
+    forward_right = same(output(reference, ctor, params, call, cls, prepare), got)
+    if forward_right and same(output(reference, ctor, None, call, cls, prepare), got):
+        return None  # the student's module is the reference's: the failure is not one of these bugs
+    for v in candidates:
+        if time.monotonic() > until:
+            return None
+        if v.init == forward_right and same(output(table.module(v), ctor, None if v.init else params, call, cls,
+                                                   prepare), got):
+            return named(v)
+    return None
+
+
+def diagnose_function(table: Table, until: float, name: str, inputs: tuple, got: Any,
+                      candidates: list[Variant] | None = None) -> Message | None:
+    """The library bug that explains the student's top-level function `name` having returned `got` for `inputs`
+    (`candidates`: the bugs to try, by default every library bug that reaches the function)."""
+    for v in table.candidates(name) if candidates is None else candidates:
+        if time.monotonic() > until:
+            return None
+        try:
+            with torch.random.fork_rng(devices=[]):
+                out = getattr(table.module(v), name)(*inputs)
+        except Exception:
+            continue
+        if same(out, got):
+            return named(v)
+    return None
