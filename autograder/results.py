@@ -140,6 +140,16 @@ def to_gradescope(r: SubmissionResult, lang: str = "en") -> dict[str, Any]:
 
 # ---------------------------------------------------------------------------------------------- CSV and files
 
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def cell(text: str) -> str:
+    """A text cell a spreadsheet will not run: student-made text (a file named `=HYPERLINK(...).py`, a name in
+    Gradescope's metadata) that starts like a formula gets a leading apostrophe (OWASP's CSV-injection advice)."""
+    text = clean(text, True)
+    return "'" + text if text.startswith(_FORMULA_START) else text
+
+
 def csv_text(results: list[SubmissionResult], questions: list[str]) -> str:
     buf = io.StringIO()
     w = csv.writer(buf)
@@ -148,9 +158,9 @@ def csv_text(results: list[SubmissionResult], questions: list[str]) -> str:
                + (["late"] if timed else []))
     for r in sorted(results, key=lambda r: r.student):
         per_q = r.by_question()
-        w.writerow([clean(r.student, True), clean(r.submission, True), r.score, r.max_score,
+        w.writerow([cell(r.student), cell(r.submission), r.score, r.max_score,
                     *[per_q.get(q, (0.0, 0.0))[0] for q in questions],
-                    clean(one_line(r.reason.en), True) if r.reason else "", clean(r.origin.get("folder", ""), True)]
+                    cell(one_line(r.reason.en)) if r.reason else "", cell(str(r.origin.get("folder", "")))]
                    + ([f"{r.late:g}" if r.late is not None else ""] if timed else []))
     return buf.getvalue()
 
@@ -169,7 +179,8 @@ def grades_csv_text(results: list[SubmissionResult], questions: list[str]) -> st
         status = "not graded: " + r.error.en if r.error else ""
         people = [p for p in r.origin.get("submitters", []) if isinstance(p, dict)] or [{}]
         for p in people:
-            w.writerow([p.get("sid", ""), p.get("email", ""), p.get("name", ""), r.student, *scores, status])
+            w.writerow([cell(str(p.get("sid", ""))), cell(str(p.get("email", ""))), cell(str(p.get("name", ""))),
+                        cell(r.student), *scores, cell(status)])
     return buf.getvalue()
 
 

@@ -121,3 +121,27 @@ def test_a_grader_failure_costs_one_result_and_never_the_next_or_the_students_me
     shown = " ".join(c.message.en for c in dim1.checks if c.message)
     assert "ZeroDivisionError" not in shown and "grader bug" not in shown and "differs from" in shown
     assert "grader bug in the diagnosis" in dim1.staff
+
+
+def test_csv_cells_that_start_like_a_formula_are_defused():
+    """A spreadsheet opening scores.csv or grades.csv must not run student-made text as a formula: a file named
+    `=HYPERLINK(...).py`, a folder `+cmd`, a Gradescope name `@SUM(1)`; ordinary text stays as it is."""
+    import csv as _csv
+    import io as _io
+    from autograder.messages import Message
+    from autograder.results import SubmissionResult, csv_text, grades_csv_text
+
+    evil = SubmissionResult(student="s1", submission='=HYPERLINK("http://x","y").py', assignment="attention",
+                            questions=["q"], origin={"folder": "+cmd|calc", "submitters": [
+                                {"sid": "-2+3", "email": "\tx@y", "name": "@SUM(1)"}]},
+                            error=Message("=1+1 could not be read.", "=1+1 읽을 수 없음"))
+    evil.reason = evil.error  # as the grading loop sets it
+    plain = SubmissionResult(student="s2", submission="attention.py", assignment="attention", questions=["q"],
+                             origin={"folder": "kim-minji"})
+    rows = list(_csv.DictReader(_io.StringIO(csv_text([evil, plain], ["q"]))))
+    assert rows[0]["submission"].startswith("'=") and rows[0]["folder"].startswith("'+")
+    assert rows[0]["reason"].startswith("'=")
+    assert rows[1]["submission"] == "attention.py" and rows[1]["folder"] == "kim-minji"
+    grades = list(_csv.DictReader(_io.StringIO(grades_csv_text([evil, plain], ["q"]))))
+    assert [grades[0][k][:2] for k in ("sid", "name", "status")] == ["'-", "'@", "no"]
+    assert grades[0]["email"] in ("'x@y", "'\tx@y")  # clean() may drop the tab; either way no formula
