@@ -144,4 +144,4 @@ def test_csv_cells_that_start_like_a_formula_are_defused():
     assert rows[1]["submission"] == "attention.py" and rows[1]["folder"] == "kim-minji"
     grades = list(_csv.DictReader(_io.StringIO(grades_csv_text([evil, plain], ["q"]))))
     assert [grades[0][k][:2] for k in ("sid", "name", "status")] == ["'-", "'@", "no"]
-    assert grades[0]["email"] in ("'x@y", "'\tx@y")  # clean() may drop the tab; either way no formula
+    assert grades[0]["email"] == "x@y"  # the tab is removed with other control characters: no formula left
