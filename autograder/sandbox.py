@@ -18,7 +18,6 @@ from __future__ import annotations
 import ctypes
 import json
 import os
-import resource
 import select
 import shutil
 import signal
@@ -33,13 +32,21 @@ from typing import Any
 
 from . import confine, protocol
 
+try:
+    import resource
+except ImportError:  # Windows: no sandbox; only `grade check` runs there, unsandboxed (plainworker.py)
+    resource = None  # type: ignore[assignment]
+
 PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
 UID_BASE = 61000  # workers run as a uid/gid in [UID_BASE, UID_BASE + UID_COUNT) when the grader is root
 UID_COUNT = 1000
 LOCK_DIR = "/run/attention-grader"
 _claimed: dict[int, int] = {}  # uid -> fd of the lock that reserves it for this process
-_libc = ctypes.CDLL(None, use_errno=True)
+try:
+    _libc = ctypes.CDLL(None, use_errno=True)
+except (OSError, TypeError):  # Windows has no C library to load by None; see plainworker.py
+    _libc = None
 MAX_REPLY_HEAD = 16 * 1024 * 1024  # JSON part of a worker's reply; tensors travel outside it
 CGROUP_PREFIX = "attention-grader-"  # memory cgroups are named after their keeper's pid
 CGROUP_OVERHEAD_MB = 128  # the worker's own runtime in its cgroup: zygote pages it writes to, files it reads
@@ -63,7 +70,7 @@ def _prctl(option: int, arg: int) -> None:
 
 
 def is_root() -> bool:
-    return os.geteuid() == 0
+    return hasattr(os, "geteuid") and os.geteuid() == 0  # Windows has no geteuid
 
 
 def claim_uid() -> int:
