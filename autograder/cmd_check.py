@@ -112,7 +112,7 @@ def main(*, path: Path | None, assignment_name: str | None = None, lang: str = "
         echo(f"{plainworker.label().text(lang)}\n")
     if note is not None:
         echo(f"{term('note', lang)}: {note.text(lang)}\n")
-    echo(table(r, lang))
+    echo(table(r, lang, labels=a.question_labels(lang)))
     if unsandboxed:  # kept with the result too (its `sandbox` field says the same: none, public only)
         r.notes.insert(0, plainworker.label())
     echo("")
