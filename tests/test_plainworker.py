@@ -96,3 +96,15 @@ def test_batch_never_runs_unsandboxed(lab, tmp_path):
     data = json.loads((tmp_path / "results" / "ada.json").read_text(encoding="utf-8"))
     assert data["score"] == 100 and data["extra_data"]["sandbox"].get("sandbox") != "none", data["extra_data"]
     assert LABEL_EN not in json.dumps(data)
+
+
+def test_every_lab_reference_gets_full_public_marks_unsandboxed(tmp_path):
+    """The other labs' public checks (they ask the worker about its environment too) run the same way."""
+    for lab in ("mha_intermediates", "transformer_block"):
+        (tmp_path / lab).mkdir()
+        shutil.copy(ROOT / "reference" / f"{lab}.py", tmp_path / lab / f"{lab}.py")
+        p = run(["check"], tmp_path / lab, FORCED)
+        assert p.returncode == 0, p.stdout + p.stderr
+        total = next(line for line in p.stdout.splitlines() if line.startswith("total"))
+        got, full = total.split()[1].split("/")
+        assert LABEL_EN in p.stdout and got == full, p.stdout
