@@ -41,6 +41,14 @@ class Assignment:
     def title_in(self, lang: str) -> str:
         return self.ko.get("title", self.title) if lang == "ko" else self.title
 
+    def question_labels(self, lang: str) -> dict[str, str]:
+        """How the terminal names each question: its id in English; in Korean its Korean title (ko.toml), up to
+        the first colon (the part that names it), or the id where the assignment has no Korean title."""
+        if lang != "ko":
+            return {}
+        titles = self.ko.get("questions", {})
+        return {q.id: str(titles[q.id]).split(": ")[0].strip() for q in self.questions if titles.get(q.id)}
+
     def check_name_ko(self, function: str) -> str:
         return str(self.ko.get("checks", {}).get(function, ""))
 

@@ -95,22 +95,35 @@ def _fmt(x: float) -> str:
     return "-inf" if x == -math.inf else "inf" if x == math.inf else "nan" if x != x else f"{x:.4f}"
 
 
-def expect_tensor(got: Any, what: str) -> Any:
+def described(code: str, en: str, ko: str) -> Message:
+    """What a comparison is about: code, then how it was run, in words of each language (`what` of expect_*):
+    described("m(x)", "in train mode", "(train 모드)") reads "`m(x)` in train mode" / "`m(x)` (train 모드)"."""
+    return Message(f"`{code}` {en}", f"`{code}` {ko}")
+
+
+def _what(what: "str | Message") -> tuple[str, str]:
+    """`what` as it appears in English and Korean text: code in backticks, or a described() Message as written."""
+    return (what.en, what.ko) if isinstance(what, Message) else (f"`{what}`", f"`{what}`")
+
+
+def expect_tensor(got: Any, what: "str | Message") -> Any:
     import torch
     if type(got) is not torch.Tensor:
         desc = getattr(got, "description", None) or type(got).__name__
-        fail(f"`{what}` should return a torch.Tensor, but returned {desc}.",
-             f"`{what}`는 torch.Tensor를 반환해야 하는데 {desc}을(를) 반환했습니다.")
+        w_en, w_ko = _what(what)
+        fail(f"{w_en} should return a torch.Tensor, but returned {desc}.",
+             f"{w_ko}는 torch.Tensor를 반환해야 하는데 {desc}을(를) 반환했습니다.")
     return got
 
 
-def expect_shape(got: Any, shape: tuple[int, ...], what: str,
+def expect_shape(got: Any, shape: tuple[int, ...], what: "str | Message",
                  explain: Callable[[Any], Message | None] | None = None) -> Any:
     def compare() -> None:
         expect_tensor(got, what)
         if tuple(got.shape) != tuple(shape):
-            fail(f"`{what}` has shape {tuple(got.shape)}; expected {tuple(shape)}.",
-                 f"`{what}`의 shape이 {tuple(got.shape)}입니다. {tuple(shape)}이어야 합니다.")
+            w_en, w_ko = _what(what)
+            fail(f"{w_en} has shape {tuple(got.shape)}; expected {tuple(shape)}.",
+                 f"{w_ko}의 shape이 {tuple(got.shape)}입니다. {tuple(shape)}이어야 합니다.")
     explained(compare, explain, got)
     return got
 
@@ -126,7 +139,7 @@ def explained(compare: Callable[[], None], explain: Callable[[Any], Message | No
         raise CheckFailure(named + e.base, e.staff) from None
 
 
-def expect_close(got: Any, want: Any, what: str, *, atol: float = 1e-4, rtol: float = 1e-4,
+def expect_close(got: Any, want: Any, what: "str | Message", *, atol: float = 1e-4, rtol: float = 1e-4,
                  hint: Message | None = None, explain: Callable[[Any], Message | None] | None = None) -> None:
     """Same shape, same -inf/nan positions, values within tolerance; the message says where and by how much.
 
@@ -135,12 +148,13 @@ def expect_close(got: Any, want: Any, what: str, *, atol: float = 1e-4, rtol: fl
     explained(lambda: _compare(got, want, what, atol, rtol, hint), explain, got)
 
 
-def _compare(got: Any, want: Any, what: str, atol: float, rtol: float, hint: Message | None) -> None:
+def _compare(got: Any, want: Any, what: "str | Message", atol: float, rtol: float, hint: Message | None) -> None:
     import torch
     expect_shape(got, tuple(want.shape), what)
+    w_en, w_ko = _what(what)
     if got.dtype != want.dtype:  # e.g. float16 results could otherwise pass a float32 tolerance
-        fail(f"`{what}` returned a tensor of dtype {got.dtype}; expected {want.dtype}.",
-             f"`{what}`가 dtype {got.dtype} 텐서를 반환했습니다. {want.dtype}이어야 합니다.")
+        fail(f"{w_en} returned a tensor of dtype {got.dtype}; expected {want.dtype}.",
+             f"{w_ko}가 dtype {got.dtype} 텐서를 반환했습니다. {want.dtype}이어야 합니다.")
     got = got.to(torch.float64)
     want = want.detach().to(torch.float64)
     same_special = (torch.isnan(got) == torch.isnan(want)) & (torch.isinf(got) == torch.isinf(want))
@@ -161,6 +175,6 @@ def _compare(got: Any, want: Any, what: str, atol: float, rtol: float, hint: Mes
         detail_en = f"off by {_fmt(diff)}"
         detail_ko = f"차이 {_fmt(diff)}"
     where_ko = f" 인덱스 {idx}" if idx else ""
-    msg = Message(f"`{what}` differs from the expected values in {n_bad} of {n} entries; first{where}: {detail_en}.",
-                  f"`{what}`의 값이 {n}개 중 {n_bad}개 다릅니다. 첫 위치{where_ko}: {detail_ko}.")
+    msg = Message(f"{w_en} differs from the expected values in {n_bad} of {n} entries; first{where}: {detail_en}.",
+                  f"{w_ko}의 값이 {n}개 중 {n_bad}개 다릅니다. 첫 위치{where_ko}: {detail_ko}.")
     raise CheckFailure(msg + hint if hint else msg, base=msg)

@@ -3,11 +3,11 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 from . import assignment as assignments, discover
 from .errors import UsageError
-from .messages import Message
+from .messages import Message, term
 from .plugin import Job
 from .results import SubmissionResult, table
 
@@ -75,8 +75,7 @@ def select(a: assignments.Assignment, wanted: tuple[str, ...]) -> list[str] | No
 
 def main(*, path: Path | None, assignment_name: str | None = None, lang: str = "en",
          echo: Callable[[str], None] = print, questions: tuple[str, ...] = ()) -> int:
-    from . import exam
-    from .sandbox import Zygote
+    from . import exam, plainworker
     file, a, note = resolve(path, assignment_name)
     mode = (exam.config(a) or exam.ExamConfig(None, None, "", "flag", 0.0, {}, {})).feedback  # "" if not an exam
     if mode == "none":  # the exam shows nothing the code does: nothing runs
@@ -84,8 +83,14 @@ def main(*, path: Path | None, assignment_name: str | None = None, lang: str = "
         echo(text)
         return code
     only = select(a, questions)
-    # Started first: it imports torch in the background while this process imports pytest and torch.
-    zygote = Zygote(full_warm_up=False)
+    # Where the sandbox cannot run (Windows, macOS), a plain worker runs the public checks, labelled as such.
+    unsandboxed = plainworker.sandbox_missing() is not None
+    if unsandboxed:
+        zygote: Any = plainworker.PlainPool()
+    else:
+        from .sandbox import Zygote
+        # Started first: it imports torch in the background while this process imports pytest and torch.
+        zygote = Zygote(full_warm_up=False)
     from .runner import grade
     results: list[SubmissionResult] = []
     sections = [w for w in questions if re.fullmatch(r"\d+(?:\.\d+)*", w)] or None
@@ -93,6 +98,8 @@ def main(*, path: Path | None, assignment_name: str | None = None, lang: str = "
     r = results[0]
     if mode == "runs":
         text, code = exam.report_runs(a, file, r, lang)
+        if unsandboxed:
+            echo(f"{plainworker.label().text(lang)}\n")
         echo(text)
         return code
     if mode:
@@ -101,9 +108,13 @@ def main(*, path: Path | None, assignment_name: str | None = None, lang: str = "
     scope_ko = "" if only is None else f" ({', '.join(only)}만)"
     echo(f"{a.title_in(lang)} - " + (f"{file.name} 공개 검사{scope_ko}\n" if lang == "ko"
                                      else f"public checks for {file.name}{scope}\n"))
+    if unsandboxed:
+        echo(f"{plainworker.label().text(lang)}\n")
     if note is not None:
-        echo(f"note: {note.text(lang)}\n")
-    echo(table(r, lang))
+        echo(f"{term('note', lang)}: {note.text(lang)}\n")
+    echo(table(r, lang, labels=a.question_labels(lang)))
+    if unsandboxed:  # kept with the result too (its `sandbox` field says the same: none, public only)
+        r.notes.insert(0, plainworker.label())
     echo("")
     echo(HIDDEN_NOTE.text(lang))
     return 0 if r.error is None and r.checks and all(c.status in ("passed", "skipped") for c in r.checks) else 1

@@ -17,9 +17,12 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-_libc = ctypes.CDLL(None, use_errno=True)
-_libc.syscall.restype = ctypes.c_long
-_HZ = os.sysconf("SC_CLK_TCK")
+try:
+    _libc = ctypes.CDLL(None, use_errno=True)
+    _libc.syscall.restype = ctypes.c_long
+except (OSError, TypeError, AttributeError):  # Windows (no C library by None), macOS (no syscall): plainworker.py
+    _libc = None
+_HZ = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 PR_SET_NO_NEW_PRIVS = 38
 _CREATE_RULESET, _ADD_RULE, _RESTRICT_SELF = 444, 445, 446  # the same numbers on every architecture

@@ -28,6 +28,18 @@ def plain(text: str) -> Message:
     return Message(text, text)
 
 
+_HANGUL = re.compile(r"[\uac00-\ud7a3]")
+
+
+def bilingual(text: str) -> Message:
+    """Text written as "English / 한국어" (the skeleton's NotImplementedError, a check's skip reason) split into its
+    two languages; any other text reads the same in both."""
+    en, sep, ko = text.partition(" / ")
+    if sep and _HANGUL.search(ko) and not _HANGUL.search(en) and " / " not in ko:
+        return Message(en.strip(), ko.strip())
+    return plain(text)
+
+
 def _norm(name: str) -> str:
     return re.sub(r"[^a-z0-9]", "", name.lower())
 
@@ -131,6 +143,7 @@ GLOSSARY: dict[str, tuple[str, str]] = {
     "total": ("total", "합계"),
     "note": ("note", "참고"),
     "code cell": ("code cell", "코드 셀"),
+    "section": ("section", "섹션"),
     "at index": ("at index", "인덱스"),
     "public checks": ("public checks", "공개 검사"),
     "hidden checks": ("hidden checks", "비공개 검사"),
@@ -154,7 +167,8 @@ _PARTICLE_AFTER_CODE = re.compile(
 _NEUTRAL = re.compile(r"(이\(가\)|을\(를\)|은\(는\)|와\(과\)|\(으\)로)")
 _NEUTRAL_BASE = {"이(가)": "이", "을(를)": "을", "은(는)": "은", "와(과)": "와", "(으)로": "으로"}
 # Fixed English phrases that the engine puts into Korean text (locations, positions), in Korean.
-_KO_PHRASES = ((re.compile(r", code cell (\d+)"), r", 코드 셀 \1"), (re.compile(r" at index (\()"), r" 인덱스 \1"))
+_KO_PHRASES = ((re.compile(r', section ("[^"\n]*"), code cell (\d+)'), r", 섹션 \1, 코드 셀 \2"),
+               (re.compile(r", code cell (\d+)"), r", 코드 셀 \1"), (re.compile(r" at index (\()"), r" 인덱스 \1"))
 
 
 def korean(text: str) -> str:

@@ -22,7 +22,7 @@ from _pytest.runner import runtestprotocol
 from .assignment import Assignment, for_file, load
 from .checks import CheckFailure, CheckMeta, Reveal
 from .errors import SubmissionFormatError
-from .messages import Message, near_miss
+from .messages import Message, bilingual, near_miss
 from .proxy import Submission
 from .results import CheckResult, SubmissionResult, write_atomic
 from .safetext import shown_name
@@ -149,7 +149,8 @@ class GradingPlugin:
         elif outcome == "skipped":
             res.status = "skipped"
             reason = call.excinfo.value.msg if call.excinfo and hasattr(call.excinfo.value, "msg") else ""
-            res.message = Message(f"Skipped: {reason}", f"건너뜀: {reason}")
+            # "English / 한국어": Korean shows its half; English keeps both, as before (tests/test_evidence.py)
+            res.message = Message(f"Skipped: {reason}", f"건너뜀: {bilingual(str(reason)).ko}")
         else:
             exc = call.excinfo.value if call.excinfo else None
             if isinstance(exc, CheckFailure):

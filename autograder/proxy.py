@@ -7,7 +7,7 @@ import time
 from typing import Any, Callable
 
 from .checks import CheckFailure
-from .messages import Message, near_miss
+from .messages import Message, bilingual, near_miss
 from .replies import well_formed
 from .sandbox import Limits, WorkerLost, WorkerProcess, WorkerTimeout
 from .source import Source
@@ -378,8 +378,9 @@ class Submission:
             if e.err.get("type") == "NotImplementedError":
                 self.not_implemented.add(owner or what)
                 detail = str(e.err.get("message", ""))[:160]
+                detail_ko = bilingual(detail).ko  # the skeleton's "English / 한국어": Korean shows its half
                 failure = CheckFailure(Message(f"`{what}` is not implemented yet ({detail}).".replace(" ().", "."),
-                                               f"`{what}`이(가) 아직 구현되지 않았습니다 ({detail}).".replace(
+                                               f"`{what}`이(가) 아직 구현되지 않았습니다 ({detail_ko}).".replace(
                                                    " ().", ".")))
             else:
                 failure = CheckFailure(Message(f"`{what}` raised {en}", f"`{what}`에서 예외 발생: {ko}"))

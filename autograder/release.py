@@ -79,9 +79,10 @@ grade check --lang ko    # 한국어 피드백
 Without installing: `python cli.py check path/to/{first}`. With both the `.py` and the `.ipynb` in the folder,
 `grade check` checks the one you modified last and says so.
 
-Platforms: `grade check` runs your code in a sandboxed process and needs Linux: a Linux machine, WSL on Windows
-(`wsl --install`, then the Linux commands above inside it), or Colab. On native Windows or macOS it stops with
-this advice instead of running.
+Platforms: on Linux (WSL and Colab included) `grade check` runs your code in a sandboxed process. On native
+Windows or macOS, which lack the Linux process controls the sandbox needs, it runs the same public checks in a
+plain Python process with a time limit per call and says so above the table ("not sandboxed: public checks only,
+run on Windows"); the scores are the same. Your submission is always graded in the sandbox.
 
 These are the public checks only. After you submit, hidden checks with other seeds and shapes also run, so
 passing here does not guarantee full marks.
@@ -91,15 +92,34 @@ README_KO = """# {title}
 
 제출할 파일: {files}.
 
-공개 검사로 작업을 확인하세요 (인터넷 없이 여러분의 컴퓨터에서 실행됩니다):
+공개 검사로 작업을 확인하세요 (인터넷 없이 여러분의 컴퓨터에서 실행됩니다).
+
+## 1. 설치 (한 번만)
+
+먼저 PyTorch의 CPU 빌드를 설치하세요: Linux에서 그냥 `pip install torch`를 하면 검사에 필요 없는 CUDA 빌드(수 GB)를
+내려받습니다. 그다음 이 폴더를 설치합니다. Python 3.11 이상이 필요합니다.
+
+| 플랫폼 | 명령 (이 폴더에서) |
+| --- | --- |
+| Linux | `python3 -m venv .venv && . .venv/bin/activate`<br>`pip install torch --index-url https://download.pytorch.org/whl/cpu`<br>`pip install .` |
+| macOS | `python3 -m venv .venv && . .venv/bin/activate`<br>`pip install torch` (macOS용 휠은 CPU/MPS 전용)<br>`pip install .` |
+| Windows (PowerShell) | `py -m venv .venv; .venv\\Scripts\\Activate.ps1`<br>`pip install torch --index-url https://download.pytorch.org/whl/cpu`<br>`pip install .` |
+| Colab | torch가 이미 있습니다: `!pip install -q /content/<이 폴더>` |
+
+## 2. 검사
 
 ```
-pip install .            # 이 폴더에서 한 번 (torch가 없으면 먼저 설치하세요)
 grade check --lang ko    # {first}이(가) 있는 폴더에서
 grade check              # English feedback
 ```
 
-설치하지 않고 실행하려면: `python cli.py check path/to/{first} --lang ko`.
+설치하지 않고 실행하려면: `python cli.py check path/to/{first} --lang ko`. 같은 폴더에 `.py`와 `.ipynb`가 모두
+있으면 `grade check` 명령은 마지막으로 수정한 파일을 검사하고 그렇다고 알려 줍니다.
+
+플랫폼: Linux(WSL과 Colab 포함)에서는 `grade check` 명령이 코드를 샌드박스 프로세스에서 실행합니다. 샌드박스에 필요한
+Linux 프로세스 기능이 없는 Windows와 macOS에서는 같은 공개 검사를 호출마다 시간 제한이 있는 일반 Python
+프로세스에서 실행하고, 표 위에 그렇다고 표시합니다 ("샌드박스 없이 실행: 공개 검사만, Windows에서 ..."). 점수는
+같습니다. 제출물은 항상 샌드박스에서 채점됩니다.
 
 여기서 실행되는 것은 공개 검사뿐입니다. 제출 후에는 다른 시드와 shape을 쓰는 비공개 검사도 실행되므로,
 여기서 모두 통과해도 만점이 보장되지는 않습니다.

@@ -127,7 +127,7 @@ def compute(loaded: list[Loaded], bad: list[dict[str, str]], titles: dict[str, s
     for x in graded:
         for c in x.r.checks:
             if c.points > 0 and c.nodeid not in order:
-                order[c.nodeid] = {"id": c.nodeid, "name": c.name, "question": c.question, "points": c.points,
+                order[c.nodeid] = {"id": c.nodeid, "name": c.title(lang), "question": c.question, "points": c.points,
                                    "visibility": c.visibility, "public": c.public}
     checks, groups = [], []
     for cid, info in order.items():
@@ -336,127 +336,172 @@ def _student_link(sid: str, pages: dict[str, str], up: str = "") -> str:
     return f'<a href="{_href(up + pages[sid])}">{esc(sid)}</a>' if sid in pages else esc(sid)
 
 
+# The class page in Korean (grade report --lang ko): the instructor reads one language, as the students do.
+CHECKS_NOTE = ("pass rate: share of students who passed; difficulty: mean fraction of the points; discrimination: "
+               "correlation between the check and the rest of the score (low or negative: the check does not "
+               "separate strong from weak submissions).")
+GROUPS_NOTE = ("The failure messages of each check; messages that differ only in numbers (shown as #) are one group. "
+               "Worst checks first.")
+NO_SUBMISSIONS = "pass --submissions DIR (the folder given to grade batch) to compare the submitted code."
+INDEX_KO = {
+    "Questions": "문항", "question": "문항", "title": "제목", "mean": "평균", "max": "만점", "mean %": "평균 %",
+    "full marks": "만점자", "zero": "0점", "Could not be graded": "채점하지 못한 제출물", "student": "학생",
+    "why": "이유", "staff details": "교수자용 상세", "details": "상세", "Every submission was graded.":
+    "모든 제출물을 채점했습니다.", "Late submissions": "늦은 제출", "minutes late": "늦은 시간(분)",
+    "Exam variants (worst first)": "시험 변형 (낮은 순)", "variant": "변형", "students": "학생 수",
+    "Similar submissions": "비슷한 제출물", "Not computed:": "계산하지 않음:", "score": "점수", "shared": "공유 지문",
+    "side by side": "나란히 보기", "No pair above the threshold.": "기준을 넘는 쌍이 없습니다.", "Left out:": "제외:",
+    "Checks": "검사", "check": "검사", "points": "배점", "shown": "공개", "pass rate": "통과율",
+    "difficulty": "난이도", "discrimination": "변별도", "failed": "실패", "public": "공개 검사",
+    CHECKS_NOTE: "통과율: 통과한 학생의 비율; 난이도: 얻은 점수의 평균 비율; 변별도: 이 검사와 나머지 점수 사이의 상관 "
+                 "(낮거나 음수이면 이 검사가 잘한 제출물과 못한 제출물을 가르지 못합니다).",
+    "Why checks fail, per question": "문항별 실패 이유", GROUPS_NOTE:
+    "검사마다 실패 메시지를 모았습니다. 숫자만 다른 메시지(#로 표시)는 한 묶음입니다. 가장 많이 실패한 검사부터.",
+    "No check failed.": "실패한 검사가 없습니다.", "message": "메시지", "who": "누가", "Students": "학생",
+    "total": "합계", "notes": "참고", "not graded": "채점 안 됨", "class report": "반 전체 보고서",
+    "hidden": "비공개", "after_published": "성적 공개 후", "after_due_date": "마감 후", "visible": "공개",
+    NO_SUBMISSIONS: "제출 코드를 비교하려면 --submissions DIR (grade batch에 준 폴더)을 지정하세요.",
+}
+
+
 def render_index(d: dict[str, Any], figs: dict[str, str], title: str) -> str:
     pages = {s["id"]: s["page"] for s in d["students"]}
     anchors = {c["id"]: i for i, c in enumerate(d["checks"])}  # a nodeid is no fragment identifier
     sc = d["scores"]
-    b = [f"<h1>{esc(title)}</h1>",
-         f"<p>{d['n_students']} submissions, {d['n_graded']} graded; mean {_num(sc['mean'], '{:.1f}')}, "
-         f"median {_num(sc['median'])}, range {_num(sc['min'])} to {_num(sc['max'])} of "
-         f"{_num(d['max_score'])} points. Figures as data: <a href=\"report.json\">report.json</a>.</p>",
+    ko = d.get("lang") == "ko"
+
+    def failed_of(n_failed: int, n: int) -> str:
+        return f"{n}명 중 {n_failed}명 실패" if ko else f"{n_failed} of {n} failed"
+    tr = (lambda en: INDEX_KO.get(en, en)) if ko else (lambda en: en)  # noqa: E731
+    from .results import question_labels
+    labels = question_labels(d.get("assignment", ""), d.get("lang", "en"))  # Korean: the questions' Korean names
+    qname = lambda q: esc(labels.get(q, q))  # noqa: E731
+    summary = (f"제출물 {d['n_students']}개, 채점 {d['n_graded']}개; 평균 {_num(sc['mean'], '{:.1f}')}, "
+               f"중앙값 {_num(sc['median'])}, 범위 {_num(sc['min'])} - {_num(sc['max'])} (만점 "
+               f"{_num(d['max_score'])}점). 수치 데이터: <a href=\"report.json\">report.json</a>." if ko else
+               f"{d['n_students']} submissions, {d['n_graded']} graded; mean {_num(sc['mean'], '{:.1f}')}, "
+               f"median {_num(sc['median'])}, range {_num(sc['min'])} to {_num(sc['max'])} of "
+               f"{_num(d['max_score'])} points. Figures as data: <a href=\"report.json\">report.json</a>.")
+    b = [f"<h1>{esc(title)}</h1>", f"<p>{summary}</p>",
          '<div class="figs">'
          f'<img id="fig-histogram" alt="score histogram" src="{figs["histogram"]}">'
          f'<img id="fig-questions" alt="per-question distribution" src="{figs["questions"]}"></div>']
 
-    b.append("<h2>Questions</h2><table id=\"questions\"><tr><th>question</th><th>title</th><th>mean</th>"
-             "<th>max</th><th>mean %</th><th>full marks</th><th>zero</th></tr>")
+    b.append(f"<h2>{tr('Questions')}</h2><table id=\"questions\">"
+             + "".join(f"<th>{tr(h)}</th>" for h in ("question", "title", "mean", "max", "mean %", "full marks",
+                                                     "zero")).join(("<tr>", "</tr>")))
     for q in d["questions"]:
         frac = q["mean"] / q["max"] if q["mean"] is not None and q["max"] else None
-        b.append(f"<tr><td>{esc(q['id'])}</td><td>{esc(q['title'])}</td><td class=num>{_num(q['mean'], '{:.2f}')}"
+        b.append(f"<tr><td>{qname(q['id'])}</td><td>{esc(q['title'])}</td><td class=num>{_num(q['mean'], '{:.2f}')}"
                  f"</td><td class=num>{_num(q['max'])}</td><td class=num>{_num(frac, '{:.0%}')}</td>"
                  f"<td class=num>{q['full']}/{q['n']}</td><td class=num>{q['zero']}/{q['n']}</td></tr>")
     b.append("</table>")
 
-    b.append("<h2>Could not be graded</h2>")
+    b.append(f"<h2>{tr('Could not be graded')}</h2>")
     if d["ungraded"] or d["unreadable"]:
-        b.append("<table id=\"ungraded\"><tr><th>student</th><th>why</th><th>staff details</th></tr>")
+        b.append(f"<table id=\"ungraded\"><tr><th>{tr('student')}</th><th>{tr('why')}</th>"
+                 f"<th>{tr('staff details')}</th></tr>")
         for u in d["ungraded"]:
-            staff = f"<details><summary>details</summary><pre>{esc(u['staff'])}</pre></details>" if u["staff"] else ""
+            staff = f"<details><summary>{tr('details')}</summary><pre>{esc(u['staff'])}</pre></details>" if u["staff"] else ""
             b.append(f"<tr><td>{_student_link(u['id'], pages)}</td><td>{esc(u['reason'])}</td><td>{staff}</td></tr>")
         for u in d["unreadable"]:
             b.append(f"<tr><td>{esc(u['file'])}</td><td>{esc(u['reason'])}</td><td></td></tr>")
         b.append("</table>")
     else:
-        b.append("<p>Every submission was graded.</p>")
+        b.append(f"<p>{tr('Every submission was graded.')}</p>")
 
     if d["late"]:
-        b.append("<h2>Late submissions</h2><table id=\"late\"><tr><th>student</th><th>minutes late</th></tr>")
+        b.append(f"<h2>{tr('Late submissions')}</h2><table id=\"late\"><tr><th>{tr('student')}</th>"
+                 f"<th>{tr('minutes late')}</th></tr>")
         b += [f"<tr><td>{_student_link(x['id'], pages)}</td><td class=num>{_num(x['minutes'], '{:.0f}')}</td></tr>"
               for x in d["late"]]
         b.append("</table>")
 
     if d["variants"]:
-        b.append("<h2>Exam variants (worst first)</h2><table id=\"variants\"><tr><th>variant</th><th>students</th>"
-                 "<th>mean</th><th>mean %</th></tr>")
+        b.append(f"<h2>{tr('Exam variants (worst first)')}</h2><table id=\"variants\"><tr><th>{tr('variant')}</th>"
+                 f"<th>{tr('students')}</th><th>{tr('mean')}</th><th>{tr('mean %')}</th></tr>")
         b += [f"<tr><td>{esc(v['variant'])}</td><td class=num>{v['n']}</td><td class=num>{_num(v['mean'], '{:.1f}')}"
               f"</td><td class=num>{_num(v['mean_fraction'], '{:.0%}')}</td></tr>" for v in d["variants"]]
         b.append("</table>")
 
     sim = d.get("similarity") or {}
-    b.append("<h2>Similar submissions</h2>")
+    b.append(f"<h2>{tr('Similar submissions')}</h2>")
     if not sim.get("computed"):
-        b.append(f"<p class=muted>Not computed: {esc(sim.get('reason', ''))}</p>")
+        b.append(f"<p class=muted>{tr('Not computed:')} {esc(tr(sim.get('reason', '')))}</p>")
+    elif ko:
+        b.append(f"<p class=muted>각자 작성한 코드(스켈레톤과 노트북에 주어진 셀은 뺌)가 이름, 리터럴, 주석, 배치를 "
+                 f"정규화한 뒤 거의 같은 쌍: winnowing 지문({sim['k']}토큰 k-gram), Dice 점수 &ge; "
+                 f"{sim['threshold']:g}. 비교한 제출물 {sim['compared']}개.</p>")
     else:
         b.append(f"<p class=muted>Pairs whose own code (the skeleton and the notebook's given cells removed) is "
                  f"near-identical after normalising names, literals, comments and layout: winnowing fingerprints "
                  f"({sim['k']}-token k-grams), Dice score &ge; {sim['threshold']:g}. "
                  f"{sim['compared']} submissions compared.</p>")
+    if sim.get("computed"):
         if d["similar"]:
-            b.append("<table id=\"similar\"><tr><th>student</th><th>student</th><th>score</th><th>shared</th>"
-                     "<th></th></tr>")
+            b.append(f"<table id=\"similar\"><tr><th>{tr('student')}</th><th>{tr('student')}</th>"
+                     f"<th>{tr('score')}</th><th>{tr('shared')}</th><th></th></tr>")
             b += [f"<tr><td>{_student_link(p['a'], pages)}</td><td>{_student_link(p['b'], pages)}</td>"
                   f"<td class=num>{p['score']:.2f}</td><td class=num>{p['shared']}</td>"
-                  f"<td><a href=\"{_href(p['page'])}\">side by side</a></td></tr>" for p in d["similar"]]
+                  f"<td><a href=\"{_href(p['page'])}\">{tr('side by side')}</a></td></tr>" for p in d["similar"]]
             b.append("</table>")
         else:
-            b.append("<p>No pair above the threshold.</p>")
+            b.append(f"<p>{tr('No pair above the threshold.')}</p>")
         if sim.get("skipped"):
-            b.append("<p class=muted>Left out: " + "; ".join(f"{esc(s['id'])} ({esc(s['reason'])})"
+            b.append(f"<p class=muted>{tr('Left out:')} " + "; ".join(f"{esc(s['id'])} ({esc(s['reason'])})"
                                                               for s in sim["skipped"]) + "</p>")
 
-    b.append("<h2>Checks</h2><p class=muted>pass rate: share of students who passed; difficulty: mean fraction of "
-             "the points; discrimination: correlation between the check and the rest of the score (low or "
-             "negative: the check does not separate strong from weak submissions).</p>"
-             "<table id=\"checks\"><tr><th>question</th><th>check</th><th>points</th><th>shown</th>"
-             "<th>pass rate</th><th>difficulty</th><th>discrimination</th><th>failed</th></tr>")
+    b.append(f"<h2>{tr('Checks')}</h2><p class=muted>{tr(CHECKS_NOTE)}</p><table id=\"checks\">"
+             + "".join(f"<th>{tr(h)}</th>" for h in ("question", "check", "points", "shown", "pass rate",
+                                                     "difficulty", "discrimination", "failed")).join(("<tr>", "</tr>")))
     for c in d["checks"]:
         pr = c["pass_rate"]
         bar = f'<span class="bar" style="width:{int(round(60 * pr))}px"></span> ' if pr is not None else ""
         cls = ' class="num low"' if pr is not None and pr < 0.5 else " class=num"
         anchor = f"#f-{anchors[c['id']]}" if c["failed"] else ""
         failed = f'<a href="{anchor}">{c["failed"]}</a>' if anchor else str(c["failed"])
-        b.append(f"<tr><td>{esc(c['question'])}</td><td>{esc(c['name'])}</td><td class=num>{_num(c['points'])}</td>"
-                 f"<td>{'public' if c['public'] else esc(c['visibility'])}</td><td{cls}>{bar}"
+        b.append(f"<tr><td>{qname(c['question'])}</td><td>{esc(c['name'])}</td><td class=num>{_num(c['points'])}</td>"
+                 f"<td>{tr('public') if c['public'] else esc(tr(c['visibility']))}</td><td{cls}>{bar}"
                  f"{_num(pr, '{:.0%}')}</td><td class=num>{_num(c['difficulty'], '{:.2f}')}</td>"
                  f"<td class=num>{_num(c['discrimination'], '{:.2f}')}</td><td class=num>{failed}</td></tr>")
     b.append("</table>")
 
-    b.append("<h2>Why checks fail, per question</h2><p class=muted>The failure messages of each check; messages "
-             "that differ only in numbers (shown as #) are one group. Worst checks first.</p>")
+    b.append(f"<h2>{tr('Why checks fail, per question')}</h2><p class=muted>{tr(GROUPS_NOTE)}</p>")
     by_check: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for g in d["groups"]:
         by_check[g["check"]].append(g)
     if not by_check:
-        b.append("<p>No check failed.</p>")
+        b.append(f"<p>{tr('No check failed.')}</p>")
     for q in d["questions"]:
         failing = sorted((c for c in d["checks"] if c["question"] == q["id"] and c["id"] in by_check),
                          key=lambda c: (c["pass_rate"], c["name"]))
         if not failing:
             continue
         frac = q["mean"] / q["max"] if q["mean"] is not None and q["max"] else None
-        b.append(f"<h3>{esc(q['id'])} <span class=muted>mean {_num(frac, '{:.0%}')}, full marks "
-                 f"{q['full']}/{q['n']}</span></h3><table class=\"groups\"><tr><th>check</th><th>students</th>"
-                 "<th>message</th><th>who</th></tr>")
+        b.append(f"<h3>{qname(q['id'])} <span class=muted>{tr('mean')} {_num(frac, '{:.0%}')}, {tr('full marks')} "
+                 f"{q['full']}/{q['n']}</span></h3><table class=\"groups\"><tr><th>{tr('check')}</th>"
+                 f"<th>{tr('students')}</th><th>{tr('message')}</th><th>{tr('who')}</th></tr>")
         for c in failing:
             gs, rest = by_check[c["id"]][:GROUPS_SHOWN], by_check[c["id"]][GROUPS_SHOWN:]
             rows = len(gs) + (1 if rest else 0)
             for i, g in enumerate(gs):
                 head = (f'<td rowspan="{rows}" class="chk" id="f-{anchors[c["id"]]}">{esc(c["name"])}<br>'
-                        f'<span class=muted>{c["failed"]} of {c["n"]} failed</span></td>') if i == 0 else ""
+                        f'<span class=muted>{failed_of(c["failed"], c["n"])}</span></td>') if i == 0 else ""
                 who = ", ".join(_student_link(s, pages) for s in g["students"])
                 b.append(f"<tr>{head}<td class=num>{g['count']}</td><td><details><summary>{esc(g['pattern'])}"
                          f"</summary><pre>{esc(g['example'])}</pre></details></td><td class=who>{who}</td></tr>")
             if rest:
-                b.append(f"<tr><td class=num>{sum(g['count'] for g in rest)}</td><td class=muted>{len(rest)} "
-                         "other messages (all in report.json)</td><td class=who>"
+                b.append(f"<tr><td class=num>{sum(g['count'] for g in rest)}</td><td class=muted>"
+                         + (f"다른 메시지 {len(rest)}개 (모두 report.json에)" if ko else
+                            f"{len(rest)} other messages (all in report.json)") + "</td><td class=who>"
                          + ", ".join(_student_link(s, pages) for g in rest for s in g["students"]) + "</td></tr>")
         b.append("</table>")
 
     qids = [q["id"] for q in d["questions"]]
-    b.append("<h2>Students</h2><div class=wide><table id=\"students\"><tr><th>student</th><th>total</th>"
-             + "".join(f"<th>{esc(q)}</th>" for q in qids) + "<th>notes</th></tr>")
+    b.append(f"<h2>{tr('Students')}</h2><div class=wide><table id=\"students\"><tr><th>{tr('student')}</th>"
+             f"<th>{tr('total')}</th>" + "".join(f"<th>{qname(q)}</th>" for q in qids) + f"<th>{tr('notes')}</th></tr>")
     for s in d["students"]:
-        total = f"{s['score']:g}/{s['max_score']:g}" if s["graded"] else "not graded"
+        total = f"{s['score']:g}/{s['max_score']:g}" if s["graded"] else tr("not graded")
         notes = esc(" ".join(s["notes"])[:400])
         b.append(f"<tr><td>{_student_link(s['id'], pages)}</td><td class=num>{esc(total)}</td>"
                  + "".join(f"<td class=num>{_num(s['questions'].get(q))}</td>" for q in qids)
@@ -556,6 +601,8 @@ def main(*, results: Path, out: Path | None = None, submissions: Path | None = N
     except AssignmentError:
         a = None  # results of an assignment this checkout no longer has: report without titles or sources
     titles = {q.id: q.title for q in a.questions} if a else {}
+    if a is not None and lang == "ko":  # the Korean titles (ko.toml) where the assignment has them
+        titles.update({k: str(v) for k, v in a.ko.get("questions", {}).items() if k in titles})
     data = compute(loaded, bad, titles, lang)
     out = out or results / "report"
 
@@ -564,7 +611,7 @@ def main(*, results: Path, out: Path | None = None, submissions: Path | None = N
     codes: dict[str, list[str]] = {}
     pair_pages: list[tuple[str, str]] = []
     if submissions is None:
-        sim["reason"] = "pass --submissions DIR (the folder given to grade batch) to compare the submitted code."
+        sim["reason"] = NO_SUBMISSIONS
     elif a is None:
         sim["reason"] = f"assignment {kinds[0]!r} is not in this checkout, so its files cannot be found."
     elif not submissions.is_dir():
@@ -580,7 +627,7 @@ def main(*, results: Path, out: Path | None = None, submissions: Path | None = N
             pair_pages.append((name, render_pair(p.a, p.b, p.score, codes, fps, base)))
     data["similarity"] = sim
 
-    title = f"{a.title if a else kinds[0]}: class report"
+    title = f"{a.title_in(lang) if a else kinds[0]}: " + ("반 전체 보고서" if lang == "ko" else "class report")
     report = Report(out, data)
 
     def write(rel: str, text: str) -> None:

@@ -105,12 +105,25 @@ def _check_output(c: CheckResult, lang: str) -> str:
     return "\n".join(parts)
 
 
+def question_labels(assignment_name: str, lang: str) -> dict[str, str]:
+    """Question ids as students read them in `lang` (assignment.Assignment.question_labels); {} if unknown."""
+    if lang != "ko":
+        return {}
+    from .assignment import load  # lazily: results are also read where no assignment folder exists
+    try:
+        return load(assignment_name).question_labels(lang)
+    except Exception:  # noqa: BLE001 - an unknown or unreadable assignment keeps the ids
+        return {}
+
+
 def to_gradescope(r: SubmissionResult, lang: str = "en") -> dict[str, Any]:
     """Gradescope's results.json: one test per check, tagged with its question; staff details hidden."""
     tests: list[dict[str, Any]] = []
+    labels = question_labels(r.assignment, lang)
     for i, c in enumerate(r.checks, start=1):
         tests.append({
-            "name": f"{c.question}: {c.title(lang)}", "number": str(i), "score": c.score, "max_score": c.points,
+            "name": f"{labels.get(c.question, c.question)}: {c.title(lang)}", "number": str(i), "score": c.score,
+            "max_score": c.points,
             # a 0-point skip is a note (e.g. "no GPU here, the GPU part was simulated"), not a failure
             "status": "passed" if c.status == "passed" or (c.status == "skipped" and c.points == 0) else "failed",
             "output": _check_output(c, lang),
@@ -121,7 +134,8 @@ def to_gradescope(r: SubmissionResult, lang: str = "en") -> dict[str, Any]:
                           "status": "failed" if c.status != "passed" else "passed", "output": c.staff,
                           "output_format": "text", "tags": [c.question, "staff"], "visibility": "hidden"})
     if r.error is not None:
-        tests.insert(0, {"name": "Autograder: submission could not be graded", "score": 0, "max_score": 0,
+        title = "채점기: 제출물을 채점할 수 없음" if lang == "ko" else "Autograder: submission could not be graded"
+        tests.insert(0, {"name": title, "score": 0, "max_score": 0,
                          "status": "failed", "output": r.error.text(lang), "output_format": "text",
                          "tags": ["autograder"], "visibility": "visible"})
     if r.staff:
@@ -234,15 +248,47 @@ def read_result(path: Path) -> SubmissionResult | None:
 
 # ---------------------------------------------------------------------------------------------- terminal
 
-def table(r: SubmissionResult, lang: str = "en", show_passed: bool = False) -> str:
+def columns(text: str) -> int:
+    """Terminal columns `text` takes: Hangul and other wide characters take two."""
+    import unicodedata
+    return sum(2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1 for ch in text)
+
+
+# How a check ended and how a question scored, as the terminal table shows them (one place for both languages).
+STATUS_TAG = {"en": {"passed": "PASS", "failed": "FAIL", "skipped": "SKIP", "error": "ERROR"},
+              "ko": {"passed": "통과", "failed": "실패", "skipped": "건너뜀", "error": "오류"}}
+MARK = {"en": {"full": "ok", "zero": "--", "part": "~~"}, "ko": {"full": "만점", "zero": "0점", "part": "부분"}}
+
+
+def table(r: SubmissionResult, lang: str = "en", show_passed: bool = False,
+          labels: dict[str, str] | None = None) -> str:
+    """The terminal summary: one row per question, then the checks that did not pass.
+
+    labels: each question's name as shown (the Korean title in Korean); the id where none is given. In Korean the
+    score comes first, so rows stay aligned whatever the width of the Korean title after it."""
     lines = []
     per_q = r.by_question()
-    width = max([len(q) for q in per_q] + [8])
-    lines.append(f"{term('question', lang).ljust(width)}  {term('score', lang)}")
-    for q, (s, m) in per_q.items():
-        mark = "ok" if s == m and m > 0 else "--" if s == 0 else "~~"
-        lines.append(f"{q.ljust(width)}  {s:g}/{m:g}  {mark}")
-    lines.append(f"{term('total', lang).ljust(width)}  {r.score:g}/{r.max_score:g}")
+    labels = labels or {}
+    name = {q: labels.get(q) or q for q in per_q}
+    marks = MARK["ko" if lang == "ko" else "en"]
+    tags = STATUS_TAG["ko" if lang == "ko" else "en"]
+
+    def mark(s: float, m: float) -> str:
+        return marks["full"] if s == m and m > 0 else marks["zero"] if s == 0 else marks["part"]
+    if lang == "ko":
+        width = max([len(f"{s:g}/{m:g}") for s, m in per_q.values()] + [len(f"{r.score:g}/{r.max_score:g}"), 4])
+        head = term('score', lang)
+        lines.append(f"{' ' * (width - columns(head))}{head}  {' ' * 4}  {term('question', lang)}")
+        for q, (s, m) in per_q.items():
+            mk = mark(s, m)
+            lines.append(f"{f'{s:g}/{m:g}'.rjust(width)}  {mk}{' ' * (4 - columns(mk))}  {name[q]}")
+        lines.append(f"{f'{r.score:g}/{r.max_score:g}'.rjust(width)}  {term('total', lang)}")
+    else:
+        width = max([len(name[q]) for q in per_q] + [8])
+        lines.append(f"{term('question', lang).ljust(width)}  {term('score', lang)}")
+        for q, (s, m) in per_q.items():
+            lines.append(f"{name[q].ljust(width)}  {s:g}/{m:g}  {mark(s, m)}")
+        lines.append(f"{term('total', lang).ljust(width)}  {r.score:g}/{r.max_score:g}")
     if r.error is not None:
         lines.append("")
         lines.append(r.error.text(lang))
@@ -259,16 +305,17 @@ def table(r: SubmissionResult, lang: str = "en", show_passed: bool = False) -> s
         key = (c.status, text) if text and c.status != "passed" else (c.status, c.nodeid)
         groups.setdefault(key, []).append(c)
     for (status, _key), cs in groups.items():
-        tag = {"passed": "PASS", "failed": "FAIL", "skipped": "SKIP", "error": "ERROR"}[status]
+        tag = tags[status]
         c = cs[0]
         text = c.message.text(lang) if c.message else ""
         if len(cs) == 1:
-            lines.append(f"[{tag}] {c.question}: {c.title(lang)} ({c.score:g}/{c.points:g})")
+            lines.append(f"[{tag}] {name.get(c.question, c.question)}: {c.title(lang)} ({c.score:g}/{c.points:g})")
         else:
             qs = list(dict.fromkeys(x.question for x in cs))
             score, points = sum(x.score for x in cs), sum(x.points for x in cs)
             if lang == "ko":
-                where = "모든 문항" if len(qs) > 1 and set(qs) == set(per_q) else ", ".join(qs)
+                where = "모든 문항" if len(qs) > 1 and set(qs) == set(per_q) else \
+                    ", ".join(name.get(q, q) for q in qs)
                 lines.append(f"[{tag}] {where}의 검사 {len(cs)}개 ({score:g}/{points:g}), 모두 같은 메시지:")
             else:
                 where = "every question" if len(qs) > 1 and set(qs) == set(per_q) else ", ".join(qs)

@@ -19,7 +19,6 @@ import ctypes
 import gc
 import json
 import os
-import resource
 import select
 import shutil
 import signal
@@ -34,14 +33,22 @@ from typing import Any
 
 from . import confine, protocol
 
+try:
+    import resource
+except ImportError:  # Windows: no sandbox; only `grade check` runs there, unsandboxed (plainworker.py)
+    resource = None  # type: ignore[assignment]
+
 PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
 UID_BASE = 61000  # workers run as a uid/gid in [UID_BASE, UID_BASE + UID_COUNT) when the grader is root
 UID_COUNT = 1000
 LOCK_DIR = "/run/attention-grader"
 _claimed: dict[int, int] = {}  # uid -> fd of the lock that reserves it for this process
-_libc = ctypes.CDLL(None, use_errno=True)
-_TICK = os.sysconf("SC_CLK_TCK")
+try:
+    _libc = ctypes.CDLL(None, use_errno=True)
+except (OSError, TypeError):  # Windows has no C library to load by None; see plainworker.py
+    _libc = None
+_TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 MAX_REPLY_HEAD = 16 * 1024 * 1024  # JSON part of a worker's reply; tensors travel outside it
 CGROUP_PREFIX = "attention-grader-"  # memory cgroups are named after their keeper's pid
 CGROUP_OVERHEAD_MB = 128  # the worker's own runtime in its cgroup: zygote pages it writes to, files it reads
@@ -65,7 +72,7 @@ def _prctl(option: int, arg: int) -> None:
 
 
 def is_root() -> bool:
-    return os.geteuid() == 0
+    return hasattr(os, "geteuid") and os.geteuid() == 0  # Windows has no geteuid
 
 
 def claim_uid() -> int:
@@ -156,7 +163,7 @@ def _kill_descendants(rounds: int = 200) -> dict[int, int]:
     return reaped
 
 
-_SYS_SETRESUID = {"x86_64": 117, "aarch64": 147}.get(os.uname().machine)
+_SYS_SETRESUID = {"x86_64": 117, "aarch64": 147}.get(os.uname().machine) if hasattr(os, "uname") else None
 
 
 def _kill_uid_in_thread(uid: int) -> bool:

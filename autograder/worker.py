@@ -293,7 +293,8 @@ class Worker:
 
     def op_env(self) -> dict[str, Any]:
         return {"cuda": torch.cuda.is_available(), "torch": torch.__version__,
-                "landlock": SANDBOX.get("landlock", 0), "uid": os.getuid()}
+                "landlock": SANDBOX.get("landlock", 0),
+                "uid": os.getuid() if hasattr(os, "getuid") else None}  # Windows has no uids (plainworker.py)
 
 
 def _mark(path: str, where: str) -> None:

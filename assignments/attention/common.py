@@ -324,7 +324,7 @@ def check_causality(sub, cls: str, seed: int, b: int = 2, T: int = 6, d_in: int 
             "assign it, or use masked_fill_), a softmax over another axis than the keys (dim=-1), or tokens mixed "
             "by a reshape.",
             "확인할 것: softmax에 닿지 않는 마스크(`scores.masked_fill(...)`은 새 텐서를 반환하므로 대입하거나 "
-            "masked_fill_을 쓰세요), key 축(dim=-1)이 아닌 축에 대한 softmax, reshape로 섞인 토큰."))
+            "masked_fill_을 쓰세요), 키 축(dim=-1)이 아닌 축에 대한 softmax, reshape로 섞인 토큰."))
 
 
 def expect_responds(y1, y2, cls: str, what: str) -> None:

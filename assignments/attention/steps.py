@@ -88,7 +88,7 @@ def triple(got: Any, what: str) -> tuple[torch.Tensor, torch.Tensor, torch.Tenso
 
 
 def check_qkv_weights(sub, seed: int, d_in: int, d_out: int) -> None:
-    what = f"qkv_weights({d_in}, {d_out}) after torch.manual_seed({seed})"
+    what = f"torch.manual_seed({seed}); qkv_weights({d_in}, {d_out})"
     got = triple(call(sub, "qkv_weights", d_in, d_out, seed=seed, what=what), what)
     want = notebook_weights(seed, d_in, d_out)
     for name, g, w in zip(("W_query", "W_key", "W_value"), got, want):
@@ -106,7 +106,7 @@ def check_query_key_value(sub, x: torch.Tensor, W: tuple[torch.Tensor, ...], lab
 def check_dropout(sub, x: torch.Tensor, p: float, seed: int, label: str) -> None:
     """The student's dropout against the grader's own torch under the same seed (the masks differ between torch
     versions, so the notebook's printout is not the reference here); the output must depend on the seed."""
-    what = f"apply_dropout({label}, {p}) after torch.manual_seed({seed})"
+    what = f"torch.manual_seed({seed}); apply_dropout({label}, {p})"
     got = expect_tensor(call(sub, "apply_dropout", x, p, seed=seed, what=what), what)
     with torch.random.fork_rng(devices=[]):
         manual_seed(seed)

@@ -66,14 +66,17 @@ def call(m, x, what: str, causal: bool | None = None, **kw) -> torch.Tensor:
 def check_params(m, want: dict[str, tuple[int, ...]], cls: str) -> None:
     have = {n: tuple(s) for n, s, _ in m.describe().get("params", [])}
     missing = [n for n in want if n not in have]
-    wrong = [f"{n} is {have[n]}, expected {want[n]}" for n in want if n in have and have[n] != want[n]]
+    wrong = [(n, have[n], want[n]) for n in want if n in have and have[n] != want[n]]
     if missing or wrong:
-        listed = ", ".join(f"{n} {s}" for n, s in have.items()) or "none"
-        problems = "; ".join(([f"missing {', '.join(missing)}"] if missing else []) + wrong)
+        listed = ", ".join(f"{n} {s}" for n, s in have.items())
+        problems = "; ".join(([f"missing {', '.join(missing)}"] if missing else [])
+                             + [f"{n} is {h}, expected {w}" for n, h, w in wrong])
+        problems_ko = "; ".join(([f"없음: {', '.join(missing)}"] if missing else [])
+                                + [f"{n}: {h}, {w}이어야 함" for n, h, w in wrong])
         fail(f"`{cls}` does not have the parameters the template names ({problems}). The grader copies "
-             f"PyTorch's weights into exactly these names. Yours: {listed}.",
-             f"`{cls}`에 템플릿이 정한 파라미터가 없습니다 ({problems}). 채점기는 PyTorch의 가중치를 바로 이 "
-             f"이름들에 복사합니다. 현재: {listed}.")
+             f"PyTorch's weights into exactly these names. Yours: {listed or 'none'}.",
+             f"`{cls}`에 템플릿이 정한 파라미터가 없습니다 ({problems_ko}). 채점기는 PyTorch의 가중치를 바로 이 "
+             f"이름들에 복사합니다. 현재: {listed or '없음'}.")
 
 
 # ---------------------------------------------------------------------------------------------- properties
@@ -200,13 +203,14 @@ def check_transformer_config(sub) -> None:
         "dim_feedforward": (params.get("encoder.layers.0.linear1.weight") or (None,))[0],
         "batch_first": (info["attrs"].get("batch_first") or {}).get("value"),
     }
-    wrong = [f"{k}={got[k]!r} (expected {v!r})" for k, v in CONFIG.items() if got[k] != v]
-    wrong_ko = [f"{k}={got[k]!r} (기대: {v!r})" for k, v in CONFIG.items() if got[k] != v]
+    wrong = [(k, got[k], v) for k, v in CONFIG.items() if got[k] != v]
     if wrong:
         fail("`build_transformer()` should build nn.Transformer(d_model=16, nhead=4, num_encoder_layers=2, "
-             f"num_decoder_layers=2, dim_feedforward=32, batch_first=True); found {', '.join(wrong)}.",
+             f"num_decoder_layers=2, dim_feedforward=32, batch_first=True); found "
+             f"{', '.join(f'{k}={g!r} (expected {v!r})' for k, g, v in wrong)}.",
              "`build_transformer()`는 nn.Transformer(d_model=16, nhead=4, num_encoder_layers=2, "
-             f"num_decoder_layers=2, dim_feedforward=32, batch_first=True)를 만들어야 합니다. 현재: {', '.join(wrong_ko)}.")
+             f"num_decoder_layers=2, dim_feedforward=32, batch_first=True)를 만들어야 합니다. 현재: "
+             f"{', '.join(f'{k}={g!r} ({v!r}이어야 함)' for k, g, v in wrong)}.")
 
 
 def transformer_out(sub, src: torch.Tensor, tgt: torch.Tensor) -> torch.Tensor:

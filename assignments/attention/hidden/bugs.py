@@ -114,7 +114,7 @@ VARIANTS: list[Variant] = [
     V("causal_softmax_dim1", ch(CA, "dim=-1", "dim=1"), breaks=CA,
       en="the softmax runs over dim=1 (the query axis of the (b, T, T) scores); normalise each row over the keys "
          "with dim=-1",
-      ko="softmax를 dim=1((b, T, T) 점수의 query 축)에 대해 계산함; 각 행을 key 축(dim=-1)로 정규화하세요"),
+      ko="softmax를 dim=1((b, T, T) 점수의 쿼리 축)에 대해 계산함; 각 행을 키 축(dim=-1)로 정규화하세요"),
     V("causal_softmax_dim1_inplace", ch(CA, "scores = scores.masked_fill(", "scores.masked_fill_("),
       ch(CA, "dim=-1", "dim=1"), breaks=CA, says=("the softmax runs over dim=1",), never_says=(NOT_CAUSAL_HINT,),
       why="seen: masked_fill_ is in place, yet the learner was told to assign masked_fill's result"),
@@ -158,8 +158,9 @@ VARIANTS: list[Variant] = [
       breaks=WR, says=("[head] * num_heads",)),
     V("wrapper_unfinished_and_unsliced_mask", ch(CA, "self.mask.bool()[:num_tokens, :num_tokens]", "self.mask.bool()"),
       ch(WR, "return torch.cat([head(x) for head in self.heads], dim=-1)",
-         'raise NotImplementedError("MultiHeadAttentionWrapper.forward: see notebook section 3.6.1")'),
-      breaks=f"{CA}, {WR}", says=("not implemented yet",)),
+         'raise NotImplementedError(\n            "MultiHeadAttentionWrapper.forward: see notebook section 3.6.1 / '
+         '노트북 3.6.1 참고")'),
+      breaks=f"{CA}, {WR}", says=("not implemented yet",)),  # the skeleton's raise, left in place
     V("wrapper_context_len_argument", ch(WR, "context_length", "context_len"), breaks=WR,
       says=("`context_len` -> `context_length`",)),
     # ---------------------------------------------------------------- MultiHeadAttention
@@ -195,7 +196,7 @@ VARIANTS: list[Variant] = [
     V("mha_softmax_dim1", ch(MHA, "dim=-1", "dim=1"), breaks=MHA,
       en="the softmax runs over dim=1 (the head axis of the (b, h, T, T) scores); normalise each row over the keys "
          "with dim=-1",
-      ko="softmax를 dim=1((b, h, T, T) 점수의 헤드 축)에 대해 계산함; 각 행을 key 축(dim=-1)로 정규화하세요"),
+      ko="softmax를 dim=1((b, h, T, T) 점수의 헤드 축)에 대해 계산함; 각 행을 키 축(dim=-1)로 정규화하세요"),
     V("mha_view_not_contiguous", ch(MHA, "context.contiguous().view(", "context.view("), breaks=MHA,
       says=("contiguous",)),
     V("mha_head_num_argument", ch(MHA, "num_heads", "head_num"), breaks=MHA, says=("`head_num` -> `num_heads`",),

@@ -9,10 +9,14 @@ import torch
 from assignments.attention.common import (ORDER_HINT, build, build_head, call_text, check_wrapper_matches_heads,
                                           expect_working, explain, randn, run_wrapper)
 from assignments.attention.hidden import diagnose  # noqa: F401  (registers the grader's bug diagnosis)
-from autograder.checks import CheckFailure, check, expect_close, expect_shape, expect_tensor, fail
+from autograder.checks import CheckFailure, check, described, expect_close, expect_shape, expect_tensor, fail
 from autograder.messages import Message
 from autograder.rng import manual_seed
 from reference import attention as R
+
+
+def with_ref_weights(code: str) -> Message:
+    return described(code, "with the reference's weights", "(참조 구현의 가중치를 넣음)")
 
 SA = ("SelfAttention_v1", "SelfAttention_v2")
 # (seed, batch, tokens, d_in, d_out, heads, context_length); batch is ignored by the unbatched classes.
@@ -90,7 +94,7 @@ def seeded(sub, cls):
             want = ref(x)
         got = m(x)
         try:
-            expect_close(got, want, call_text(cls, d_in, d_out, ctx, 0.0, heads) + f" (seed {seed})",
+            expect_close(got, want, described(call_text(cls, d_in, d_out, ctx, 0.0, heads), f"(seed {seed})", f"(시드 {seed})"),
                          explain=explain(sub, m, x))
         except CheckFailure as e:
             try:  # the right function with other initial weights only needs a hint about the order
@@ -111,7 +115,7 @@ def equivalent(sub, cls):
             x = make_input(cls, seed + 10 + k, b, T, d_in)
             with torch.no_grad():
                 want = ref(x)
-            expect_close(m(x), want, call_text(cls, d_in, d_out, ctx, 0.0, heads) + " with the reference's weights",
+            expect_close(m(x), want, with_ref_weights(call_text(cls, d_in, d_out, ctx, 0.0, heads)),
                          explain=explain(sub, m, x))
 
 
@@ -132,7 +136,7 @@ def neg_inf_fill(sub, cls, seed=5, b=2, T=5, d_in=4, d_out=4, heads=2):
     with torch.no_grad():
         plain = ref(x0)
     try:
-        expect_close(m(x0), plain, f"{what} with the reference's weights")
+        expect_close(m(x0), plain, with_ref_weights(what))
     except CheckFailure:
         fail(f"The -inf fill of `{cls}` could not be judged: with the reference's weights it does not give the "
              "reference's output on ordinary inputs yet (the checks with the reference's weights say why). This "
@@ -187,11 +191,11 @@ def dropout_train(sub, cls):
         manual_seed(seed + 7)
         with torch.no_grad():
             want = ref(x)
-        expect_close(got, want, call_text(cls, d_in, d_out, ctx, 0.5, heads) + " in train mode",
+        expect_close(got, want, described(call_text(cls, d_in, d_out, ctx, 0.5, heads), "in train mode", "(train 모드)"),
                      explain=explain(sub, m, x, mode="train", seed=seed + 7), hint=Message(
             "Apply self.dropout once, to the attention weights right after the softmax (not to the scores, "
             "the values or the output), and create it as nn.Dropout(dropout).",
-            "self.dropout은 softmax 직후의 어텐션 가중치에 한 번만 적용하세요 (점수, value, 출력에 적용하면 안 됨). "
+            "self.dropout은 softmax 직후의 어텐션 가중치에 한 번만 적용하세요 (점수, 값, 출력에 적용하면 안 됨). "
             "nn.Dropout(dropout)으로 만드세요."))
 
 
@@ -206,7 +210,7 @@ def _changed(a, b) -> bool:
     return bool(both.any()) and float((a - b)[both].abs().max()) > 1e-6
 
 
-def device_problems(sub, cls, seed=3, b=2, T=5, d_in=4, d_out=4, heads=2, head=False) -> list[str]:
+def device_problems(sub, cls, seed=3, b=2, T=5, d_in=4, d_out=4, heads=2, head=False) -> list[Message]:
     """What keeps `cls` from following .to(device), decided where it can be, never from a probe that failed.
 
     1. The meta device (a simulation): ops that mix devices, or tensors .to() did not move, count. Code the
@@ -221,17 +225,20 @@ def device_problems(sub, cls, seed=3, b=2, T=5, d_in=4, d_out=4, heads=2, head=F
         return build(sub, cls, d_in, d_out, T, 0.0, heads, seed=seed)
 
     shape = (b, T, d_in)
-    problems: list[str] = []
+    problems: list[Message] = []
     try:
         res = make().probe_devices(shape)
-        problems += [f"{op} got tensors on {' and '.join(devs)}" for op, devs in res["mixed"]]
-        problems += [f"{s} was not moved by .to(device)" for s in res["stay_behind"]]
+        problems += [Message(f"{op} got tensors on {' and '.join(devs)}",
+                             f"{op}에 {', '.join(devs)} 장치의 텐서가 섞여 들어감") for op, devs in res["mixed"]]
+        problems += [Message(f"{s} was not moved by .to(device)", f"{s}이(가) .to(device)로 옮겨지지 않음")
+                     for s in res["stay_behind"]]
         if res["out_device"] not in (None, "meta"):
-            problems.append(f"the output stayed on {res['out_device']}")
+            problems.append(Message(f"the output stayed on {res['out_device']}",
+                                    f"출력이 {res['out_device']} 장치에 남음"))
     except CheckFailure as e:
         text = e.message.en
         if "device" in text and "meta tensor" not in text:
-            problems.append(text)
+            problems.append(e.message)
         # anything else: the meta device cannot run this forward, which says nothing about devices
     m = make()
     x = randn(seed, *shape)
@@ -239,7 +246,8 @@ def device_problems(sub, cls, seed=3, b=2, T=5, d_in=4, d_out=4, heads=2, head=F
     masks = {n: t for n, t in m.state()["buffers"].items()
              if type(t) is torch.Tensor and t.dim() == 2 and tuple(t.shape) == (T, T)}
     if not masks:
-        problems.append("the causal mask is not a registered buffer, so .to(device) leaves it behind")
+        problems.append(Message("the causal mask is not a registered buffer, so .to(device) leaves it behind",
+                                "코잘 마스크가 등록된 버퍼가 아니어서 .to(device)가 옮기지 않음"))
     else:
         used = False
         for fill in (torch.zeros_like, torch.ones_like):
@@ -248,22 +256,25 @@ def device_problems(sub, cls, seed=3, b=2, T=5, d_in=4, d_out=4, heads=2, head=F
                 used = True
                 break
         if not used:
-            problems.append(f"forward does not use the registered buffer ({', '.join(sorted(masks))}) but another "
-                            "mask tensor, which .to(device) does not move")
+            problems.append(Message(f"forward does not use the registered buffer ({', '.join(sorted(masks))}) but "
+                                    "another mask tensor, which .to(device) does not move",
+                                    f"forward가 등록된 버퍼({', '.join(sorted(masks))}) 대신 .to(device)가 옮기지 "
+                                    "않는 다른 마스크 텐서를 씀"))
     if sub.env().get("cuda"):
         try:
             on_gpu = make().to("cuda")(x, device="cuda")
             if _changed(y, expect_tensor(on_gpu, f"{cls}(...)(x) on CUDA")):
-                problems.append("on a real GPU the output differs from the CPU's")
+                problems.append(Message("on a real GPU the output differs from the CPU's",
+                                        "실제 GPU에서 출력이 CPU와 다름"))
         except CheckFailure as e:
-            problems.append(f"on a real GPU: {e.message.en}")
+            problems.append(Message(f"on a real GPU: {e.message.en}", f"실제 GPU에서: {e.message.ko}"))
     return problems
 
 
 def fail_devices(cls, problems):
-    fail(f"`{cls}` does not follow .to(device): {'; '.join(problems[:3])}. Register constant tensors such as "
-         "the mask with register_buffer, and create new tensors on x.device.",
-         f"`{cls}`가 .to(device)를 따르지 않습니다: {'; '.join(problems[:3])}. 마스크 같은 상수 텐서는 "
+    fail(f"`{cls}` does not follow .to(device): {'; '.join(p.en for p in problems[:3])}. Register constant "
+         "tensors such as the mask with register_buffer, and create new tensors on x.device.",
+         f"`{cls}`가 .to(device)를 따르지 않습니다: {'; '.join(p.ko for p in problems[:3])}. 마스크 같은 상수 텐서는 "
          "register_buffer로 등록하고, 새 텐서는 x.device 위에 만드세요.")
 
 
@@ -293,7 +304,7 @@ def gradients(sub, cls):
                  "parameter.",
                  f"`{cls}.{name}`에 그래디언트가 전달되지 않았습니다: forward에서 쓰이지 않거나 학습 가능한 "
                  "파라미터가 아닙니다.")
-        expect_close(got, p.grad, f"gradient of {cls}.{name}", atol=1e-4, rtol=1e-3,
+        expect_close(got, p.grad, f"{cls}.{name}.grad", atol=1e-4, rtol=1e-3,
                      explain=explain(sub, m, x, out=res["out"]))
 
 

@@ -138,10 +138,13 @@ def own(out, *keys):
     return ts
 
 
-def case_what(name, **kw):
+def case_what(name, mode: str = "", **kw):
+    """The case as code, the same in both languages: `MultiHeadedAttention(...).train()(x[3, 6, 20], mask=causal)`
+    (inputs by their shapes, the mask by its kind)."""
     seed, b, nq, nk, d, h, distinct, mask_kind = CASES[name]
-    return call_text(d, h, **kw) + (f" on Q ({b}, {nq}, {d}), K and V ({b}, {nk}, {d})" if distinct else
-                              f" on x ({b}, {nq}, {d})") + (f" with a {mask_kind} mask" if mask_kind else "")
+    inputs = f"Q[{b}, {nq}, {d}], K[{b}, {nk}, {d}], V[{b}, {nk}, {d}]" if distinct else f"x[{b}, {nq}, {d}]"
+    return (call_text(d, h, **kw) + (f".{mode}()" if mode else "")
+            + f"({inputs}{f', mask={mask_kind}' if mask_kind else ''})")
 
 
 # ------------------------------------------------------------------------------- ScaledDotProductAttention
@@ -346,7 +349,7 @@ def test_x_raw_values(sub, options):
     """x_raw = attention @ V_split (eval mode: dropout does nothing)"""
     for name in ("self", "cross", "causal"):
         c = run_case(sub, options, name)
-        judge(c.got, c.want, "x_raw", case_what(name) + " in eval mode",
+        judge(c.got, c.want, "x_raw", case_what(name, "eval"),
               lambda: torch.matmul(*own(c.got, "attention", "V_split")), hint=XRAW_HINT,
               explain=explain(sub, options, c, "x_raw"))
 
@@ -362,7 +365,7 @@ def test_x_raw_dropout(sub, options):
         attention, v = own(got, "attention", "V_split")
         manual_seed(seed_call)
         return R.weigh_values(attention, v, nn.Dropout(p).train())
-    judge(got, want, "x_raw", case_what("self", dropout_p=p) + " in train mode", own_dropout,
+    judge(got, want, "x_raw", case_what("self", "train", dropout_p=p), own_dropout,
           hint=Message("In train mode x_raw = self.dropout(attention) @ V_split: dropout acts on the attention "
                        "weights (after the softmax), once, through the nn.Dropout module.",
                        "train 모드에서 x_raw = self.dropout(attention) @ V_split입니다. dropout은 softmax 뒤의 "

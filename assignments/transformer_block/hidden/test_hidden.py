@@ -565,5 +565,5 @@ def test_transformer_values(sub):
                  "build_transformer()(src, tgt)", atol=1e-4, explain=explain(sub, m, src, tgt=tgt), hint=Message(
                      "With batch_first=True the inputs are (batch, sequence, feature); without it PyTorch reads "
                      "them as (sequence, batch, feature).",
-                     "batch_first=True이면 입력은 (batch, sequence, feature)입니다. 없으면 PyTorch는 "
-                     "(sequence, batch, feature)로 읽습니다."))
+                     "batch_first=True이면 입력은 (배치, 시퀀스, 특징) 순서입니다. 없으면 PyTorch는 "
+                     "(시퀀스, 배치, 특징) 순서로 읽습니다."))

@@ -36,7 +36,8 @@ def check_make_transformer_structure(sub, d, h, n, d_ff):
              f"dim_feedforward={d_ff}, batch_first=True)여야 합니다. 현재: {found}.")
     if (info["attrs"].get("batch_first") or {}).get("value") is not True:
         fail(f"`{what}` is not batch first: pass batch_first=True so that inputs are (batch, sequence, feature).",
-             f"`{what}`가 batch first가 아닙니다: 입력이 (batch, sequence, feature)가 되도록 batch_first=True를 넘기세요.")
+             f"`{what}`에 batch_first=True가 없습니다: 입력이 (배치, 시퀀스, 특징) 순서가 되도록 batch_first=True를 "
+             "넘기세요.")
     return m
 
 
@@ -56,7 +57,7 @@ def test_transformer_shape_answers(sub):
         if type(got) not in (list, tuple) or [x for x in got] != [b, t, d]:
             fail(f"`{what}` returned {got!r}; a batch-first nn.Transformer returns one vector of size d_model for "
                  "every target position: (batch, tgt_len, d_model), whatever the source length, layers or heads.",
-                 f"`{what}`가 {got!r}을(를) 반환했습니다. batch first인 nn.Transformer는 타깃 위치마다 크기 d_model인 "
+                 f"`{what}`가 {got!r}을(를) 반환했습니다. batch_first=True인 nn.Transformer는 타깃 위치마다 크기 d_model인 "
                  "벡터 하나를 내므로 소스 길이, 레이어 수, 헤드 수와 관계없이 (batch, tgt_len, d_model)입니다.")
 
 
