@@ -185,9 +185,53 @@ class Call:
     pick: Callable[[Any], Any] | None = None
 
 
+_OUTPUTS: dict[tuple, Any] = {}  # (bug module, how built, weights, call) -> output, for this grader process
+_OUTPUTS_MAX = 4096
+
+
+def _key(x: Any) -> Any:
+    """A hashable stand-in for a value made of tensors, numbers, strings and containers (raises on others)."""
+    if type(x) is torch.Tensor:
+        t = x.detach().cpu().contiguous()
+        data = t.view(torch.int16).numpy().tobytes() if t.dtype is torch.bfloat16 else t.numpy().tobytes()
+        return ("T", str(t.dtype), tuple(t.shape), data)
+    if x is None or type(x) in (bool, int, float, str):
+        return x
+    if type(x) in (tuple, list):
+        return (type(x).__name__, *map(_key, x))
+    if type(x) is dict:
+        return ("D", *sorted((str(k), _key(v)) for k, v in x.items()))
+    raise TypeError(type(x).__name__)
+
+
 def output(mod: Any, ctor: Ctor, params: dict | None, call: Call, cls: str | None = None,
            prepare: Callable[[Any], None] | None = None) -> Any:
-    """What `mod`'s version of the student's module gives, called as the check called it; None if it cannot."""
+    """What `mod`'s version of the student's module gives, called as the check called it; None if it cannot.
+
+    Remembered for the grader process: it depends only on the bug, the constructor call, the weights and the
+    call, which are the same for every student whose failing check saw the same weights (copied-in reference
+    weights, or the same seeded construction), so a class full of the same bug pays for the search once."""
+    key = None
+    # A closure cannot be part of the key; an unseeded call in train mode depends on the random state.
+    if prepare is None and call.pick is None and not (call.mode == "train" and call.seed is None):
+        try:
+            key = (id(mod), _key(ctor), _key(params), _key(call.inputs), _key(call.kwargs), call.mode, call.seed,
+                   cls)
+        except TypeError:
+            key = None
+    if key is not None and key in _OUTPUTS:
+        hit = _OUTPUTS[key]
+        return hit.clone() if type(hit) is torch.Tensor else hit
+    got = _output(mod, ctor, params, call, cls, prepare)
+    if key is not None and (got is None or type(got) is torch.Tensor):
+        if len(_OUTPUTS) >= _OUTPUTS_MAX:
+            _OUTPUTS.clear()
+        _OUTPUTS[key] = got.clone() if type(got) is torch.Tensor else got
+    return got
+
+
+def _output(mod: Any, ctor: Ctor, params: dict | None, call: Call, cls: str | None = None,
+            prepare: Callable[[Any], None] | None = None) -> Any:
     try:
         with torch.random.fork_rng(devices=[]):  # the grader's own random state stays as the checks left it
             m = build(mod, ctor, params, cls, prepare)

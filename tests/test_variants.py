@@ -174,3 +174,29 @@ def test_renamed_keyword_is_retried_by_position_and_costs_only_the_signature(gra
         r = graded[name]
         lost = [c.name for c in r.checks if c.question == question and c.score < c.points]
         assert len(lost) == 1 and "__init__ takes" in lost[0], (name, lost)
+
+
+def test_a_bug_versions_output_is_computed_once_per_grader_process(monkeypatch):
+    """The diagnosis remembers what each bug version gives for the same constructor, weights and call (the
+    same for every student whose failing check saw the same weights), and recomputes whatever differs."""
+    import torch
+
+    from autograder import bugtable
+    from reference import attention as R
+
+    runs: list[int] = []
+    real = bugtable._output
+    monkeypatch.setattr(bugtable, "_output", lambda *a, **k: (runs.append(1), real(*a, **k))[1])
+    monkeypatch.setattr(bugtable, "_OUTPUTS", {})
+    ctor = ("CausalAttention", (3, 2, 6, 0.0), {}, 123)
+    x = torch.rand(2, 6, 3)
+    first = bugtable.output(R, ctor, None, bugtable.Call((x,), {}, "eval", None))
+    again = bugtable.output(R, ctor, None, bugtable.Call((x.clone(),), {}, "eval", None))
+    assert len(runs) == 1 and torch.equal(first, again) and again is not first
+    bugtable.output(R, ("CausalAttention", (3, 2, 6, 0.0), {}, 124), None, bugtable.Call((x,), {}, "eval", None))
+    bugtable.output(R, ctor, None, bugtable.Call((x + 1,), {}, "eval", None))
+    assert len(runs) == 3  # another seed, other inputs: computed
+    drop = ("CausalAttention", (3, 2, 6, 0.5), {}, 123)
+    bugtable.output(R, drop, None, bugtable.Call((x,), {}, "train", None))
+    bugtable.output(R, drop, None, bugtable.Call((x,), {}, "train", None))
+    assert len(runs) == 5  # dropout with no seed depends on the random state: never remembered
