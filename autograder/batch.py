@@ -67,7 +67,7 @@ class Summary:
 
 
 def _start(slot: int, a: Assignment, timeout: float | None, events: queue.Queue,
-           zygote_sock: "socket.socket | None" = None) -> Slot:
+           zygote_sock: "socket.socket | None" = None, cpu: int | None = None) -> Slot:
     r, w = os.pipe()
     code = (f"import sys; sys.path.insert(0, {str(PROJECT_ROOT)!r}); "
             "from autograder.gradeproc import main; main()")
@@ -75,7 +75,8 @@ def _start(slot: int, a: Assignment, timeout: float | None, events: queue.Queue,
     # it has overridden.
     proc = subprocess.Popen([sys.executable, "-I", "-c", code, a.name, str(slot), str(w),
                              "" if timeout is None else str(timeout), json.dumps(a.options),
-                             json.dumps(asdict(a.limits)), str(zygote_sock.fileno()) if zygote_sock else ""],
+                             json.dumps(asdict(a.limits)), str(zygote_sock.fileno()) if zygote_sock else "",
+                             "" if cpu is None else str(cpu)],
                             stdin=subprocess.PIPE, pass_fds=[w] + ([zygote_sock.fileno()] if zygote_sock else []),
                             cwd=str(PROJECT_ROOT), text=True, stdout=subprocess.DEVNULL)
     os.close(w)
@@ -221,8 +222,11 @@ def main(*, submissions: Path, out: Path, assignment: Assignment, workers: int =
             # grader process restarted later, or one that finds it gone, starts its own.
             from .sandbox import start_shared_zygote
             zygote, socks = start_shared_zygote(n)
+        cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
         for i in range(n):
-            slots[i] = _start(i, assignment, None, events, socks[i])
+            # With no more grader processes than cores, each grader and its workers keep to one core: a request
+            # and its reply then hand over on the same core instead of waking a process on the other one.
+            slots[i] = _start(i, assignment, None, events, socks[i], cpus[i] if n <= len(cpus) else None)
             dispatch(slots[i])
         while any(s.alive for s in slots.values()):
             try:

@@ -48,11 +48,19 @@ def main() -> None:
         # ASCII on the wire: a stray surrogate (from a file name) must not break the pipe's UTF-8 encoding.
         out.write(json.dumps({"result": r.to_dict()}) + "\n")
 
+    cpu = int(sys.argv[8]) if len(sys.argv) > 8 and sys.argv[8] else None
+    if cpu is not None:
+        try:
+            os.sched_setaffinity(0, {cpu})
+        except OSError:
+            cpu = None
     zygote = None
     if len(sys.argv) > 7 and sys.argv[7]:  # the zygote `grade batch` started for all its grader processes
         import socket
         from .sandbox import Zygote
         zygote = Zygote(sock=socket.socket(fileno=int(sys.argv[7])))
+    if zygote is not None and cpu is not None:
+        zygote.cpus = [cpu]  # its workers run on this grader's core
     import torch
     torch.set_num_threads(1)  # N grader processes and N workers share the cores; intra-op threads only contend
     from .runner import grade

@@ -263,6 +263,11 @@ def _become_worker(spec: dict[str, Any], wsock: socket.socket, keeper_pid: int) 
     if os.getppid() != keeper_pid:
         os._exit(3)
     torch.set_num_threads(1)
+    if spec.get("cpus"):
+        try:  # beside its grader (batch.py); a submission that moves itself only changes where it runs
+            os.sched_setaffinity(0, spec["cpus"])
+        except (OSError, ValueError, TypeError):
+            pass
     # A Python-level fork in student code yields a child that exits at once: the lab needs no processes, and
     # a fork bomb then ends at the same point every run (unreaped children fill RLIMIT_NPROC) instead of
     # racing the time and memory budgets. subprocess forks in C without these hooks and still works.
@@ -454,6 +459,7 @@ class Zygote:
         # full_warm_up=False saves about a second for `grade check`: its public checks take no gradients and
         # probe no devices, the two uses of torch whose lazy imports a worker under another uid may not reach.
         self.full_warm_up = full_warm_up
+        self.cpus: list[int] | None = None  # the cores its workers may use (None: any)
         self.proc: subprocess.Popen | None = None
         if sock is None:
             self._launch()
@@ -480,7 +486,7 @@ class Zygote:
         gets (tests use it to check that the fallbacks still hold)."""
         wa, wb = socket.socketpair()
         ka, kb = socket.socketpair()
-        spec = {"limits": asdict(limits), "scratch": scratch, "uid": uid, "isolate": isolate}
+        spec = {"limits": asdict(limits), "scratch": scratch, "uid": uid, "isolate": isolate, "cpus": self.cpus}
         if self.proc is not None and self.proc.poll() is not None:  # it died (killed, out of memory): later
             self.sock.close()                                       # submissions need one
             self._launch()
