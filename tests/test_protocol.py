@@ -77,3 +77,21 @@ def test_text_from_the_worker_arrives_clean():
     back = roundtrip({"\x1b[31mkey": ["a\udcffb", "\x1b]0;title\x07x\x1b[2Jy", "줄\n\t끝", "\x9b31mz\x00"]})
     assert back == {"key": ["a\ufffdb", "xy", "줄\n\t끝", "z"]}
     json.dumps(back, ensure_ascii=False).encode("utf-8")  # encodes: no surrogate left
+
+
+def test_tensors_read_from_a_socket_own_aligned_memory_whatever_precedes_them():
+    """The receive path decodes straight from its buffer (one copy per tensor): a tensor whose bytes follow an
+    odd-sized one (3 bools) must still arrive equal, contiguous, in memory of its own and aligned."""
+    a, b = socket.socketpair()
+    obj = {"m": torch.tensor([True, False, True]), "x": torch.randn(3, 5, dtype=torch.float64),
+           "y": torch.randn(7), "h": torch.randn(4).bfloat16()}
+    protocol.send(a, obj)
+    back = protocol.recv(b)
+    assert all(torch.equal(back[k], obj[k]) and back[k].is_contiguous() for k in obj)
+    assert back["x"].data_ptr() % 8 == 0 and back["y"].data_ptr() % 4 == 0
+    back["x"].add_(1)  # writable, and shares nothing: a second message does not change it
+    protocol.send(a, {"x": torch.zeros(3, 5, dtype=torch.float64)})
+    protocol.recv(b)
+    assert torch.equal(back["x"], obj["x"] + 1)
+    a.close()
+    b.close()
