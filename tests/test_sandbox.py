@@ -250,6 +250,9 @@ def test_one_zygote_serves_several_graders_and_a_dead_one_is_replaced(tmp_path):
             w = z.spawn(Limits(), str(scratch), None)
             assert w.request("env", {}, timeout=60)["ok"]
             assert w.cpu_seconds() is not None and w.cpu_seconds() > 0  # the worker's own CPU clock is read
+            for pid in (w.worker_pid, w.keeper_pid):  # neither holds a socket to the zygote (or another grader)
+                fds = [os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")]
+                assert sum(t.startswith("socket:") for t in fds) == 1, (pid, fds)
             w.kill(graceful=True)
         proc.kill()
         proc.wait()
