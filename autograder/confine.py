@@ -596,7 +596,7 @@ class MemoryCgroup:
             return ""
 
     def close(self) -> None:
-        """Close the descriptors over() keeps open (the cgroup can only be removed once nobody holds them)."""
+        """Close the descriptors that over() and procs() keep open (before the group is removed)."""
         for fd in self._fds.values():
             try:
                 os.close(fd)

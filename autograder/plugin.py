@@ -345,8 +345,8 @@ class GradingPlugin:
         if direct is None:
             info = getattr(item, "_fixtureinfo", None)
             direct = (isinstance(item, pytest.Function) and info is not None and not item.own_markers
-                      and not list(item.iter_markers())
-                      and set(info.names_closure) <= self.DIRECT_FIXTURES and type(item).runtest is pytest.Function.runtest)
+                      and not list(item.iter_markers()) and set(info.names_closure) <= self.DIRECT_FIXTURES
+                      and type(item).runtest is pytest.Function.runtest)
             self._direct_cache[item.nodeid] = direct
         return direct
 
