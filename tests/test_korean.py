@@ -214,3 +214,15 @@ def test_table_tags_and_marks_are_korean():
     ko = table(r, "ko", labels={"q": "문항 하나"})
     assert "[실패] 문항 하나: c (0/1)" in ko and "[건너뜀]" in ko and "0점" in ko, ko
     assert "FAIL" not in ko and "SKIP" not in ko and "--" not in ko
+
+
+def test_exam_check_in_korean_has_no_english_prose(tmp_path):
+    """The midterm's `grade check` (runs mode: loads, builds, shape, no values) in Korean, on the reference and on
+    the paper as handed out."""
+    for kind, src in (("ref", ROOT / "reference" / "midterm.py"), ("skel", ROOT / "student_template" / "midterm.py")):
+        folder = tmp_path / kind
+        folder.mkdir()
+        shutil.copy(src, folder / "midterm.py")
+        p = grade("check", "--lang", "ko", "midterm.py", cwd=folder)
+        assert p.returncode in (0, 1) and "Traceback" not in p.stderr, p.stderr[-3000:]
+        assert "시험 모드" in p.stdout and english_words(p.stdout) == [], (kind, english_words(p.stdout), p.stdout)
