@@ -15,7 +15,7 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 try:
     _libc = ctypes.CDLL(None, use_errno=True)
@@ -155,22 +155,10 @@ def landlock(scratch: str, read_paths: list[str]) -> int:
 
 # ---------------------------------------------------------------------------------------------- watchdog
 
-def proc_stats():
-    """(pid, fields of /proc/pid/stat after the command name) for every live process; fields[1] is the ppid."""
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as f:
-                stat = f.read()
-        except OSError:
-            continue
-        yield int(entry), stat[stat.rfind(b")") + 2:].split()
-
-
-def _stats_of(pids: list[int]):
-    """proc_stats() for just these processes (those that have ended are left out)."""
-    for pid in pids:
+def proc_stats(pids: Iterable[int] | None = None):
+    """(pid, fields of /proc/pid/stat after the command name) for every live process, or for just `pids` (those
+    that have ended are left out); fields[1] is the ppid."""
+    for pid in (int(e) for e in os.listdir("/proc") if e.isdigit()) if pids is None else pids:
         try:
             with open(f"/proc/{pid}/stat", "rb") as f:
                 stat = f.read()
@@ -187,7 +175,7 @@ def _process_tree(root: int, members: list[int] | None = None) -> tuple[list[int
     only their /proc entries are read instead of every process's on the machine."""
     kids: dict[int, list[int]] = {}
     ticks: dict[int, int] = {}
-    for pid, fields in (proc_stats() if members is None else _stats_of(members)):
+    for pid, fields in proc_stats(members):
         if len(fields) > 14:
             kids.setdefault(int(fields[1]), []).append(pid)
             ticks[pid] = sum(int(x) for x in fields[11:15])  # utime, stime, cutime, cstime
@@ -585,15 +573,16 @@ class MemoryCgroup:
         except OSError:
             return False
 
-    def _pread(self, key: str) -> str:
-        """Like _read, through a descriptor kept open: the grader asks at every reply (hundreds per submission)."""
+    def _pread(self, key: str, size: int = 4096) -> bytes | None:
+        """Like _read, through a descriptor kept open: the grader asks at every reply (hundreds per submission).
+        None when it cannot be read."""
         fd = self._fds.get(key)
         try:
             if fd is None:
                 fd = self._fds[key] = os.open(os.path.join(self.folder, key), os.O_RDONLY | os.O_CLOEXEC)
-            return os.pread(fd, 4096, 0).decode("ascii", "replace")
+            return os.pread(fd, size, 0)
         except OSError:
-            return ""
+            return None
 
     def close(self) -> None:
         """Close the descriptors that over() and procs() keep open (before the group is removed)."""
@@ -607,14 +596,10 @@ class MemoryCgroup:
     def procs(self) -> list[int] | None:
         """The processes in the group (None if that cannot be read: the caller then scans every process)."""
         size = 1 << 20
+        data = self._pread("cgroup.procs", size)
         try:
-            fd = self._fds.get("cgroup.procs")
-            if fd is None:
-                fd = self._fds["cgroup.procs"] = os.open(os.path.join(self.folder, "cgroup.procs"),
-                                                         os.O_RDONLY | os.O_CLOEXEC)
-            data = os.pread(fd, size, 0)
-            return [int(x) for x in data.split()] if len(data) < size else None
-        except (OSError, ValueError):
+            return [int(x) for x in data.split()] if data is not None and len(data) < size else None
+        except ValueError:
             return None
 
     def over(self) -> bool:
@@ -622,12 +607,13 @@ class MemoryCgroup:
         # Reaching the limit at all counts (failcnt, "max"): a submission within budget never gets near it, and a
         # hoard that the kernel refused (ENOMEM from a memfd write) must not go on to earn points.
         if self.mode == "cgroup-v1":
-            if self._pread("memory.failcnt").strip() not in ("", "0"):
+            if (self._pread("memory.failcnt") or b"").strip() not in (b"", b"0"):
                 return True
-            fields = dict(line.split() for line in self._pread("memory.oom_control").splitlines() if " " in line)
-            return fields.get("under_oom") == "1" or fields.get("oom_kill", "0") != "0"
-        fields = dict(line.split() for line in self._pread("memory.events").splitlines() if " " in line)
-        return any(fields.get(k, "0") != "0" for k in ("max", "oom", "oom_kill", "oom_group_kill"))
+            control = self._pread("memory.oom_control") or b""
+            fields = dict(line.split() for line in control.splitlines() if b" " in line)
+            return fields.get(b"under_oom") == b"1" or fields.get(b"oom_kill", b"0") != b"0"
+        fields = dict(line.split() for line in (self._pread("memory.events") or b"").splitlines() if b" " in line)
+        return any(fields.get(k, b"0") != b"0" for k in (b"max", b"oom", b"oom_kill", b"oom_group_kill"))
 
     def remove(self) -> bool:
         self.close()

@@ -51,3 +51,24 @@ def grade_sources(tmp: Path, files: dict[str, str | bytes | Path], name: str = "
 
 def by_question(r: SubmissionResult) -> dict[str, float]:
     return {q: s for q, (s, _m) in r.by_question().items()}
+
+
+def failed_messages(r: SubmissionResult, questions: tuple[str, ...] | None = None, lang: str = "en") -> list[str]:
+    """Messages of the failed checks (of `questions`, if given), as the student reads them in `lang`."""
+    return [c.message.text(lang) for c in r.checks if c.status == "failed" and c.message
+            and (questions is None or c.question in questions)]
+
+
+def assert_table_well_formed(bugs, questions) -> None:
+    """A bug table (hidden/bugs.py): large enough, every question broken by some bug, each bug breaking at most
+    one, changing something, and saying what the feedback must name (its diagnosis in both languages)."""
+    assert len(bugs.VARIANTS) >= 20, len(bugs.VARIANTS)
+    covered = {q for v in bugs.VARIANTS for q in v.breaks}
+    assert covered == set(questions), f"no bug for {set(questions) - covered}"
+    for v in bugs.VARIANTS:
+        assert set(v.breaks) <= set(questions) and len(v.breaks) <= 1, v.name
+        assert v.source() != bugs.REFERENCE_SOURCE, f"{v.name}: the change changes nothing"
+        if v.breaks:
+            assert v.cause or v.says, f"{v.name}: say what the feedback must name (cause or says)"
+        if v.cause:
+            assert v.cause.en and v.cause.ko, f"{v.name}: the diagnosis needs English and Korean"

@@ -22,7 +22,7 @@ from assignments.mha_intermediates.hidden import bugs
 from autograder import assignment, batch, bugtable
 from autograder.messages import korean
 from autograder.results import SubmissionResult
-from conftest import ROOT, by_question, grade_sources
+from conftest import ROOT, assert_table_well_formed, by_question, failed_messages, grade_sources
 
 NAME = "mha_intermediates"
 REF = ROOT / "reference" / "mha_intermediates.py"
@@ -155,23 +155,9 @@ def test_bug_messages_name_the_cause(graded):
 
 # ---------------------------------------------------------------------------------------------- the table of bugs
 
-def messages(r: SubmissionResult, questions: tuple[str, ...] | None = None, lang: str = "en") -> list[str]:
-    """Messages of the failed checks (of `questions`, if given), as the student reads them in `lang`."""
-    return [c.message.text(lang) for c in r.checks if c.status == "failed" and c.message
-            and (questions is None or c.question in questions)]
-
-
 def test_table_is_well_formed():
     assert len(BUGS) >= 20 and CORRECT, (BUGS, CORRECT)
-    covered = {q for v in bugs.VARIANTS for q in v.breaks}
-    assert covered == set(QUESTIONS), f"no bug for {set(QUESTIONS) - covered}"
-    for v in bugs.VARIANTS:
-        assert set(v.breaks) <= set(QUESTIONS) and len(v.breaks) <= 1, v.name
-        assert v.source() != bugs.REFERENCE_SOURCE, f"{v.name}: the change changes nothing"
-        if v.breaks:
-            assert v.cause or v.says, f"{v.name}: say what the feedback must name (cause or says)"
-        if v.cause:
-            assert v.cause.en and v.cause.ko, f"{v.name}: the diagnosis needs English and Korean"
+    assert_table_well_formed(bugs, QUESTIONS)
     with pytest.raises(ValueError, match="does not occur"):
         bugtable.apply(bugs.REFERENCE_SOURCE, (bugtable.ch("split_heads", "permute(0, 3, 1, 2)", "x"),))
 
@@ -200,23 +186,23 @@ def test_feedback_names_the_bug(graded, student):
     """The table's cause (the grader's diagnosis) or its words appear in a failed check of the question the bug
     breaks, in English and Korean; words of the wrong causes appear nowhere; no other bug is named."""
     v, r = bugs.BY_NAME[student], graded[student]
-    en, ko = messages(r, v.breaks), messages(r, v.breaks, "ko")
+    en, ko = failed_messages(r, v.breaks), failed_messages(r, v.breaks, "ko")
     if v.cause is not None:
         assert any(DIAGNOSIS in m and v.cause.en in m for m in en), (student, en)
         assert any(korean(v.cause.ko) in m for m in ko), (student, ko)
     for words in v.says:
         assert any(words in m for m in en), (student, words, en)
     for words in v.never_says:
-        assert not [m for m in messages(r) if words in m], (student, words)
+        assert not [m for m in failed_messages(r) if words in m], (student, words)
     own = [v.cause.en] if v.cause else []
-    wrong = [m for m in messages(r) if DIAGNOSIS in m and not any(w in m for w in own)]
+    wrong = [m for m in failed_messages(r) if DIAGNOSIS in m and not any(w in m for w in own)]
     assert not wrong, (student, wrong)
 
 
 def test_a_later_bug_is_named_beside_the_other_scale(graded):
     """The example scales by sqrt(d_head) (charged in `scores`) and merges without the permute: the merge is still
     named, since the diagnosis also tries the other scale convention."""
-    merge = messages(graded["example_partly_wrong"], ("merge",))
+    merge = failed_messages(graded["example_partly_wrong"], ("merge",))
     assert any(bugs.BY_NAME["merge_skips_permute"].cause.en in m for m in merge), merge
 
 
@@ -226,7 +212,7 @@ def test_correct_variant_gets_full_marks(graded, student):
 
 
 def test_right_code_is_never_diagnosed(graded):
-    named = {s: [m for m in messages(graded[s]) if DIAGNOSIS in m]
+    named = {s: [m for m in failed_messages(graded[s]) if DIAGNOSIS in m]
              for s in CORRECT + ["reference", "example_correct", "doc_seed001", "doc_seed003"]}
     assert not any(named.values()), named
 

@@ -17,7 +17,7 @@ import pytest
 from assignments.transformer_block.hidden import bugs
 from autograder import bugtable
 from autograder.messages import korean
-from conftest import ROOT, by_question, grade_sources
+from conftest import ROOT, assert_table_well_formed, by_question, failed_messages, grade_sources
 
 NAME = "transformer_block"
 REF = ROOT / "reference" / "transformer_block.py"
@@ -128,23 +128,9 @@ def test_block_messages_name_what_is_missing(graded):
 
 # ---------------------------------------------------------------------------------------------- the table of bugs
 
-def messages(r, questions: tuple[str, ...] | None = None, lang: str = "en") -> list[str]:
-    """Messages of the failed checks (of `questions`, if given), as the student reads them in `lang`."""
-    return [c.message.text(lang) for c in r.checks if c.status == "failed" and c.message
-            and (questions is None or c.question in questions)]
-
-
 def test_table_is_well_formed():
     assert len(BUGS) >= 20 and CORRECT, (BUGS, CORRECT)
-    covered = {q for v in bugs.VARIANTS for q in v.breaks}
-    assert covered == set(QUESTIONS), f"no bug for {set(QUESTIONS) - covered}"
-    for v in bugs.VARIANTS:
-        assert set(v.breaks) <= set(QUESTIONS) and len(v.breaks) <= 1, v.name
-        assert v.source() != bugs.REFERENCE_SOURCE, f"{v.name}: the change changes nothing"
-        if v.breaks:
-            assert v.cause or v.says, f"{v.name}: say what the feedback must name (cause or says)"
-        if v.cause:
-            assert v.cause.en and v.cause.ko, f"{v.name}: the diagnosis needs English and Korean"
+    assert_table_well_formed(bugs, QUESTIONS)
     with pytest.raises(ValueError, match="does not occur"):
         bugtable.apply(bugs.REFERENCE_SOURCE, (bugtable.ch("FeedForward", "F.gelu(", "F.relu("),))
 
@@ -176,16 +162,16 @@ def test_feedback_names_the_bug(graded, student):
     """The table's cause (the grader's diagnosis) or its words appear in a failed check of the question the bug
     breaks, in English and Korean; words of the wrong causes appear nowhere; no other bug is named."""
     v, r = bugs.BY_NAME[student], graded[student]
-    en, ko = messages(r, v.breaks), messages(r, v.breaks, "ko")
+    en, ko = failed_messages(r, v.breaks), failed_messages(r, v.breaks, "ko")
     if v.cause is not None:
         assert any(DIAGNOSIS in m and v.cause.en in m for m in en), (student, en)
         assert any(korean(v.cause.ko) in m for m in ko), (student, ko)
     for words in v.says:
         assert any(words in m for m in en), (student, words, en)
     for words in v.never_says:
-        assert not [m for m in messages(r) if words in m], (student, words)
+        assert not [m for m in failed_messages(r) if words in m], (student, words)
     own = [v.cause.en] if v.cause else []
-    wrong = [m for m in messages(r) if DIAGNOSIS in m and not any(w in m for w in own)]
+    wrong = [m for m in failed_messages(r) if DIAGNOSIS in m and not any(w in m for w in own)]
     assert not wrong, (student, wrong)
 
 
@@ -195,7 +181,7 @@ def test_correct_variant_gets_full_marks(graded, student):
 
 
 def test_right_code_is_never_diagnosed(graded):
-    named = {s: [m for m in messages(graded[s]) if DIAGNOSIS in m]
+    named = {s: [m for m in failed_messages(graded[s]) if DIAGNOSIS in m]
              for s in CORRECT + ["reference", "reference_nb", "example_correct"]}
     assert not any(named.values()), named
 
