@@ -11,16 +11,18 @@ import copy
 import inspect
 import io
 import os
+import re
 import socket
 import sys
 import traceback
+import weakref
 from typing import Any
 
 import torch
 import torch.nn as nn
 import torch.nn.functional  # noqa: F401  (loaded before the fork, so the worker needs no disk access for it)
 from torch.overrides import TorchFunctionMode
-from torch.utils._pytree import tree_flatten
+from torch.utils._pytree import tree_flatten, tree_unflatten
 
 from . import protocol
 from .rng import manual_seed
@@ -273,23 +275,7 @@ class Worker:
         self._obj(handle).to(device)
 
     def op_probe_devices(self, handle: int, shapes: list[list[int]], mode: str = "eval") -> dict[str, Any]:
-        """Run forward on the meta device and list ops whose tensor arguments sit on different devices."""
-        m = copy.deepcopy(self._obj(handle)).to("meta")
-        m.train(mode == "train")
-        args = [torch.randn(*s, device="meta") for s in shapes]
-        mix = DeviceMix()
-        out = None
-        try:
-            with torch.no_grad(), mix:
-                out = m(*args)
-        except Exception:
-            if not mix.mixed:
-                raise
-            # The call that mixed devices is recorded; that it then failed says nothing more.
-        leftovers = sorted({f"{n} on {t.device.type}" for n, t in
-                            list(m.named_parameters()) + list(m.named_buffers()) if t.device.type != "meta"})
-        return {"mixed": mix.mixed[:20], "out_device": out.device.type if isinstance(out, torch.Tensor) else None,
-                "stay_behind": leftovers[:20]}
+        return probe_devices(copy.deepcopy(self._obj(handle)), shapes, mode)
 
     def op_env(self) -> dict[str, Any]:
         return {"cuda": torch.cuda.is_available(), "torch": torch.__version__,
@@ -337,25 +323,109 @@ class Recorder(TorchFunctionMode):
         return func(*args, **kwargs)
 
 
-class DeviceMix(TorchFunctionMode):
-    """Records every torch call that receives tensors (of dim > 0) from more than one device.
+SIMULATED = "meta"  # the name DeviceSim's device goes by (in `tensor.device` and in probe replies)
+_DEVICE_NAME = re.compile(r"(cpu|cuda|meta|mps|xpu)(:\d+)?")
+_GETTERS = {torch.Tensor.device.__get__: torch.device(SIMULATED), torch.Tensor.is_meta.__get__: True}
+# Calls that legally take tensors from two devices: the result's device is the target's (`to`, `type_as`, a
+# copy's destination) or the first argument's (only the other's shape is used).
+_TARGET_SECOND = {"to", "type_as"}
+_SHAPE_ONLY = {"copy_", "expand_as", "view_as", "reshape_as"}
 
-    A function mode rather than a dispatch mode: it sees the same calls (Tensor methods included) before they
-    run, and the first dispatch mode in a process imports sympy, dynamo and inductor (over a second).
+
+class DeviceSim(TorchFunctionMode):
+    """Runs a forward on the CPU as if the module's parameters and buffers (what .to(device) moves) and its input
+    sat on another device: those tensors are tagged, and so is every result computed from them, or created with
+    `device=` one of their devices. A call that gets tagged and untagged tensors (of dim > 0: a 0-dim CPU
+    tensor may meet any device) is recorded and raises, as it would on a GPU.
+
+    Why not the meta device: in PyTorch 2.x its first use imports sympy, dynamo and inductor (1.5 s, 70 MB),
+    which every worker forked from the zygote would then copy. And real data lets code that reads values
+    (`.item()`, an assert) run here, so it is judged too.
     """
 
     def __init__(self):
         super().__init__()
+        self.moved: "weakref.WeakValueDictionary[int, torch.Tensor]" = weakref.WeakValueDictionary()
         self.mixed: list[list[Any]] = []
+
+    def move(self, t: torch.Tensor) -> torch.Tensor:
+        self.moved[id(t)] = t
+        return t
+
+    def on(self, t: Any) -> bool:
+        return isinstance(t, torch.Tensor) and self.moved.get(id(t)) is t
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        devices = {a.device.type for a in tree_flatten((args, kwargs))[0]
-                   if isinstance(a, torch.Tensor) and a.dim() > 0}
-        if len(devices) > 1 and len(self.mixed) < 20:
-            name = getattr(func, "__name__", None) or str(func)
-            self.mixed.append([name, sorted(devices)])
-        return func(*args, **kwargs)
+        if args and self.on(args[0]):
+            for getter, value in _GETTERS.items():
+                if func == getter:
+                    return value
+        flat, spec = tree_flatten((args, kwargs))
+        explicit = None  # the device named by a device argument, if any
+        devices = set()
+        for i, a in enumerate(flat):
+            if isinstance(a, torch.Tensor):
+                if a.dim() > 0:
+                    devices.add(SIMULATED if self.on(a) else a.device.type)
+            elif isinstance(a, torch.device) or (type(a) is str and _DEVICE_NAME.fullmatch(a)):
+                explicit = torch.device(a).type
+                if explicit == SIMULATED:
+                    flat[i] = torch.device("cpu")
+        name = getattr(func, "__name__", None) or str(func)
+        if name in ("cpu", "cuda"):  # Tensor.cpu(), Tensor.cuda(): a move named by the method
+            explicit = name
+        if len(devices) > 1 and name not in _TARGET_SECOND | _SHAPE_ONLY:
+            if len(self.mixed) < 20:
+                self.mixed.append([name, sorted(devices)])
+            raise RuntimeError("Expected all tensors to be on the same device, but found at least two devices, "
+                               + " and ".join(sorted(devices)) + "!")
+        if explicit == SIMULATED:
+            args, kwargs = tree_unflatten(flat, spec)
+        out = func(*args, **(kwargs or {}))
+        tensors = [a for a in flat if isinstance(a, torch.Tensor)]
+        if explicit not in (None, SIMULATED) and any(out is t and self.on(t) for t in tensors):
+            out = out.clone()  # x.cpu() returns x itself here; off the simulated device it is a copy
+        if name in _TARGET_SECOND and len(tensors) > 1:
+            moved = self.on(tensors[1])
+        elif explicit is not None:
+            moved = explicit == SIMULATED
+        elif name in _SHAPE_ONLY and tensors:
+            moved = self.on(tensors[0])
+        else:
+            moved = any(self.on(t) for t in tensors)
+        if moved:
+            for t in tree_flatten(out)[0]:
+                if isinstance(t, torch.Tensor):
+                    self.move(t)
+        return out
+
+
+def probe_devices(m: nn.Module, shapes: list[list[int]], mode: str = "eval") -> dict[str, Any]:
+    """Run m forward as if it and its input sat on another device (DeviceSim) and list the ops whose tensor
+    arguments would sit on different devices, the parameters and buffers left behind, and the output's device.
+    `m` is tagged as moved: pass a copy."""
+    m.train(mode == "train")
+    sim = DeviceSim()
+    for t in list(m.parameters()) + list(m.buffers()):  # what .to(device) moves
+        sim.move(t)
+    gen = torch.Generator().manual_seed(0)
+    args = [sim.move(torch.randn(*s, generator=gen)) for s in shapes]
+    out = None
+    with torch.random.fork_rng(devices=[]):  # dropout in train mode must not move the checks' random state
+        try:
+            with torch.no_grad(), sim:
+                out = m(*args)
+        except Exception:
+            if not sim.mixed:
+                raise
+            # The call that mixed devices is recorded; that it then failed says nothing more.
+    leftovers = sorted({f"{n} on {t.device.type}" for n, t in
+                        list(m.named_parameters()) + list(m.named_buffers()) if not sim.on(t)})
+    out_device = None
+    if isinstance(out, torch.Tensor):
+        out_device = SIMULATED if sim.on(out) else out.device.type
+    return {"mixed": sim.mixed[:20], "out_device": out_device, "stay_behind": leftovers[:20]}
 
 
 # Imported by the zygote before any fork. A worker that runs as another user may not be able to read the
@@ -371,7 +441,7 @@ PRELOAD = ("math", "random", "numpy", "collections", "itertools", "functools", "
 def warm_up(full: bool = True) -> None:
     """Import PRELOAD and run each kind of request once, so lazy imports inside torch happen before the fork.
 
-    full=False skips the first backward pass and the first meta-device forward (about a second together).
+    full=False skips the first backward pass.
     """
     import importlib
     for name in PRELOAD:
@@ -398,9 +468,7 @@ def warm_up(full: bool = True) -> None:
         y = m(x)
     if full:
         (y * torch.ones_like(y)).sum().backward()  # as op_call runs it
-        mc = copy.deepcopy(m).to("meta")
-        with torch.no_grad(), DeviceMix():
-            mc(torch.randn(2, 3, 4, device="meta"))
+    probe_devices(copy.deepcopy(m), [[2, 3, 4]])
     protocol.unpack(*_split(protocol.pack({"t": y.detach(), "b": torch.ones(2, dtype=torch.bool)})))
     torch.nn.functional.dropout(x, 0.5, training=True)
     inspect.signature(Tiny.__init__)

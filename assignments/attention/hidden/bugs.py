@@ -231,6 +231,12 @@ VARIANTS: list[Variant] = [
       ch(MHA, FILL, "scores = scores.masked_fill(self.mask[:num_tokens, :num_tokens] == 1, float('-inf'))")),
     V("ok_masked_fill_inplace", ch(CA, "scores = scores.masked_fill(", "scores.masked_fill_("),
       ch(MHA, "scores = scores.masked_fill(", "scores.masked_fill_(")),
+    # Moves its (registered) mask to the scores' device and reads a value in forward: both follow .to(device).
+    V("ok_mask_to_scores_device", ch(CA, FILL, "mask = self.mask.bool()[:num_tokens, :num_tokens].to(scores.device)\n"
+                                     "        assert scores.isfinite().all().item()\n"
+                                     "        scores = scores.masked_fill(mask, -torch.inf)"),
+      ch(MHA, FILL, "scores = scores.masked_fill(self.mask[:num_tokens, :num_tokens].type_as(scores).bool(), "
+                    "-torch.inf)")),
     V("ok_math_sqrt", ch("", "import torch\n", "import math\n\nimport torch\n"),
       ch(V1, "keys.shape[-1] ** 0.5", "math.sqrt(keys.shape[-1])"),
       ch(V2, "keys.shape[-1] ** 0.5", "math.sqrt(keys.shape[-1])"),

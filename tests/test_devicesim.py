@@ -1,0 +1,105 @@
+"""The device probe (worker.probe_devices): a forward run on the CPU as if the module and its input sat on
+another device. Each case is a module a student could write; the probe must name the call that would mix
+devices on a GPU, and must stay silent for code that follows .to(device) however it is written."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+import torch
+import torch.nn as nn
+
+from autograder import worker
+from conftest import ROOT
+
+
+class Attn(nn.Module):
+    """A causal attention whose mask handling `how` picks."""
+
+    def __init__(self, how: str):
+        super().__init__()
+        self.how = how
+        self.lin = nn.Linear(4, 4)
+        self.register_buffer("mask", torch.triu(torch.ones(5, 5), diagonal=1))
+        self.plain = torch.triu(torch.ones(5, 5), diagonal=1)  # not registered: .to(device) leaves it behind
+
+    def forward(self, x):
+        T = x.shape[1]
+        s = self.lin(x) @ x.transpose(1, 2)
+        if self.how == "buffer":
+            m = self.mask.bool()[:T, :T]
+        elif self.how == "plain":
+            m = self.plain.bool()[:T, :T]
+        elif self.how == "new_cpu":
+            m = torch.triu(torch.ones(T, T), diagonal=1).bool()
+        elif self.how == "new_on_input_device":
+            m = torch.triu(torch.ones(T, T, device=x.device), diagonal=1).bool()
+        elif self.how == "moved_to_input":
+            m = torch.triu(torch.ones(T, T), diagonal=1).bool().to(x.device)
+        elif self.how == "type_as":
+            m = torch.triu(torch.ones(T, T), diagonal=1).type_as(s).bool()
+        elif self.how == "like":
+            m = torch.ones_like(s[0]).triu(1).bool()
+        elif self.how == "explicit_cpu":
+            m = torch.triu(torch.ones(T, T, device="cpu"), diagonal=1).bool()
+        elif self.how == "reads_data":  # .item() and an assert on values: the probe runs on real data
+            assert float(s.abs().max().item()) >= 0.0
+            m = self.mask.bool()[:T, :T]
+        s = s.masked_fill(m, -torch.inf) / torch.tensor(2.0)  # a 0-dim CPU tensor may meet any device
+        return torch.softmax(s, dim=-1) @ x
+
+
+class BackToCpu(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return self.lin(x).cpu()
+
+
+class ListHeads(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.heads = [Attn("buffer"), Attn("buffer")]  # a plain list: .to(device) never reaches the heads
+
+    def forward(self, x):
+        return torch.cat([h(x) for h in self.heads], dim=-1)
+
+
+@pytest.mark.parametrize("how", ["buffer", "new_on_input_device", "moved_to_input", "type_as", "like",
+                                 "reads_data"])
+def test_code_that_follows_the_device_is_clean(how):
+    for mode in ("eval", "train"):
+        assert worker.probe_devices(Attn(how), [[2, 5, 4]], mode) == {"mixed": [], "out_device": "meta",
+                                                                      "stay_behind": []}
+
+
+@pytest.mark.parametrize("how", ["plain", "new_cpu", "explicit_cpu"])
+def test_a_mask_left_on_the_cpu_is_named_at_the_call_that_mixes(how):
+    res = worker.probe_devices(Attn(how), [[2, 5, 4]])
+    assert res["mixed"] == [["masked_fill", ["cpu", "meta"]]], res
+
+
+def test_heads_in_a_plain_list_and_an_output_sent_back_to_the_cpu_are_caught():
+    assert worker.probe_devices(ListHeads(), [[2, 5, 4]])["mixed"] == [["linear", ["cpu", "meta"]]]
+    assert worker.probe_devices(BackToCpu(), [[2, 5, 4]])["out_device"] == "cpu"
+
+
+def test_the_probe_leaves_the_random_state_and_the_module_alone():
+    m = Attn("buffer")
+    m.drop = nn.Dropout(0.5)
+    before = torch.random.get_rng_state()
+    worker.probe_devices(m, [[2, 5, 4]], "train")
+    assert torch.equal(before, torch.random.get_rng_state())
+    assert m.mask.device.type == "cpu" and m.lin.weight.device.type == "cpu"
+
+
+def test_the_zygote_warm_up_imports_no_compiler_stack():
+    """The meta device's first use imports sympy, dynamo and inductor (seconds, and about 70 MB that every
+    worker forked from the zygote copies): the warm-up, device probe included, must not."""
+    code = ("import sys; from autograder import worker; worker.warm_up(True); "
+            "print(sorted(m for m in ('sympy', 'torch._dynamo', 'torch._inductor') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]", out.stdout + out.stderr
