@@ -67,6 +67,8 @@ def _encode(obj: Any, blobs: list[bytes]) -> Any:
     if kind is list:
         return [_encode(x, blobs) for x in obj]
     if kind is dict:
+        if all(type(k) is str and k[:1] != "$" for k in obj):  # the usual case: a JSON object as it is
+            return {k: _encode(v, blobs) for k, v in obj.items()}
         return {"$dict": [[str(k), _encode(v, blobs)] for k, v in obj.items()]}
     if kind is tuple:
         return {"$tuple": [_encode(x, blobs) for x in obj]}
@@ -126,15 +128,17 @@ def _decode(obj: Any, blobs: list[memoryview]) -> Any:
             raise ProtocolError("tensor size does not match its shape")
         if numel == 0:
             return torch.empty(shape, dtype=dtype)
-        # One copy: the tensor owns writable memory and shares nothing with the receive buffer.
-        return torch.frombuffer(bytearray(raw) if raw.readonly else raw, dtype=dtype).reshape(shape).clone()
+        # One copy: the tensor owns writable memory (its own bytearray) and shares nothing with the receive buffer.
+        return torch.frombuffer(bytearray(raw), dtype=dtype).reshape(shape)
     if "$tuple" in obj:
         return tuple(_decode(x, blobs) for x in obj["$tuple"])
     if "$dict" in obj:
         return {clean(k): _decode(v, blobs) for k, v in obj["$dict"]}
     if "$opaque" in obj:
         return Opaque(clean(obj["$opaque"])[:200])
-    raise ProtocolError("unknown tagged value")
+    if any(k[:1] == "$" for k in obj):
+        raise ProtocolError("unknown tagged value")
+    return {clean(k): _decode(v, blobs) for k, v in obj.items()}
 
 
 def pack(obj: Any) -> bytes:

@@ -71,6 +71,14 @@ def _prctl(option: int, arg: int) -> None:
     _libc.prctl(option, arg, 0, 0, 0)
 
 
+def _set_name(name: str) -> None:
+    """The process's name as ps, top and perf show it (PR_SET_NAME; 15 bytes at most)."""
+    try:
+        _libc.prctl(15, ctypes.c_char_p(name.encode()[:15]), 0, 0, 0)
+    except Exception:
+        pass
+
+
 def is_root() -> bool:
     return hasattr(os, "geteuid") and os.geteuid() == 0  # Windows has no geteuid
 
@@ -221,10 +229,23 @@ def describe_status(status: int | None) -> dict[str, Any]:
 
 # ---------------------------------------------------------------------------------------------- inside the zygote
 
+_READ_PATHS: list[str] | None = None
+
+
+def _read_paths() -> list[str]:
+    """confine.read_paths for this installation, computed once in the zygote (a millisecond of realpath calls
+    that every keeper and worker would otherwise repeat): they inherit it, before any student code runs."""
+    global _READ_PATHS
+    if _READ_PATHS is None:
+        _READ_PATHS = confine.read_paths(confine.project_root())
+    return list(_READ_PATHS)
+
+
 def _become_worker(spec: dict[str, Any], wsock: socket.socket, keeper_pid: int) -> None:
     from .worker import Worker  # already imported by the zygote
     import torch
 
+    _set_name("grade-worker")
     lim = spec["limits"]
     scratch = spec["scratch"]
     os.chdir(scratch)
@@ -275,7 +296,7 @@ def _become_worker(spec: dict[str, Any], wsock: socket.socket, keeper_pid: int) 
     # Last step before student code: read only Python's own folders, write only the scratch folder (Landlock).
     from . import worker
     worker.SANDBOX.update(memory_mb=lim["memory_mb"], disk_mb=lim["disk_mb"], uid=uid, modes=spec.get("modes", {}),
-                          landlock=confine.landlock(scratch, confine.read_paths(confine.project_root())))
+                          landlock=confine.landlock(scratch, _read_paths()))
     Worker(wsock, output_limit=lim["output_kb"] * 1024).serve()
 
 
@@ -291,7 +312,7 @@ def _isolate(spec: dict[str, Any], me: int) -> tuple[dict[str, str], "confine.Me
                                                              confine.Watchdog.MAX_ENTRIES)
     modes["scratch"] = "tmpfs" if tmpfs else "folder"
     if uid is not None and "mnt" in ns.split(","):
-        exposed = confine.expose_python(confine.read_paths(confine.project_root()), uid)
+        exposed = confine.expose_python(_read_paths(), uid)
         modes["python"] = "bind-mounted: " + ", ".join(exposed) if exposed else "reachable"
     cg = None
     if is_root() and spec.get("isolate", True):
@@ -305,6 +326,12 @@ def _isolate(spec: dict[str, Any], me: int) -> tuple[dict[str, str], "confine.Me
 
 
 def _keeper(spec: dict[str, Any], wsock: socket.socket, ksock: socket.socket) -> None:
+    _set_name("grade-keeper")
+    if spec.get("cpus"):
+        try:  # on its grader's core, as its worker will be (batch.py)
+            os.sched_setaffinity(0, spec["cpus"])
+        except (OSError, ValueError, TypeError):
+            pass
     os.setsid()
     _prctl(PR_SET_CHILD_SUBREAPER, 1)
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
@@ -381,11 +408,13 @@ def zygote_main(fds: int | list[int], full: bool = True) -> None:
     """Fork a keeper for each spawn request. `fds`: one socket per grader process it serves (`grade batch`
     starts one zygote for all of its grader processes: one torch import and warm-up instead of one each)."""
     socks = [socket.socket(fileno=fd) for fd in ([fds] if isinstance(fds, int) else fds)]
+    _set_name("grade-zygote")
     _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the grader's to handle
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # keepers are reaped automatically
     from . import worker  # torch and the worker code, imported once before any fork
     worker.warm_up(full)
+    _read_paths()
     # Everything imported so far goes to a generation the collector never scans: a worker's collections then
     # do not write to (and so copy) every page of the zygote's objects it inherited.
     gc.collect()

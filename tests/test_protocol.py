@@ -25,6 +25,27 @@ def test_tensors_and_containers_round_trip_exactly():
     assert back["inf"][0].item() == -float("inf")
 
 
+def test_dict_keys_that_look_like_tags_or_are_not_strings_still_round_trip():
+    """Plain string-keyed dicts travel as JSON objects; any other dict (a key starting with "$", which the
+    decoder reads as a tag, or a non-string key) goes through the tagged form, keys as strings."""
+    obj = {"$t": 0, "dtype": "float32", "shape": [1]}
+    assert roundtrip(obj) == obj and roundtrip({"$dict": [["a", 1]]}) == {"$dict": [["a", 1]]}
+    assert roundtrip({1: "one", "two": 2}) == {"1": "one", "two": 2}
+    assert roundtrip({"plain": {"nested": [1, {"x": None}]}}) == {"plain": {"nested": [1, {"x": None}]}}
+    frame = protocol.pack({"a": 1})
+    assert b'"$dict"' not in frame and b'{"a": 1}' in frame
+
+
+def test_a_received_tensor_owns_its_memory():
+    frame = bytearray(protocol.pack(torch.arange(4.0)))
+    head_len, _ = protocol._HEAD.unpack(frame[:8])
+    view = memoryview(frame)
+    t = protocol.unpack(view[8:8 + head_len], view[8 + head_len:])
+    frame[8 + head_len:] = b"\xff" * (len(frame) - 8 - head_len)  # the receive buffer is reused
+    assert torch.equal(t, torch.arange(4.0))
+    t += 1  # and writable
+
+
 def test_tensor_subclasses_and_objects_arrive_as_opaque_descriptions():
     class Sneaky(torch.Tensor):
         def __eq__(self, other):
@@ -39,6 +60,7 @@ def test_tensor_subclasses_and_objects_arrive_as_opaque_descriptions():
     (b'{"body": {"$t": 0, "dtype": "object", "shape": [1]}, "sizes": [8]}', b"\0" * 8),  # dtype not allowed
     (b'{"body": {"$t": 5, "dtype": "float32", "shape": [1]}, "sizes": [4]}', b"\0" * 4),  # no such blob
     (b'{"body": {"$reduce": "os.system"}, "sizes": []}', b""),  # no pickle-like tags
+    (b'{"body": {"a": 1, "$reduce": "os.system"}, "sizes": []}', b""),  # nor beside plain keys
     (b"not json", b""),
 ])
 def test_malformed_messages_are_refused(head, area):
