@@ -1,6 +1,7 @@
 """An assignment is a folder under assignments/ with an assignment.toml; the engine reads nothing else about it."""
 from __future__ import annotations
 
+import copy
 import re
 import tomllib
 from dataclasses import dataclass, field
@@ -70,13 +71,28 @@ def names() -> list[str]:
         if ASSIGNMENTS.is_dir() else []
 
 
+_PARSED: dict[str, tuple[tuple[int, int], dict]] = {}  # path -> ((mtime_ns, size), parsed TOML)
+
+
+def _toml(path: Path) -> dict:
+    """A TOML file's contents, parsed once per version of the file: `grade batch` recognises each submission by
+    comparing it with every assignment, and pure-Python TOML parsing took a millisecond per file each time."""
+    st = path.stat()
+    key = (st.st_mtime_ns, st.st_size)
+    hit = _PARSED.get(str(path))
+    if hit is None or hit[0] != key:
+        hit = (key, tomllib.loads(path.read_text(encoding="utf-8")))
+        _PARSED[str(path)] = hit
+    return copy.deepcopy(hit[1])  # callers get their own copy to change
+
+
 def load(name: str) -> Assignment:
     folder = ASSIGNMENTS / name
     cfg_path = folder / "assignment.toml"
     if not cfg_path.is_file():
         raise AssignmentError(f"unknown assignment {name!r}; available: {', '.join(names()) or 'none'}")
     try:
-        cfg = tomllib.loads(cfg_path.read_text(encoding="utf-8"))
+        cfg = _toml(cfg_path)
         questions = tuple(Question(q["id"], q.get("title", q["id"]), tuple(q.get("names", [q["id"]])),
                                    float(q["points"]) if "points" in q else None)
                           for q in cfg["questions"])
@@ -91,8 +107,7 @@ def load(name: str) -> Assignment:
             hidden_visibility=vis,
             private=tuple((folder / p).resolve() for p in cfg.get("private", ["hidden"])),
             limits=limits, options=dict(cfg.get("options", {})), aliases=dict(cfg.get("aliases", {})),
-            ko=tomllib.loads((folder / "ko.toml").read_text(encoding="utf-8")) if (folder / "ko.toml").is_file()
-            else {})
+            ko=_toml(folder / "ko.toml") if (folder / "ko.toml").is_file() else {})
     except (KeyError, TypeError, ValueError, tomllib.TOMLDecodeError) as e:
         raise AssignmentError(f"{cfg_path}: {e}") from None
 

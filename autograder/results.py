@@ -1,17 +1,41 @@
 """Typed grading results and their serializers: Gradescope results.json, CSV rows, and a terminal table."""
 from __future__ import annotations
 
+import copy
 import csv
 import io
 import json
 import os
 import tempfile
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields, is_dataclass
 from pathlib import Path
 from typing import Any
 
 from .messages import Message, term
 from .safetext import clean, clean_data
+
+
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _plain(obj: Any) -> Any:
+    """dataclasses.asdict for the result types (dataclasses, lists, tuples, dicts of JSON values), without its
+    deep copy of every leaf: a result of 200 checks took 6 ms, in the batch's single coordinating process."""
+    kind = type(obj)
+    if kind in (str, int, float, bool) or obj is None:
+        return obj
+    if kind is list:
+        return [_plain(x) for x in obj]
+    if kind is dict:
+        return {k: _plain(v) for k, v in obj.items()}
+    if kind is tuple:
+        return tuple(_plain(x) for x in obj)
+    names = _FIELDS.get(kind)
+    if names is None:
+        if not is_dataclass(obj):
+            return copy.deepcopy(obj)
+        names = _FIELDS[kind] = tuple(f.name for f in fields(obj))
+    return {n: _plain(getattr(obj, n)) for n in names}
 
 
 @dataclass
@@ -74,7 +98,7 @@ class SubmissionResult:
     # ------------------------------------------------------------------ our own round-trip format
 
     def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
+        d = _plain(self)
         d["score"], d["max_score"] = self.score, self.max_score
         return d
 
@@ -234,7 +258,9 @@ def write_result(out_dir: Path, r: SubmissionResult, lang: str) -> Path:
     path = out_dir / f"{r.student}.json"
     gs = to_gradescope(r, lang)
     gs["extra_data"]["internal"] = clean_data(r.to_dict())  # a resumed batch rebuilds the CSV from it
-    write_atomic(path, json.dumps(gs, ensure_ascii=False, indent=1))
+    # One line: json's C encoder runs only without indent (the indented form took 9 ms per result in the batch's
+    # single coordinating process; tools and `grade report` read it either way).
+    write_atomic(path, json.dumps(gs, ensure_ascii=False))
     return path
 
 
