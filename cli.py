@@ -105,10 +105,13 @@ def batch(submissions_dir: Path, out_dir: Path, timeout: float | None, workers: 
         else:
             from autograder import discover
             a = discover.recognise(_here(submissions_dir), assignment.names())
-            click.echo(f"assignment: {a.name} (recognised from the files; --assignment NAME to choose)", err=True)
+            click.echo(f"과제: {a.name} (파일을 보고 알아냄; 직접 고르려면 --assignment NAME)" if lang == "ko" else
+                       f"assignment: {a.name} (recognised from the files; --assignment NAME to choose)", err=True)
         plan = exam.plan(a, _here(roster), _here(secret_file))
         if plan is not None and plan.students is None and plan.cfg.variants:
-            click.echo(f"note: {a.name} is an exam with variants but no --roster was given: every submission is "
+            click.echo(f"참고: {a.name}은(는) 변형이 있는 시험인데 --roster가 없어서 모든 제출물을 기본 변형으로 "
+                       "채점합니다." if lang == "ko" else
+                       f"note: {a.name} is an exam with variants but no --roster was given: every submission is "
                        "graded against the default variant.", err=True)
         s = batch_cmd.main(submissions=_here(submissions_dir), out=_here(out_dir), assignment=a, workers=workers,
                            timeout=timeout, lang=lang, force=force, tty=sys.stderr.isatty(), exam=plan,
@@ -117,10 +120,14 @@ def batch(submissions_dir: Path, out_dir: Path, timeout: float | None, workers: 
     except GraderError as e:
         _fail(e, lang)
     click.echo(batch_cmd.summary_table(s.results, a, lang))
-    click.echo(f"graded {s.graded}, reused {s.reused}, in {s.seconds:.1f} s; results in {out_dir}/ "
-               f"(one JSON per student, scores.csv, grades.csv)")
+    if lang == "ko":
+        click.echo(f"채점 {s.graded}개, 재사용 {s.reused}개, {s.seconds:.1f}초; 결과: {out_dir}/ "
+                   f"(학생마다 JSON 하나, scores.csv, grades.csv)")
+    else:
+        click.echo(f"graded {s.graded}, reused {s.reused}, in {s.seconds:.1f} s; results in {out_dir}/ "
+                   f"(one JSON per student, scores.csv, grades.csv)")
     if s.reused or s.graded:
-        click.echo(s.reuse_note())
+        click.echo(s.reuse_note(lang))
 
 
 @grade.command()

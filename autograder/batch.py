@@ -13,6 +13,7 @@ import subprocess
 import sys
 import threading
 import time
+import unicodedata
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
@@ -51,18 +52,22 @@ class Summary:
     regraded: dict[str, int] = field(default_factory=dict)  # why earlier results were not reused -> how many
     kept: int = 0  # of `reused`: results left as they were because --only did not name them
 
-    def reuse_note(self) -> str:
+    def reuse_note(self, lang: str = "en") -> str:
         """What was reused and why, and why the rest was (re)graded, in one line."""
+        ko = lang == "ko"
         parts = []
         if self.reused - self.kept:
-            parts.append(f"reused {self.reused - self.kept} (same file, checks, options, limits and language)")
+            parts.append(f"{self.reused - self.kept}개 재사용 (파일, 검사, 옵션, 제한, 언어가 같음)" if ko else
+                         f"reused {self.reused - self.kept} (same file, checks, options, limits and language)")
         if self.kept:
-            parts.append(f"kept {self.kept} as they were (not named by --only)")
+            parts.append(f"{self.kept}개는 그대로 둠 (--only에 없음)" if ko else
+                         f"kept {self.kept} as they were (not named by --only)")
         if self.regraded.get("new"):
-            parts.append(f"{self.regraded['new']} new")
+            parts.append(f"새 제출물 {self.regraded['new']}개" if ko else f"{self.regraded['new']} new")
         others = {why: n for why, n in self.regraded.items() if why != "new"}
         if others:
-            parts.append("regraded " + ", ".join(f"{n} ({why})" for why, n in sorted(others.items())))
+            listed = ", ".join(f"{n} ({_why_ko(why) if ko else why})" for why, n in sorted(others.items()))
+            parts.append(f"다시 채점: {listed}" if ko else f"regraded {listed}")
         return "; ".join(parts)
 
 
@@ -102,8 +107,8 @@ def _crashed(job: Job, a: Assignment, detail: str) -> SubmissionResult:
 
 
 class Progress:
-    def __init__(self, total: int, echo: Callable[[str], None], tty: bool):
-        self.total, self.echo, self.tty = total, echo, tty
+    def __init__(self, total: int, echo: Callable[[str], None], tty: bool, lang: str = "en"):
+        self.total, self.echo, self.tty, self.lang = total, echo, tty, lang
         self.done = 0
         self.start = time.monotonic()
 
@@ -112,9 +117,10 @@ class Progress:
         elapsed = time.monotonic() - self.start
         rate = self.done / elapsed if elapsed > 0 else 0.0
         eta = (self.total - self.done) / rate if rate > 0 else 0.0
-        status = "could not be graded" if r.error else f"{r.score:g}/{r.max_score:g}"
-        line = (f"[{self.done:>{len(str(self.total))}}/{self.total}] {rate:5.2f}/s  ETA {eta:5.0f}s  "
-                f"{r.student}: {status}")
+        ko = self.lang == "ko"
+        status = ("채점 불가" if ko else "could not be graded") if r.error else f"{r.score:g}/{r.max_score:g}"
+        line = (f"[{self.done:>{len(str(self.total))}}/{self.total}] {rate:5.2f}/s  "
+                f"{'남은 시간' if ko else 'ETA'} {eta:5.0f}s  {r.student}: {status}")
         self.echo(("\r\033[K" + line) if self.tty else line)
 
     def close(self) -> None:
@@ -174,7 +180,7 @@ def main(*, submissions: Path, out: Path, assignment: Assignment, workers: int =
     if summary.reused:
         echo(f"{summary.reuse_note()}; use --force to regrade everything.\n")
 
-    progress = Progress(len(todo), echo, tty)
+    progress = Progress(len(todo), echo, tty, lang)
     events: queue.Queue = queue.Queue()
     limit = watchdog_limit(assignment)
     slots: dict[int, Slot] = {}
@@ -315,6 +321,18 @@ def settings_key(settings: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(settings, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
+_WHY_KO = {"file changed": "파일이 바뀜", "graded by an older version": "이전 버전으로 채점됨",
+           "exam variant changed": "시험 변형이 바뀜", "checks changed": "검사가 바뀜", "options changed": "옵션이 바뀜",
+           "settings changed": "설정이 바뀜"}
+
+
+def _why_ko(why: str) -> str:
+    """stale()'s reasons in Korean (a setting's own name and values, such as `timeout 60 -> 120`, stay)."""
+    for en, ko in _WHY_KO.items():
+        why = why.replace(en, ko)
+    return why
+
+
 def stale(prev: SubmissionResult | None, job: Job, key: str, settings: dict[str, Any]) -> str | None:
     """Why an earlier result cannot be reused for `job` (None when it can), in a few words."""
     if prev is None:
@@ -366,10 +384,17 @@ def _sha(path: Path) -> str:
         return ""
 
 
+def _width(text: str) -> int:
+    """Columns a terminal gives `text`: Hangul and other wide characters take two."""
+    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
+
+
 def summary_table(results: list[SubmissionResult], a: Assignment, lang: str = "en") -> str:
-    """One line per student: total and per-question scores, errors in words."""
+    """One line per student: total and per-question scores, errors in words (headings in `lang`)."""
     qs = a.question_ids
-    heads = ["student", "total", *qs]
+    labels = a.question_labels(lang)
+    heads = ["학생", "총점"] if lang == "ko" else ["student", "total"]
+    heads += [labels.get(q, q) for q in qs]
     rows = []
     for r in sorted(results, key=lambda r: r.student):
         per_q = r.by_question()
@@ -377,7 +402,7 @@ def summary_table(results: list[SubmissionResult], a: Assignment, lang: str = "e
         rows.append([clean(r.student, True), f"{r.score:g}/{r.max_score:g}",
                      *[f"{per_q.get(q, (0, 0))[0]:g}" for q in qs]]
                     + ([clean(one_line(why.text(lang), 90), True)] if why else []))
-    widths = [max(len(str(x)) for x in col) for col in zip(heads, *[row[:len(heads)] for row in rows])]
-    fmt = lambda row: "  ".join(str(x).ljust(w) for x, w in zip(row, widths)) + (  # noqa: E731
+    widths = [max(_width(str(x)) for x in col) for col in zip(heads, *[row[:len(heads)] for row in rows])]
+    fmt = lambda row: "  ".join(str(x) + " " * (w - _width(str(x))) for x, w in zip(row, widths)) + (  # noqa: E731
         "  " + row[len(heads)] if len(row) > len(heads) else "")
     return "\n".join([fmt(heads).rstrip()] + [fmt(row).rstrip() for row in rows])

@@ -175,6 +175,23 @@ def test_batch_results_in_korean_have_no_english_prose(course, korean_batch):
     assert seen > 1000  # every visible test of every submission was read
 
 
+def test_batch_terminal_output_in_korean_has_no_english_prose(course, korean_batch):
+    """The instructor's side of `grade batch --lang ko`: the summary table, the closing lines and the progress
+    lines, with the questions named by their Korean titles and the columns aligned for wide characters."""
+    p = korean_batch
+    assert english_words(p.stdout) == [], (english_words(p.stdout), p.stdout)
+    assert english_words(p.stderr) == [], (english_words(p.stderr), p.stderr[-3000:])
+    head = p.stdout.splitlines()[0]
+    assert head.startswith("학생") and "총점" in head and "3.4.2 SelfAttention_v2" in head, head
+    from autograder.batch import _width  # columns on a terminal: a Hangul syllable takes two
+    col = _width(head[:head.index("총점")])
+    rows = [line for line in p.stdout.splitlines()[1:] if "/100" in line]
+    assert len(rows) > 50, p.stdout
+    for r in rows:  # every total starts in the column where the heading's "총점" starts
+        assert _width(r[:r.index(r.split()[1], len(r.split()[0]))]) == col, (head, r)
+    assert "채점 " in p.stdout and "재사용" in p.stdout and "남은 시간" in p.stderr
+
+
 def test_report_in_korean_has_korean_headings(course, korean_batch):
     """The class page of `grade report --lang ko` reads in Korean (the figures' axis labels stay English)."""
     p = grade("report", "results", "--lang", "ko", "-o", "report_ko", cwd=course)
