@@ -67,9 +67,10 @@ def _encode(obj: Any, blobs: list[bytes]) -> Any:
     if kind is list:
         return [_encode(x, blobs) for x in obj]
     if kind is dict:
-        if all(type(k) is str and k[:1] != "$" for k in obj):  # the usual case: a JSON object as it is
-            return {k: _encode(v, blobs) for k, v in obj.items()}
-        return {"$dict": [[str(k), _encode(v, blobs)] for k, v in obj.items()]}
+        for k in obj:  # a plain loop: all() over a generator costs more than the encoding it decides on
+            if type(k) is not str or k[:1] == "$":
+                return {"$dict": [[str(k), _encode(v, blobs)] for k, v in obj.items()]}
+        return {k: _encode(v, blobs) for k, v in obj.items()}  # the usual case: a JSON object as it is
     if kind is tuple:
         return {"$tuple": [_encode(x, blobs) for x in obj]}
     torch = _torch()
@@ -136,9 +137,12 @@ def _decode(obj: Any, blobs: list[memoryview]) -> Any:
         return {clean(k): _decode(v, blobs) for k, v in obj["$dict"]}
     if "$opaque" in obj:
         return Opaque(clean(obj["$opaque"])[:200])
-    if any(k[:1] == "$" for k in obj):
-        raise ProtocolError("unknown tagged value")
-    return {clean(k): _decode(v, blobs) for k, v in obj.items()}
+    out = {}
+    for k, v in obj.items():
+        if k[:1] == "$":
+            raise ProtocolError("unknown tagged value")
+        out[clean(k)] = _decode(v, blobs)
+    return out
 
 
 def pack(obj: Any) -> bytes:
