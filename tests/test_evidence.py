@@ -44,7 +44,8 @@ def hollow(body: str) -> str:
     return src
 
 
-# A CausalAttention that works except on the grader's probes (seed 0, the meta device) and a wrapper that
+# A CausalAttention that works except on the grader's probes (seed 0, a tensor that says it is on the meta
+# device, as the device probe's moved tensors do) and a wrapper that
 # always fails through its heads: the old "heads fail alike" rule paid the wrapper in full for this.
 PROBE_GAMER = edit(edit(REF, '''    def forward(self, x: torch.Tensor) -> torch.Tensor:  # x: (b, T, d_in)
         b, num_tokens, d_in = x.shape
@@ -115,17 +116,18 @@ SKELETON_NAMES_VALUEERROR = edit(SKELETON.read_text(encoding="utf-8"),
 MESSAGE_ONLY = edit(REF, '''        assert d_out % num_heads == 0, "d_out must be divisible by num_heads"''', '''        if d_out % num_heads:
             raise RuntimeError("ValueError: d_out must be divisible by num_heads")''')
 
-# Correct code that branches on data: the meta device cannot run it (no data), which must cost nothing.
+# Correct code that branches on data (the old meta-device probe could not run it): it must cost nothing.
 DATA_DEPENDENT = edit(REF, '''        weights = torch.softmax(scores / keys.shape[-1] ** 0.5, dim=-1)
         weights = self.dropout(weights)''', '''        weights = torch.softmax(scores / keys.shape[-1] ** 0.5, dim=-1)
         assert not torch.isnan(weights).any(), "NaN in the attention weights"
         if weights.max().item() > 1.0 + 1e-3:
             raise ValueError("attention weights above 1")
         weights = self.dropout(weights)''', 2)
-# A wrapper that cannot run on the meta device (it asserts on the data): correct, so full marks.
+# A wrapper that asserts on the data (the old meta-device probe could not run it): correct, so full marks.
 WRAPPER_META_FAILS = edit(REF, '''        return torch.cat([head(x) for head in self.heads], dim=-1)''', '''        assert bool(torch.isfinite(x).all()), "non-finite input"
         return torch.cat([head(x) for head in self.heads], dim=-1)''')
-# The mask is a plain attribute moved to the input's device only on the meta device (the old probe's device).
+# The mask is a plain attribute moved to the input's device only where the input says it is on the meta device
+# (the probe's name for its simulated device).
 META_ONLY_MOVE = edit(edit(REF, '''        self.register_buffer("mask", torch.triu(torch.ones(context_length, context_length), diagonal=1))''',
                            '''        self.keep_out = torch.triu(torch.ones(context_length, context_length), diagonal=1)
         self.register_buffer("mask", self.keep_out.clone())''', 2),

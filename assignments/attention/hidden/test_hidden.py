@@ -213,8 +213,9 @@ def _changed(a, b) -> bool:
 def device_problems(sub, cls, seed=3, b=2, T=5, d_in=4, d_out=4, heads=2, head=False) -> list[Message]:
     """What keeps `cls` from following .to(device), decided where it can be, never from a probe that failed.
 
-    1. The meta device (a simulation): ops that mix devices, or tensors .to() did not move, count. Code the
-       meta device cannot run (.item(), an assert on the data) decides nothing there and costs nothing.
+    1. A simulated device (worker.DeviceSim: a CPU run in which what .to(device) moves, the input and what is
+       computed from them are tagged as moved): ops that mix devices, or tensors .to() did not move, count. A
+       forward that fails there for another reason decides nothing and costs nothing.
     2. Values on the CPU: the mask that forward uses must be a registered buffer, the tensor .to() moves:
        replacing the module's (T, T) buffers must change its output.
     3. A real GPU, where the worker has one: the moved module must run and give the CPU's output.
@@ -239,7 +240,7 @@ def device_problems(sub, cls, seed=3, b=2, T=5, d_in=4, d_out=4, heads=2, head=F
         text = e.message.en
         if "device" in text and "meta tensor" not in text:
             problems.append(e.message)
-        # anything else: the meta device cannot run this forward, which says nothing about devices
+        # anything else: this forward fails on the simulated device for a reason that says nothing about devices
     m = make()
     x = randn(seed, *shape)
     y = expect_tensor(m(x), f"{cls}(...)(x)")
@@ -536,7 +537,7 @@ def test_mha_gradients(sub):
 #
 # Where the grading machine has a GPU, `[gpu] points` in assignment.toml moves that many of a question's device
 # points to running it on CUDA against the reference (the total stays 100). Without one (Gradescope's image is
-# CPU-only), device handling is judged by the meta-device simulation and the buffer test above, and one visible
+# CPU-only), device handling is judged by the simulated device and the buffer test above, and one visible
 # 0-point line says so.
 
 def _cuda_check(cls):
