@@ -384,8 +384,6 @@ class DeviceSim(TorchFunctionMode):
             args, kwargs = tree_unflatten(flat, spec)
         out = func(*args, **(kwargs or {}))
         tensors = [a for a in flat if isinstance(a, torch.Tensor)]
-        if explicit not in (None, SIMULATED) and any(out is t and self.on(t) for t in tensors):
-            out = out.clone()  # x.cpu() returns x itself here; off the simulated device it is a copy
         if name in _TARGET_SECOND and len(tensors) > 1:
             moved = self.on(tensors[1])
         elif explicit is not None:
@@ -394,6 +392,11 @@ class DeviceSim(TorchFunctionMode):
             moved = self.on(tensors[0])
         else:
             moved = any(self.on(t) for t in tensors)
+        if (name in _TARGET_SECOND or explicit is not None) and isinstance(out, torch.Tensor) \
+                and self.on(out) != moved and any(out is t for t in tensors):
+            # A move that had nothing to do on the CPU returned its input (x.cpu(), mask.to(scores)); between
+            # devices it is a new tensor, and the input stays where it was.
+            out = out.clone()
         if moved:
             for t in tree_flatten(out)[0]:
                 if isinstance(t, torch.Tensor):

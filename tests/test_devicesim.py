@@ -43,6 +43,10 @@ class Attn(nn.Module):
             m = torch.ones_like(s[0]).triu(1).bool()
         elif self.how == "explicit_cpu":
             m = torch.triu(torch.ones(T, T, device="cpu"), diagonal=1).bool()
+        elif self.how == "moved_copy_unused":  # the moved copy is dropped and the CPU original used
+            m = torch.triu(torch.ones(T, T), diagonal=1).bool()
+            m.to(x.device)
+            m.to(s)
         elif self.how == "reads_data":  # .item() and an assert on values: the probe runs on real data
             assert float(s.abs().max().item()) >= 0.0
             m = self.mask.bool()[:T, :T]
@@ -76,7 +80,7 @@ def test_code_that_follows_the_device_is_clean(how):
                                                                       "stay_behind": []}
 
 
-@pytest.mark.parametrize("how", ["plain", "new_cpu", "explicit_cpu"])
+@pytest.mark.parametrize("how", ["plain", "new_cpu", "explicit_cpu", "moved_copy_unused"])
 def test_a_mask_left_on_the_cpu_is_named_at_the_call_that_mixes(how):
     res = worker.probe_devices(Attn(how), [[2, 5, 4]])
     assert res["mixed"] == [["masked_fill", ["cpu", "meta"]]], res
