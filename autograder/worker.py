@@ -330,6 +330,9 @@ _GETTERS = {torch.Tensor.device.__get__: torch.device(SIMULATED), torch.Tensor.i
 # copy's destination) or the first argument's (only the other's shape is used).
 _TARGET_SECOND = {"to", "type_as"}
 _SHAPE_ONLY = {"copy_", "expand_as", "view_as", "reshape_as"}
+# Indexing: index tensors may sit on the CPU whatever the indexed tensor's device (PyTorch: "indices should be
+# either on cpu or on the same device as the indexed tensor"); a value written must sit with the indexed tensor.
+_INDEXING = {"__getitem__", "__setitem__", "index_put_", "index_put"}
 
 
 class DeviceSim(TorchFunctionMode):
@@ -355,6 +358,9 @@ class DeviceSim(TorchFunctionMode):
     def on(self, t: Any) -> bool:
         return isinstance(t, torch.Tensor) and self.moved.get(id(t)) is t
 
+    def _device(self, t: torch.Tensor) -> str:
+        return SIMULATED if self.on(t) else t.device.type
+
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         if args and self.on(args[0]):
@@ -375,6 +381,13 @@ class DeviceSim(TorchFunctionMode):
         name = getattr(func, "__name__", None) or str(func)
         if name in ("cpu", "cuda"):  # Tensor.cpu(), Tensor.cuda(): a move named by the method
             explicit = name
+        indexing = name in _INDEXING and bool(args) and isinstance(args[0], torch.Tensor)
+        if indexing:
+            where = self._device
+            devices = {where(t) for t in [args[0], *tree_flatten(list(args[2:]))[0]]
+                       if isinstance(t, torch.Tensor) and t.dim() > 0}
+            devices |= {where(t) for t in tree_flatten(args[1:2])[0]
+                        if isinstance(t, torch.Tensor) and t.dim() > 0 and where(t) != "cpu"}
         if len(devices) > 1 and name not in _TARGET_SECOND | _SHAPE_ONLY:
             if len(self.mixed) < 20:
                 self.mixed.append([name, sorted(devices)])
@@ -384,7 +397,9 @@ class DeviceSim(TorchFunctionMode):
             args, kwargs = tree_unflatten(flat, spec)
         out = func(*args, **(kwargs or {}))
         tensors = [a for a in flat if isinstance(a, torch.Tensor)]
-        if name in _TARGET_SECOND and len(tensors) > 1:
+        if indexing:
+            moved = self.on(args[0])
+        elif name in _TARGET_SECOND and len(tensors) > 1:
             moved = self.on(tensors[1])
         elif explicit is not None:
             moved = explicit == SIMULATED

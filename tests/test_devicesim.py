@@ -47,6 +47,14 @@ class Attn(nn.Module):
             m = torch.triu(torch.ones(T, T), diagonal=1).bool()
             m.to(x.device)
             m.to(s)
+        elif self.how == "cpu_index":  # CPU index tensors are fine for a tensor on any device
+            keep = torch.arange(T)
+            s = s[:, keep][:, :, keep]
+            s[:, torch.ones(T, T).triu(1).bool()] = -torch.inf
+            m = self.mask.bool()[:T, :T]
+        elif self.how == "cpu_value_written":  # a value written into a moved tensor must sit with it
+            s[:, torch.ones(T, T).triu(1).bool()] = torch.full((T * (T - 1) // 2,), -torch.inf)
+            m = self.mask.bool()[:T, :T]
         elif self.how == "reads_data":  # .item() and an assert on values: the probe runs on real data
             assert float(s.abs().max().item()) >= 0.0
             m = self.mask.bool()[:T, :T]
@@ -73,7 +81,7 @@ class ListHeads(nn.Module):
 
 
 @pytest.mark.parametrize("how", ["buffer", "new_on_input_device", "moved_to_input", "type_as", "like",
-                                 "reads_data"])
+                                 "reads_data", "cpu_index"])
 def test_code_that_follows_the_device_is_clean(how):
     for mode in ("eval", "train"):
         assert worker.probe_devices(Attn(how), [[2, 5, 4]], mode) == {"mixed": [], "out_device": "meta",
@@ -84,6 +92,11 @@ def test_code_that_follows_the_device_is_clean(how):
 def test_a_mask_left_on_the_cpu_is_named_at_the_call_that_mixes(how):
     res = worker.probe_devices(Attn(how), [[2, 5, 4]])
     assert res["mixed"] == [["masked_fill", ["cpu", "meta"]]], res
+
+
+def test_a_cpu_value_written_into_a_moved_tensor_is_caught():
+    assert worker.probe_devices(Attn("cpu_value_written"), [[2, 5, 4]])["mixed"] == [["__setitem__",
+                                                                                      ["cpu", "meta"]]]
 
 
 def test_heads_in_a_plain_list_and_an_output_sent_back_to_the_cpu_are_caught():
