@@ -13,7 +13,6 @@ import subprocess
 import sys
 import threading
 import time
-import unicodedata
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
@@ -23,7 +22,8 @@ from .assignment import PROJECT_ROOT, Assignment
 from .errors import UsageError
 from .messages import Message
 from .plugin import Job
-from .results import SubmissionResult, csv_text, grades_csv_text, one_line, read_result, write_atomic, write_result
+from .results import (SubmissionResult, columns, csv_text, grades_csv_text, one_line, read_result, write_atomic,
+                      write_result)
 from .safetext import clean, shown_name
 
 if TYPE_CHECKING:
@@ -178,7 +178,8 @@ def main(*, submissions: Path, out: Path, assignment: Assignment, workers: int =
             todo.append(job)
             summary.regraded[why] = summary.regraded.get(why, 0) + 1
     if summary.reused:
-        echo(f"{summary.reuse_note()}; use --force to regrade everything.\n")
+        echo(f"{summary.reuse_note(lang)}; " + ("모두 다시 채점하려면 --force.\n" if lang == "ko" else
+                                                "use --force to regrade everything.\n"))
 
     progress = Progress(len(todo), echo, tty, lang)
     events: queue.Queue = queue.Queue()
@@ -384,11 +385,6 @@ def _sha(path: Path) -> str:
         return ""
 
 
-def _width(text: str) -> int:
-    """Columns a terminal gives `text`: Hangul and other wide characters take two."""
-    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
-
-
 def summary_table(results: list[SubmissionResult], a: Assignment, lang: str = "en") -> str:
     """One line per student: total and per-question scores, errors in words (headings in `lang`)."""
     qs = a.question_ids
@@ -402,7 +398,7 @@ def summary_table(results: list[SubmissionResult], a: Assignment, lang: str = "e
         rows.append([clean(r.student, True), f"{r.score:g}/{r.max_score:g}",
                      *[f"{per_q.get(q, (0, 0))[0]:g}" for q in qs]]
                     + ([clean(one_line(why.text(lang), 90), True)] if why else []))
-    widths = [max(_width(str(x)) for x in col) for col in zip(heads, *[row[:len(heads)] for row in rows])]
-    fmt = lambda row: "  ".join(str(x) + " " * (w - _width(str(x))) for x, w in zip(row, widths)) + (  # noqa: E731
+    widths = [max(columns(str(x)) for x in col) for col in zip(heads, *[row[:len(heads)] for row in rows])]
+    fmt = lambda row: "  ".join(str(x) + " " * (w - columns(str(x))) for x, w in zip(row, widths)) + (  # noqa: E731
         "  " + row[len(heads)] if len(row) > len(heads) else "")
     return "\n".join([fmt(heads).rstrip()] + [fmt(row).rstrip() for row in rows])

@@ -561,9 +561,8 @@ def defined_names(path: Path) -> set[str] | None:
 
 def _pad(text: str, width: int) -> str:
     """Left-justify by display width: Hangul takes two columns in a terminal."""
-    import unicodedata
-    cols = sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
-    return text + " " * max(1, width - cols)
+    from .results import columns
+    return text + " " * max(1, width - columns(text))
 
 
 def _word(ok: bool | None, lang: str) -> str:

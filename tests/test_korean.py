@@ -183,13 +183,16 @@ def test_batch_terminal_output_in_korean_has_no_english_prose(course, korean_bat
     assert english_words(p.stderr) == [], (english_words(p.stderr), p.stderr[-3000:])
     head = p.stdout.splitlines()[0]
     assert head.startswith("학생") and "총점" in head and "3.4.2 SelfAttention_v2" in head, head
-    from autograder.batch import _width  # columns on a terminal: a Hangul syllable takes two
+    from autograder.results import columns as _width  # terminal columns: a Hangul syllable takes two
     col = _width(head[:head.index("총점")])
     rows = [line for line in p.stdout.splitlines()[1:] if "/100" in line]
     assert len(rows) > 50, p.stdout
     for r in rows:  # every total starts in the column where the heading's "총점" starts
         assert _width(r[:r.index(r.split()[1], len(r.split()[0]))]) == col, (head, r)
     assert "채점 " in p.stdout and "재사용" in p.stdout and "남은 시간" in p.stderr
+    again = grade("batch", "submissions", "--lang", "ko", "--assignment", "attention", cwd=course)  # all reused
+    assert again.returncode == 0 and "재사용" in again.stderr and "--force" in again.stderr, again.stderr[-3000:]
+    assert english_words(again.stderr) == [] and english_words(again.stdout) == [], (again.stderr, again.stdout)
 
 
 def test_report_in_korean_has_korean_headings(course, korean_batch):
