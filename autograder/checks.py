@@ -150,6 +150,12 @@ def expect_close(got: Any, want: Any, what: "str | Message", *, atol: float = 1e
 
 def _compare(got: Any, want: Any, what: "str | Message", atol: float, rtol: float, hint: Message | None) -> None:
     import torch
+    # Most comparisons of a working submission are exact (same seed, same operations): one torch.equal then
+    # decides, where the general path below costs a dozen small tensor operations. torch.equal is False for
+    # any NaN, so a NaN always takes the general path (which says where it is).
+    if type(got) is torch.Tensor and type(want) is torch.Tensor and got.dtype == want.dtype \
+            and got.shape == want.shape and got.device == want.device and torch.equal(got, want):
+        return
     expect_shape(got, tuple(want.shape), what)
     w_en, w_ko = _what(what)
     if got.dtype != want.dtype:  # e.g. float16 results could otherwise pass a float32 tolerance

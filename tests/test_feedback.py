@@ -101,3 +101,26 @@ def test_grade_check_never_diagnoses(tmp_path):
     run = subprocess.run([str(GRADE), "check"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert "CausalAttention            5/10" in run.stdout, run.stdout + run.stderr
     assert "exactly what the reference gives" not in run.stdout and "dim=1 (the query axis" not in run.stdout
+
+
+@pytest.mark.parametrize("got,want,passes", [
+    ([1.0, float("-inf")], [1.0, float("-inf")], True),  # exactly equal, -inf included: the torch.equal path
+    ([1.0, 2.0], [1.0, 2.00001], True),  # within tolerance: the general path
+    ([float("nan"), 1.0], [float("nan"), 1.0], True),  # NaN where the reference has NaN (torch.equal says no)
+    ([float("inf"), 1.0], [float("-inf"), 1.0], False),  # the wrong infinity
+    ([0.0, float("-inf")], [0.0, 0.0], False),  # a fill where there should be none
+    ([1.0, 2.0], [1.0, 2.1], False),
+])
+def test_expect_close_passes_exactly_when_values_agree(got, want, passes):
+    """The exact-equality shortcut in checks._compare changes no outcome, and a float16 answer to a float32
+    reference fails on its dtype even when the values are equal."""
+    import torch
+    from autograder import checks
+    g, w = torch.tensor(got), torch.tensor(want)
+    if passes:
+        checks.expect_close(g, w, "f(x)")
+    else:
+        with pytest.raises(checks.CheckFailure):
+            checks.expect_close(g, w, "f(x)")
+    with pytest.raises(checks.CheckFailure, match="dtype"):
+        checks.expect_close(g.half(), w, "f(x)")
