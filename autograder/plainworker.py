@@ -145,8 +145,9 @@ class PlainWorkerProcess:
         if not self.alive:
             raise WorkerLost("the worker is no longer running", self.status)
         try:
-            protocol.send(self.sock, {"op": op, "args": args})
-            return protocol.recv(self.sock, deadline=time.monotonic() + timeout, max_head=16 * 1024 * 1024)
+            deadline = time.monotonic() + timeout
+            protocol.send(self.sock, {"op": op, "args": args}, deadline=deadline)
+            return protocol.recv(self.sock, deadline=deadline, max_head=16 * 1024 * 1024)
         except protocol.ChannelTimeout:
             self.last_progress = self.read_scratch("load.progress", 2000)
             self.kill()
@@ -161,9 +162,9 @@ class PlainWorkerProcess:
         self.alive = False
         if graceful:
             try:
-                protocol.send(self.sock, {"op": "exit", "args": {}})
+                protocol.send(self.sock, {"op": "exit", "args": {}}, deadline=time.monotonic() + 3)
                 self.proc.wait(timeout=3)
-            except (OSError, subprocess.TimeoutExpired):
+            except (OSError, subprocess.TimeoutExpired, protocol.ProtocolError):
                 pass
         if self.proc.poll() is None:
             self.proc.kill()  # TerminateProcess on Windows, SIGKILL elsewhere

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import select
 import socket
 import struct
 import time
@@ -170,11 +171,74 @@ def unpack(head: bytes | memoryview, area: bytes | memoryview) -> Any:
         raise ProtocolError(f"malformed message: {type(e).__name__}") from None
 
 
-def send(sock: socket.socket, obj: Any) -> None:
-    sock.sendall(pack(obj))
+# Where the platform has per-call non-blocking flags (Linux, macOS), a socket stays in blocking mode and each wait
+# for a deadline is one poll: settimeout() before every read costs an ioctl each time, and a socket in timeout
+# mode polls again inside every recv and send. Elsewhere (Windows: plainworker.py) the portable path below.
+_DONTWAIT = getattr(socket, "MSG_DONTWAIT", 0)
+_POLL = hasattr(select, "poll") and bool(_DONTWAIT)
 
 
-def _recv_exact(sock: socket.socket, n: int, deadline: float | None) -> bytearray:
+def _wait(sock: socket.socket, event: int, deadline: float) -> None:
+    """Block until `sock` is ready for `event` or raise ChannelTimeout at the deadline."""
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise ChannelTimeout("timed out")
+    p = select.poll()
+    p.register(sock, event)
+    if not p.poll(max(1, int(left * 1000 + 0.999))):  # milliseconds, rounded up
+        raise ChannelTimeout("timed out")
+
+
+def _blocking(sock: socket.socket) -> None:
+    if sock.gettimeout() is not None:  # an attribute read; only a change of mode is a system call
+        sock.settimeout(None)
+
+
+def send(sock: socket.socket, obj: Any, deadline: float | None = None) -> None:
+    """deadline: a peer that stops reading cannot hold the sender past it (ChannelTimeout)."""
+    data = pack(obj)
+    if not _POLL or deadline is None:
+        if _POLL:
+            _blocking(sock)
+        sock.sendall(data)
+        return
+    _blocking(sock)
+    view = memoryview(data)
+    sent = 0
+    while sent < len(data):
+        try:
+            sent += sock.send(view[sent:], _DONTWAIT)
+        except BlockingIOError:
+            _wait(sock, select.POLLOUT, deadline)
+
+
+def _recv_exact(sock: socket.socket, n: int, deadline: float | None, poll_first: bool = False) -> bytearray:
+    if not _POLL:
+        return _recv_exact_portable(sock, n, deadline)
+    _blocking(sock)
+    buf = bytearray(n)
+    view = memoryview(buf)
+    got = 0
+    if poll_first and deadline is not None:  # a reply is rarely there the instant after its request
+        _wait(sock, select.POLLIN, deadline)
+    while got < n:
+        try:
+            if deadline is None:
+                k = sock.recv_into(view[got:], min(n - got, 1 << 20))
+            else:
+                k = sock.recv_into(view[got:], min(n - got, 1 << 20), _DONTWAIT)
+        except BlockingIOError:
+            _wait(sock, select.POLLIN, deadline)
+            continue
+        except OSError as e:
+            raise ChannelClosed(str(e)) from None
+        if not k:
+            raise ChannelClosed("connection closed")
+        got += k
+    return buf
+
+
+def _recv_exact_portable(sock: socket.socket, n: int, deadline: float | None) -> bytearray:
     buf = bytearray(n)
     view = memoryview(buf)
     got = 0
@@ -203,7 +267,7 @@ def _recv_exact(sock: socket.socket, n: int, deadline: float | None) -> bytearra
 def recv(sock: socket.socket, deadline: float | None = None, max_bytes: int = MAX_MESSAGE,
          max_head: int | None = None) -> Any:
     """max_head caps the JSON part alone: a few MB of `[{},{},...]` decode to GBs of Python objects."""
-    head_len, area_len = _HEAD.unpack(_recv_exact(sock, _HEAD.size, deadline))
+    head_len, area_len = _HEAD.unpack(_recv_exact(sock, _HEAD.size, deadline, poll_first=True))
     if head_len + area_len > max_bytes or (max_head is not None and head_len > max_head):
         raise ProtocolError(f"message of {head_len + area_len} bytes is over the {max_bytes}-byte limit")
     body = memoryview(_recv_exact(sock, head_len + area_len, deadline))  # one read for both parts

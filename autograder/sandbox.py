@@ -634,8 +634,9 @@ class WorkerProcess:
         if not self.alive:
             raise WorkerLost("the worker is no longer running", self.status)
         try:
-            protocol.send(self.sock, {"op": op, "args": args})
-            reply = protocol.recv(self.sock, deadline=time.monotonic() + timeout, max_head=MAX_REPLY_HEAD)
+            deadline = time.monotonic() + timeout  # a worker that stops reading its requests hangs, too
+            protocol.send(self.sock, {"op": op, "args": args}, deadline=deadline)
+            reply = protocol.recv(self.sock, deadline=deadline, max_head=MAX_REPLY_HEAD)
         except protocol.ChannelTimeout:
             over = self.over_budget()  # a hoard slowed down at its limit was over budget, not merely slow
             self.last_progress = self.read_scratch("load.progress", 2000)  # gone with the worker's files
@@ -663,7 +664,7 @@ class WorkerProcess:
         self.alive = False
         if graceful:  # ask the worker to leave; the keeper then sweeps up whatever it started
             try:
-                protocol.send(self.sock, {"op": "exit", "args": {}})
+                protocol.send(self.sock, {"op": "exit", "args": {}}, deadline=time.monotonic() + 3.0)
                 self.status = self._keeper_status(3.0)
             except (OSError, protocol.ProtocolError):
                 pass

@@ -85,6 +85,34 @@ def test_timeout_and_close_are_distinguished():
         protocol.recv(b, deadline=None)
 
 
+def test_deadlines_hold_for_slow_peers_and_split_messages():
+    """A peer that stops reading cannot hold the sender past its deadline; a message that arrives in pieces, and a
+    reply that comes late but in time, are read whole (the socket stays blocking between calls)."""
+    import threading
+    import time
+    a, b = socket.socketpair()
+    big = {"t": torch.zeros(4 * 1024 * 1024)}  # 16 MB: more than any socket buffer holds
+    started = time.monotonic()
+    with pytest.raises(protocol.ChannelTimeout):
+        protocol.send(a, big, deadline=time.monotonic() + 0.3)
+    assert time.monotonic() - started < 5
+    a.close(), b.close()
+    a, b = socket.socketpair()
+    frame = protocol.pack({"x": torch.arange(100000.0), "s": "end"})
+
+    def dribble():
+        for i in range(0, len(frame), 70001):
+            time.sleep(0.05)
+            a.sendall(frame[i:i + 70001])
+    threading.Thread(target=dribble).start()
+    got = protocol.recv(b, deadline=time.monotonic() + 30)
+    assert got["s"] == "end" and torch.equal(got["x"], torch.arange(100000.0))
+    assert b.gettimeout() is None and a.gettimeout() is None
+    with pytest.raises(protocol.ChannelTimeout):
+        protocol.recv(b, deadline=time.monotonic() + 0.1)
+    a.close(), b.close()
+
+
 @pytest.mark.parametrize("shape", [[2 ** 62, 4, 0], [2 ** 31] * 33, [-1], [1.5]])
 def test_impossible_shapes_are_refused_before_any_allocation(shape):
     """(2**62, 4, 0) holds no element, yet torch cannot build it: a malformed reply, never a grader crash."""
