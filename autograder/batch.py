@@ -196,7 +196,9 @@ def main(*, submissions: Path, out: Path, assignment: Assignment, workers: int =
             write_result(out, r, lang)
         except Exception as e:  # a full or read-only results disk costs this file, never the batch or the CSV
             r.staff = (r.staff + "\n" if r.staff else "") + f"result file could not be written: {e}"
-            echo(f"warning: {r.student}.json could not be written ({e}); its row is still in scores.csv\n")
+            echo(f"경고: {r.student}.json을(를) 쓸 수 없었습니다 ({e}). 이 학생의 행은 scores.csv에 그대로 있습니다.\n"
+                 if lang == "ko" else
+                 f"warning: {r.student}.json could not be written ({e}); its row is still in scores.csv\n")
         summary.results.append(r)
         summary.graded += 1
         progress.update(r)

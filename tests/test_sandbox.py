@@ -202,6 +202,14 @@ def test_a_result_that_cannot_be_written_costs_only_that_file(tmp_path):
     assert [r.split(",")[:3] for r in rows[1:]] == [["aa_ref", "aa_ref.py", "100.0"],
                                                     ["bb_skeleton", "bb_skeleton.py", "0.0"]]
     assert any("bb_skeleton.json could not be written" in m for m in said)
+    # The same warning in Korean for a Korean batch (the instructor's own language, like the rest of its lines).
+    ko_subs, ko_out = tmp_path / "ko_submissions", tmp_path / "ko_results"
+    ko_subs.mkdir()
+    shutil.copy(ROOT / "student_template" / "attention.py", ko_subs / "bb_skeleton.py")
+    (ko_out / "bb_skeleton.json").mkdir(parents=True)
+    said = []
+    batch.main(submissions=ko_subs, out=ko_out, assignment=assignment.load("attention"), echo=said.append, lang="ko")
+    assert any("bb_skeleton.json을(를) 쓸 수 없었습니다" in m and "could not" not in m for m in said), said
 
 
 @pytest.mark.skipif(not is_root(), reason="the rig bind-mounts a venv under a mode-700 folder (root only)")
