@@ -178,14 +178,21 @@ _DONTWAIT = getattr(socket, "MSG_DONTWAIT", 0)
 _POLL = hasattr(select, "poll") and bool(_DONTWAIT)
 
 
-def _wait(sock: socket.socket, event: int, deadline: float) -> None:
-    """Block until `sock` is ready for `event` or raise ChannelTimeout at the deadline."""
-    left = deadline - time.monotonic()
-    if left <= 0:
-        raise ChannelTimeout("timed out")
+def _wait(sock: socket.socket, event: int, deadline: float | None) -> None:
+    """Block until `sock` is ready for `event` or raise ChannelTimeout at the deadline (None: no deadline, for a
+    descriptor someone made non-blocking behind the socket object's back)."""
+    ms = None
+    if deadline is not None:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise ChannelTimeout("timed out")
+        ms = max(1, int(left * 1000 + 0.999))  # milliseconds, rounded up
     p = select.poll()
-    p.register(sock, event)
-    if not p.poll(max(1, int(left * 1000 + 0.999))):  # milliseconds, rounded up
+    try:
+        p.register(sock, event)
+    except ValueError:  # closed (fileno -1)
+        raise ChannelClosed("socket closed") from None
+    if not p.poll(ms):
         raise ChannelTimeout("timed out")
 
 
