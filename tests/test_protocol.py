@@ -1,6 +1,7 @@
 """The grader-worker channel carries data only: tensors come back as plain torch.Tensor, malformed input is refused."""
 import json
 import socket
+import time
 
 import pytest
 import torch
@@ -83,6 +84,10 @@ def test_timeout_and_close_are_distinguished():
     a.close()
     with pytest.raises(protocol.ChannelClosed):
         protocol.recv(b, deadline=None)
+    b.close()  # our own end closed: still a closed channel, whatever the deadline
+    for deadline in (None, time.monotonic() + 1):
+        with pytest.raises(protocol.ChannelClosed):
+            protocol.recv(b, deadline=deadline)
 
 
 def test_deadlines_hold_for_slow_peers_and_split_messages():
