@@ -220,47 +220,29 @@ def send(sock: socket.socket, obj: Any, deadline: float | None = None) -> None:
 
 
 def _recv_exact(sock: socket.socket, n: int, deadline: float | None, poll_first: bool = False) -> bytearray:
-    if not _POLL:
-        return _recv_exact_portable(sock, n, deadline)
-    _blocking(sock)
     buf = bytearray(n)
     view = memoryview(buf)
     got = 0
-    if poll_first and deadline is not None:  # a reply is rarely there the instant after its request
-        _wait(sock, select.POLLIN, deadline)
-    while got < n:
-        try:
-            if deadline is None:
-                k = sock.recv_into(view[got:], min(n - got, 1 << 20))
-            else:
-                k = sock.recv_into(view[got:], min(n - got, 1 << 20), _DONTWAIT)
-        except BlockingIOError:
-            _wait(sock, select.POLLIN, deadline)
-            continue
-        except OSError as e:
-            raise ChannelClosed(str(e)) from None
-        if not k:
-            raise ChannelClosed("connection closed")
-        got += k
-    return buf
-
-
-def _recv_exact_portable(sock: socket.socket, n: int, deadline: float | None) -> bytearray:
-    buf = bytearray(n)
-    view = memoryview(buf)
-    got = 0
-    blocking = False
-    while got < n:
+    flags = 0
+    if _POLL:
+        _blocking(sock)
         if deadline is not None:
+            flags = _DONTWAIT  # never blocks: the deadline is kept by _wait
+            if poll_first:  # a reply is rarely there the instant after its request
+                _wait(sock, select.POLLIN, deadline)
+    elif deadline is None:
+        sock.settimeout(None)  # once per read of a message (each change of mode is a system call)
+    while got < n:
+        if not _POLL and deadline is not None:  # the portable path: the socket's own timeout keeps the deadline
             left = deadline - time.monotonic()
             if left <= 0:
                 raise ChannelTimeout("timed out")
             sock.settimeout(left)
-        elif not blocking:  # set once per message (each change of mode is a system call)
-            sock.settimeout(None)
-            blocking = True
         try:
-            k = sock.recv_into(view[got:], min(n - got, 1 << 20))
+            k = sock.recv_into(view[got:], min(n - got, 1 << 20), flags)
+        except BlockingIOError:  # (before OSError, of which it and socket.timeout are subclasses)
+            _wait(sock, select.POLLIN, deadline)
+            continue
         except socket.timeout:
             raise ChannelTimeout("timed out") from None
         except OSError as e:
