@@ -2,9 +2,11 @@
 from __future__ import annotations
 
 import json
+import re
 import select
 import socket
 import struct
+import threading
 import time
 from typing import Any
 
@@ -102,69 +104,116 @@ def _encode(obj: Any, blobs: list[bytes]) -> Any:
     return {"$opaque": f"object of type {kind.__name__}"}
 
 
-def _decode(obj: Any, blobs: list[memoryview]) -> Any:
+def _tensor(obj: dict, blobs: list[memoryview]) -> Any:
+    torch = _torch()
+    dtype = DTYPES.get(obj.get("dtype"))
+    shape = obj.get("shape")
+    idx = obj["$t"]
+    if dtype is None or type(shape) is not list or len(shape) > MAX_DIMS \
+            or not all(type(s) is int and 0 <= s <= MAX_DIM for s in shape):
+        raise ProtocolError("malformed tensor header")
+    if type(idx) is not int or not 0 <= idx < len(blobs):
+        raise ProtocolError("tensor refers to a missing blob")
+    raw = blobs[idx]
+    numel = 1
+    for s in shape:
+        numel *= s
+    if len(raw) != numel * _SIZES[dtype]:
+        raise ProtocolError("tensor size does not match its shape")
+    if numel == 0:
+        return torch.empty(shape, dtype=dtype)
+    # One copy: the tensor owns writable memory (its own bytearray) and shares nothing with the receive buffer.
+    return torch.frombuffer(bytearray(raw), dtype=dtype).reshape(shape)
+
+
+_local = threading.local()  # the blobs of the message being decoded, for _tagged
+
+
+def _tagged(obj: dict) -> Any:
+    """The JSON decoder's object hook: every JSON object, innermost first, becomes what it stands for."""
+    for k in obj:
+        if k[:1] == "$":
+            break
+    else:
+        return obj  # the usual case: a plain object
+    if "$t" in obj:
+        return _tensor(obj, _local.blobs)
+    if "$tuple" in obj:
+        return tuple(obj["$tuple"])
+    if "$dict" in obj:
+        return {k if type(k) is str else str(k): v for k, v in obj["$dict"]}
+    if "$opaque" in obj:
+        return Opaque(clean(obj["$opaque"])[:200])
+    raise ProtocolError("unknown tagged value")
+
+
+_DECODER = json.JSONDecoder(object_hook=_tagged)
+_SIZES_LINE = re.compile(rb"\[((?:0|[1-9][0-9]{0,11})(?:,(?:0|[1-9][0-9]{0,11}))*)?\]")  # what pack writes
+
+
+def _json(text: str) -> Any:
+    value, end = _DECODER.raw_decode(text)
+    if end != len(text):
+        raise ProtocolError("malformed message: data after the value")
+    return value
+_ENCODER = json.JSONEncoder(check_circular=False, separators=(",", ":"))  # _encode builds a fresh tree: no cycles
+# In JSON text that is ASCII, any escape other than these (\u, \b, \f, \r) or a DEL can stand for something
+# clean() removes or replaces: a control character, an escape sequence, a lone surrogate.
+_NOT_PLAIN = re.compile(r'\x7f|\\[^nt"\\/]')
+
+
+def _clean(obj: Any) -> Any:
+    """clean() applied to every string (dict keys too) of a decoded message."""
     kind = type(obj)
     if kind is str:
         return clean(obj)  # the boundary: no escape codes or lone surrogates get past the grader's door
-    if obj is None or kind in _SCALARS:
-        return obj
     if kind is list:
-        return [_decode(x, blobs) for x in obj]
-    if kind is not dict:
-        raise ProtocolError(f"unexpected value of type {kind.__name__}")
-    if "$t" in obj:
-        torch = _torch()
-        dtype = DTYPES.get(obj.get("dtype"))
-        shape = obj.get("shape")
-        idx = obj["$t"]
-        if dtype is None or type(shape) is not list or len(shape) > MAX_DIMS \
-                or not all(type(s) is int and 0 <= s <= MAX_DIM for s in shape):
-            raise ProtocolError("malformed tensor header")
-        if type(idx) is not int or not 0 <= idx < len(blobs):
-            raise ProtocolError("tensor refers to a missing blob")
-        raw = blobs[idx]
-        numel = 1
-        for s in shape:
-            numel *= s
-        if len(raw) != numel * _SIZES[dtype]:
-            raise ProtocolError("tensor size does not match its shape")
-        if numel == 0:
-            return torch.empty(shape, dtype=dtype)
-        # One copy: the tensor owns writable memory (its own bytearray) and shares nothing with the receive buffer.
-        return torch.frombuffer(bytearray(raw), dtype=dtype).reshape(shape)
-    if "$tuple" in obj:
-        return tuple(_decode(x, blobs) for x in obj["$tuple"])
-    if "$dict" in obj:
-        return {clean(k): _decode(v, blobs) for k, v in obj["$dict"]}
-    if "$opaque" in obj:
-        return Opaque(clean(obj["$opaque"])[:200])
-    out = {}
-    for k, v in obj.items():
-        if k[:1] == "$":
-            raise ProtocolError("unknown tagged value")
-        out[clean(k)] = _decode(v, blobs)
-    return out
+        return [_clean(x) for x in obj]
+    if kind is tuple:
+        return tuple(_clean(x) for x in obj)
+    if kind is dict:
+        return {clean(k): _clean(v) for k, v in obj.items()}
+    return obj
 
 
 def pack(obj: Any) -> bytes:
+    """A frame: the two lengths, then the head (the blob sizes as a JSON array, a newline, the JSON body), then
+    the blobs (tensor bytes) one after another."""
     blobs: list[bytes] = []
-    head = json.dumps({"body": _encode(obj, blobs), "sizes": [len(b) for b in blobs]}).encode()
+    body = _ENCODER.encode(_encode(obj, blobs))
+    head = f"{_ENCODER.encode([len(b) for b in blobs])}\n{body}".encode()
     area = b"".join(blobs)
     return _HEAD.pack(len(head), len(area)) + head + area
 
 
 def unpack(head: bytes | memoryview, area: bytes | memoryview) -> Any:
     try:
-        meta = json.loads(bytes(head) if type(head) is memoryview else head)
-        sizes = meta["sizes"]
-        if type(sizes) is not list or not all(type(s) is int and s >= 0 for s in sizes) or sum(sizes) != len(area):
+        raw = bytes(head) if type(head) is memoryview else head
+        cut = raw.find(b"\n")
+        if cut < 0:
+            raise ProtocolError("malformed message: no blob sizes")
+        sizes = _SIZES_LINE.fullmatch(raw, 0, cut)
+        if sizes is None:
+            raise ProtocolError("malformed message: no blob sizes")
+        sizes = [int(s) for s in sizes[1].split(b",")] if sizes[1] else []
+        if sum(sizes) != len(area):
             raise ProtocolError("blob sizes do not add up")
         view = memoryview(area)
         blobs, at = [], 0
         for s in sizes:
             blobs.append(view[at:at + s])
             at += s
-        return _decode(meta["body"], blobs)
+        _local.blobs = blobs
+        try:
+            body = raw[cut + 1:]
+            if body.isascii():
+                text = body.decode("ascii")
+                if _NOT_PLAIN.search(text) is None:
+                    # Every string in it is printable ASCII, newlines and tabs: clean() would change nothing.
+                    return _json(text)
+            return _clean(_json(body.decode("utf-8", "surrogatepass")))
+        finally:
+            _local.blobs = None
     except ProtocolError:
         raise
     except Exception as e:  # torch's RuntimeError, MemoryError, ...: whatever the data does, it is malformed

@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from autograder import protocol
+from autograder.safetext import clean
 
 
 def roundtrip(obj):
@@ -34,7 +35,7 @@ def test_dict_keys_that_look_like_tags_or_are_not_strings_still_round_trip():
     assert roundtrip({1: "one", "two": 2}) == {"1": "one", "two": 2}
     assert roundtrip({"plain": {"nested": [1, {"x": None}]}}) == {"plain": {"nested": [1, {"x": None}]}}
     frame = protocol.pack({"a": 1})
-    assert b'"$dict"' not in frame and b'{"a": 1}' in frame
+    assert b'"$dict"' not in frame and frame.endswith(b'[]\n{"a":1}')
 
 
 def test_a_received_tensor_owns_its_memory():
@@ -56,16 +57,27 @@ def test_tensor_subclasses_and_objects_arrive_as_opaque_descriptions():
     assert isinstance(back["o"], protocol.Opaque)
 
 
-@pytest.mark.parametrize("head, area", [
-    (b'{"body": {"$t": 0, "dtype": "float32", "shape": [3]}, "sizes": [4]}', b"\0" * 4),  # size mismatch
-    (b'{"body": {"$t": 0, "dtype": "object", "shape": [1]}, "sizes": [8]}', b"\0" * 8),  # dtype not allowed
-    (b'{"body": {"$t": 5, "dtype": "float32", "shape": [1]}, "sizes": [4]}', b"\0" * 4),  # no such blob
-    (b'{"body": {"$reduce": "os.system"}, "sizes": []}', b""),  # no pickle-like tags
-    (b'{"body": {"a": 1, "$reduce": "os.system"}, "sizes": []}', b""),  # nor beside plain keys
-    (b"not json", b""),
-])
-def test_malformed_messages_are_refused(head, area):
-    with pytest.raises(protocol.ProtocolError):
+MALFORMED = [
+    (b'[4]\n{"$t": 0, "dtype": "float32", "shape": [3]}', b"\0" * 4, "does not match"),  # size mismatch
+    (b'[8]\n{"$t": 0, "dtype": "object", "shape": [1]}', b"\0" * 8, "malformed tensor"),  # dtype not allowed
+    (b'[4]\n{"$t": 5, "dtype": "float32", "shape": [1]}', b"\0" * 4, "missing blob"),  # no such blob
+    (b'[]\n{"$reduce": "os.system"}', b"", "unknown tag"),  # no pickle-like tags
+    (b'[]\n{"a": 1, "$reduce": "os.system"}', b"", "unknown tag"),  # nor beside plain keys
+    (b'[]\n[{"x": {"$reduce": 1}}]', b"", "unknown tag"),  # nor nested
+    (b'[4,4]\n{"$t": 0, "dtype": "float32", "shape": [1]}', b"\0" * 4, "do not add up"),  # sizes vs area
+    (b'{"$t": 0, "dtype": "float32", "shape": [1]}', b"\0" * 4, "no blob sizes"),  # no sizes line
+    (b"[]\nnot json", b"", "malformed message"),
+    (b'[]\n{"a": 1} {"b": 2}', b"", "malformed message"),  # trailing data
+]
+
+
+@pytest.mark.parametrize("head, area, why", MALFORMED)
+@pytest.mark.parametrize("text", ["plain", "non-ascii"])
+def test_malformed_messages_are_refused(head, area, why, text):
+    """Refused for the right reason, whether or not the text needs cleaning (two decoding paths)."""
+    if text == "non-ascii":
+        head = head.replace(b"\n[", b'\n[{"k": "\xc3\xa9"},', 1).replace(b"\n{", b'\n{"k": "\xc3\xa9", ', 1)
+    with pytest.raises(protocol.ProtocolError, match=why.replace("tag", "tagged")):
         protocol.unpack(head, area)
 
 
@@ -121,7 +133,7 @@ def test_deadlines_hold_for_slow_peers_and_split_messages():
 @pytest.mark.parametrize("shape", [[2 ** 62, 4, 0], [2 ** 31] * 33, [-1], [1.5]])
 def test_impossible_shapes_are_refused_before_any_allocation(shape):
     """(2**62, 4, 0) holds no element, yet torch cannot build it: a malformed reply, never a grader crash."""
-    head = json.dumps({"body": {"$t": 0, "dtype": "float32", "shape": shape}, "sizes": [0]}).encode()
+    head = b"[0]\n" + json.dumps({"$t": 0, "dtype": "float32", "shape": shape}).encode()
     with pytest.raises(protocol.ProtocolError):
         protocol.unpack(head, b"")
 
@@ -132,6 +144,25 @@ def test_text_from_the_worker_arrives_clean():
     back = roundtrip({"\x1b[31mkey": ["a\udcffb", "\x1b]0;title\x07x\x1b[2Jy", "줄\n\t끝", "\x9b31mz\x00"]})
     assert back == {"key": ["a\ufffdb", "xy", "줄\n\t끝", "z"]}
     json.dumps(back, ensure_ascii=False).encode("utf-8")  # encodes: no surrogate left
+
+
+def test_plain_text_and_text_that_needs_cleaning_decode_alike():
+    """Text that is printable ASCII (with newlines and tabs) is decoded without a cleaning pass; anything else is
+    cleaned. Both paths give the same values, tuples, tensors and tags; escapes that could hide a control code
+    (\\u, \\b, \\f, \\r) or a raw DEL always take the cleaning path."""
+    base = {"ok": True, "t": (1, [2, (3,)], {"x": torch.arange(3.0)}), "d": {1: "a", "$k": ("b",)},
+            "s": "line\n\ttab \"quoted\" back\\slash/", "n": None, "f": -0.5}
+    for extra in ("", "é", "\x1b[31mred", "\x7f", "\r", "\b\f", "\udcff", "\\u001b"):
+        obj = {**base, "e": extra}
+        back = roundtrip(obj)
+        assert back["t"][:2] == (1, [2, (3,)]) and torch.equal(back["t"][2]["x"], torch.arange(3.0))
+        assert back["d"] == {"1": "a", "$k": ("b",)} and back["s"] == base["s"]
+        assert (back["ok"], back["n"], back["f"]) == (True, None, -0.5)
+        assert back["e"] == clean(extra)
+    for escape in (b"\\u001b", b"\\u0007", b"\\b", b"\\f", b"\\r", b"\x7f", b"\\ud800"):
+        back = protocol.unpack(b'[]\n{"k' + escape + b'": ["a' + escape + b'z"]}', b"")
+        want = clean(json.loads(b'"a' + escape + b'z"'))
+        assert back == {clean(json.loads(b'"k' + escape + b'"')): [want]} and want.isprintable()
 
 
 def test_tensors_read_from_a_socket_own_aligned_memory_whatever_precedes_them():
