@@ -16,6 +16,7 @@ instead of the seconds an `import torch` costs.
 from __future__ import annotations
 
 import ctypes
+import errno
 import gc
 import json
 import os
@@ -404,9 +405,47 @@ def _keeper(spec: dict[str, Any], wsock: socket.socket, ksock: socket.socket) ->
         pass
 
 
-def zygote_main(fds: int | list[int], full: bool = True) -> None:
+_MADV_COLLAPSE = 25  # Linux >= 6.1
+_HUGE = 2 << 20
+
+
+def huge_page_chunks(chunk: int = 4 << 20) -> list[tuple[int, int]]:
+    """2 MiB-aligned pieces of this process's private writable anonymous memory (the heap included), in
+    `chunk`-sized steps, for MADV_COLLAPSE; [] where /proc cannot be read."""
+    try:
+        with open("/proc/self/maps") as f:
+            lines = f.readlines()
+    except OSError:
+        return []
+    out = []
+    for line in lines:
+        parts = line.split()
+        if len(parts) < 5 or parts[1][1:2] != "w" or parts[1][3:4] != "p" or (len(parts) > 5 and parts[5] != "[heap]"):
+            continue
+        lo, hi = (int(x, 16) for x in parts[0].split("-"))
+        lo, hi = (lo + _HUGE - 1) & ~(_HUGE - 1), hi & ~(_HUGE - 1)
+        out.extend((a, min(chunk, hi - a)) for a in range(lo, hi, chunk))
+    return out
+
+
+def collapse_huge(start: int, length: int) -> bool | None:
+    """Back [start, start + length) with transparent huge pages (same contents): True if done, False if this
+    range could not be (busy, unmapped, no free huge page), None if the kernel has no MADV_COLLAPSE."""
+    if _libc is None:
+        return None
+    if _libc.madvise(ctypes.c_void_p(start), ctypes.c_size_t(length), ctypes.c_int(_MADV_COLLAPSE)) == 0:
+        return True
+    return None if ctypes.get_errno() in (errno.EINVAL, errno.ENOSYS, errno.EPERM) else False
+
+
+def zygote_main(fds: int | list[int], full: bool = True, huge: bool = False) -> None:
     """Fork a keeper for each spawn request. `fds`: one socket per grader process it serves (`grade batch`
-    starts one zygote for all of its grader processes: one torch import and warm-up instead of one each)."""
+    starts one zygote for all of its grader processes: one torch import and warm-up instead of one each).
+
+    huge: while no request waits, move its memory onto transparent huge pages, a few MB at a time. Every fork
+    (a keeper, then its worker) copies the page table of the zygote's ~150 MB of torch and Python objects, and
+    every exit tears that copy down: with huge pages there are 512 times fewer entries. Only for a zygote that
+    forks many times (`grade batch`): the move itself costs a few tenths of a second of CPU."""
     socks = [socket.socket(fileno=fd) for fd in ([fds] if isinstance(fds, int) else fds)]
     _set_name("grade-zygote")
     _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
@@ -419,8 +458,14 @@ def zygote_main(fds: int | list[int], full: bool = True) -> None:
     # do not write to (and so copy) every page of the zygote's objects it inherited.
     gc.collect()
     gc.freeze()
+    pending = huge_page_chunks() if huge else []
+    pending.reverse()  # the lowest addresses (the heap) first
     while socks:
-        ready, _, _ = select.select(socks, [], [])
+        ready, _, _ = select.select(socks, [], [], 0 if pending else None)
+        if not ready and pending:
+            if collapse_huge(*pending.pop()) is None:
+                pending.clear()  # not on this kernel
+            continue
         for sock in ready:
             try:
                 msg, fds_in, _, _ = socket.recv_fds(sock, 1 << 16, 4)
@@ -458,7 +503,7 @@ def start_shared_zygote(clients: int, full_warm_up: bool = True) -> tuple[subpro
     proc = subprocess.Popen(
         [sys.executable, "-I", "-c",
          f"import sys; sys.path.insert(0, {root!r}); from autograder.sandbox import zygote_main; "
-         f"zygote_main({fds!r}, {full_warm_up})"],
+         f"zygote_main({fds!r}, {full_warm_up}, huge=True)"],
         pass_fds=fds, env=env, stdin=subprocess.DEVNULL, cwd="/", stdout=subprocess.DEVNULL, stderr=None)
     for _, child in pairs:
         child.close()
@@ -484,10 +529,11 @@ class Zygote:
     """Grader-side handle on the zygote process: our own, or (sock given) one shared with other grader
     processes; when a shared one is gone, this grader starts its own."""
 
-    def __init__(self, full_warm_up: bool = True, sock: socket.socket | None = None) -> None:
+    def __init__(self, full_warm_up: bool = True, sock: socket.socket | None = None, huge: bool = False) -> None:
         # full_warm_up=False saves about a second for `grade check`: its public checks take no gradients and
         # probe no devices, the two uses of torch whose lazy imports a worker under another uid may not reach.
         self.full_warm_up = full_warm_up
+        self.huge = huge  # zygote_main(huge=...): worth it only for a zygote that forks many workers
         self.cpus: list[int] | None = None  # the cores its workers may use (None: any)
         self.proc: subprocess.Popen | None = None
         if sock is None:
@@ -503,7 +549,7 @@ class Zygote:
         self.proc = subprocess.Popen(
             [sys.executable, "-I", "-c",
              f"import sys; sys.path.insert(0, {root!r}); from autograder.sandbox import zygote_main; "
-             f"zygote_main({child.fileno()}, {self.full_warm_up})"],
+             f"zygote_main({child.fileno()}, {self.full_warm_up}, huge={self.huge})"],
             pass_fds=[child.fileno()], env=env, stdin=subprocess.DEVNULL, cwd="/",
             stdout=subprocess.DEVNULL, stderr=None)
         child.close()

@@ -47,6 +47,59 @@ def test_workers_forked_from_one_zygote_give_identical_seeded_results():
         z.close()
 
 
+def _collapse_supported() -> bool:
+    import ctypes
+    import mmap
+    from autograder.sandbox import collapse_huge
+    m = mmap.mmap(-1, 6 << 20, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    m.write(b"x" * (6 << 20))
+    base = ctypes.addressof(ctypes.c_char.from_buffer(m))
+    start = (base + (2 << 20) - 1) & ~((2 << 20) - 1)
+    try:
+        return collapse_huge(start, 2 << 20) is not None
+    finally:
+        m.close()
+
+
+def _huge_kb(pid: int) -> int:
+    with open(f"/proc/{pid}/smaps_rollup") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("AnonHugePages:"))
+
+
+def test_a_batch_zygote_moves_onto_huge_pages_and_its_workers_compute_the_same():
+    """`grade batch`'s zygote backs its memory with huge pages between requests (fork and exit then copy and
+    tear down 512 times fewer page-table entries); workers forked before, during and after the move compute
+    what a plain zygote's workers compute."""
+    if not _collapse_supported():
+        pytest.skip("this kernel has no MADV_COLLAPSE (Linux >= 6.1)")
+    plain, huge = Zygote(), Zygote(huge=True)
+
+    def seeded(z):
+        sc = make_scratch(None)
+        sub = Submission(read(REFERENCE), lambda: z.spawn(Limits(), sc, None), Limits())
+        sub.start()
+        m = sub.new("MultiHeadAttention", 3, 4, 6, 0.5, num_heads=2, seed=7)
+        out = m(torch.ones(2, 6, 3), mode="train", seed=11)
+        sub.close()
+        remove_scratch(sc)
+        return out
+    try:
+        want = seeded(plain)
+        got = [seeded(huge)]  # the first fork: nothing moved yet
+        deadline = time.monotonic() + 60
+        while _huge_kb(huge.proc.pid) < 32 * 1024 and time.monotonic() < deadline:
+            got.append(seeded(huge))
+            time.sleep(0.2)
+        assert _huge_kb(huge.proc.pid) >= 32 * 1024, "the zygote's memory never moved onto huge pages"
+        got.append(seeded(huge))
+        assert all(torch.equal(g, want) for g in got)
+        assert _huge_kb(plain.proc.pid) == 0 or open("/sys/kernel/mm/transparent_hugepage/enabled").read() \
+            .startswith("[always]")  # only the batch's zygote asks for them
+    finally:
+        plain.close()
+        huge.close()
+
+
 # ---------------------------------------------------------------------------------------------- issue 10 / 9.6
 
 import ctypes
