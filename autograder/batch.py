@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 import os
 import queue
+import select
+import signal
 import socket
 import subprocess
 import sys
@@ -36,7 +38,7 @@ STARTUP_LIMIT = 600.0  # seconds a grader process may take to import torch, pyte
 @dataclass
 class Slot:
     index: int
-    proc: subprocess.Popen
+    proc: "subprocess.Popen | ForkedGrader"
     job: Job | None = None
     since: float = 0.0
     begun: bool = False  # the grader process reported that it started on `job` (it is past its start-up)
@@ -87,14 +89,108 @@ def _start(slot: int, a: Assignment, timeout: float | None, events: queue.Queue,
     os.close(w)
     if zygote_sock is not None:
         zygote_sock.close()  # the grader process holds it now
+    _pump(slot, r, events)
+    return Slot(slot, proc)
 
+
+class ForkedGrader:
+    """A grader process that the batch's zygote forked after its torch import, with the parts of
+    subprocess.Popen this module uses. It is the zygote's child, which never reaps it: its end shows on a pidfd,
+    its exit status is read from /proc while it is a zombie, and its pid cannot be reused while we hold it."""
+
+    def __init__(self, pid: int, pidfd: int, stdin: Any):
+        self.pid, self.pidfd, self.stdin = pid, pidfd, stdin
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        if self.returncode is None and select.select([self.pidfd], [], [], 0)[0]:
+            self.returncode = _zombie_status(self.pid)
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        if self.returncode is None and not select.select([self.pidfd], [], [], timeout)[0]:
+            raise subprocess.TimeoutExpired("grade-grader", timeout)
+        return self.poll()
+
+    def kill(self) -> None:
+        try:
+            signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+    def close(self) -> None:
+        os.close(self.pidfd)
+
+
+def _zombie_status(pid: int) -> int:
+    """As Popen.returncode: the exit code, or minus the signal that ended it (-1: unknown)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            code = int(f.read().rsplit(b")", 1)[1].split()[49])  # field 52, exit_code (Linux >= 3.5)
+    except (OSError, ValueError, IndexError):
+        return -1
+    return -(code & 0x7F) if code & 0x7F else (code >> 8) & 0xFF
+
+
+def _start_forked(n: int, a: Assignment, events: queue.Queue, cpus: list[int | None]) \
+        -> tuple[subprocess.Popen, dict[int, Slot]] | None:
+    """One zygote that imports torch once and forks the n grader processes before its warm-up (sandbox.py:
+    _fork_graders); None where that cannot be done (no pidfd) or did not work, and the caller starts them itself."""
+    if not hasattr(os, "pidfd_open") or not hasattr(signal, "pidfd_send_signal"):
+        return None
+    from .sandbox import GRADER_ENV, clean_env
+    env = {k: v for k, v in os.environ.items() if k in GRADER_ENV}
+    graders, ours, theirs = [], [], []
+    for i in range(n):
+        jobs_r, jobs_w = os.pipe()
+        results_r, results_w = os.pipe()
+        argv = ["grade-grader", a.name, str(i), str(results_w), "", json.dumps(a.options),
+                json.dumps(asdict(a.limits)), "", "" if cpus[i] is None else str(cpus[i])]
+        graders.append({"jobs": jobs_r, "results": results_w, "argv": argv, "env": env})
+        ours.append((jobs_w, results_r))
+        theirs += [jobs_r, results_w]
+    status_r, status_w = os.pipe()
+    zenv = clean_env()
+    zenv["PYTHONPATH"] = str(PROJECT_ROOT)  # -I ignores it; the path is passed explicitly below
+    proc = None
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-I", "-c",
+             f"import sys; sys.path.insert(0, {str(PROJECT_ROOT)!r}); from autograder.sandbox import zygote_main; "
+             "zygote_main([], True, huge=True, graders=True)"],
+            stdin=subprocess.PIPE, pass_fds=theirs + [status_w], env=zenv, cwd="/", stdout=subprocess.DEVNULL)
+    finally:
+        for fd in theirs + [status_w]:
+            os.close(fd)
+    pids = None
+    try:
+        proc.stdin.write(json.dumps({"graders": graders, "status": status_w}).encode())
+        proc.stdin.close()
+        with os.fdopen(status_r, "rb") as f:
+            if select.select([f], [], [], STARTUP_LIMIT)[0]:
+                pids = json.loads(f.readline())["pids"]
+        pidfds = [os.pidfd_open(pid) for pid in pids]
+    except Exception:  # it died while importing torch, or could not fork: start them the usual way
+        for jobs_w, results_r in ours:
+            os.close(jobs_w)
+            os.close(results_r)
+        proc.kill()
+        proc.wait()
+        return None
+    slots = {}
+    for i, (pid, pidfd, (jobs_w, results_r)) in enumerate(zip(pids, pidfds, ours)):
+        slots[i] = Slot(i, ForkedGrader(pid, pidfd, os.fdopen(jobs_w, "w", encoding="utf-8")))
+        _pump(i, results_r, events)
+    return proc, slots
+
+
+def _pump(slot: int, fd: int, events: queue.Queue) -> None:
     def pump() -> None:
-        with os.fdopen(r, encoding="utf-8") as f:
+        with os.fdopen(fd, encoding="utf-8") as f:
             for line in f:
                 events.put((slot, line))
         events.put((slot, None))
     threading.Thread(target=pump, daemon=True).start()
-    return Slot(slot, proc)
 
 
 def _crashed(job: Job, a: Assignment, detail: str) -> SubmissionResult:
@@ -223,19 +319,26 @@ def main(*, submissions: Path, out: Path, assignment: Assignment, workers: int =
         except OSError:
             pass  # the process died; its EOF event will requeue nothing and report the job
 
-    zygote = None
+    zygote = forked = None
     try:
         n = min(max(1, workers), len(todo))
-        if n:
-            # One zygote (torch imported and warmed up once) forks the workers of every grader process; a
-            # grader process restarted later, or one that finds it gone, starts its own.
+        cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+        # With no more grader processes than cores, each grader and its workers keep to one core: a request and its
+        # reply then hand over on the same core instead of waking a process on the other one.
+        cores = [cpus[i] if n <= len(cpus) else None for i in range(n)]
+        # One zygote (torch imported and warmed up once) forks the workers of every grader process, and first
+        # the grader processes themselves; a grader process restarted later, or one that finds it gone, starts
+        # its own.
+        forked = _start_forked(n, assignment, events, cores) if n else None
+        if forked is not None:
+            zygote, first = forked
+            slots.update(first)
+        elif n:
             from .sandbox import start_shared_zygote
             zygote, socks = start_shared_zygote(n)
-        cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+            for i in range(n):
+                slots[i] = _start(i, assignment, None, events, socks[i], cores[i])
         for i in range(n):
-            # With no more grader processes than cores, each grader and its workers keep to one core: a request
-            # and its reply then hand over on the same core instead of waking a process on the other one.
-            slots[i] = _start(i, assignment, None, events, socks[i], cpus[i] if n <= len(cpus) else None)
             dispatch(slots[i])
         while any(s.alive for s in slots.values()):
             try:
@@ -277,7 +380,8 @@ def main(*, submissions: Path, out: Path, assignment: Assignment, workers: int =
             if s.proc.poll() is None:
                 s.proc.kill()
                 s.proc.wait()
-        if zygote is not None:
+        for s in (forked[1].values() if forked is not None else ()):
+            s.proc.close()  # (also those that ended and were replaced)
             try:  # it leaves once every grader process has closed its socket
                 zygote.wait(timeout=5)
             except subprocess.TimeoutExpired:

@@ -32,15 +32,17 @@ def read_jobs(stream, begin: Callable[[str], None] = lambda _s: None) -> Iterato
                   Message(**note) if note else None, d.get("options"))
 
 
-def main() -> None:
-    name, fd = sys.argv[1], int(sys.argv[3])  # argv[2] is the slot number, a label for ps
-    timeout = float(sys.argv[4]) if len(sys.argv) > 4 and sys.argv[4] else None
+def main(argv: list[str] | None = None) -> None:
+    """argv: as on the command line (batch.py); the zygote passes it to a grader process it forked."""
+    argv = sys.argv if argv is None else argv
+    name, fd = argv[1], int(argv[3])  # argv[2] is the slot number, a label for ps
+    timeout = float(argv[4]) if len(argv) > 4 and argv[4] else None
     out = os.fdopen(fd, "w", buffering=1, encoding="utf-8")
     a = assignments.load(name)
-    if len(sys.argv) > 5 and sys.argv[5]:
-        a = replace(a, options=json.loads(sys.argv[5]))  # as given to `grade batch` (possibly overridden)
-    if len(sys.argv) > 6 and sys.argv[6]:
-        a = replace(a, limits=Limits(**json.loads(sys.argv[6])))  # likewise
+    if len(argv) > 5 and argv[5]:
+        a = replace(a, options=json.loads(argv[5]))  # as given to `grade batch` (possibly overridden)
+    if len(argv) > 6 and argv[6]:
+        a = replace(a, limits=Limits(**json.loads(argv[6])))  # likewise
     if timeout:
         a = replace(a, limits=replace(a.limits, total_timeout=timeout))
 
@@ -48,17 +50,17 @@ def main() -> None:
         # ASCII on the wire: a stray surrogate (from a file name) must not break the pipe's UTF-8 encoding.
         out.write(json.dumps({"result": r.to_dict()}) + "\n")
 
-    cpu = int(sys.argv[8]) if len(sys.argv) > 8 and sys.argv[8] else None
+    cpu = int(argv[8]) if len(argv) > 8 and argv[8] else None
     if cpu is not None:
         try:
             os.sched_setaffinity(0, {cpu})
         except OSError:
             cpu = None
     zygote = None
-    if len(sys.argv) > 7 and sys.argv[7]:  # the zygote `grade batch` started for all its grader processes
+    if len(argv) > 7 and argv[7]:  # the zygote `grade batch` started for all its grader processes
         import socket
         from .sandbox import Zygote
-        zygote = Zygote(sock=socket.socket(fileno=int(sys.argv[7])))
+        zygote = Zygote(sock=socket.socket(fileno=int(argv[7])))
     if zygote is not None and cpu is not None:
         zygote.cpus = [cpu]  # its workers run on this grader's core
     import torch

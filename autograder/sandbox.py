@@ -438,20 +438,91 @@ def collapse_huge(start: int, length: int) -> bool | None:
     return None if ctypes.get_errno() in (errno.EINVAL, errno.ENOSYS, errno.EPERM) else False
 
 
-def zygote_main(fds: int | list[int], full: bool = True, huge: bool = False) -> None:
+# The environment a grader process forked by the batch's zygote gets from `grade batch` (through the zygote, whose
+# memory every worker inherits: so only these, none of which is a secret).
+GRADER_ENV = ("PATH", "HOME", "TMPDIR", "TEMP", "TMP", "LANG", "LC_ALL", "LC_CTYPE", "CUDA_VISIBLE_DEVICES",
+              "GRADE_UNSANDBOXED")
+
+
+def _read_all(fd: int) -> bytes:
+    chunks = []
+    while True:
+        chunk = os.read(fd, 1 << 16)
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+
+
+def _fork_graders(spec: dict[str, Any]) -> list[socket.socket]:
+    """In the batch's zygote, after `import torch` and before anything else: fork its grader processes, which then
+    share torch's pages instead of importing it again (two cores, three imports: about a second of every batch).
+    Each gets its job pipe as stdin, its result pipe and a socket to this zygote; returns this zygote's ends."""
+    mine: list[socket.socket] = []
+    pids = []
+    for g in spec["graders"]:
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        pid = os.fork()
+        if pid == 0:
+            try:
+                for s_ in mine + [ours]:
+                    s_.close()
+                _become_grader(g, theirs)
+            finally:
+                os._exit(70)
+        theirs.close()
+        mine.append(ours)
+        pids.append(pid)
+    for g in spec["graders"]:  # a result pipe held here would hide its grader's end from `grade batch`
+        os.close(g["jobs"])
+        os.close(g["results"])
+    os.write(spec["status"], (json.dumps({"pids": pids}) + "\n").encode())
+    os.close(spec["status"])
+    return mine
+
+
+def _become_grader(g: dict[str, Any], sock: socket.socket) -> None:
+    os.dup2(g["jobs"], 0)
+    lo = 3
+    for fd in sorted({g["results"], sock.fileno()}):  # nothing else: not the other graders' pipes
+        if fd >= lo:
+            os.closerange(lo, fd)
+            lo = fd + 1
+    os.closerange(lo, 65536)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    os.chdir(str(Path(__file__).resolve().parent.parent))
+    os.environ.clear()
+    os.environ.update({k: v for k, v in g["env"].items() if k in GRADER_ENV})
+    _set_name("grade-grader")
+    from .gradeproc import main
+    argv = list(g["argv"])
+    argv[7] = str(sock.fileno())
+    main(argv)
+
+
+def zygote_main(fds: int | list[int], full: bool = True, huge: bool = False, graders: bool = False) -> None:
     """Fork a keeper for each spawn request. `fds`: one socket per grader process it serves (`grade batch`
     starts one zygote for all of its grader processes: one torch import and warm-up instead of one each).
 
     huge: while no request waits, move its memory onto transparent huge pages, a few MB at a time. Every fork
     (a keeper, then its worker) copies the page table of the zygote's ~150 MB of torch and Python objects, and
     every exit tears that copy down: with huge pages there are 512 times fewer entries. Only for a zygote that
-    forks many times (`grade batch`): the move itself costs a few tenths of a second of CPU."""
+    forks many times (`grade batch`): the move itself costs a few tenths of a second of CPU.
+
+    graders: `grade batch` sends on stdin which grader processes to fork (see _fork_graders, batch.py) and reads
+    their pids from the status pipe it names. Keepers are reaped here, graders never: a grader that ended stays
+    a zombie while this zygote lives, so `grade batch` can read its exit status and its pid is never reused."""
+    spec = json.loads(_read_all(0)) if graders else None
+    if spec is not None:
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.close(null)
     socks = [socket.socket(fileno=fd) for fd in ([fds] if isinstance(fds, int) else fds)]
     _set_name("grade-zygote")
     _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the grader's to handle
-    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # keepers are reaped automatically
     from . import worker  # torch and the worker code, imported once before any fork
+    if spec is not None:
+        socks += _fork_graders(spec)
     worker.warm_up(full)
     _read_paths()
     # Everything imported so far goes to a generation the collector never scans: a worker's collections then
@@ -460,7 +531,10 @@ def zygote_main(fds: int | list[int], full: bool = True, huge: bool = False) -> 
     gc.freeze()
     pending = huge_page_chunks() if huge else []
     pending.reverse()  # the lowest addresses (the heap) first
+    keepers: set[int] = set()
     while socks:
+        for pid in [p for p in keepers if _ended(p)]:
+            keepers.discard(pid)
         ready, _, _ = select.select(socks, [], [], 0 if pending else None)
         if not ready and pending:
             if collapse_huge(*pending.pop()) is None:
@@ -487,9 +561,20 @@ def zygote_main(fds: int | list[int], full: bool = True, huge: bool = False) -> 
                     _keeper(spec, socket.socket(fileno=fds_in[0]), socket.socket(fileno=fds_in[1]))
                 finally:
                     os._exit(0)
+            keepers.add(pid)
             for f in fds_in:
                 os.close(f)
+    for pid in keepers:  # those that are done; one still sweeping up after its worker goes on by itself
+        _ended(pid)
     os._exit(0)  # every grader is done; tearing down torch would only cost them a second of waiting
+
+
+def _ended(pid: int) -> bool:
+    """Reap `pid` if it has ended (a keeper of this zygote)."""
+    try:
+        return os.waitpid(pid, os.WNOHANG)[0] != 0
+    except ChildProcessError:
+        return True
 
 
 def start_shared_zygote(clients: int, full_warm_up: bool = True) -> tuple[subprocess.Popen, list[socket.socket]]:

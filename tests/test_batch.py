@@ -123,6 +123,73 @@ def test_a_grader_failure_costs_one_result_and_never_the_next_or_the_students_me
     assert "grader bug in the diagnosis" in dim1.staff
 
 
+def _procs() -> dict[int, tuple[str, int]]:
+    """pid -> (name, parent pid) of every process that has not ended (zombies left out)."""
+    out = {}
+    for d in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{d}/stat", "rb") as f:
+                head, rest = f.read().rsplit(b")", 1)
+            state, parent = rest.split()[:2]
+            if state not in (b"Z", b"X"):
+                out[int(d)] = (head.split(b"(", 1)[1].decode(), int(parent))
+        except (ValueError, OSError, IndexError):
+            continue
+    return out
+
+
+def test_graders_are_forked_by_the_zygote_and_a_killed_one_costs_only_its_submission(tmp_path):
+    """The batch's zygote imports torch once and forks the grader processes; a grader that dies (here: SIGKILL)
+    is seen through its pidfd, costs the submission it was grading (with its exit status for staff), and is
+    replaced for the rest."""
+    import threading
+    subs, out = tmp_path / "subs", tmp_path / "out"
+    subs.mkdir()
+    slow = REFERENCE.read_text() + "\nimport time\ntime.sleep(3)\n"
+    for name in ("a_slow", "b_slow"):
+        (subs / f"{name}.py").write_text(slow)
+    for i in range(3):
+        (subs / f"c{i}.py").write_text(REFERENCE.read_text())
+    done: dict = {}
+    t = threading.Thread(target=lambda: done.update(summary=batch.main(
+        submissions=subs, out=out, assignment=assignment.load("attention"), workers=2, echo=lambda *_: None)))
+    t.start()
+    graders: list[int] = []
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline:
+        procs = _procs()
+        zygotes = [p for p, (name, parent) in procs.items() if name == "grade-zygote" and parent == os.getpid()]
+        graders = [p for p, (name, parent) in procs.items() if name == "grade-grader" and parent in zygotes]
+        workers = [p for p, (name, _) in procs.items() if name == "grade-worker"]
+        if len(zygotes) == 1 and len(graders) == 2 and len(workers) == 2:  # both graders are on a slow one
+            break
+        time.sleep(0.05)
+    assert len(graders) == 2, "the batch's zygote did not fork two grader processes"
+    os.kill(graders[0], signal.SIGKILL)
+    t.join(600)
+    results = {r.student: r for r in done["summary"].results}
+    assert sorted(results) == ["a_slow", "b_slow", "c0", "c1", "c2"]
+    lost = [r for r in results.values() if r.error is not None]
+    assert len(lost) == 1 and lost[0].student in ("a_slow", "b_slow"), [(r.student, r.error) for r in lost]
+    assert "autograder itself failed" in lost[0].error.en and "exited with -9" in lost[0].staff
+    assert all(r.score == 100 for r in results.values() if r is not lost[0])
+    deadline = time.monotonic() + 30  # a keeper may still be sweeping up after its worker
+    while [p for p, (name, _) in _procs().items() if name.startswith("grade-")] and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not [p for p, (name, _) in _procs().items() if name.startswith("grade-")]  # nothing left behind
+
+
+def test_without_pidfds_the_graders_are_started_as_processes_of_their_own(tmp_path, monkeypatch):
+    """Where the zygote cannot hand its graders over (no pidfd: Linux < 5.3, other systems), `grade batch` starts
+    them itself, each importing torch, and grades the same."""
+    monkeypatch.delattr(os, "pidfd_open")
+    subs = tmp_path / "subs"
+    make(subs, 2)
+    summary = batch.main(submissions=subs, out=tmp_path / "out", assignment=assignment.load("attention"), workers=2,
+                         echo=lambda *_: None)
+    assert {r.student: r.score for r in summary.results} == {"s00": 100.0, "s01": 0.0}
+
+
 def test_csv_cells_that_start_like_a_formula_are_defused():
     """A spreadsheet opening scores.csv or grades.csv must not run student-made text as a formula: a file named
     `=HYPERLINK(...).py`, a folder `+cmd`, a Gradescope name `@SUM(1)`; ordinary text stays as it is."""
