@@ -481,6 +481,9 @@ def _fork_graders(spec: dict[str, Any]) -> list[socket.socket]:
 
 
 def _become_grader(g: dict[str, Any], sock: socket.socket) -> None:
+    # torch's objects, shared with the zygote page for page: a full collection would write to every one of them
+    # (and so copy the pages) only to find them alive.
+    gc.freeze()
     os.dup2(g["jobs"], 0)
     lo = 3
     for fd in sorted({g["results"], sock.fileno()}):  # nothing else: not the other graders' pipes
