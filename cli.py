@@ -116,7 +116,7 @@ def batch(submissions_dir: Path, out_dir: Path, timeout: float | None, workers: 
         s = batch_cmd.main(submissions=_here(submissions_dir), out=_here(out_dir), assignment=a, workers=workers,
                            timeout=timeout, lang=lang, force=force, tty=sys.stderr.isatty(), exam=plan,
                            only=[i.strip() for o in only for i in o.split(",") if i.strip()] or None,
-                           echo=lambda m: click.echo(m, err=True, nl=not sys.stderr.isatty()))
+                           echo=lambda m: click.echo(m, err=True, nl=not sys.stderr.isatty()), details=False)
     except GraderError as e:
         _fail(e, lang)
     click.echo(batch_cmd.summary_table(s.results, a, lang))

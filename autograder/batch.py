@@ -226,9 +226,12 @@ class Progress:
 
 def main(*, submissions: Path, out: Path, assignment: Assignment, workers: int = 2, timeout: float | None = None,
          lang: str = "en", force: bool = False, echo: Callable[[str], None] = print, tty: bool = False,
-         only: list[str] | None = None, exam: "Plan | None" = None) -> Summary:
+         only: list[str] | None = None, exam: "Plan | None" = None, details: bool = True) -> Summary:
     """Grade every submission (only: regrade just these ids, keep the other results as they are; exam: each
-    student against their own variant, see exam.py)."""
+    student against their own variant, see exam.py). details=False: summary.results keeps only what the CSVs and
+    the summary table need (SubmissionResult.summary_only), so memory stays flat however many are graded; the
+    result files have everything either way."""
+    keep_in_memory = (lambda r: r) if details else SubmissionResult.summary_only
     started = time.monotonic()
     # Grader processes run in the repository: a relative path would name another folder there.
     submissions, out = submissions.absolute(), out.absolute()
@@ -258,7 +261,7 @@ def main(*, submissions: Path, out: Path, assignment: Assignment, workers: int =
             kept = read_result(out / f"{job.student}.json")
             if kept is not None:  # stays in the CSVs as it is, whatever changed since
                 kept.origin = origins.get(job.student, kept.origin)
-                summary.results.append(kept)
+                summary.results.append(keep_in_memory(kept))
                 summary.reused += 1
                 summary.kept += 1
             continue
@@ -268,7 +271,7 @@ def main(*, submissions: Path, out: Path, assignment: Assignment, workers: int =
             stale(prev, job, graders[job.student], settings[job.student])
         if why is None:
             prev.origin = origins.get(job.student, {})
-            summary.results.append(prev)
+            summary.results.append(keep_in_memory(prev))
             summary.reused += 1
         else:
             todo.append(job)
@@ -295,7 +298,7 @@ def main(*, submissions: Path, out: Path, assignment: Assignment, workers: int =
             echo(f"경고: {r.student}.json을(를) 쓸 수 없었습니다 ({e}). 이 학생의 행은 scores.csv에 그대로 있습니다.\n"
                  if lang == "ko" else
                  f"warning: {r.student}.json could not be written ({e}); its row is still in scores.csv\n")
-        summary.results.append(r)
+        summary.results.append(keep_in_memory(r))
         summary.graded += 1
         progress.update(r)
 

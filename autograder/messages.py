@@ -8,7 +8,7 @@ from dataclasses import dataclass
 LANGS = ("en", "ko")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Message:
     en: str
     ko: str = ""

@@ -7,7 +7,7 @@ import io
 import json
 import os
 import tempfile
-from dataclasses import dataclass, field, fields, is_dataclass
+from dataclasses import dataclass, field, fields, is_dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +38,10 @@ def _plain(obj: Any) -> Any:
     return {n: _plain(getattr(obj, n)) for n in names}
 
 
-@dataclass
+_SHARED: dict[tuple[type, Any], Any] = {}  # SubmissionResult.summary_only's values, one object each
+
+
+@dataclass(slots=True)
 class CheckResult:
     name: str
     nodeid: str
@@ -87,6 +90,18 @@ class SubmissionResult:
     @property
     def max_score(self) -> float:
         return round(sum(c.points for c in self.checks), 4)
+
+    def summary_only(self) -> "SubmissionResult":
+        """What the CSVs and the summary table need (scores per check, the error, the reason, origin, exam), none
+        of the feedback: what `grade batch` keeps in memory per student once the full result is on disk."""
+        same = _SHARED.setdefault  # the same few question ids, statuses and point values in every result
+        return replace(self, checks=[CheckResult(name="", nodeid="", question=same((str, c.question), c.question),
+                                                 points=same((type(c.points), c.points), c.points),
+                                                 score=same((type(c.score), c.score), c.score),
+                                                 status=same((str, c.status), c.status), public=c.public,
+                                                 visibility=same((str, c.visibility), c.visibility))
+                                     for c in self.checks],
+                       notes=[], staff="", sandbox={}, settings={})
 
     def by_question(self) -> dict[str, tuple[float, float]]:
         out: dict[str, tuple[float, float]] = {q: (0.0, 0.0) for q in self.questions}

@@ -190,6 +190,25 @@ def test_without_pidfds_the_graders_are_started_as_processes_of_their_own(tmp_pa
     assert {r.student: r.score for r in summary.results} == {"s00": 100.0, "s01": 0.0}
 
 
+def test_without_details_the_batch_keeps_scores_and_reasons_in_memory_and_everything_on_disk(tmp_path):
+    """`grade batch` (details=False) keeps per student only what the CSVs and the summary table need, so its memory
+    stays flat over a class of any size; the CSVs, the table and the result files are the same as with details."""
+    from autograder.results import read_result
+    subs = tmp_path / "subs"
+    make(subs, 2)
+    (subs / "s02.py").write_text("def broken(:\n")
+    a = assignment.load("attention")
+    full = batch.main(submissions=subs, out=tmp_path / "full", assignment=a, echo=lambda *_: None)
+    slim = batch.main(submissions=subs, out=tmp_path / "slim", assignment=a, echo=lambda *_: None, details=False)
+    for name in ("scores.csv", "grades.csv"):
+        assert (tmp_path / "full" / name).read_text() == (tmp_path / "slim" / name).read_text()
+    assert batch.summary_table(full.results, a) == batch.summary_table(slim.results, a)
+    assert all(c.message is None and not c.staff for r in slim.results for c in r.checks)
+    assert any(c.message is not None for r in full.results for c in r.checks)
+    on_disk = read_result(tmp_path / "slim" / "s01.json")
+    assert on_disk is not None and any(c.message is not None for c in on_disk.checks)
+
+
 def test_csv_cells_that_start_like_a_formula_are_defused():
     """A spreadsheet opening scores.csv or grades.csv must not run student-made text as a formula: a file named
     `=HYPERLINK(...).py`, a folder `+cmd`, a Gradescope name `@SUM(1)`; ordinary text stays as it is."""
