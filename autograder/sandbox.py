@@ -580,7 +580,8 @@ def _ended(pid: int) -> bool:
         return True
 
 
-def start_shared_zygote(clients: int, full_warm_up: bool = True) -> tuple[subprocess.Popen, list[socket.socket]]:
+def start_shared_zygote(clients: int, full_warm_up: bool = True,
+                        huge: bool = True) -> tuple[subprocess.Popen, list[socket.socket]]:
     """One zygote for `clients` grader processes: returns it and one socket for each (hand each to one grader
     process, which wraps it with Zygote(sock=...))."""
     pairs = [socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET) for _ in range(clients)]
@@ -591,7 +592,7 @@ def start_shared_zygote(clients: int, full_warm_up: bool = True) -> tuple[subpro
     proc = subprocess.Popen(
         [sys.executable, "-I", "-c",
          f"import sys; sys.path.insert(0, {root!r}); from autograder.sandbox import zygote_main; "
-         f"zygote_main({fds!r}, {full_warm_up}, huge=True)"],
+         f"zygote_main({fds!r}, {full_warm_up}, huge={huge})"],
         pass_fds=fds, env=env, stdin=subprocess.DEVNULL, cwd="/", stdout=subprocess.DEVNULL, stderr=None)
     for _, child in pairs:
         child.close()

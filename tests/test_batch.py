@@ -141,7 +141,7 @@ def _procs() -> dict[int, tuple[str, int]]:
 def test_graders_are_forked_by_the_zygote_and_a_killed_one_costs_only_its_submission(tmp_path):
     """The batch's zygote imports torch once and forks the grader processes; a grader that dies (here: SIGKILL)
     is seen through its pidfd, costs the submission it was grading (with its exit status for staff), and is
-    replaced for the rest."""
+    replaced for the rest. A batch this small does not move the zygote onto huge pages (batch.HUGE_PAGES_FROM)."""
     import threading
     subs, out = tmp_path / "subs", tmp_path / "out"
     subs.mkdir()
@@ -165,6 +165,12 @@ def test_graders_are_forked_by_the_zygote_and_a_killed_one_costs_only_its_submis
             break
         time.sleep(0.05)
     assert len(graders) == 2, "the batch's zygote did not fork two grader processes"
+    time.sleep(1.5)  # long enough for a zygote that moves onto huge pages to be well under way
+    with open(f"/proc/{zygotes[0]}/smaps_rollup") as f:
+        huge_kb = next(int(line.split()[1]) for line in f if line.startswith("AnonHugePages:"))
+    with open("/sys/kernel/mm/transparent_hugepage/enabled") as f:
+        thp_always = f.read().startswith("[always]")
+    assert huge_kb == 0 or thp_always, "5 submissions: the move onto huge pages costs more than it saves"
     os.kill(graders[0], signal.SIGKILL)
     t.join(600)
     results = {r.student: r for r in done["summary"].results}
