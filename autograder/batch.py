@@ -141,7 +141,7 @@ def _start_forked(n: int, a: Assignment, events: queue.Queue, cpus: list[int | N
     _fork_graders); None where that cannot be done (no pidfd) or did not work, and the caller starts them itself."""
     if not hasattr(os, "pidfd_open") or not hasattr(signal, "pidfd_send_signal"):
         return None
-    from .sandbox import GRADER_ENV, clean_env
+    from .sandbox import GRADER_ENV, launch_zygote
     env = {k: v for k, v in os.environ.items() if k in GRADER_ENV}
     graders, ours, theirs = [], [], []
     for i in range(n):
@@ -153,15 +153,8 @@ def _start_forked(n: int, a: Assignment, events: queue.Queue, cpus: list[int | N
         ours.append((jobs_w, results_r))
         theirs += [jobs_r, results_w]
     status_r, status_w = os.pipe()
-    zenv = clean_env()
-    zenv["PYTHONPATH"] = str(PROJECT_ROOT)  # -I ignores it; the path is passed explicitly below
-    proc = None
     try:
-        proc = subprocess.Popen(
-            [sys.executable, "-I", "-c",
-             f"import sys; sys.path.insert(0, {str(PROJECT_ROOT)!r}); from autograder.sandbox import zygote_main; "
-             f"zygote_main([], True, huge={huge}, graders=True)"],
-            stdin=subprocess.PIPE, pass_fds=theirs + [status_w], env=zenv, cwd="/", stdout=subprocess.DEVNULL)
+        proc = launch_zygote(f"[], True, huge={huge}, graders=True", theirs + [status_w], stdin=subprocess.PIPE)
     finally:
         for fd in theirs + [status_w]:
             os.close(fd)

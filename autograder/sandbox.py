@@ -29,7 +29,6 @@ import sys
 import tempfile
 import time
 from dataclasses import asdict, dataclass
-from pathlib import Path
 from typing import Any
 
 from . import confine, protocol
@@ -492,7 +491,7 @@ def _become_grader(g: dict[str, Any], sock: socket.socket) -> None:
             lo = fd + 1
     os.closerange(lo, 65536)
     signal.signal(signal.SIGINT, signal.default_int_handler)
-    os.chdir(str(Path(__file__).resolve().parent.parent))
+    os.chdir(confine.project_root())
     os.environ.clear()
     os.environ.update({k: v for k, v in g["env"].items() if k in GRADER_ENV})
     _set_name("grade-grader")
@@ -585,18 +584,23 @@ def start_shared_zygote(clients: int, full_warm_up: bool = True,
     """One zygote for `clients` grader processes: returns it and one socket for each (hand each to one grader
     process, which wraps it with Zygote(sock=...))."""
     pairs = [socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET) for _ in range(clients)]
-    root = str(Path(__file__).resolve().parent.parent)
-    env = clean_env()
-    env["PYTHONPATH"] = root  # -I ignores it; the path is passed explicitly below
     fds = [child.fileno() for _, child in pairs]
-    proc = subprocess.Popen(
-        [sys.executable, "-I", "-c",
-         f"import sys; sys.path.insert(0, {root!r}); from autograder.sandbox import zygote_main; "
-         f"zygote_main({fds!r}, {full_warm_up}, huge={huge})"],
-        pass_fds=fds, env=env, stdin=subprocess.DEVNULL, cwd="/", stdout=subprocess.DEVNULL, stderr=None)
+    proc = launch_zygote(f"{fds!r}, {full_warm_up}, huge={huge}", fds)
     for _, child in pairs:
         child.close()
     return proc, [parent for parent, _ in pairs]
+
+
+def launch_zygote(args: str, pass_fds: list[int], stdin: Any = subprocess.DEVNULL) -> subprocess.Popen:
+    """A clean `python -I` (nothing of the caller's environment but clean_env()) running zygote_main(<args>)."""
+    root = confine.project_root()
+    env = clean_env()
+    env["PYTHONPATH"] = root  # -I ignores it; the path is passed explicitly below
+    return subprocess.Popen(
+        [sys.executable, "-I", "-c",
+         f"import sys; sys.path.insert(0, {root!r}); from autograder.sandbox import zygote_main; "
+         f"zygote_main({args})"],
+        pass_fds=pass_fds, env=env, stdin=stdin, cwd="/", stdout=subprocess.DEVNULL, stderr=None)
 
 
 # ---------------------------------------------------------------------------------------------- grader side
@@ -632,15 +636,7 @@ class Zygote:
 
     def _launch(self) -> None:
         parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        root = str(Path(__file__).resolve().parent.parent)
-        env = clean_env()
-        env["PYTHONPATH"] = root  # -I ignores it; the path is passed explicitly below
-        self.proc = subprocess.Popen(
-            [sys.executable, "-I", "-c",
-             f"import sys; sys.path.insert(0, {root!r}); from autograder.sandbox import zygote_main; "
-             f"zygote_main({child.fileno()}, {self.full_warm_up}, huge={self.huge})"],
-            pass_fds=[child.fileno()], env=env, stdin=subprocess.DEVNULL, cwd="/",
-            stdout=subprocess.DEVNULL, stderr=None)
+        self.proc = launch_zygote(f"{child.fileno()}, {self.full_warm_up}, huge={self.huge}", [child.fileno()])
         child.close()
         self.sock = parent
 
