@@ -370,8 +370,8 @@ def main(*, submissions: Path, out: Path, assignment: Assignment, workers: int =
             if "begin" in msg and slot.job is not None:
                 slot.since, slot.begun = time.monotonic(), True
             elif got is not None:
+                dispatch(slot)  # first: the grader process starts on its next job while this result is written
                 finish(got)
-                dispatch(slot)
             elif "fatal" in msg and slot.job is not None:
                 finish(_crashed(slot.job, assignment, msg["fatal"]))
                 slot.job = None
