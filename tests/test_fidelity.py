@@ -186,3 +186,25 @@ def test_release_in_korean_writes_a_korean_readme(tmp_path):
     assert readme.startswith("# Lec 27: 어텐션 메커니즘 구현하기 실습") and "공개 검사" in readme
     assert "These are the public checks only" not in readme and "이(가)" not in readme
     assert (tmp_path / "bundle" / "assignments" / "attention" / "ko.toml").is_file()
+
+
+def test_the_shared_reference_is_what_a_fresh_build_gives_and_each_output_is_a_copy():
+    """seeded and equivalent read one reference per configuration, built once per grader process: it must equal a
+    fresh build, and a check that writes to its expected output must not change the next submission's."""
+    import importlib.util
+    import sys
+    import torch
+    sys.path.insert(0, str(ROOT))
+    spec = importlib.util.spec_from_file_location("hidden_for_test", ROOT / "assignments/attention/hidden/test_hidden.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    for cls, cfgs in mod.CONFIGS.items():
+        seed, b, T, d_in, d_out, heads, ctx = cfgs[0]
+        first = mod.ref_output(cls, d_in, d_out, ctx, heads, seed, seed + 10, b, T)
+        first.add_(1.0)  # a caller that writes to its copy
+        again = mod.ref_output(cls, d_in, d_out, ctx, heads, seed, seed + 10, b, T)
+        with torch.no_grad():
+            fresh = mod.ref_build(cls, d_in, d_out, ctx, 0.0, heads, seed=seed).eval()(
+                mod.make_input(cls, seed + 10, b, T, d_in))
+        assert torch.equal(again, fresh), cls
+        assert not mod.shared_ref(cls, d_in, d_out, ctx, heads, seed).training

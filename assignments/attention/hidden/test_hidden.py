@@ -1,5 +1,6 @@
 """Hidden checks for the attention lab: hidden seeds and shapes against the reference, weight transplants,
 the -inf fill, dropout, devices and gradients. Never shipped to students."""
+import functools
 import tomllib
 from pathlib import Path
 
@@ -57,6 +58,25 @@ def ref_build(cls, d_in, d_out, ctx=0, dropout=0.0, heads=0, seed=None):
     return getattr(R, cls)(d_in, d_out, ctx, dropout, num_heads=heads)
 
 
+@functools.cache
+def shared_ref(cls, d_in, d_out, ctx, heads, seed):
+    """The reference in eval mode without dropout, built once per grader process and shared by the checks that
+    only read it (its weights, to transplant them; its outputs): the same for every submission, so it is not
+    built again for each (about 30 builds per submission)."""
+    return ref_build(cls, d_in, d_out, ctx, 0.0, heads, seed=seed).eval()
+
+
+@functools.cache
+def _ref_output(cls, d_in, d_out, ctx, heads, seed, x_seed, b, T):
+    with torch.no_grad():
+        return shared_ref(cls, d_in, d_out, ctx, heads, seed)(make_input(cls, x_seed, b, T, d_in))
+
+
+def ref_output(cls, d_in, d_out, ctx, heads, seed, x_seed, b, T):
+    """shared_ref(...)(make_input(cls, x_seed, b, T, d_in)), computed once; each caller gets its own copy."""
+    return _ref_output(cls, d_in, d_out, ctx, heads, seed, x_seed, b, T).clone()
+
+
 def make_input(cls, seed, b, T, d_in):
     return randn(seed, T, d_in) if cls in SA else randn(seed, b, T, d_in)
 
@@ -89,9 +109,8 @@ def seeded(sub, cls):
     for seed, b, T, d_in, d_out, heads, ctx in CONFIGS[cls]:
         x = make_input(cls, seed, b, T, d_in)
         m = build(sub, cls, d_in, d_out, ctx, 0.0, heads, seed=seed)
-        ref = ref_build(cls, d_in, d_out, ctx, 0.0, heads, seed=seed).eval()
-        with torch.no_grad():
-            want = ref(x)
+        ref = shared_ref(cls, d_in, d_out, ctx, heads, seed)
+        want = ref_output(cls, d_in, d_out, ctx, heads, seed, seed, b, T)
         got = m(x)
         try:
             expect_close(got, want, described(call_text(cls, d_in, d_out, ctx, 0.0, heads), f"(seed {seed})", f"(시드 {seed})"),
@@ -108,13 +127,12 @@ def seeded(sub, cls):
 def equivalent(sub, cls):
     """With the reference's weights copied in, outputs match: credit that does not depend on creation order."""
     for seed, b, T, d_in, d_out, heads, ctx in CONFIGS[cls]:
-        ref = ref_build(cls, d_in, d_out, ctx, 0.0, heads, seed=seed + 1).eval()
+        ref = shared_ref(cls, d_in, d_out, ctx, heads, seed + 1)
         m = build(sub, cls, d_in, d_out, ctx, 0.0, heads, seed=seed)
         transplant(m, ref, cls)
         for k in range(2):
             x = make_input(cls, seed + 10 + k, b, T, d_in)
-            with torch.no_grad():
-                want = ref(x)
+            want = ref_output(cls, d_in, d_out, ctx, heads, seed + 1, seed + 10 + k, b, T)
             expect_close(m(x), want, with_ref_weights(call_text(cls, d_in, d_out, ctx, 0.0, heads)),
                          explain=explain(sub, m, x))
 
