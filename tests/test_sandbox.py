@@ -23,7 +23,7 @@ def test_zygote_forks_single_threaded_with_only_its_socket_open():
         targets = [os.readlink(f"/proc/{z.proc.pid}/fd/{fd}") for fd in os.listdir(f"/proc/{z.proc.pid}/fd")]
         assert sum(t.startswith("socket:") for t in targets) == 1
         assert not [t for t in targets if t.startswith("/") and t != "/dev/null" and not t.startswith("pipe:")
-                    and os.path.realpath(t) != os.path.realpath(f"/proc/self/fd/2")], targets
+                    and os.path.realpath(t) != os.path.realpath("/proc/self/fd/2")], targets
         w.kill()
         remove_scratch(sc)
     finally:
@@ -106,14 +106,13 @@ import ctypes
 import json
 import shutil
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
 import pytest
 
-from autograder import confine, messages, protocol
-from autograder.sandbox import WorkerLost, claim_uid, is_root
+from autograder import confine, messages
+from autograder.sandbox import claim_uid, is_root
 from conftest import ROOT
 
 HOARD = """
