@@ -194,7 +194,8 @@ def test_the_shared_reference_is_what_a_fresh_build_gives_and_each_output_is_a_c
     import importlib.util
     import sys
     import torch
-    sys.path.insert(0, str(ROOT))
+    if str(ROOT) not in sys.path:  # the hidden checks import the reference from the project's root
+        sys.path.insert(0, str(ROOT))
     spec = importlib.util.spec_from_file_location("hidden_for_test", ROOT / "assignments/attention/hidden/test_hidden.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
