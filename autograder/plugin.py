@@ -287,6 +287,7 @@ class GradingPlugin:
         if self.current is not None:
             self.current.close()
             result.sandbox = dict(self.current.modes)
+            result.notes.extend(n for n in self.current.notes if n not in result.notes)
             if self.current.staff_notes:  # instructors only, never the student's message
                 result.staff = "\n".join(filter(None, [result.staff, *self.current.staff_notes]))[-8000:]
         if self.scratch is not None:

@@ -179,6 +179,7 @@ class Submission:
         self.modes: dict[str, str] = {}  # which containment ran for its worker (see sandbox._isolate)
         self.diagnosis_s = 0.0  # grader time spent naming bugs (checks.diagnosis), not charged to the student
         self.staff_notes: list[str] = []  # the grader's own troubles while grading (e.g. a diagnosis that failed)
+        self.notes: list[Message] = []  # what the checks want the student to read at the top of the result
         self.graded_names: frozenset[str] = frozenset()  # the assignment's names: never offered as a rename
         self._spelling: dict[tuple[str, str], Message | None] = {}
 
@@ -438,18 +439,27 @@ class Submission:
         self.require(name)
         return self.request("signature", what=name, owner=name, name=name)["params"]
 
-    def new(self, name: str, *args: Any, seed: int | None = None, **kwargs: Any) -> Remote:
-        """Construct `name(*args, **kwargs)` in the worker, after torch.manual_seed(seed) when a seed is given."""
-        self.require(name)
+    def new(self, name: str, *args: Any, seed: int | None = None, stand_in: dict[str, str] | None = None,
+            **kwargs: Any) -> Remote:
+        """Construct `name(*args, **kwargs)` in the worker, after torch.manual_seed(seed) when a seed is given.
+
+        stand_in: {"name": top-level name, "source": the grader's class of that name}: the submission's own is
+        replaced by it while this object is built (see worker.op_new); building `name` itself then builds the
+        grader's class, whether or not the submission defines one."""
+        own = not (stand_in and stand_in.get("name") == name)
+        if own:
+            self.require(name)
         label = f"{name}({', '.join([repr(a) for a in args] + [f'{k}={v!r}' for k, v in kwargs.items()])})"
+        extra = {"stand_in": stand_in} if stand_in else {}
         try:
-            info = self.request("new", what=label, owner=name, name=name, args=list(args), kwargs=kwargs, seed=seed)
+            info = self.request("new", what=label, owner=name if own else None, name=name, args=list(args),
+                                kwargs=kwargs, seed=seed, **extra)
         except CheckFailure as e:
             spelling = self.misspelt(name, "__init__")
             if spelling is None or self.fatal is not None:
                 raise
             raise CheckFailure(spelling, e.staff) from None
-        remote = Remote(self, int(info["handle"]), label, self.generation, owner=name)
+        remote = Remote(self, int(info["handle"]), label, self.generation, owner=name if own else None)
         remote.ctor = (name, tuple(args), dict(kwargs), seed)
         return remote
 

@@ -68,7 +68,8 @@ SCHEMAS: dict[str, Callable[[Any], bool]] = {
         "params": lambda p: _list_of(p, _tuple(_str, _ints, lambda b: type(b) is bool))}),
     "to": lambda v: v is None,
     "probe_devices": lambda v: _fields(v, {"mixed": lambda m: _list_of(m, _tuple(_str, lambda d: _list_of(d, _str))),
-                                           "out_device": _opt_str, "stay_behind": lambda s: _list_of(s, _str)}),
+                                           "out_device": _opt_str, "stay_behind": lambda s: _list_of(s, _str)},
+                                       {"causal_sdpa": lambda b: type(b) is bool}),
     "env": lambda v: type(v) is dict,
 }
 

@@ -71,6 +71,7 @@ class Worker:
         self.sock = sock
         self.ns: dict[str, Any] = {"__name__": "submission", "__builtins__": __builtins__}
         self.objects: dict[int, Any] = {}
+        self.stand_ins: dict[str, type] = {}  # source -> class (op_new's stand_in)
         self.lines: dict[str, list[str]] = {}
         self.out = BoundedText(output_limit)
 
@@ -189,10 +190,31 @@ class Worker:
             raise KeyError(f"no object with handle {handle}")
         return self.objects[handle]
 
-    def op_new(self, name: str, args: list, kwargs: dict, seed: int | None = None) -> dict[str, Any]:
+    def op_new(self, name: str, args: list, kwargs: dict, seed: int | None = None,
+               stand_in: dict[str, str] | None = None) -> dict[str, Any]:
+        """stand_in: {"name", "source"}: while this object is built, the submission's top-level `name` is the class
+        of that name defined by `source` (the grader's; used to judge a class on its own code when a class it
+        builds on, e.g. its attention heads, does not work)."""
         if seed is not None:
             manual_seed(seed)
-        obj = self.ns[name](*args, **kwargs)
+        if not stand_in:
+            obj = self.ns[name](*args, **kwargs)
+        else:
+            replaced, source = str(stand_in["name"]), str(stand_in["source"])
+            if source not in self.stand_ins:
+                space: dict[str, Any] = {"torch": torch, "nn": nn, "__name__": "grader_stand_in"}
+                exec(compile(source, "<grader's stand-in>", "exec"), space)
+                self.stand_ins[source] = space[replaced]
+            missing = object()
+            saved = self.ns.get(replaced, missing)
+            self.ns[replaced] = self.stand_ins[source]
+            try:
+                obj = self.ns[name](*args, **kwargs)
+            finally:
+                if saved is missing:
+                    self.ns.pop(replaced, None)
+                else:
+                    self.ns[replaced] = saved
         handle = len(self.objects) + 1
         self.objects[handle] = obj
         return {"handle": handle, "type": type(obj).__name__, "module": isinstance(obj, nn.Module)}
@@ -350,6 +372,7 @@ class DeviceSim(TorchFunctionMode):
         super().__init__()
         self.moved: "weakref.WeakValueDictionary[int, torch.Tensor]" = weakref.WeakValueDictionary()
         self.mixed: list[list[Any]] = []
+        self.causal_sdpa = False  # scaled_dot_product_attention(is_causal=True) without attn_mask was called
 
     def move(self, t: torch.Tensor) -> torch.Tensor:
         self.moved[id(t)] = t
@@ -379,6 +402,9 @@ class DeviceSim(TorchFunctionMode):
                 if explicit == SIMULATED:
                     flat[i] = torch.device("cpu")
         name = getattr(func, "__name__", None) or str(func)
+        if name == "scaled_dot_product_attention" and kwargs.get("is_causal") is True \
+                and kwargs.get("attn_mask") is None and (len(args) < 4 or args[3] is None):
+            self.causal_sdpa = True  # its causal mask is made inside, on the inputs' device
         if name in ("cpu", "cuda"):  # Tensor.cpu(), Tensor.cuda(): a move named by the method
             explicit = name
         indexing = name in _INDEXING and bool(args) and isinstance(args[0], torch.Tensor)
@@ -443,7 +469,8 @@ def probe_devices(m: nn.Module, shapes: list[list[int]], mode: str = "eval") -> 
     out_device = None
     if isinstance(out, torch.Tensor):
         out_device = SIMULATED if sim.on(out) else out.device.type
-    return {"mixed": sim.mixed[:20], "out_device": out_device, "stay_behind": leftovers[:20]}
+    return {"mixed": sim.mixed[:20], "out_device": out_device, "stay_behind": leftovers[:20],
+            "causal_sdpa": sim.causal_sdpa}
 
 
 # Imported by the zygote before any fork. A worker that runs as another user may not be able to read the

@@ -194,7 +194,8 @@ CASES: tuple[Case, ...] = (
     # fail at once, and a hang does not end grading) and every other class is graded in full: steps 10, v1 15,
     # v2 15, MultiHeadAttention 20 = 60. CausalAttention earns nothing (its evidence gate hangs, and no check of a
     # class pays unless it is shown to work), and neither does the wrapper: it needs a working head.
-    C("stop_loop_forward", "CausalAttention.forward never returns", 60, "checks", "did not finish within 6 s",
+    # CausalAttention earns nothing; the wrapper is graded with working heads in their place (its own 15 points).
+    C("stop_loop_forward", "CausalAttention.forward never returns", 75, "checks", "did not finish within 6 s",
       first(f"{CA}.forward", """
           while True:
               pass

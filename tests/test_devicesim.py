@@ -85,7 +85,30 @@ class ListHeads(nn.Module):
 def test_code_that_follows_the_device_is_clean(how):
     for mode in ("eval", "train"):
         assert worker.probe_devices(Attn(how), [[2, 5, 4]], mode) == {"mixed": [], "out_device": "meta",
-                                                                      "stay_behind": []}
+                                                                      "stay_behind": [], "causal_sdpa": False}
+
+
+class Sdpa(nn.Module):
+    """Causal attention through scaled_dot_product_attention: is_causal=True makes the mask inside, on the inputs'
+    device; an attn_mask made on the CPU does not."""
+
+    def __init__(self, how: str):
+        super().__init__()
+        self.how, self.lin = how, nn.Linear(4, 4)
+
+    def forward(self, x):
+        q = self.lin(x)
+        if self.how == "is_causal":
+            return torch.nn.functional.scaled_dot_product_attention(q, x, x, is_causal=True)
+        mask = torch.ones(x.shape[1], x.shape[1]).tril().bool()
+        return torch.nn.functional.scaled_dot_product_attention(q, x, x, attn_mask=mask)
+
+
+def test_sdpa_is_causal_is_reported_and_a_cpu_attn_mask_is_not():
+    res = worker.probe_devices(Sdpa("is_causal"), [[2, 5, 4]])
+    assert res == {"mixed": [], "out_device": "meta", "stay_behind": [], "causal_sdpa": True}, res
+    res = worker.probe_devices(Sdpa("cpu_mask"), [[2, 5, 4]])
+    assert not res["causal_sdpa"] and res["mixed"] == [["scaled_dot_product_attention", ["cpu", "meta"]]], res
 
 
 @pytest.mark.parametrize("how", ["plain", "new_cpu", "explicit_cpu", "moved_copy_unused"])

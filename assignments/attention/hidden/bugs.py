@@ -89,9 +89,12 @@ VARIANTS: list[Variant] = [
     # ---------------------------------------------------------------- CausalAttention
     V("causal_constant_output", ch(CA, "        keys = self.W_key(x)", "        return torch.full((b, num_tokens, "
                                    "self.d_out), 0.25)\n        keys = self.W_key(x)"),
-      breaks=f"{CA}, {WR}", says=("does not depend on the input",),
-      why="forward returns a constant of the right shape; the wrapper over such heads is a constant too (no "
-          "evidence that it works)"),
+      breaks=CA, says=("does not depend on the input",),
+      why="forward returns a constant of the right shape; the wrapper is judged with working heads in their place "
+          "(seen: a wrapper lost all 15 points for its heads' fault)"),
+    V("causal_keys_T_on_batch", ch(CA, "queries @ keys.transpose(1, 2)", "queries @ keys.T"), breaks=CA,
+      says=("keys.T",), why="copied from SelfAttention_v2: .T on the (b, T, d) keys; forward raises, and the "
+                            "wrapper is judged with working heads in their place"),
     V("causal_dropout_on_scores", ch(CA, DROP, ""), ch(CA, FILL, f"scores = self.dropout(scores)\n        {FILL}"),
       breaks=CA,
       en="dropout is applied to the scores before the softmax; apply self.dropout to the attention weights, "
@@ -135,6 +138,7 @@ VARIANTS: list[Variant] = [
       never_says=(DROPOUT_HINT,)),
     V("causal_typo_0_slash_5", ch(CA, "** 0.5", "** 0/5"), breaks=CA, en=TYPO.en, ko=TYPO.ko,
       never_says=(DROPOUT_HINT,)),
+    V("causal_qkv_bias_ignored", ch(CA, "bias=qkv_bias", "bias=False"), breaks=CA, says=("qkv_bias is ignored",)),
     V("context_len_argument", ch(CA, "context_length", "context_len"), breaks=CA,
       says=("`context_len` -> `context_length`",)),
     V("masked_fill_dropped", ch(CA, "scores = scores.masked_fill(", "scores.masked_fill("), breaks=CA,
@@ -151,6 +155,8 @@ VARIANTS: list[Variant] = [
     V("wrapper_cat_dim1", ch(WR, "dim=-1)", "dim=1)"), breaks=WR,
       en="the heads are concatenated along the token axis (dim=1); concatenate the features: torch.cat(..., dim=-1)",
       ko="헤드를 토큰 축(dim=1)로 이어 붙임; 특징 축으로 이어 붙이세요: torch.cat(..., dim=-1)"),
+    V("wrapper_cat_dim0", ch(WR, "dim=-1)", "dim=0)"), breaks=WR, says=("has shape",),
+      never_says=("nn.ModuleList",), why="seen: an output of the wrong shape was told its heads were not registered"),
     V("wrapper_plain_list", ch(WR, HEADS, HEAD_LIST),
       breaks=WR, says=("nn.ModuleList",)),
     V("wrapper_shared_head", ch(WR, f"self.heads = {HEADS}", "head = CausalAttention(d_in, d_out, context_length, "
@@ -161,6 +167,8 @@ VARIANTS: list[Variant] = [
          'raise NotImplementedError(\n            "MultiHeadAttentionWrapper.forward: see notebook section 3.6.1 / '
          '노트북 3.6.1 참고")'),
       breaks=f"{CA}, {WR}", says=("not implemented yet",)),  # the skeleton's raise, left in place
+    V("wrapper_qkv_bias_not_passed", ch(WR, "dropout, qkv_bias) for _", "dropout) for _"), breaks=WR,
+      says=("pass qkv_bias on to every CausalAttention head",)),
     V("wrapper_context_len_argument", ch(WR, "context_length", "context_len"), breaks=WR,
       says=("`context_len` -> `context_length`",)),
     # ---------------------------------------------------------------- MultiHeadAttention
@@ -175,6 +183,19 @@ VARIANTS: list[Variant] = [
       ch(MHA, FILL, "mask = torch.triu(torch.ones(num_tokens, num_tokens), diagonal=1)\n"
                     "        scores = scores.masked_fill(mask.bool(), -torch.inf)"),
       breaks=MHA, says=("register_buffer",), why="the mask is built in forward on the CPU"),
+    V("mha_qkv_bias_ignored", ch(MHA, "bias=qkv_bias", "bias=False"), breaks=MHA, says=("qkv_bias is ignored",)),
+    V("mha_scale_by_d_out", ch(MHA, "keys.shape[-1] ** 0.5", "self.d_out ** 0.5"), breaks=MHA,
+      en="the scores are scaled by sqrt(d_out); each head's keys have head_dim = d_out // num_heads features, so "
+         "scale by sqrt(head_dim) = keys.shape[-1] ** 0.5",
+      ko="점수를 sqrt(d_out)으로 나눔; 각 헤드의 키는 head_dim = d_out // num_heads 차원이므로 "
+         "sqrt(head_dim) = keys.shape[-1] ** 0.5로 나누세요",
+      never_says=(DROPOUT_HINT,)),
+    V("mha_no_scaling", ch(MHA, SCALE, "scores"), breaks=MHA,
+      en="the scores are not scaled before the softmax; divide them by sqrt(head_dim) = keys.shape[-1] ** 0.5",
+      ko="softmax 전에 점수를 나누지 않음; sqrt(head_dim) = keys.shape[-1] ** 0.5로 나누세요",
+      never_says=(DROPOUT_HINT,)),
+    V("mha_typo_0_slash_5", ch(MHA, "** 0.5", "** 0/5"), breaks=MHA, en=TYPO.en, ko=TYPO.ko,
+      never_says=(DROPOUT_HINT,)),
     V("mha_no_divisibility_assert", ch(MHA, '        assert d_out % num_heads == 0, "d_out must be divisible by '
                                             'num_heads"\n', ""),
       breaks=MHA, says=("assert d_out % num_heads == 0",)),
@@ -243,6 +264,32 @@ VARIANTS: list[Variant] = [
       ch(CA, "keys.shape[-1] ** 0.5", "math.sqrt(self.d_out)"),
       ch(MHA, "keys.shape[-1] ** 0.5", "math.sqrt(self.head_dim)")),
     V("ok_reshape", ch(MHA, ".view(", ".reshape(")),
+    # The mask stored the other common ways: the positions to keep (tril, filled where == 0), additive (-inf/0),
+    # ready to broadcast as (1, 1, T, T); or no mask tensor at all. Seen: the keep-mask lost 15-18 points when the
+    # reference's `mask` was copied over it with the weights.
+    V("ok_tril_keep_mask", ch(CA, TRIU, "torch.tril(torch.ones(context_length, context_length))"),
+      ch(CA, FILL, "scores = scores.masked_fill(self.mask[:num_tokens, :num_tokens] == 0, -torch.inf)"),
+      ch(MHA, TRIU, "torch.tril(torch.ones(context_length, context_length))"),
+      ch(MHA, FILL, "scores = scores.masked_fill(self.mask[:num_tokens, :num_tokens] == 0, float('-inf'))")),
+    V("ok_additive_mask", ch(CA, TRIU, 'torch.triu(torch.full((context_length, context_length), float("-inf")), '
+                                       'diagonal=1)'),
+      ch(CA, FILL, "scores = scores + self.mask[:num_tokens, :num_tokens]")),
+    V("ok_mask_4d_buffer", ch(MHA, TRIU, f"{TRIU}.view(1, 1, context_length, context_length)"),
+      ch(MHA, FILL, "scores = scores.masked_fill(self.mask[:, :, :num_tokens, :num_tokens].bool(), -torch.inf)")),
+    V("ok_sdpa_is_causal", ch("", "import torch.nn as nn\n", "import torch.nn as nn\nimport torch.nn.functional as F\n"),
+      ch(MHA, "scores = queries @ keys.transpose(2, 3)  # (b, h, T, T)\n"
+              f"        {FILL}\n"
+              "        weights = torch.softmax(scores / keys.shape[-1] ** 0.5, dim=-1)\n"
+              "        weights = self.dropout(weights)\n\n"
+              "        context = (weights @ values).transpose(1, 2)",
+         "context = F.scaled_dot_product_attention(\n"
+         "            queries, keys, values, is_causal=True, dropout_p=self.dropout.p if self.training else 0.0\n"
+         "        ).transpose(1, 2)")),
+    V("ok_extra_init_argument", ch(CA, "qkv_bias: bool = False):\n        super().__init__()",
+                                   "qkv_bias: bool = False,\n                 verbose: bool = False):\n"
+                                   "        super().__init__()\n        self.verbose = verbose"),
+      ch(MHA, "qkv_bias: bool = False):\n        super().__init__()", "qkv_bias: bool = False, **kwargs):\n"
+                                                                      "        super().__init__()")),
 ]
 TABLE = Table(REFERENCE_SOURCE, VARIANTS)
 BY_NAME = TABLE.by_name

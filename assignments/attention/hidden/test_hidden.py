@@ -1,6 +1,7 @@
 """Hidden checks for the attention lab: hidden seeds and shapes against the reference, weight transplants,
 the -inf fill, dropout, devices and gradients. Never shipped to students."""
 import functools
+import inspect
 import tomllib
 from pathlib import Path
 
@@ -9,11 +10,16 @@ import torch
 
 from assignments.attention.common import (ORDER_HINT, build, build_head, call_text, check_wrapper_matches_heads,
                                           expect_working, explain, randn, run_wrapper)
+from assignments.attention import common
 from assignments.attention.hidden import diagnose  # noqa: F401  (registers the grader's bug diagnosis)
 from autograder.checks import CheckFailure, check, described, expect_close, expect_shape, expect_tensor, fail
 from autograder.messages import Message
 from autograder.rng import manual_seed
 from reference import attention as R
+
+
+# The course's CausalAttention, which the wrapper is judged with where the student's does not work (common.stand_in).
+common.STAND_IN.setdefault("source", inspect.getsource(R.CausalAttention))
 
 
 def with_ref_weights(code: str) -> Message:
@@ -48,14 +54,14 @@ def device_points(question):
     return DEVICE_POINTS[question] - (GPU_POINTS.get(question, 0.0) if HAS_CUDA else 0.0)
 
 
-def ref_build(cls, d_in, d_out, ctx=0, dropout=0.0, heads=0, seed=None):
+def ref_build(cls, d_in, d_out, ctx=0, dropout=0.0, heads=0, seed=None, **kw):
     if seed is not None:
         manual_seed(seed)
     if cls in SA:
-        return getattr(R, cls)(d_in, d_out)
+        return getattr(R, cls)(d_in, d_out, **kw)
     if cls == "CausalAttention":
-        return R.CausalAttention(d_in, d_out, ctx, dropout)
-    return getattr(R, cls)(d_in, d_out, ctx, dropout, num_heads=heads)
+        return R.CausalAttention(d_in, d_out, ctx, dropout, **kw)
+    return getattr(R, cls)(d_in, d_out, ctx, dropout, num_heads=heads, **kw)
 
 
 @functools.cache
@@ -81,10 +87,13 @@ def make_input(cls, seed, b, T, d_in):
     return randn(seed, T, d_in) if cls in SA else randn(seed, b, T, d_in)
 
 
-def transplant(m, ref, cls, params_only=False):
+def transplant(m, ref, cls):
     """Copy the reference's parameters into the student's module by name and shape; fail if any is missing.
-    params_only: leave the student's buffers (their own mask) as they are."""
-    source = dict(ref.named_parameters()) if params_only else ref.state_dict()
+
+    Parameters only: the student's buffers (their own mask) stay as they built them. A mask is code, not a
+    weight: a correct module may store it another way (tril and `== 0`, a bool or additive mask), and copying the
+    reference's `mask` over it would break that module, or mend a wrong one and blame its initialisation."""
+    source = dict(ref.named_parameters())
     report = m.load_state({k: v.detach() for k, v in source.items()})
     needed = {n for n, _ in ref.named_parameters()}
     missing = sorted(needed & set(report["missing"]))
@@ -149,7 +158,7 @@ def neg_inf_fill(sub, cls, seed=5, b=2, T=5, d_in=4, d_out=4, heads=2):
     what = call_text(cls, d_in, d_out, T, 0.0, heads)
     m = build(sub, cls, d_in, d_out, T, 0.0, heads, seed=seed)
     ref = ref_build(cls, d_in, d_out, T, 0.0, heads, seed=seed).eval()
-    transplant(m, ref, cls, params_only=True)  # the student's own mask stays
+    transplant(m, ref, cls)  # the student's own mask stays
     x0 = randn(seed, b, T, d_in)
     with torch.no_grad():
         plain = ref(x0)
@@ -166,7 +175,7 @@ def neg_inf_fill(sub, cls, seed=5, b=2, T=5, d_in=4, d_out=4, heads=2):
         ref.W_query.weight.fill_(1.0)   # every query is +sum(x) * ones
         ref.W_key.weight.fill_(-1.0)    # every key is -sum(x) * ones, so q . k = -(sum x_i)(sum x_j) d < -1e12
         ref.W_value.weight.mul_(1.0 / scale)  # keeps the output near 1
-    transplant(m, ref, cls, params_only=True)
+    transplant(m, ref, cls)
     g = torch.Generator().manual_seed(seed)
     x = (0.5 + torch.rand(b, T, d_in, generator=g)) * scale
     with torch.no_grad():
@@ -209,12 +218,74 @@ def dropout_train(sub, cls):
         manual_seed(seed + 7)
         with torch.no_grad():
             want = ref(x)
-        expect_close(got, want, described(call_text(cls, d_in, d_out, ctx, 0.5, heads), "in train mode", "(train 모드)"),
-                     explain=explain(sub, m, x, mode="train", seed=seed + 7), hint=Message(
-            "Apply self.dropout once, to the attention weights right after the softmax (not to the scores, "
-            "the values or the output), and create it as nn.Dropout(dropout).",
-            "self.dropout은 softmax 직후의 어텐션 가중치에 한 번만 적용하세요 (점수, 값, 출력에 적용하면 안 됨). "
-            "nn.Dropout(dropout)으로 만드세요."))
+        what = described(call_text(cls, d_in, d_out, ctx, 0.5, heads), "in train mode", "(train 모드)")
+        named: list = []
+        name_it = explain(sub, m, x, mode="train", seed=seed + 7)
+        try:
+            expect_close(got, want, what, explain=lambda out: named.append(name_it(out)) or named[-1])
+        except CheckFailure as e:
+            if any(named):  # the diagnosis named the bug: its words say what to fix
+                raise
+            raise CheckFailure(e.message + dropout_hint(sub, m, ref, x, cls), e.staff, base=e.base) from None
+
+
+def dropout_hint(sub, m, ref, x, cls) -> Message:
+    """What to look at when train mode differs: dropout itself only where eval mode is right."""
+    ref.eval()
+    with torch.no_grad():
+        want = ref(x)
+    try:
+        expect_close(m(x, mode="eval"), want, cls)
+    except CheckFailure:
+        return Message("The output differs in eval mode too, so the cause is not dropout: see the checks with the "
+                       "reference's weights.",
+                       "eval 모드에서도 출력이 달라서 원인은 dropout이 아닙니다: 참조 가중치를 넣은 검사를 보세요.")
+    return Message("Apply self.dropout once, to the attention weights right after the softmax (not to the scores, "
+                   "the values or the output), and create it as nn.Dropout(dropout).",
+                   "self.dropout은 softmax 직후의 어텐션 가중치에 한 번만 적용하세요 (점수, 값, 출력에 적용하면 안 됨). "
+                   "nn.Dropout(dropout)으로 만드세요.")
+
+
+def with_qkv_bias(sub, cls):
+    """qkv_bias=True gives the query, key and value projections a bias (of every head), used in forward: other
+    bias values give another output. Judged on its own: a bug elsewhere in forward is charged elsewhere."""
+    expect_working(sub, cls)
+    seed, b, T, d_in, d_out, heads, ctx = CONFIGS[cls][0]
+    what = call_text(cls, d_in, d_out, ctx, 0.0, heads).replace(")(x)", ", qkv_bias=True)(x)")
+    ref = ref_build(cls, d_in, d_out, ctx, 0.0, heads, seed=seed, qkv_bias=True).eval()
+    m = build(sub, cls, d_in, d_out, ctx, 0.0, heads, seed=seed, qkv_bias=True)
+    have = {n for n, _shape, _grad in m.describe()["params"]}
+    missing = [n for n, _ in ref.named_parameters() if n.endswith(".bias") and "out_proj" not in n and n not in have]
+    if cls == "MultiHeadAttentionWrapper":
+        # The wrapper's part is passing qkv_bias on; what the heads do with it is CausalAttention's (judged there,
+        # against the reference). A head built alone with qkv_bias=True and no bias: nothing to tell here.
+        if missing:
+            alone = build_head(sub, d_in, d_out, ctx, 0.0, seed, True)
+            if not any(n.endswith(".bias") for n, _shape, _grad in alone.describe()["params"]):
+                return
+        else:
+            return
+    if missing:
+        where = "its heads' " if cls == "MultiHeadAttentionWrapper" else ""
+        fail(f"`{what}` has no bias in {where}W_query, W_key, W_value (no parameter {', '.join(missing[:3])}): "
+             "qkv_bias is ignored. Create the projections with nn.Linear(d_in, d_out, bias=qkv_bias)" +
+             (" and pass qkv_bias on to every CausalAttention head." if where else "."),
+             f"`{what}`의 {'헤드의 ' if where else ''}W_query, W_key, W_value에 bias가 없습니다 "
+             f"(파라미터 {', '.join(missing[:3])} 없음): qkv_bias가 무시됩니다. 투영을 "
+             "nn.Linear(d_in, d_out, bias=qkv_bias)로 만드세요" +
+             (". 그리고 모든 CausalAttention 헤드에 qkv_bias를 넘기세요." if where else "."))
+    biases = [n for n, _ in ref.named_parameters() if n.endswith(".bias") and "out_proj" not in n]
+    x = make_input(cls, seed + 20, b, T, d_in)
+    g = torch.Generator().manual_seed(seed)
+    outs = []
+    for scale in (0.0, 1.0):
+        m.load_state({n: torch.randn(*ref.get_parameter(n).shape, generator=g) * scale for n in biases})
+        outs.append(expect_tensor(m(x), what))
+    if not _changed(*outs):
+        fail(f"`{what}` gives the same output whatever its W_query, W_key, W_value biases are: forward does not "
+             "use them. Compute queries, keys and values with the nn.Linear layers (self.W_query(x), ...).",
+             f"`{what}`의 출력이 W_query, W_key, W_value의 bias 값과 상관없이 같습니다: forward가 bias를 쓰지 "
+             "않습니다. 쿼리, 키, 값을 nn.Linear 층으로 계산하세요 (self.W_query(x), ...).")
 
 
 def _changed(a, b) -> bool:
@@ -234,9 +305,10 @@ def device_problems(sub, cls, seed=3, b=2, T=5, d_in=4, d_out=4, heads=2, head=F
     1. A simulated device (worker.DeviceSim: a CPU run in which what .to(device) moves, the input and what is
        computed from them are tagged as moved): ops that mix devices, or tensors .to() did not move, count. A
        forward that fails there for another reason decides nothing and costs nothing.
-    2. Values on the CPU: the mask that forward uses must be a registered buffer, the tensor .to() moves:
-       replacing the module's (T, T) buffers must change its output.
-    3. A real GPU, where the worker has one: the moved module must run and give the CPU's output.
+    2. A real GPU, where the worker has one: the moved module must run and give the CPU's output.
+    3. Values on the CPU: the mask that forward uses must be a registered buffer, the tensor .to() moves:
+       replacing the module's (T, T) buffers must change its output. Not asked of a forward that the simulation
+       saw make its mask itself (scaled_dot_product_attention(is_causal=True)) with nothing left behind.
     """
     def make():
         if head:
@@ -245,8 +317,10 @@ def device_problems(sub, cls, seed=3, b=2, T=5, d_in=4, d_out=4, heads=2, head=F
 
     shape = (b, T, d_in)
     problems: list[Message] = []
+    internal_mask = False  # forward makes its causal mask itself, on the input's device (SDPA is_causal=True)
     try:
         res = make().probe_devices(shape)
+        internal_mask = res.get("causal_sdpa") is True and not res["mixed"] and not res["stay_behind"]
         problems += [Message(f"{op} got tensors on {' and '.join(devs)}",
                              f"{op}에 {', '.join(devs)} 장치의 텐서가 섞여 들어감") for op, devs in res["mixed"]]
         problems += [Message(f"{s} was not moved by .to(device)", f"{s}이(가) .to(device)로 옮겨지지 않음")
@@ -262,8 +336,22 @@ def device_problems(sub, cls, seed=3, b=2, T=5, d_in=4, d_out=4, heads=2, head=F
     m = make()
     x = randn(seed, *shape)
     y = expect_tensor(m(x), f"{cls}(...)(x)")
+    if sub.env().get("cuda"):
+        try:
+            on_gpu = make().to("cuda")(x, device="cuda")
+            if _changed(y, expect_tensor(on_gpu, f"{cls}(...)(x) on CUDA")):
+                problems.append(Message("on a real GPU the output differs from the CPU's",
+                                        "실제 GPU에서 출력이 CPU와 다름"))
+        except CheckFailure as e:
+            problems.append(Message(f"on a real GPU: {e.message.en}", f"실제 GPU에서: {e.message.ko}"))
+    if internal_mask:
+        return problems  # no mask tensor to move: the simulation (or a real GPU) has said all there is
+    # Values on the CPU (what a module that behaves differently under the simulation cannot escape): the mask
+    # that forward uses must be a registered buffer, the tensor .to() moves (a (T, T) buffer, or one with
+    # leading 1s, e.g. (1, 1, T, T)).
     masks = {n: t for n, t in m.state()["buffers"].items()
-             if type(t) is torch.Tensor and t.dim() == 2 and tuple(t.shape) == (T, T)}
+             if type(t) is torch.Tensor and t.dim() >= 2 and tuple(t.shape[-2:]) == (T, T)
+             and all(d == 1 for d in t.shape[:-2])}
     if not masks:
         problems.append(Message("the causal mask is not a registered buffer, so .to(device) leaves it behind",
                                 "코잘 마스크가 등록된 버퍼가 아니어서 .to(device)가 옮기지 않음"))
@@ -275,18 +363,10 @@ def device_problems(sub, cls, seed=3, b=2, T=5, d_in=4, d_out=4, heads=2, head=F
                 used = True
                 break
         if not used:
-            problems.append(Message(f"forward does not use the registered buffer ({', '.join(sorted(masks))}) but "
-                                    "another mask tensor, which .to(device) does not move",
-                                    f"forward가 등록된 버퍼({', '.join(sorted(masks))}) 대신 .to(device)가 옮기지 "
-                                    "않는 다른 마스크 텐서를 씀"))
-    if sub.env().get("cuda"):
-        try:
-            on_gpu = make().to("cuda")(x, device="cuda")
-            if _changed(y, expect_tensor(on_gpu, f"{cls}(...)(x) on CUDA")):
-                problems.append(Message("on a real GPU the output differs from the CPU's",
-                                        "실제 GPU에서 출력이 CPU와 다름"))
-        except CheckFailure as e:
-            problems.append(Message(f"on a real GPU: {e.message.en}", f"실제 GPU에서: {e.message.ko}"))
+            problems.append(Message(f"forward does not use the registered buffer ({', '.join(sorted(masks))}): it "
+                                    "masks with another tensor, which .to(device) does not move, or not at all",
+                                    f"forward가 등록된 버퍼({', '.join(sorted(masks))})를 쓰지 않음: .to(device)가 "
+                                    "옮기지 않는 다른 텐서로 가리거나 아예 가리지 않음"))
     return problems
 
 
@@ -401,7 +481,7 @@ def test_causal_seeded(sub):
     seeded(sub, "CausalAttention")
 
 
-@check(question="CausalAttention", points=3)
+@check(question="CausalAttention", points=2)
 def test_causal_equivalent(sub):
     """CausalAttention with the reference's weights copied in"""
     equivalent(sub, "CausalAttention")
@@ -428,6 +508,12 @@ def test_causal_devices(sub):
         fail_devices("CausalAttention", problems)
 
 
+@check(question="CausalAttention", points=1)
+def test_causal_qkv_bias(sub):
+    """CausalAttention(..., qkv_bias=True) gives W_query, W_key, W_value a bias"""
+    with_qkv_bias(sub, "CausalAttention")
+
+
 @check(question="CausalAttention", points=2)
 def test_causal_gradients(sub):
     """CausalAttention: gradients reach every weight"""
@@ -441,7 +527,7 @@ def test_wrapper_seeded(sub):
         check_wrapper_matches_heads(sub, seed, b, T, d_in, d_out, heads, ctx)
 
 
-@check(question="MultiHeadAttentionWrapper", points=2)
+@check(question="MultiHeadAttentionWrapper", points=1)
 def test_wrapper_state_names(sub):
     """MultiHeadAttentionWrapper's weights are named and shaped like the reference's"""
     for seed, b, T, d_in, d_out, heads, ctx in CONFIGS["MultiHeadAttentionWrapper"][:2]:
@@ -473,6 +559,12 @@ def test_wrapper_devices(sub):
         fail_devices("MultiHeadAttentionWrapper", problems)
 
 
+@check(question="MultiHeadAttentionWrapper", points=1)
+def test_wrapper_qkv_bias(sub):
+    """MultiHeadAttentionWrapper(..., qkv_bias=True) passes qkv_bias to its heads"""
+    with_qkv_bias(sub, "MultiHeadAttentionWrapper")
+
+
 @check(question="MultiHeadAttentionWrapper", points=2)
 def test_wrapper_gradients(sub):
     """MultiHeadAttentionWrapper: gradients reach every head's weights"""
@@ -481,6 +573,10 @@ def test_wrapper_gradients(sub):
     ref = ref_build("MultiHeadAttentionWrapper", d_in, d_out, ctx, 0.0, heads, seed=seed)
     x, g_out = randn(seed, b, T, d_in), randn(seed + 3, b, T, heads * d_out)
     res, ctx = run_wrapper(sub, x, d_in, d_out, ctx, heads, seed, grad_output=g_out)
+    # An output of another shape cannot take the gradient: say so (the shape check charges it) rather than blame
+    # the heads' registration.
+    expect_shape(res["out"], (b, T, heads * d_out), call_text("MultiHeadAttentionWrapper", d_in, d_out, ctx, 0.0,
+                                                              heads))
 
     def reached(g):  # a gradient arrived (NaN from a broken mask counts: that is CausalAttention's fault)
         return type(g) is torch.Tensor and not bool((g == 0).all())
@@ -508,7 +604,7 @@ def test_mha_seeded(sub):
     seeded(sub, "MultiHeadAttention")
 
 
-@check(question="MultiHeadAttention", points=3)
+@check(question="MultiHeadAttention", points=2)
 def test_mha_equivalent(sub):
     """MultiHeadAttention with the reference's weights copied in"""
     equivalent(sub, "MultiHeadAttention")
@@ -543,6 +639,12 @@ def test_mha_devices(sub):
     problems = device_problems(sub, "MultiHeadAttention")
     if problems:
         fail_devices("MultiHeadAttention", problems)
+
+
+@check(question="MultiHeadAttention", points=1)
+def test_mha_qkv_bias(sub):
+    """MultiHeadAttention(..., qkv_bias=True) gives W_query, W_key, W_value a bias"""
+    with_qkv_bias(sub, "MultiHeadAttention")
 
 
 @check(question="MultiHeadAttention", points=2)
