@@ -20,6 +20,7 @@ from typing import Any
 
 from . import protocol
 from .messages import Message
+from .safetext import read_untrusted
 
 # Test hook: set to 1 to force the unsandboxed mode on Linux (tests/test_plainworker.py drives `grade check` so).
 FORCE_ENV = "GRADE_UNSANDBOXED"
@@ -174,19 +175,11 @@ class PlainWorkerProcess:
         return self.status
 
     def read_scratch(self, name: str, limit: int) -> str:
-        try:
-            with open(os.path.join(self.scratch, name), "rb") as f:
-                return f.read(limit).decode("utf-8", "replace")
-        except OSError:
-            return ""
+        return read_untrusted(os.path.join(self.scratch, name), limit)[0].decode("utf-8", "replace")
 
     def output(self, limit: int) -> tuple[str, int]:
-        path = os.path.join(self.scratch, "output.log")
-        try:
-            with open(path, "rb") as f:
-                return f.read(limit).decode("utf-8", "replace"), os.path.getsize(path)
-        except OSError:
-            return "", 0
+        data, size = read_untrusted(os.path.join(self.scratch, "output.log"), limit)
+        return data.decode("utf-8", "replace"), size
 
 
 def main(argv: list[str]) -> None:

@@ -32,6 +32,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from . import confine, protocol
+from .safetext import read_untrusted
 
 try:
     import resource
@@ -837,23 +838,15 @@ class WorkerProcess:
         path = os.path.join(self.scratch, name)
         if self.modes.get("scratch") == "tmpfs":  # the tmpfs exists in the keeper's mount namespace only
             path = f"/proc/{self.keeper_pid}/root{path}"
-        try:
-            with open(path, "rb") as f:
-                return f.read(limit).decode("utf-8", "replace")
-        except OSError:
-            return ""
+        return read_untrusted(path, limit)[0].decode("utf-8", "replace")  # the worker may have made it a FIFO
 
     def output(self, limit: int) -> tuple[str, int]:
         """Raw stdout/stderr the worker wrote at the file-descriptor level (first `limit` bytes, total size)."""
         path = os.path.join(self.scratch, "output.log")
         if self.modes.get("scratch") == "tmpfs":  # the tmpfs exists in the keeper's mount namespace only
             path = f"/proc/{self.keeper_pid}/root{path}"
-        try:
-            with open(path, "rb") as f:
-                data = f.read(limit)
-            return data.decode("utf-8", "replace"), os.path.getsize(path)
-        except OSError:
-            return "", 0
+        data, size = read_untrusted(path, limit)
+        return data.decode("utf-8", "replace"), size
 
 
 def make_scratch(uid: int | None) -> str:

@@ -192,13 +192,29 @@ CASES: tuple[Case, ...] = (
           """)),
     # CausalAttention.forward hangs: CausalAttention is not called again after its first hang (its other checks
     # fail at once, and a hang does not end grading) and every other class is graded in full: steps 10, v1 15,
-    # v2 15, MultiHeadAttention 20 = 60. CausalAttention earns nothing (its evidence gate hangs, and no check of a
-    # class pays unless it is shown to work), and neither does the wrapper: it needs a working head.
-    # CausalAttention earns nothing; the wrapper is graded with working heads in their place (its own 15 points).
+    # v2 15, MultiHeadAttention 20, and the wrapper 15 = 75: it is graded with the course's CausalAttention in
+    # place of the student's (common.stand_in). CausalAttention earns nothing (its evidence gate hangs, and no
+    # check of a class pays unless it is shown to work).
     C("stop_loop_forward", "CausalAttention.forward never returns", 75, "checks", "did not finish within 6 s",
       first(f"{CA}.forward", """
           while True:
               pass
+          """)),
+    # softmax_naive turns the worker's progress file into a FIFO and hangs: the grader reads that file when a call
+    # times out, and must not block in open() (it did, until the batch's watchdog blamed the grader, 13 minutes
+    # later). Only softmax_naive's two checks are lost: 3 of the steps' 20 check points, scaled to 10: 98.5.
+    C("stop_fifo_progress", "softmax_naive replaces the worker's progress file with a FIFO, then never returns",
+      98.5, "checks", "did not finish within 6 s",
+      first("softmax_naive", """
+          import os as _os
+          import time as _time
+
+          try:
+              _os.remove("load.progress")
+          except OSError:
+              pass
+          _os.mkfifo("load.progress")
+          _time.sleep(3600)
           """)),
     C("stop_signals", "ignores and blocks every catchable signal, swallows KeyboardInterrupt, spins forever",
       0, "checks", "did not finish within 6 s",
