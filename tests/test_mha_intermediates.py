@@ -223,6 +223,14 @@ def test_a_forward_that_raises_is_judged_on_what_it_computed(graded, student):
                                                                                            "projections"}
 
 
+def test_attention_after_dropout_is_named_in_both_languages(graded):
+    r = graded["attention_after_dropout"]
+    failed = [c for c in r.checks if c.status == "failed"]
+    assert [c.nodeid.split("::")[-1] for c in failed] == ["test_attention_before_dropout"], failures(r)
+    assert "the weights AFTER dropout" in failed[0].message.en
+    assert "dropout을 적용한 뒤의 가중치" in failed[0].message.ko
+
+
 def test_a_later_bug_is_named_beside_the_other_scale(graded):
     """The example scales by sqrt(d_head) (charged in `scores`) and merges without the permute: the merge is still
     named, since the diagnosis also tries the other scale convention."""

@@ -102,6 +102,11 @@ VARIANTS: list[Variant] = [
                                  "torch.matmul(attention, V_split)"), breaks="attention",
       en="self.dropout is never applied to the attention weights; x_raw = self.dropout(attention) @ V_split",
       ko="어텐션 가중치에 self.dropout을 적용하지 않음; x_raw = self.dropout(attention) @ V_split입니다"),
+    V("attention_after_dropout", ch(MHA, "attention = torch.softmax(scores, dim=-1)",
+                                    "attention = self.dropout(torch.softmax(scores, dim=-1))"),
+      ch(MHA, "x_raw = weigh_values(attention, V_split, self.dropout)", "x_raw = torch.matmul(attention, V_split)"),
+      breaks="attention", says=("the weights AFTER dropout",),
+      why="returns the attention after dropout (x_raw is still right): only a train-mode call with p > 0 shows it"),
     # ---------------------------------------------------------------- a forward that raises part way
     # Each step it computed before the line that raised is judged on the local tensor of that name; the step that
     # line computes fails with the exception and the line, every later one as not computed.
