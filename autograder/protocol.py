@@ -39,6 +39,10 @@ _HEAD = struct.Struct("!II")  # header length, blob area length
 MAX_MESSAGE = 256 * 1024 * 1024
 MAX_DIMS = 32  # torch allows 64; no check sends more than a handful
 MAX_DIM = 1 << 31  # a bound on each dimension, so that shapes multiply without overflow before any allocation
+# A call that raised may send back some of its callee's local tensors (worker.op_call's `partial`): at most this many
+# names and bytes in all (the notes' demo forward of mha_intermediates holds about 40 MB of intermediates).
+MAX_PARTIAL_NAMES = 32
+MAX_PARTIAL_BYTES = 64 * 1024 * 1024
 
 
 class ProtocolError(Exception):

@@ -8,7 +8,7 @@ from typing import Any, Callable
 
 from .checks import CheckFailure
 from .messages import Message, bilingual, near_miss
-from .replies import well_formed
+from .replies import error_well_formed, well_formed
 from .sandbox import Limits, WorkerLost, WorkerProcess, WorkerTimeout
 from .source import Source
 
@@ -111,19 +111,25 @@ class Remote:
         return self.sub.request(op, what=self.label, owner=self.owner, handle=self.handle, **args)
 
     def __call__(self, *args: Any, mode: str | None = "eval", seed: int | None = None,
-                 record: list[str] | None = None, device: str | None = None, **kwargs: Any) -> Any:
-        return self.run(*args, mode=mode, seed=seed, record=record, device=device, **kwargs)["out"]
+                 record: list[str] | None = None, device: str | None = None, partial: list[str] | None = None,
+                 **kwargs: Any) -> Any:
+        return self.run(*args, mode=mode, seed=seed, record=record, device=device, partial=partial,
+                        **kwargs)["out"]
 
     def run(self, *args: Any, mode: str | None = "eval", seed: int | None = None, record: list[str] | None = None,
-            grad_output: Any = None, device: str | None = None, **kwargs: Any) -> dict[str, Any]:
+            grad_output: Any = None, device: str | None = None, partial: list[str] | None = None,
+            **kwargs: Any) -> dict[str, Any]:
         """Like calling, but returns everything: `out`, `records` (inputs of recorded ops), `grads`.
 
         mode: "eval"/"train" sets the module's mode first; seed: torch.manual_seed right before the call;
-        device: tensor arguments are moved there inside the worker (results always come back on the CPU).
+        device: tensor arguments are moved there inside the worker (results always come back on the CPU);
+        partial: names of forward's local variables to send back if it raises: the CheckFailure then has
+        `frame` = {"function", "line", "code", "locals": {name: tensor}} (see Submission.request).
         """
+        extra = {"partial": list(partial)} if partial else {}
         try:
             res = self._req("call", args=list(args), kwargs=kwargs, mode=mode, seed=seed, record=record,
-                            grad_output=grad_output, device=device)
+                            grad_output=grad_output, device=device, **extra)
         except CheckFailure as e:
             spelling = self.sub.misspelt(self.ctor[0], "forward") if self.ctor else None
             if spelling is None:
@@ -371,6 +377,9 @@ class Submission:
                 raise CheckFailure(self.fatal)
             return value
         except RemoteError as e:
+            if not error_well_formed(op, args, e.err):  # a frame nobody asked for, or not made of tensors
+                self.fatal = MALFORMED
+                raise CheckFailure(self.fatal) from None
             missing = _env_failure(e.err)
             if missing:  # not the student's error: the check ends as the grader's, with details for staff
                 raise EnvironmentFailure(f"the worker could not import {missing!r} in `{what}`, but the grader's "
@@ -389,6 +398,9 @@ class Submission:
             # ValueError was raised rather than a message naming one.
             mro = e.err.get("mro")
             failure.raised = tuple(str(c) for c in mro[:32]) if isinstance(mro, list) else ()
+            # What the raising call had computed, when it asked (Remote.run's `partial`; checked above): the
+            # callee's line and its local tensors of the names asked for. Only data: the checks judge it.
+            failure.frame = e.err.get("frame")
             raise failure from None
         except WorkerTimeout as e:
             self.ended.append(e.status)

@@ -74,6 +74,35 @@ SCHEMAS: dict[str, Callable[[Any], bool]] = {
 }
 
 
+def _partial_locals(d: Any, names: list[str]) -> bool:
+    """A failed call's local tensors: only names the request asked for, plain tensors, within the bounds."""
+    from .protocol import MAX_PARTIAL_BYTES, MAX_PARTIAL_NAMES
+    import torch
+    if type(d) is not dict or len(d) > MAX_PARTIAL_NAMES or not set(d) <= set(names):
+        return False
+    total = 0
+    for v in d.values():
+        if type(v) is not torch.Tensor:
+            return False
+        total += v.numel() * v.element_size()
+    return total <= MAX_PARTIAL_BYTES
+
+
+def error_well_formed(op: str, args: dict[str, Any], err: Any) -> bool:
+    """True when the error reply `err` to request `op` with `args` has the structure a genuine worker gives: the
+    optional "frame" (the callee's line and local tensors, worker.op_call) only on a call that asked for it
+    (`partial`), holding only the names it asked for."""
+    if type(err) is not dict or "frame" not in err:
+        return True
+    names = args.get("partial") if op == "call" else None
+    try:
+        return type(names) is list and bool(names) and _fields(
+            err["frame"], {"locals": lambda d: _partial_locals(d, names)},
+            {"function": _str, "code": _str, "line": lambda n: n is None or type(n) is int})
+    except Exception:
+        return False
+
+
 def well_formed(op: str, value: Any) -> bool:
     """True when `value` has the structure a genuine worker gives for `op` (unknown ops are not judged)."""
     check = SCHEMAS.get(op)

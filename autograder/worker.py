@@ -15,6 +15,7 @@ import re
 import socket
 import sys
 import traceback
+import types
 import weakref
 from typing import Any
 
@@ -74,6 +75,7 @@ class Worker:
         self.stand_ins: dict[str, type] = {}  # source -> class (op_new's stand_in)
         self.lines: dict[str, list[str]] = {}
         self.out = BoundedText(output_limit)
+        self.frame: dict[str, Any] | None = None  # a failed call's callee frame (op_call's `partial`), sent once
 
     # ------------------------------------------------------------------ plumbing
 
@@ -89,12 +91,16 @@ class Worker:
             if op == "exit":
                 return
             handler = getattr(self, f"op_{op}", None)
+            self.frame = None
             try:
                 if handler is None:
                     raise ValueError(f"unknown request {op!r}")
                 resp = {"ok": True, "value": handler(**req.get("args", {}))}
             except BaseException as e:  # SystemExit and KeyboardInterrupt from student code included
                 resp = {"ok": False, "error": self.describe(e)}
+                if self.frame is not None:
+                    resp["error"]["frame"] = self.frame
+            self.frame = None
             if os.getpid() != me:  # a process the submission forked got here: only the worker may answer
                 _exit(0)
             resp["out"] = self.out.take()
@@ -221,7 +227,11 @@ class Worker:
 
     def op_call(self, args: list, kwargs: dict, handle: int | None = None, name: str | None = None,
                 mode: str | None = None, seed: int | None = None, record: list[str] | None = None,
-                grad_output: torch.Tensor | None = None, device: str | None = None) -> dict[str, Any]:
+                grad_output: torch.Tensor | None = None, device: str | None = None,
+                partial: list[str] | None = None) -> dict[str, Any]:
+        """Call a module or top-level function. `partial`: names of local variables of the callee (a module's
+        forward, or the function itself) to send back, when they hold plain tensors, should the call raise, so
+        that the grader can judge the steps it had done before (the error reply's "frame")."""
         target = self._obj(handle) if handle is not None else self.ns[name]
         if device is not None:
             args = [a.to(device) if isinstance(a, torch.Tensor) else a for a in args]
@@ -233,8 +243,13 @@ class Worker:
         recorder = Recorder(record) if record else contextlib.nullcontext()
         if seed is not None:
             manual_seed(seed)
-        with torch.set_grad_enabled(grad_output is not None), recorder:
-            out = target(*args, **kwargs)
+        try:
+            with torch.set_grad_enabled(grad_output is not None), recorder:
+                out = target(*args, **kwargs)
+        except BaseException as e:
+            if partial:
+                self.frame = self.callee_frame(e.__traceback__, target, partial)
+            raise
         result: dict[str, Any] = {"out": out, "records": recorder.seen if record else []}
         if grad_output is not None:
             if not isinstance(out, torch.Tensor) or not out.requires_grad or out.shape != grad_output.shape:
@@ -245,6 +260,48 @@ class Worker:
                 (out * grad_output.to(out.device)).sum().backward()
                 result["grads"] = {n: p.grad for n, p in target.named_parameters()}
         return result
+
+    def callee_frame(self, tb: Any, target: Any, names: list[str]) -> dict[str, Any] | None:
+        """The innermost frame of the traceback `tb` that runs `target`'s own code (a module's forward, or the
+        function): the line it was at and those of its local variables named in `names` that hold plain tensors
+        (protocol.MAX_PARTIAL_NAMES names and protocol.MAX_PARTIAL_BYTES bytes at most). None when there is no
+        such frame. Only data leaves: the grader re-checks every tensor like any other reply."""
+        try:
+            fn = getattr(target, "forward", None) if isinstance(target, nn.Module) else target
+            fn = inspect.unwrap(getattr(fn, "__func__", fn))
+            code = getattr(fn, "__code__", None)
+            if type(code) is not types.CodeType:
+                return None
+            found = None
+            while tb is not None:
+                if tb.tb_frame.f_code is code:
+                    found = tb
+                tb = tb.tb_next
+            if found is None:
+                return None
+            frame, line = found.tb_frame, found.tb_lineno
+            variables = frame.f_locals
+            kept: dict[str, torch.Tensor] = {}
+            room = protocol.MAX_PARTIAL_BYTES
+            for n in list(dict.fromkeys(n for n in names if type(n) is str))[:protocol.MAX_PARTIAL_NAMES]:
+                v = variables.get(n)
+                if type(v) is not torch.Tensor or v.layout is not torch.strided or v.is_meta \
+                        or v.dtype not in _PLAIN_DTYPES or v.is_quantized or v.is_nested:
+                    continue
+                size = v.numel() * v.element_size()
+                if size > room:
+                    continue
+                t = v.detach()
+                if type(t) is not torch.Tensor:
+                    continue
+                kept[n] = t
+                room -= size
+            src = self.lines.get(code.co_filename)
+            text = src[line - 1].strip() if src and type(line) is int and 0 < line <= len(src) else ""
+            return {"function": _short(str(code.co_name)), "line": line if type(line) is int else None,
+                    "code": _short(text), "locals": kept}
+        except BaseException:  # whatever the submission did to its frame or its tensors: no partial evidence
+            return None
 
     def op_state(self, handle: int) -> dict[str, Any]:
         m = self._obj(handle)
@@ -303,6 +360,10 @@ class Worker:
         return {"cuda": torch.cuda.is_available(), "torch": torch.__version__,
                 "landlock": SANDBOX.get("landlock", 0),
                 "uid": os.getuid() if hasattr(os, "getuid") else None}  # Windows has no uids (plainworker.py)
+
+
+_PLAIN_DTYPES = frozenset((torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int64, torch.int32,
+                           torch.int16, torch.int8, torch.uint8, torch.bool))  # protocol._DTYPE_NAMES
 
 
 def _mark(path: str, where: str) -> None:

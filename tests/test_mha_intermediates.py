@@ -10,6 +10,7 @@ file by its name.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -197,6 +198,37 @@ def test_feedback_names_the_bug(graded, student):
     own = [v.cause.en] if v.cause else []
     wrong = [m for m in failed_messages(r) if DIAGNOSIS in m and not any(w in m for w in own)]
     assert not wrong, (student, wrong)
+
+
+# A forward that raises part way -> the entry whose line raised (bugs.py rows; lost == breaks is asserted above).
+RAISES_AT = {"attention_remask_raises": "attention", "split_view_raises": "Q_split",
+             "merge_view_not_contiguous": "x_rsh2", "merge_length_of_K": "x_rsh2"}
+
+
+@pytest.mark.parametrize("student", sorted(RAISES_AT))
+def test_a_forward_that_raises_is_judged_on_what_it_computed(graded, student):
+    """The steps done before the line that raised keep their points (the table's `breaks`); each failed check says
+    either the exception, with the student's line, or that its step was not computed because of it, charged to
+    the step of that line, in English and Korean."""
+    r, step = graded[student], RAISES_AT[student]
+    failed = [c for c in r.checks if c.status == "failed"]
+    raised = [c for c in failed if "` raised " in c.message.en and "예외 발생" in c.message.ko]
+    later = [c for c in failed if f"the exception is charged to out['{step}']" in c.message.en
+             and f"예외는 out['{step}'] 단계에서 감점됩니다" in c.message.ko]
+    assert raised and later and sorted(c.name for c in raised + later) == sorted(c.name for c in failed), failures(r)
+    assert all(re.search(r"line \d+", c.message.en) and re.search(r"\d+번째 줄", c.message.ko)
+               for c in raised + later), failures(r)
+    if student == "split_view_raises":  # only the projections, computed before the split, earn their points
+        assert {c.question for c in r.checks if c.status == "passed" and c.points > 0} == {"sdpa", "mha_init",
+                                                                                           "projections"}
+
+
+def test_attention_after_dropout_is_named_in_both_languages(graded):
+    r = graded["attention_after_dropout"]
+    failed = [c for c in r.checks if c.status == "failed"]
+    assert [c.nodeid.split("::")[-1] for c in failed] == ["test_attention_before_dropout"], failures(r)
+    assert "the weights AFTER dropout" in failed[0].message.en
+    assert "dropout을 적용한 뒤의 가중치" in failed[0].message.ko
 
 
 def test_a_later_bug_is_named_beside_the_other_scale(graded):

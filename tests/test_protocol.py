@@ -181,3 +181,70 @@ def test_tensors_read_from_a_socket_own_aligned_memory_whatever_precedes_them():
     assert torch.equal(back["x"], obj["x"] + 1)
     a.close()
     b.close()
+
+
+# ---------------------------------------------------------------------------------------------- a call that raised
+
+RAISES_PART_WAY = '''
+import torch
+
+def helper(t):
+    inner = t * 2
+    return inner.view(7)
+
+class M(torch.nn.Module):
+    def forward(self, x):
+        y = x + 1
+        n = 3
+        big = torch.zeros(1000)
+        odd = torch.zeros(2, dtype=torch.complex64)
+        z = helper(y)
+        return z
+'''
+
+
+def raising_worker(monkeypatch, tmp_path):
+    from autograder import worker
+    monkeypatch.chdir(tmp_path)  # the worker writes load.progress in its folder
+    a, b = socket.socketpair()
+    w = worker.Worker(a)
+    assert w.op_load([{"code": RAISES_PART_WAY, "label": "sub.py"}])["errors"] == []
+    return w, w.op_new("M", [], {})["handle"], (a, b)
+
+
+def test_a_raising_call_sends_back_only_its_callees_asked_for_plain_tensors(monkeypatch, tmp_path):
+    """`partial`: the callee's own frame (forward, not the helper that raised), its line, and of the names asked
+    for only those holding plain tensors of a protocol dtype, within the byte bound; nothing when not asked."""
+    w, h, socks = raising_worker(monkeypatch, tmp_path)
+    x = torch.ones(2, 3)
+    with pytest.raises(RuntimeError):
+        w.op_call([x], {}, handle=h)
+    assert w.frame is None
+    monkeypatch.setattr(protocol, "MAX_PARTIAL_BYTES", 2000)  # room for y (24 bytes), not for big (4000)
+    with pytest.raises(RuntimeError):
+        w.op_call([x], {}, handle=h, partial=["y", "n", "big", "odd", "z", "inner", "x"])
+    f = w.frame
+    assert (f["function"], f["code"], f["line"]) == ("forward", "z = helper(y)", 14)
+    assert sorted(f["locals"]) == ["x", "y"] and torch.equal(f["locals"]["y"], x + 1)
+    frame = roundtrip({"type": "RuntimeError", "message": "", "frame": f})["frame"]
+    assert type(frame["locals"]["y"]) is torch.Tensor
+    for s in socks:
+        s.close()
+
+
+def test_a_failed_calls_frame_is_refused_unless_asked_for_and_made_of_bounded_tensors(monkeypatch):
+    from autograder.replies import error_well_formed
+    ok = {"type": "RuntimeError", "message": "m",
+          "frame": {"function": "forward", "line": 3, "code": "z = y", "locals": {"y": torch.ones(2)}}}
+    asked = {"partial": ["y", "z"]}
+    assert error_well_formed("call", asked, ok)
+    assert error_well_formed("call", {}, {"type": "RuntimeError", "message": "m"})  # no frame: as before
+    assert not error_well_formed("call", {}, ok)  # nobody asked
+    assert not error_well_formed("new", asked, ok)
+    assert not error_well_formed("call", {"partial": ["z"]}, ok)  # a name not asked for
+    for bad in ("a string", 3, None, [1.0]):
+        assert not error_well_formed("call", asked, {**ok, "frame": {**ok["frame"], "locals": {"y": bad}}})
+    assert not error_well_formed("call", asked, {**ok, "frame": {"locals": [torch.ones(1)]}})
+    assert not error_well_formed("call", asked, {**ok, "frame": {**ok["frame"], "line": "3"}})
+    monkeypatch.setattr(protocol, "MAX_PARTIAL_BYTES", 4)
+    assert not error_well_formed("call", asked, ok)  # 8 bytes over a bound of 4

@@ -5,6 +5,7 @@ build and call the student's classes, and the rule that a step is judged on the 
 """
 from __future__ import annotations
 
+import ast
 import math
 import weakref
 from typing import Any, Callable
@@ -154,25 +155,64 @@ def check_device_argument(sub) -> None:
     dev = "cuda:0" if sub.env().get("cuda") else "cpu"
     x = randn(5, 2, 4, 12)
     what = call_text(12, 3, dropout_p=0.0, device=dev)
-    plain = entry(forward_dict(build_mha(sub, 12, 3, seed=9, dropout_p=0.0), x, x, x, what=call_text(12, 3)),
-                  "x", call_text(12, 3))
+    plain_out = forward_dict(build_mha(sub, 12, 3, seed=9, dropout_p=0.0), x, x, x, what=call_text(12, 3))
+    # The output, or when forward raises (charged at the step that raised), the last entry it computed.
+    key = next((k for k in reversed(KEYS) if k in plain_out), "x") if isinstance(plain_out, Crashed) else "x"
+    plain = entry(plain_out, key, call_text(12, 3))
     try:
-        got = entry(forward_dict(build_mha(sub, 12, 3, seed=9, dropout_p=0.0, device=dev), x, x, x, what=what),
-                    "x", what)
+        got_out = forward_dict(build_mha(sub, 12, 3, seed=9, dropout_p=0.0, device=dev), x, x, x, what=what)
+        if isinstance(got_out, Crashed) and key not in got_out:  # raised only with `device`: say what it raised
+            raise CheckFailure(got_out.failure.message, got_out.failure.staff)
+        got = entry(got_out, key, what)
     except CheckFailure as e:
         raise CheckFailure(e.message + Message(
             f"The notes pass device={dev!r} to the constructor and then call the layer on CPU tensors: accept "
             "`device` and leave the layers where they are (do not call .to(device) in __init__).",
             f"노트는 생성자에 device={dev!r}를 넘긴 뒤 CPU 텐서로 레이어를 호출합니다. `device`를 받기만 하고 "
             "레이어는 옮기지 마세요 (__init__에서 .to(device)를 호출하지 않기).")) from None
-    expect_close(got, plain, what + "(x, x, x)['x']", hint=Message(
+    expect_close(got, plain, what + f"(x, x, x)['{key}']", hint=Message(
         "With the same seed, passing `device` must not change the layer: the notes only accept the argument.",
         "같은 시드라면 `device`를 넘겨도 레이어가 달라지면 안 됩니다: 노트는 이 인자를 받기만 합니다."))
 
 
+class Crashed(dict):
+    """What a forward that raised had computed: its local tensors named like the entries (Q_feat ...), taken from
+    its frame as it raised, judged like a returned dict's entries. A step it never got to fails: the step whose
+    line raised with the exception and that line, each later one as not computed. `step` is that step: the entry
+    the raising line of forward assigns, else the first entry (in the order of KEYS) it had not computed."""
+
+    def __init__(self, entries: dict, failure: CheckFailure, line: int | None, code: str):
+        step = _assigned(code)
+        # The raising line was to (re)compute `step`: an older value of that name is not what forward meant to give.
+        super().__init__({k: v for k, v in entries.items() if k != step})
+        self.failure, self.line, self.code = failure, line, code
+        self.step = step or next((k for k in KEYS if k not in entries), None)
+
+
+def _assigned(code: str) -> str | None:
+    """The entry a line of code assigns (`x_rsh2 = x_rsh1.view(...)` -> "x_rsh2"), if it assigns one."""
+    try:
+        tree = ast.parse(code.strip())
+    except (SyntaxError, ValueError):
+        return None
+    stmt = tree.body[0] if len(tree.body) == 1 else None
+    targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target] if isinstance(
+        stmt, (ast.AnnAssign, ast.AugAssign)) else []
+    names = [n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name) and n.id in KEYS]
+    return names[0] if len(names) == 1 else None
+
+
 def forward_dict(m, Q, K, V, mask=None, *, what: str, mode: str = "eval", seed: int | None = None) -> dict:
+    """The dict of intermediates forward returned; when forward raised, what it had computed by then (Crashed)."""
     kwargs = {} if mask is None else {"mask": mask}
-    out = m(Q, K, V, mode=mode, seed=seed, **kwargs)
+    try:
+        out = m(Q, K, V, mode=mode, seed=seed, partial=list(KEYS), **kwargs)
+    except CheckFailure as e:
+        frame = getattr(e, "frame", None)
+        if not isinstance(frame, dict):
+            raise
+        entries = {k: v for k, v in frame.get("locals", {}).items() if k in KEYS}
+        return Crashed(entries, e, frame.get("line"), str(frame.get("code") or ""))
     if type(out) is not dict:
         desc = getattr(out, "description", None) or type(out).__name__
         fail(f"`{what}.forward(Q, K, V)` should return a dict of the intermediate tensors "
@@ -183,6 +223,18 @@ def forward_dict(m, Q, K, V, mask=None, *, what: str, mode: str = "eval", seed: 
 
 
 def entry(out: dict, key: str, what: str) -> torch.Tensor:
+    if key not in out and isinstance(out, Crashed):
+        if key == out.step:
+            raise CheckFailure(out.failure.message, out.failure.staff)
+        at = f"line {out.line}" if out.line else "a line"
+        at_ko = f"{out.line}번째 줄" if out.line else "어떤 줄"
+        code = f" (`{out.code}`)" if out.code else ""
+        step_en = f" (the exception is charged to out['{out.step}'])" if out.step else ""
+        step_ko = f" (예외는 out['{out.step}'] 단계에서 감점됩니다)" if out.step else ""
+        fail(f"`{what}`: forward raised at {at}{code} before it computed out['{key}']{step_en}; this step earns "
+             "nothing until forward gets to it.",
+             f"`{what}`: forward가 out['{key}']를 계산하기 전에 {at_ko}{code}에서 예외를 발생시켰습니다"
+             f"{step_ko}. forward가 이 단계까지 실행되어야 점수를 받을 수 있습니다.")
     if key not in out:
         have = ", ".join(sorted(out)) or "nothing"
         fail(f"The dict returned by `{what}.forward` has no entry '{key}' (it has: {have}).",

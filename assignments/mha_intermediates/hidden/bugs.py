@@ -102,6 +102,23 @@ VARIANTS: list[Variant] = [
                                  "torch.matmul(attention, V_split)"), breaks="attention",
       en="self.dropout is never applied to the attention weights; x_raw = self.dropout(attention) @ V_split",
       ko="어텐션 가중치에 self.dropout을 적용하지 않음; x_raw = self.dropout(attention) @ V_split입니다"),
+    V("attention_after_dropout", ch(MHA, "attention = torch.softmax(scores, dim=-1)",
+                                    "attention = self.dropout(torch.softmax(scores, dim=-1))"),
+      ch(MHA, "x_raw = weigh_values(attention, V_split, self.dropout)", "x_raw = torch.matmul(attention, V_split)"),
+      breaks="attention", says=("the weights AFTER dropout",),
+      why="returns the attention after dropout (x_raw is still right): only a train-mode call with p > 0 shows it"),
+    # ---------------------------------------------------------------- a forward that raises part way
+    # Each step it computed before the line that raised is judged on the local tensor of that name; the step that
+    # line computes fails with the exception and the line, every later one as not computed.
+    V("attention_remask_raises", ch(MHA, "attention = torch.softmax(scores, dim=-1)  # (n_batch, n_head, n_Q, n_K)\n",
+                                    "attention = torch.softmax(scores, dim=-1)\n"
+                                    "        attention = attention.masked_fill(mask == 0, 0.0)\n"),
+      breaks="attention, merge, output", says=("raised TypeError", "charged to out['attention']"),
+      why="masks the weights again after the softmax (right with a mask) and raises without one: the softmax "
+          "computed on the line before must not earn the attention's points"),
+    V("split_view_raises", ch("split_heads", SPLIT, "feat.view(n_batch, n_tok, n_head, d_feat).permute(0, 2, 1, 3)"),
+      breaks="split, scores, attention, merge, output", says=("raised RuntimeError", "charged to out['Q_split']"),
+      why="views d_feat features per head, so the split raises: only the projections, computed before, earn"),
     # ---------------------------------------------------------------- merge
     V("merge_skips_permute", ch(MHA, "x_rsh2 = merge_heads(x_rsh1, self.d_feat)",
                                 "x_rsh2 = merge_heads(x_raw, self.d_feat)"), breaks="merge",
@@ -109,6 +126,16 @@ VARIANTS: list[Variant] = [
          "x_rsh1 = x_raw.permute(0, 2, 1, 3).contiguous()",
       ko="헤드 축을 쿼리 축 뒤로 옮기지 않고 x_raw에서 바로 헤드를 합침; "
          "x_rsh1 = x_raw.permute(0, 2, 1, 3).contiguous()를 합치세요"),
+    V("merge_view_not_contiguous", ch("heads_to_back", "x_raw.permute(0, 2, 1, 3).contiguous()",
+                                      "x_raw.permute(0, 2, 1, 3)"),
+      ch("merge_heads", "x_rsh1.reshape(", "x_rsh1.view("), breaks="merge, output",
+      says=("view size is not compatible", "charged to out['x_rsh2']"),
+      why="no .contiguous() before .view, so the merge raises: every step before it keeps its points, x cannot "
+          "be computed"),
+    V("merge_length_of_K", ch(MHA, "x_rsh2 = merge_heads(x_rsh1, self.d_feat)",
+                              "x_rsh2 = x_rsh1.view(x_rsh1.shape[0], K.shape[1], self.d_feat)"),
+      breaks="merge, output", says=("is invalid for input of size", "charged to out['x_rsh2']"),
+      why="merges to n_K positions instead of n_Q: right for self-attention, raises with n_Q != n_K"),
     # ---------------------------------------------------------------- output
     V("output_no_projection", ch(MHA, "x = self.lin_O(x_rsh2)", "x = x_rsh2"), breaks="output",
       en="lin_O is never applied; x = self.lin_O(x_rsh2)",
@@ -122,6 +149,11 @@ VARIANTS: list[Variant] = [
     # ---------------------------------------------------------------- different but correct
     V("ok_power_scale", ch(SDPA, "/ math.sqrt(d_K)", "* d_K ** -0.5"),
       ch(MHA, "x_rsh2 = merge_heads(x_rsh1, self.d_feat)", "x_rsh2 = x_rsh1.view(x_rsh1.shape[0], -1, self.d_feat)")),
+    # forward only delegates: none of its own locals is named like an entry (they are the helper's)
+    V("ok_forward_delegates", ch(MHA, "    def forward(self, Q, K, V, mask=None):\n",
+                                 "    def forward(self, query, key, value, mask=None):\n"
+                                 "        return self.steps(query, key, value, mask)\n\n"
+                                 "    def steps(self, Q, K, V, mask=None):\n")),
 ]
 TABLE = Table(REFERENCE_SOURCE, VARIANTS)
 BY_NAME = TABLE.by_name

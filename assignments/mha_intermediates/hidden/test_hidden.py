@@ -354,10 +354,13 @@ def test_x_raw_values(sub, options):
               explain=explain(sub, options, c, "x_raw"))
 
 
-@check(question="attention", points=2)
+TRAIN_P, TRAIN_SEED = 0.5, 77  # the train-mode case: dropout p and the seed right before the call
+
+
+@check(question="attention", points=1)
 def test_x_raw_dropout(sub, options):
     """Train mode: dropout is applied to the attention weights, before they weigh V_split"""
-    p, seed_call = 0.5, 77
+    p, seed_call = TRAIN_P, TRAIN_SEED
     c = run_case(sub, options, "self", mode="train", dropout_p=p, seed_call=seed_call)
     got, want = c.got, c.want
 
@@ -370,6 +373,39 @@ def test_x_raw_dropout(sub, options):
                        "weights (after the softmax), once, through the nn.Dropout module.",
                        "train 모드에서 x_raw = self.dropout(attention) @ V_split입니다. dropout은 softmax 뒤의 "
                        "어텐션 가중치에 nn.Dropout 모듈로 한 번 적용합니다."), explain=explain(sub, options, c, "x_raw"))
+
+
+def _after_dropout(got: torch.Tensor, before: torch.Tensor, p: float) -> bool:
+    """Whether `got` is `before` through a dropout of probability p: each entry zeroed or scaled by 1/(1-p), and
+    some nonzero weight zeroed."""
+    if got.shape != before.shape or got.dtype != before.dtype:
+        return False
+    got, before = got.to(torch.float64), before.detach().to(torch.float64)
+    zeroed = (got == 0) & (before != 0)
+    kept = got != 0
+    return bool(zeroed.any()) and _close(got[kept], before[kept] / (1 - p), 1e-5)
+
+
+@check(question="attention", points=1)
+def test_attention_before_dropout(sub, options):
+    """Train mode: the attention returned is the weights before dropout"""
+    p, seed_call = TRAIN_P, TRAIN_SEED
+    c = run_case(sub, options, "self", mode="train", dropout_p=p, seed_call=seed_call)
+    what = case_what("self", "train", dropout_p=p)
+    got = entry(c.got, "attention", what)
+    if _after_dropout(got, c.want["attention"], p):
+        fail(f"`{what}`: the attention you return is the weights AFTER dropout (some are zeroed, the others scaled "
+             f"by 1/(1-p) = {1 / (1 - p):g}). Return the attention BEFORE dropout, the softmax of the scores, and "
+             "apply the dropout only where the weights meet the values: x_raw = self.dropout(attention) @ V_split.",
+             f"`{what}`: 반환한 attention이 dropout을 적용한 뒤의 가중치입니다 (일부는 0이 되고 나머지는 "
+             f"1/(1-p) = {1 / (1 - p):g}배가 됨). attention은 dropout 전의 값, 즉 scores의 소프트맥스를 반환하고 "
+             "dropout은 값에 곱할 때만 적용하세요: x_raw = self.dropout(attention) @ V_split.")
+    judge(c.got, c.want, "attention", what, lambda: torch.softmax(*own(c.got, "scores"), dim=-1),
+          hint=Message("In train mode too, out['attention'] is the softmax of the scores, before dropout: dropout "
+                       "only acts inside x_raw = self.dropout(attention) @ V_split.",
+                       "train 모드에서도 out['attention']은 dropout 전의 값, 즉 scores의 소프트맥스입니다. dropout은 "
+                       "x_raw = self.dropout(attention) @ V_split 안에서만 적용합니다."),
+          explain=explain(sub, options, c, "attention"))
 
 
 # ------------------------------------------------------------------------------- merge
