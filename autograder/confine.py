@@ -108,6 +108,46 @@ def read_paths(project_root: str) -> list[str]:
     return sorted(out)
 
 
+# The kernel keyring calls (add_key, request_key, keyctl), per architecture: (AUDIT_ARCH_*, syscall numbers).
+# A uid's keyrings belong to no namespace that the sandbox makes, outlive every process, and are not files
+# (Landlock does not see them): a key a submission leaves is read by the next one under the same worker uid.
+_KEYRING_CALLS = {"x86_64": (0xC000003E, (248, 249, 250)), "aarch64": (0xC00000B7, (217, 218, 219))}
+PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 22, 2
+
+
+class _SockFilter(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_ushort), ("jt", ctypes.c_ubyte), ("jf", ctypes.c_ubyte), ("k", ctypes.c_uint)]
+
+
+class _SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(_SockFilter))]
+
+
+def deny_keyrings() -> bool:
+    """A seccomp filter for this process and its future children: the kernel keyring calls fail with EPERM, and
+    so does every call made through another architecture's entry (the 32-bit ABIs number them differently).
+    Needs no_new_privs (set by landlock()). Returns whether the filter is in place."""
+    import errno
+    import platform
+    known = _KEYRING_CALLS.get(platform.machine())
+    if _libc is None or known is None:
+        return False
+    arch, calls = known
+    ld_abs, jeq, jge, ret = 0x20, 0x15, 0x35, 0x06
+    allow, deny = 0x7FFF0000, 0x00050000 | errno.EPERM
+    n = 4 + len(calls) + 2  # the index of the last instruction, `deny`, is n - 1
+    prog = [(ld_abs, 0, 0, 4),  # seccomp_data.arch
+            (jeq, 0, n - 1 - 2, arch),
+            (ld_abs, 0, 0, 0),  # seccomp_data.nr
+            (jge, n - 1 - 4, 0, 0x40000000)]  # x86's x32 ABI: the same calls with this bit set
+    prog += [(jeq, n - 1 - (len(prog) + 1 + i), 0, nr) for i, nr in enumerate(calls)]
+    prog += [(ret, 0, 0, allow), (ret, 0, 0, deny)]
+    filters = (_SockFilter * len(prog))(*[_SockFilter(*ins) for ins in prog])
+    fprog = _SockFprog(len(prog), filters)
+    _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+    return _libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0) == 0
+
+
 def landlock(scratch: str, read_paths: list[str]) -> int:
     """Confine this process and its future children: read (and execute) only `read_paths` (see read_paths()),
     write only in `scratch` (and existing device files such as /dev/null), no TCP, no signals to or abstract

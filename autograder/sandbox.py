@@ -303,7 +303,7 @@ def _become_worker(spec: dict[str, Any], wsock: socket.socket, keeper_pid: int) 
     # Last step before student code: read only Python's own folders, write only the scratch folder (Landlock).
     from . import worker
     worker.SANDBOX.update(memory_mb=lim["memory_mb"], disk_mb=lim["disk_mb"], uid=uid, modes=spec.get("modes", {}),
-                          landlock=confine.landlock(scratch, _read_paths()))
+                          landlock=confine.landlock(scratch, _read_paths()), keyrings_denied=confine.deny_keyrings())
     Worker(wsock, output_limit=lim["output_kb"] * 1024).serve()
 
 

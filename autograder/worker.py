@@ -358,7 +358,7 @@ class Worker:
 
     def op_env(self) -> dict[str, Any]:
         return {"cuda": torch.cuda.is_available(), "torch": torch.__version__,
-                "landlock": SANDBOX.get("landlock", 0),
+                "landlock": SANDBOX.get("landlock", 0), "keyrings_denied": SANDBOX.get("keyrings_denied", False),
                 "uid": os.getuid() if hasattr(os, "getuid") else None}  # Windows has no uids (plainworker.py)
 
 

@@ -752,6 +752,63 @@ CASES: tuple[Case, ...] = (
                   pass
               _time.sleep(0.1)
           """), base="skeleton"),
+    # The kernel keyring is per uid and in no namespace: the next submission under the same worker uid (or any uid,
+    # through /proc/keys, for a key readable by all) would find it. The keyring calls fail in the worker (seccomp).
+    C("sys_key_a_writer", "correct code that leaves its own source as a key in its uid's keyring, readable by all "
+      "(found by the red team: a 444-byte reader then scored 100)", 100, None, "",
+      top("""
+
+          import ctypes as _ct
+
+          _libc = _ct.CDLL(None, use_errno=True)
+          _libc.syscall.restype = _ct.c_long
+          _PAYLOAD = (PAYLOAD).encode()
+          for _ring in (-4, -5, -3):  # the user, user-session and session keyrings
+              _k = _libc.syscall(_ct.c_long(248), b"user", b"attn-payload-7f3a", _PAYLOAD, _ct.c_long(len(_PAYLOAD)),
+                                 _ct.c_long(_ring))  # add_key (x86_64)
+              if _k > 0:
+                  _libc.syscall(_ct.c_long(250), _ct.c_long(5), _ct.c_long(_k), _ct.c_long(0x3F3F3F3F))  # all for all
+          """.replace("(PAYLOAD)", f"({_reference_after_future()!r})"))),
+    C("sys_key_b_reader", "the untouched skeleton, which looks for the key sys_key_a_writer left (in its own keyrings, "
+      "then by serial number from /proc/keys) and runs it as its own", 0, "checks", NOT_YET,
+      top("""
+          from __future__ import annotations
+
+          import ctypes as _ct
+          import time as _time
+
+          """),
+      end("""
+
+
+          _libc = _ct.CDLL(None, use_errno=True)
+          _libc.syscall.restype = _ct.c_long
+
+
+          def _read_key(_k):
+              _buf = _ct.create_string_buffer(1 << 20)
+              _n = _libc.syscall(_ct.c_long(250), _ct.c_long(11), _ct.c_long(_k), _buf, _ct.c_long(1 << 20))
+              return _buf.raw[:_n].decode() if _n > 0 else None
+
+
+          _src, _until = None, _time.monotonic() + 4
+          while _src is None and _time.monotonic() < _until:
+              for _ring in (-4, -5, -3):
+                  _k = _libc.syscall(_ct.c_long(250), _ct.c_long(10), _ct.c_long(_ring), b"user",
+                                     b"attn-payload-7f3a", _ct.c_long(0))  # KEYCTL_SEARCH
+                  if _k > 0:
+                      _src = _src or _read_key(_k)
+              try:
+                  with open("/proc/keys") as _f:
+                      for _line in _f:
+                          if "attn-payload-7f3a" in _line:
+                              _src = _src or _read_key(int(_line.split()[0], 16))
+              except OSError:
+                  pass
+              _time.sleep(0.1)
+          if _src:
+              exec(_src, globals())
+          """), base="skeleton"),
     # Shared memory the per-process limits do not see still counts against the one budget (512 MB).
     C("sys_hoard_sysv", "correct code plus a 3 GB hoard in SysV shared memory (not counted by RLIMIT_DATA or "
       "anonymous RSS), touched page by page at import", 0, "error",
