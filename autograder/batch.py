@@ -411,10 +411,12 @@ def _others(jobs: list[Job], only: list[str], out: Path) -> set[str]:
 def watchdog_limit(a: Assignment) -> float:
     """Seconds one submission may keep its grader process once begun: the student's budget, one hang per class
     or top-level line and a few crashes (each a restart), and a generous margin for the checks themselves."""
-    from .proxy import MAX_HUNG_LINES, MAX_RESTARTS
+    from .proxy import MAX_HUNG_LINES, MAX_RESTARTS, WAIT_FACTOR
     names = sum(len(q.names) for q in a.questions)
-    return a.limits.total_timeout + a.limits.call_timeout * (names + MAX_HUNG_LINES + MAX_RESTARTS + 2) + \
-        WATCHDOG_GRACE
+    # The student's requests take at most WAIT_FACTOR times the budget of wall-clock time (a CPU second is one too),
+    # so a submission that only sleeps is stopped as its own result well before this.
+    return a.limits.total_timeout * WAIT_FACTOR + \
+        a.limits.call_timeout * (names + MAX_HUNG_LINES + MAX_RESTARTS + 2) + WATCHDOG_GRACE
 
 
 def grading_settings(a: Assignment, lang: str) -> dict[str, Any]:

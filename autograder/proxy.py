@@ -14,6 +14,10 @@ from .source import Source
 
 MAX_RESTARTS = 3  # crashes; a hang restarts too, but each class (and each top-level line) can hang only once
 MAX_HUNG_LINES = 5  # top-level lines skipped because they never finished; more and the file is not graded
+# The student's code may also keep the grader waiting (sleeping, blocking on something) at most this many times its
+# CPU budget in all, counted over the requests that returned: a call that sleeps just under call_timeout, in every
+# check, used no CPU and kept a grader busy for 13 minutes, until the batch's watchdog blamed the grader.
+WAIT_FACTOR = 2.0
 
 
 class EnvironmentFailure(RuntimeError):
@@ -172,6 +176,7 @@ class Submission:
         # arithmetic and the machine's load never count. A request that hangs is charged to its class instead
         # (see `hung`).
         self.used = 0.0
+        self.waited = 0.0  # wall-clock seconds of the requests that returned (the CPU time above included)
         self.hung: dict[str, Message] = {}  # class or function -> why it is not called again (it hung once)
         self.skip: list[str] = []  # "label:line" of top-level statements that hung; skipped on every load
         self.loaded = False
@@ -276,6 +281,10 @@ class Submission:
         each hang (once per class or top-level line) call_timeout more."""
         return max(0.1, self.limits.call_timeout)
 
+    def wait_limit(self) -> float:
+        """Wall-clock seconds the submission's requests may take in all (see WAIT_FACTOR); hangs not included."""
+        return self.limits.total_timeout * WAIT_FACTOR
+
     def _lost_message(self, e: WorkerLost, loading: bool = False) -> Message:
         st = e.status or {}
         if isinstance(e, WorkerTimeout):
@@ -322,11 +331,13 @@ class Submission:
             raise  # a hang: charged to its class or line, not to the budget of the rest
         except BaseException:
             self.used += time.monotonic() - started  # the worker is gone: its CPU time can no longer be read
+            self.waited += time.monotonic() - started
             raise
+        self.waited += time.monotonic() - started
         after = self.worker.cpu_seconds()
         # CPU time, not wall-clock time: on a shared, loaded machine the same code takes the same CPU seconds,
-        # while its wall-clock time depends on everything else running (a student's sleep costs nothing here;
-        # call_timeout still stops a call that never returns).
+        # while its wall-clock time depends on everything else running (a student's sleep costs no CPU: it counts in
+        # `waited`, and call_timeout still stops a call that never returns).
         self.used += after - cpu if after is not None and cpu is not None else time.monotonic() - started
         if not isinstance(resp, dict):
             raise WorkerLost("malformed reply")
@@ -357,6 +368,13 @@ class Submission:
                 f"Grading stopped: your code used its whole time budget of {self.limits.total_timeout:g} s "
                 "(CPU time).",
                 f"채점 중단: 코드가 주어진 전체 시간 {self.limits.total_timeout:g}초(CPU 시간)를 모두 사용했습니다.")
+            raise CheckFailure(self.fatal)
+        if self.waited >= self.wait_limit():
+            self.fatal = Message(
+                f"Grading stopped: your code kept the grader waiting for more than {self.wait_limit():g} s in all "
+                "(sleeping, or waiting for something that never came), though it used little CPU time.",
+                f"채점 중단: 코드가 CPU 시간은 거의 쓰지 않으면서 채점기를 모두 {self.wait_limit():g}초 넘게 기다리게 "
+                "했습니다 (sleep, 또는 오지 않는 무언가를 기다림).")
             raise CheckFailure(self.fatal)
         if self.worker is None or not self.worker.alive:
             if self.restarts - len(self.hung) >= MAX_RESTARTS:

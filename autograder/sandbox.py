@@ -59,7 +59,7 @@ CGROUP_OVERHEAD_MB = 128  # the worker's own runtime in its cgroup: zygote pages
 class Limits:
     """Per-submission resource limits; the defaults let two workers run side by side on a 2-core, 24 GiB box."""
     call_timeout: float = 20.0  # seconds for one request (one forward pass, one construction, ...)
-    total_timeout: float = 120.0  # wall-clock seconds for the whole submission
+    total_timeout: float = 120.0  # CPU seconds of the student's code in all (wall-clock: WAIT_FACTOR times that)
     memory_mb: int = 2048  # address space the worker may add on top of the zygote's
     max_procs: int = 64  # processes and threads
     file_mb: int = 16  # largest file the worker may write

@@ -216,6 +216,17 @@ CASES: tuple[Case, ...] = (
           _os.mkfifo("load.progress")
           _time.sleep(3600)
           """)),
+    # Every forward sleeps just under call_timeout (6 s): no call hangs and almost no CPU is used, yet without a
+    # wall-clock limit it kept a grader busy for 13 minutes, until the batch's watchdog blamed the grader. It is
+    # stopped after WAIT_FACTOR x total_timeout = 120 s of waiting, as its own result (the score depends on how
+    # many checks ran before that).
+    C("stop_sleep_every_call", "every forward sleeps 5 s, just under the call timeout", None, "checks",
+      "kept the grader waiting for more than 120 s",
+      *[first(f"{cls}.forward", """
+          import time as _time
+
+          _time.sleep(5)
+          """) for cls in (V1, V2, CA, MHA)]),
     C("stop_signals", "ignores and blocks every catchable signal, swallows KeyboardInterrupt, spins forever",
       0, "checks", "did not finish within 6 s",
       top("""
