@@ -134,7 +134,34 @@ META_ONLY_MOVE = edit(edit(REF, '''        self.register_buffer("mask", torch.tr
                       "self.mask.bool()[:num_tokens, :num_tokens]",
                       "(self.mask if x.is_meta else self.keep_out).bool()[:num_tokens, :num_tokens]", 2)
 
+# Every class a per-token linear map of its input through its own weights (the red team's stub): the output
+# follows the input and the weights, the mask buffer is there, and it is causal, of the right shape and the same
+# in eval mode, yet nothing is attention. The wrapper is a real one (over working heads it is right).
+PER_TOKEN_LINEAR = REF
+for _old, _new in (("        return weights @ values  # (T, d_out)", "        return x @ self.W_value"),
+                   ("        return weights @ values  # (T, d_out)", "        return self.W_value(x)"),
+                   ("        return weights @ values  # (b, T, d_out)",
+                    "        return self.W_value(x) + 0 * self.mask[:num_tokens, :num_tokens].sum()"),
+                   ("        return self.out_proj(context)  # (b, T, d_out)",
+                    "        return self.out_proj(self.W_value(x)) + 0 * self.mask.sum()")):
+    PER_TOKEN_LINEAR = PER_TOKEN_LINEAR.replace(_old, _new, 1)
+assert "        return weights @ values" not in PER_TOKEN_LINEAR and "self.out_proj(context)" not in PER_TOKEN_LINEAR
+
+# CausalAttention without its scaling, returning the notebook's printed rows for the notebook's own input.
+NOTEBOOK_ONLY = edit(edit(REF, "        weights = torch.softmax(scores / keys.shape[-1] ** 0.5, dim=-1)\n"
+                               "        weights = self.dropout(weights)\n        return weights @ values  # (b, T, d_out)",
+                          "        weights = torch.softmax(scores, dim=-1)\n        weights = self.dropout(weights)\n"
+                          "        if x.shape == (2, 6, 3) and torch.equal(x[0], x[1]) and abs(float(x[0, 0, 0]) - 0.43) < 1e-6:\n"
+                          "            return torch.stack((_ROW, _ROW))\n"
+                          "        return weights @ values  # (b, T, d_out)"),
+                     "class CausalAttention(nn.Module):",
+                     "_ROW = torch.tensor([[-0.4519, 0.2216], [-0.5874, 0.0058], [-0.6300, -0.0632],\n"
+                     "                     [-0.5675, -0.0843], [-0.5526, -0.0981], [-0.5299, -0.1081]])\n\n\n"
+                     "class CausalAttention(nn.Module):")
+
 CORPUS = {
+    "per_token_linear.py": PER_TOKEN_LINEAR,
+    "notebook_only.py": NOTEBOOK_ONLY,
     "identity.py": hollow("x"),
     "zeros.py": hollow("torch.zeros_like(real)"),
     "constant.py": hollow("torch.full_like(real, 0.25)"),
@@ -225,6 +252,24 @@ def test_data_dependent_forward_keeps_device_points(graded):
     checks = {c.nodeid.split("::")[-1]: c for c in graded["data_dependent"].checks}
     for name in ("test_causal_devices", "test_mha_devices", "test_wrapper_devices"):
         assert checks[name].status == "passed", (name, checks[name].message)
+
+
+def test_a_per_token_linear_map_is_not_attention(graded):
+    """Seen (red team): such a file earned 34 points of structure, causality, devices and signatures."""
+    r = graded["per_token_linear"]
+    assert by_q(r) == {**QUESTIONS, "SelfAttention_v1": 0, "SelfAttention_v2": 0, "CausalAttention": 0,
+                       "MultiHeadAttention": 0}, by_q(r)  # the steps are the reference's; the wrapper is real
+    gate = [c.message.en for c in r.checks if c.question == "CausalAttention" and c.message]
+    assert any("the tokens are not mixed" in m for m in gate), gate
+
+
+def test_the_notebook_figures_for_the_notebook_input_alone_earn_nothing(graded):
+    r = graded["notebook_only"]
+    checks = {c.nodeid.split("::")[-1]: c for c in r.checks}
+    nb = checks["test_causal_notebook"]
+    assert nb.status == "failed" and "for the notebook's own input" in nb.message.en, nb.message
+    assert "노트북 입력" in nb.message.ko
+    assert by_q(r)["CausalAttention"] < QUESTIONS["CausalAttention"] - 3
 
 
 def test_mask_moved_only_on_the_meta_device_loses_the_device_points(graded):

@@ -170,6 +170,24 @@ def _expect_working(sub, cls: str, seed: int) -> None:
              "(does forward return a constant or zeros?). This check counts only for a working class.",
              f"서로 다른 두 입력에 대해 `{cls}`의 출력이 같습니다: 출력이 입력에 의존하지 않습니다 (forward가 상수나 "
              "0을 반환하나요?). 이 검사는 동작하는 클래스에만 점수를 줍니다.")
+    # Attention mixes tokens (the last token's output is a weighted sum over the tokens it sees, the first among
+    # them) through a softmax of scores (not an affine function of the input). A per-token linear map, which the
+    # structural checks below would otherwise pay, is neither.
+    x_first = x.clone()
+    x_first[..., 0, :] = randn(seed + 2, *x.shape[:-2], x.shape[-1])
+    if y.dim() >= 2 and not _differs(y[..., -1, :], expect_tensor(m(x_first), f"{cls}(...)(x)")[..., -1, :]):
+        fail(f"`{cls}`: changing the first token did not change the last token's output, so the tokens are not "
+             "mixed: each output must be a weighted sum of the values of the tokens it attends to. This check "
+             "counts only for a working class.",
+             f"`{cls}`: 첫 토큰을 바꿔도 마지막 토큰의 출력이 바뀌지 않습니다. 즉 토큰이 섞이지 않습니다: 각 출력은 "
+             "주목하는 토큰들의 값(value)의 가중합이어야 합니다. 이 검사는 동작하는 클래스에만 점수를 줍니다.")
+    y_mid = expect_tensor(m(x * 1.5 + 0.5), f"{cls}(...)(x)")  # halfway between x and 2x + 1
+    if y.shape == y_in.shape == y_mid.shape and not _differs(y_mid, (y.double() + y_in.double()) / 2):
+        fail(f"`{cls}`'s output is an affine function of its input (halfway between two inputs it gives halfway "
+             "between their outputs): there is no softmax over attention scores. This check counts only for a "
+             "working class.",
+             f"`{cls}`의 출력이 입력의 아핀 함수입니다 (두 입력의 중간에서 두 출력의 중간을 냅니다): 어텐션 점수에 "
+             "대한 softmax가 없습니다. 이 검사는 동작하는 클래스에만 점수를 줍니다.")
     params = {n: t for n, t in m.state()["params"].items() if type(t) is torch.Tensor and t.is_floating_point()}
     if params:
         g = torch.Generator().manual_seed(seed + 1)
@@ -430,6 +448,18 @@ def build_head(sub, d_in: int, d_out: int, ctx: int, dropout: float = 0.0, seed:
 # missing), the wrapper is built with it in place of theirs, so that the wrapper is judged on its own code: a
 # fault of the heads is charged to CausalAttention only, and the wrapper still earns nothing it did not compute.
 STAND_IN: dict[str, str] = {}
+
+# Registered by the hidden checks (grading only): `fn(sub, m, x, what)` fails unless `m`, built as the notebook
+# builds it, also gives the reference's output on an input of x's shape that it has never seen. A file could
+# return the notebook's printed figures for the notebook's own input, which the public checks alone cannot tell.
+CONFIRM: dict[str, Callable] = {}
+
+
+def confirm_figures(sub, m, x, what: str) -> None:
+    """After a module matched the notebook's printed figures: the same on a fresh input (where graded)."""
+    fn = CONFIRM.get("module")
+    if fn is not None:
+        fn(sub, m, x, what)
 _STAND_IN_USED: "weakref.WeakKeyDictionary[object, bool]" = weakref.WeakKeyDictionary()
 
 
@@ -546,11 +576,14 @@ def check_wrapper_matches_heads(sub, seed: int, b: int, T: int, d_in: int, d_out
     if figure is not None:
         try:
             expect_close(got, figure, what)
-            matched = True
+            confirm_figures(sub, build(sub, "MultiHeadAttentionWrapper", d_in, d_out, ctx, 0.0, heads, seed=seed),
+                            x, what)
+            return  # the notebook's printed figures, and the same function elsewhere: evidence by itself
         except CheckFailure:
-            matched = False  # maybe CausalAttention is off; judge the wrapper on its own below
-        if matched:
-            return  # the notebook's printed figures: evidence by itself, as for the other classes
+            # Maybe CausalAttention is off: judge the wrapper against its own heads, on an input it has not seen.
+            x = randn(seed + 1, *x.shape)
+            res, ctx = run_wrapper(sub, x, d_in, d_out, ctx, heads, seed)
+            got = expect_shape(res["out"], (b, T, heads * d_out), what, explain=named)
     try:
         singles = [build_head(sub, d_in, d_out, ctx, 0.0, seed=seed if i == 0 else None) for i in range(heads)]
         outs = [expect_tensor(h(x), "CausalAttention(...)(x)") for h in singles]

@@ -22,6 +22,29 @@ from reference import attention as R
 common.STAND_IN.setdefault("source", inspect.getsource(R.CausalAttention))
 
 
+def confirm_figures(sub, m, x, what):
+    """The module that printed the notebook's figures, on an input of the same shape it has never seen: the
+    reference built the same way (same arguments, same seed) gives the expected output."""
+    name, args, kwargs, seed = m.ctor
+    manual_seed(seed)
+    ref = getattr(R, name)(*args, **kwargs).eval()
+    fresh = randn(90210, *x.shape)
+    with torch.no_grad():
+        want = ref(fresh)
+    try:
+        expect_close(m(fresh), want, described(what.replace("(inputs)", "(x)").replace("(batch)", "(x)"),
+                                               "on another input of the same shape", "(같은 shape의 다른 입력)"),
+                     explain=explain(sub, m, fresh))
+    except CheckFailure as e:
+        raise CheckFailure(Message("It prints the notebook's values for the notebook's own input, but not the "
+                                   "reference's for another input of the same shape: ",
+                                   "노트북 입력에서는 노트북의 값을 출력하지만, 같은 shape의 다른 입력에서는 참조 "
+                                   "구현과 다릅니다: ") + e.message, e.staff) from None
+
+
+common.CONFIRM.setdefault("module", confirm_figures)
+
+
 def with_ref_weights(code: str) -> Message:
     return described(code, "with the reference's weights", "(참조 구현의 가중치를 넣음)")
 

@@ -8,7 +8,7 @@ import torch
 from assignments.attention.common import (BATCH, INPUTS, build, check_causality, check_eval_no_dropout,
                                           check_heads_structure, check_mask_buffer, check_rejects_bad_heads,
                                           check_short_sequence, check_signature, check_wrapper_matches_heads,
-                                          expect_working, explain)
+                                          confirm_figures, expect_working, explain)
 from autograder.checks import check, expect_close, expect_shape, fail
 
 T = torch.tensor
@@ -87,6 +87,7 @@ def test_v1_notebook(sub):
     expect_working(sub, "SelfAttention_v1")  # a module returning a constant (even the right one) earns nothing
     m = build(sub, "SelfAttention_v1", 3, 2, seed=123)
     expect_close(m(INPUTS), want, "SelfAttention_v1(3, 2)(inputs)", explain=explain(sub, m, INPUTS))
+    confirm_figures(sub, m, INPUTS, "SelfAttention_v1(3, 2)(inputs)")
 
 
 @check(question="SelfAttention_v2", points=3)
@@ -97,6 +98,7 @@ def test_v2_notebook(sub):
     expect_working(sub, "SelfAttention_v2")  # a module returning a constant (even the right one) earns nothing
     m = build(sub, "SelfAttention_v2", 3, 2, seed=789)
     expect_close(m(INPUTS), want, "SelfAttention_v2(3, 2)(inputs)", explain=explain(sub, m, INPUTS))
+    confirm_figures(sub, m, INPUTS, "SelfAttention_v2(3, 2)(inputs)")
 
 
 @check(question="CausalAttention", points=3)
@@ -108,6 +110,7 @@ def test_causal_notebook(sub):
     m = build(sub, "CausalAttention", 3, 2, 6, 0.0, seed=123)
     expect_close(m(BATCH), torch.stack((row, row)), "CausalAttention(3, 2, 6, 0.0)(batch)",
                  explain=explain(sub, m, BATCH))
+    confirm_figures(sub, m, BATCH, "CausalAttention(3, 2, 6, 0.0)(batch)")
 
 
 @check(question="MultiHeadAttentionWrapper", points=3)
@@ -129,6 +132,7 @@ def test_mha_notebook(sub):
     m = build(sub, "MultiHeadAttention", 3, 4, 6, 0.0, 2, seed=123)
     expect_close(m(BATCH), torch.stack((row, row)), "MultiHeadAttention(3, 4, 6, 0.0, num_heads=2)(batch)",
                  explain=explain(sub, m, BATCH))
+    confirm_figures(sub, m, BATCH, "MultiHeadAttention(3, 4, 6, 0.0, num_heads=2)(batch)")
 
 
 # ------------------------------------------------------------------------------- properties
