@@ -157,7 +157,7 @@ class PlainWorkerProcess:
             self.kill()
             raise WorkerLost(str(e), self.status) from None
 
-    def kill(self, graceful: bool = False) -> dict[str, Any]:
+    def kill(self, graceful: bool = False, sweep_uid: bool = True) -> dict[str, Any]:  # no uids to sweep here
         if not self.alive:
             return self.status or {}
         self.alive = False

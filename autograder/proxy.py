@@ -193,6 +193,7 @@ class Submission:
         self.notes: list[Message] = []  # what the checks want the student to read at the top of the result
         self.graded_names: frozenset[str] = frozenset()  # the assignment's names: never offered as a rename
         self._spelling: dict[tuple[str, str], Message | None] = {}
+        self._imports_ok: dict[str, bool] = {}  # module -> a fresh worker imports it (see _student_made)
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -237,9 +238,30 @@ class Submission:
             self.load_errors = [self._hang_error(w) for w in self.skip] + list(loaded.get("errors", []))
         for err in loaded.get("errors", []):
             missing = _env_failure(err)
-            if missing:
+            if missing and not self._student_made(missing):
                 raise EnvironmentFailure(f"the worker could not import {missing!r} while loading the submission, "
                                          f"but the grader's Python can: {err}")
+
+    def _student_made(self, module: str) -> bool:
+        """Whether an import failure of an installed module, as the worker reported it, is the submission's own
+        doing (code may raise ModuleNotFoundError("No module named 'numpy'") itself, to pass as the grader's
+        failure): a fresh worker, which ran none of the submission's code, imports the module. Asked once per
+        module; a probe that cannot run leaves it the grader's failure, as before."""
+        if module not in self._imports_ok:
+            ok = False
+            try:
+                probe = self.spawn()
+                try:
+                    reply = probe.request("load", {"cells": [{"code": f"import {module}", "label": "<import check>"}],
+                                                   "skip": []}, timeout=self.hang_limit())
+                    value = reply.get("value") if isinstance(reply, dict) and reply.get("ok") is True else None
+                    ok = well_formed("load", value) and not value["errors"]
+                finally:
+                    probe.kill(graceful=True, sweep_uid=False)  # the submission's own worker lives on
+            except Exception:
+                ok = False
+            self._imports_ok[module] = ok
+        return self._imports_ok[module]
 
     def _hung_line(self) -> str | None:
         """The top-level statement the worker was running when its load timed out ("label:line"), if known.
@@ -399,7 +421,8 @@ class Submission:
                 self.fatal = MALFORMED
                 raise CheckFailure(self.fatal) from None
             missing = _env_failure(e.err)
-            if missing:  # not the student's error: the check ends as the grader's, with details for staff
+            if missing and not self._student_made(missing):
+                # not the student's error: the check ends as the grader's, with details for staff
                 raise EnvironmentFailure(f"the worker could not import {missing!r} in `{what}`, but the grader's "
                                          f"Python can: {e.err}") from None
             en, ko = _exc_text(e.err)

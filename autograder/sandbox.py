@@ -795,8 +795,9 @@ class WorkerProcess:
             raise WorkerLost(f"over its {over['how']} budget", over)
         return reply
 
-    def kill(self, graceful: bool = False) -> dict[str, Any]:
-        """Stop the worker and every descendant; returns how the worker ended."""
+    def kill(self, graceful: bool = False, sweep_uid: bool = True) -> dict[str, Any]:
+        """Stop the worker and every descendant; returns how the worker ended. sweep_uid=False leaves the other
+        processes of the worker's uid alone: only for a worker that ran no student code, beside one that runs."""
         if not self.alive:
             return self.status or {}
         self.alive = False
@@ -820,7 +821,7 @@ class WorkerProcess:
                         os.kill(pid, signal.SIGKILL)
                     except (ProcessLookupError, PermissionError):
                         pass
-        if self.uid is not None:
+        if self.uid is not None and sweep_uid:
             kill_uid(self.uid)
         for s in (self.sock, self.ctrl):
             s.close()

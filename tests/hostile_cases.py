@@ -407,6 +407,21 @@ CASES: tuple[Case, ...] = (
               print("FLOOD " * 100)
           """)),
     # ---------------------------------------------------------------- lies
+    # An import failure of a module the grader's Python has reads as the grader's own failure (a Python the worker
+    # cannot read): raising it by hand made the whole file "the autograder itself failed" (red team). A fresh
+    # worker that imports the module tells the two apart: at the top level it is one failed line (100); in
+    # CausalAttention.forward it costs that class (the wrapper is graded over stand-in heads: 75).
+    C("lie_env_failure_load", "raises ModuleNotFoundError(\"No module named 'numpy'\") at the top level, to pass as "
+      "the grader's failure", 100, "notes", "No module named 'numpy'",
+      top("""
+
+          raise ModuleNotFoundError("No module named 'numpy'")
+          """)),
+    C("lie_env_failure_call", "CausalAttention.forward raises ModuleNotFoundError(\"No module named 'torch.nn'\")",
+      75, "checks", "No module named 'torch.nn'",
+      first(f"{CA}.forward", """
+          raise ModuleNotFoundError("No module named 'torch.nn'")
+          """)),
     C("lie_sys_exit", "calls sys.exit(0) at import and from every function, hoping a clean exit reads as success",
       0, "checks", "raised SystemExit: 0",
       top("""

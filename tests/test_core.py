@@ -152,3 +152,42 @@ print("score", out[0].score)
     through_pytest = grade_all("attention", [tmp_path / n for n in files])
     assert protocol_runs  # this time they did not
     assert through_pytest == direct
+
+
+class _Probe:
+    """A fresh worker as Submission._student_made sees it: its load reply, and how it was stopped."""
+
+    def __init__(self, errors):
+        self.errors, self.stopped = errors, None
+
+    def request(self, op, args, timeout):
+        assert op == "load" and args["cells"][0]["code"] == "import numpy", (op, args)
+        return {"ok": True, "value": {"names": {}, "errors": self.errors}}
+
+    def kill(self, graceful=False, sweep_uid=True):
+        self.stopped = (graceful, sweep_uid)
+        return {}
+
+
+@pytest.mark.parametrize("fresh_worker_fails", [False, True])
+def test_an_import_failure_is_the_graders_only_where_a_fresh_worker_fails_too(fresh_worker_fails):
+    """A submission may raise ModuleNotFoundError("No module named 'numpy'") itself, to pass as the grader's
+    failure (red team); a fresh worker, which ran none of its code, tells: if it imports the module, the
+    failure was the submission's. The probe is stopped without sweeping the worker uid (the submission's own
+    worker is still running under it)."""
+    from autograder.proxy import EnvironmentFailure, Submission
+    from autograder.sandbox import Limits
+    err = {"type": "ModuleNotFoundError", "message": "No module named 'numpy'"}
+    probe = _Probe([err] if fresh_worker_fails else [])
+    sub = Submission(None, lambda: probe, Limits())
+    assert sub._student_made("numpy") is (not fresh_worker_fails)
+    assert probe.stopped == (True, False)
+    sub.worker = type("W", (), {"cpu_seconds": lambda self: 0.0, "alive": True,
+                                "request": lambda self, op, args, timeout: {"ok": False, "error": err}})()
+    if fresh_worker_fails:
+        with pytest.raises(EnvironmentFailure):
+            sub.request("call", what="f(...)")
+    else:
+        from autograder.checks import CheckFailure
+        with pytest.raises(CheckFailure, match="No module named 'numpy'"):
+            sub.request("call", what="f(...)")
