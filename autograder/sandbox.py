@@ -105,6 +105,7 @@ def claim_uid() -> int:
         _claimed[uid] = fd
         kill_uid(uid)  # leftovers of a grader that died without cleaning up
         confine.remove_stale_cgroups(CGROUP_PREFIX, lambda pid: os.path.exists(f"/proc/{pid}"))
+        remove_stale_scratch(uid)
         return uid
     raise RuntimeError("no free worker uid: too many grading processes on this machine")
 
@@ -855,6 +856,25 @@ def make_scratch(uid: int | None) -> str:
     if uid is not None:
         os.chown(path, uid, uid)
     return path
+
+
+def remove_stale_scratch(uid: int) -> None:
+    """Remove the scratch folders a killed grader process left for `uid` (make_scratch's, owned by that uid): the
+    caller holds the uid's lock, so no live grader uses them."""
+    import stat
+    tmp = tempfile.gettempdir()
+    try:
+        names = [n for n in os.listdir(tmp) if n.startswith("grade-")]
+    except OSError:
+        return
+    for name in names:
+        path = os.path.join(tmp, name)
+        try:
+            st = os.lstat(path)
+        except OSError:
+            continue
+        if stat.S_ISDIR(st.st_mode) and st.st_uid == uid:
+            remove_scratch(path, uid)
 
 
 def _empty_tree(path: str) -> None:

@@ -328,3 +328,23 @@ def test_one_zygote_serves_several_graders_and_a_dead_one_is_replaced(tmp_path):
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+@pytest.mark.skipif(not is_root(), reason="scratch folders belong to worker uids (root only)")
+def test_a_killed_graders_scratch_folders_are_removed_when_its_uid_is_claimed_again(tmp_path, monkeypatch):
+    """A grader process killed mid-submission leaves its scratch folder (grade-*, owned by its worker uid); the
+    next grader to claim that uid removes it, whatever the submission left inside, and nothing of other uids."""
+    from autograder.sandbox import remove_stale_scratch
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    mine, other, unrelated = tmp_path / "grade-aaaa", tmp_path / "grade-bbbb", tmp_path / "keep-cccc"
+    for d, uid in ((mine, 61990), (other, 61991), (unrelated, 61990)):
+        d.mkdir()
+        os.chown(d, uid, uid)
+    (mine / "sub").mkdir()
+    (mine / "sub" / "f").write_text("left behind")
+    os.symlink("/etc", mine / "link")
+    for p in (mine / "sub", mine / "sub" / "f"):
+        os.chown(p, 61990, 61990)
+    remove_stale_scratch(61990)
+    assert not mine.exists() and other.exists() and unrelated.exists()
+    assert os.path.exists("/etc/passwd")
