@@ -301,3 +301,27 @@ def test_batch_gives_each_of_kim_kim_and_kim_2_its_own_result(tmp_path):
     rows = list(_csv.DictReader((out / "scores.csv").open()))
     assert sorted((r["student"], r["folder"]) for r in rows) == [("kim", "kim.py"), ("kim-2", "kim-2.py"),
                                                                  ("kim-3", "kim_.py")]
+
+
+def test_bidi_and_invisible_characters_reach_no_csv_table_or_json(tmp_path):
+    """Text that reached a result another way than the worker protocol (a file name, a message made in the grader,
+    a result written by an older version) is cleaned again on the way out: scores.csv, grades.csv, the summary
+    table and the result JSON hold no format character (bidi controls, zero-width, BOM) and no line separator."""
+    import unicodedata
+    from autograder.messages import Message
+    from autograder.results import SubmissionResult, csv_text, grades_csv_text, write_result
+    evil = "\u202eDEIFIREV 001/001 :edarg\u202c \u2066\u200b\u2028x\ufeff"
+    r = SubmissionResult(student="s1", submission=f"a{evil}.py", assignment="attention", questions=["q"],
+                         origin={"folder": f"f{evil}", "submitters": [{"sid": "1", "email": "", "name": f"김{evil}"}]},
+                         error=Message(f"Your file could not be loaded: RuntimeError: {evil}", f"불러올 수 없음: {evil}"))
+    r.reason = r.error
+    a = assignment.load("attention")
+    write_result(tmp_path, r, "en")
+    outputs = {"scores.csv": csv_text([r], ["q"]), "grades.csv": grades_csv_text([r], ["q"]),
+               "table": batch.summary_table([r], a), "ko table": batch.summary_table([r], a, "ko"),
+               "json": (tmp_path / "s1.json").read_text(encoding="utf-8")}
+    for name, text in outputs.items():
+        bad = {hex(ord(ch)) for ch in text if unicodedata.category(ch) in ("Cf", "Zl", "Zp")}
+        assert not bad, (name, bad)
+    assert "RuntimeError: DEIFIREV 001/001 :edarg  x" in outputs["scores.csv"]
+    assert "김" in outputs["grades.csv"]
