@@ -40,6 +40,33 @@ def entry_id(name: str) -> str:
     return sid
 
 
+def unique_ids(wanted: list[tuple[str, bool]]) -> list[str]:
+    """One distinct id per entry, from (the id it asks for, whether that id is its own name), in listing order.
+
+    Every asked-for id is reserved: it goes to the entry whose own name it is (the first in order when several
+    are, e.g. `a.py`, `a.ipynb`, a folder `a/`), else to the first asking; each other entry gets `<id>-N` with the
+    smallest N >= 2 that nobody asks for and nobody has yet, so `kim_.py` (asking for `kim`, which `kim.py` owns)
+    never takes `kim-2` from `kim-2.py`. Ids are compared ignoring case, so that results never overwrite each
+    other on a case-insensitive disk (`A.py` sorts before `a.py` and keeps `A`; `a.py` gets `a-2`). The same
+    entries always give the same ids: the callers sort them first."""
+    key = str.lower  # ids are ASCII
+    taken = {key(sid) for sid, _own in wanted}
+    groups: dict[str, list[int]] = {}
+    for i, (sid, _own) in enumerate(wanted):
+        groups.setdefault(key(sid), []).append(i)
+    out = [""] * len(wanted)
+    for members in groups.values():
+        first, *rest = sorted(members, key=lambda i: (not wanted[i][1], i))
+        out[first] = wanted[first][0]
+        for i in rest:  # "<id>-N" of two different ids never coincide: each group only skips reserved ids
+            n = 2
+            while key(f"{wanted[i][0]}-{n}") in taken:
+                n += 1
+            out[i] = f"{wanted[i][0]}-{n}"
+            taken.add(key(out[i]))
+    return out
+
+
 def newer_of_pair(paths: list[Path]) -> tuple[Path, Message] | None:
     """For a .py and an .ipynb side by side (the bundle ships both), the one the student worked on: the more
     recently modified. None when `paths` is not exactly such a pair."""
@@ -147,16 +174,17 @@ def entries(root: Path, assignment: Assignment) -> list[tuple[Job, dict[str, Any
     submitters and submission time from submission_metadata.yml (see export_id for how those jobs are named)."""
     meta = read_export_metadata(root)
     out: list[tuple[Job, dict[str, Any]]] = []
-    seen: dict[str, int] = {}
-    for entry in sorted(root.iterdir()):
-        if entry.name.startswith(".") or entry.name in (EXPORT_METADATA, "__pycache__"):
-            continue
+    listed = [e for e in sorted(root.iterdir())
+              if not e.name.startswith(".") and e.name not in (EXPORT_METADATA, "__pycache__")]
+    wanted: list[tuple[str, bool]] = []
+    for entry in listed:
         info = meta.get(entry.name)
+        own = entry.stem if entry.is_file() else entry.name
         sid = export_id(info) if info else ""
-        sid = sid or entry_id(entry.stem if entry.is_file() else entry.name)
-        seen[sid] = seen.get(sid, 0) + 1
-        if seen[sid] > 1:
-            sid = f"{sid}-{seen[sid]}"
+        # An export's id is its submitter's own name; else the entry's, when its stem is an id as it is.
+        wanted.append((sid, True) if sid else (entry_id(own), entry_id(own) == own))
+    for entry, sid in zip(listed, unique_ids(wanted)):
+        info = meta.get(entry.name)
         shown = shown_name(entry.name)  # entry.name keeps the bytes (surrogateescape); people read this
         origin: dict[str, Any] = {"folder": shown, **(info or {})}
         if entry.is_symlink():  # it could point anywhere the grader may read (the reference, another student)

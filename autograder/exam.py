@@ -386,7 +386,7 @@ MIN_FINGERPRINTS = 8  # below this, too little of a student's own code remains t
 
 @dataclass
 class Finding:
-    kind: str  # other_variant | similar | late
+    kind: str  # other_variant | similar | late | unparsed
     students: list[str]
     detail: str
     score: float = 0.0
@@ -396,17 +396,39 @@ class Finding:
 
 
 def _code(path: Path) -> str:
+    return "\n".join(c.code for c in _cells(path))
+
+
+def _cells(path: Path) -> list:
     from .source import read
-    return "\n".join(c.code for c in read(path).cells)
+    return read(path).cells
 
 
 def constants(code: str) -> dict[str, Any]:
-    """Top-level `NAME = literal` assignments, read without running anything."""
-    out: dict[str, Any] = {}
+    """Top-level `NAME = literal` assignments, read without running anything ({} when the code cannot be parsed)."""
+    from .source import Unparsable, parse
     try:
-        tree = ast.parse(code)
-    except SyntaxError:
-        return out
+        return _constants(parse(code))
+    except Unparsable:
+        return {}
+
+
+def cell_constants(cells: list) -> tuple[dict[str, Any], list[str]]:
+    """constants() of a file's cells, each parsed on its own (a later cell's value wins, as when run), and one
+    "<cell label>: <why>" per cell that could not be parsed: that cell's problem, never the caller's."""
+    from .source import Unparsable, parse
+    out: dict[str, Any] = {}
+    failed: list[str] = []
+    for c in cells:
+        try:
+            out.update(_constants(parse(c.code, c.label)))
+        except Unparsable as e:
+            failed.append(f"{c.label}: {e}")
+    return out, failed
+
+
+def _constants(tree: ast.Module) -> dict[str, Any]:
+    out: dict[str, Any] = {}
     for node in tree.body:
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             try:
@@ -440,8 +462,8 @@ def tokens(code: str) -> list[str]:
                 out.append("S")
             else:
                 out.append(tok.string)
-    except (tokenize.TokenError, IndentationError, SyntaxError):
-        pass  # a broken file: compare what could be read
+    except Exception:  # noqa: BLE001 - a broken file (or one too odd to tokenize): compare what could be read
+        pass
     return out
 
 
@@ -465,19 +487,25 @@ def audit(results_dir: Path, *, threshold: float = 0.8) -> list[Finding]:
     findings: list[Finding] = []
     variants = {r.student: r.exam.get("variant") for r in graded if r.exam.get("variant")}
     codes: dict[str, str] = {}
+    cells: dict[str, list] = {}
     for r in graded:
         path = r.exam.get("path")
         if path and Path(path).is_file():
             try:
-                codes[r.student] = _code(Path(path))
+                cells[r.student] = _cells(Path(path))
             except Exception:  # noqa: BLE001 - an unreadable file is reported by grading, not here
                 continue
-    # 1. another student's variant
-    for sid, code in codes.items():
+            codes[r.student] = "\n".join(c.code for c in cells[r.student])
+    # 1. another student's variant (a cell that cannot be parsed is reported, and the others are still read)
+    for sid in codes:
+        have, failed = cell_constants(cells[sid])
+        if failed:
+            more = f" and {len(failed) - 1} more" if len(failed) > 1 else ""
+            findings.append(Finding("unparsed", [sid], f"{sid}: {failed[0]}{more}; constants there were not "
+                                    "compared with the paper"))
         own = variants.get(sid)
         if not own:
             continue
-        have = constants(code)
         keys = list(_as_constants(own))
         found = {k: have.get(k) for k in keys if k in have}
         if found == {k: _as_constants(own)[k] for k in found}:
@@ -520,7 +548,7 @@ def audit(results_dir: Path, *, threshold: float = 0.8) -> list[Finding]:
 def audit_text(findings: list[Finding]) -> str:
     if not findings:
         return "no findings: no other student's variant, no near-identical files, no late submission"
-    order = {"other_variant": 0, "similar": 1, "late": 2}
+    order = {"other_variant": 0, "similar": 1, "late": 2, "unparsed": 3}
     lines = [f"{f.kind:<14} {' '.join(f.students):<30} {f.detail}"
              for f in sorted(findings, key=lambda f: (order.get(f.kind, 9), -f.score, f.students))]
     return "\n".join(lines) + f"\n{len(findings)} finding(s)"
@@ -545,10 +573,10 @@ def mode_line(mode: str, file: str, lang: str) -> str:
 
 def defined_names(path: Path) -> set[str] | None:
     """Top-level names the file defines, read without running it; None when it cannot be read or parsed."""
+    from .source import parse
     try:
-        code = _code(path)
-        tree = ast.parse(code)
-    except Exception:  # noqa: BLE001 - unreadable or not Python: reported as "not found"/"does not load"
+        tree = parse(_code(path))
+    except Exception:  # noqa: BLE001 - unreadable or not Python (Unparsable): reported as "not found"/"does not load"
         return None
     names: set[str] = set()
     for node in tree.body:

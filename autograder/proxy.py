@@ -77,11 +77,12 @@ _DUNDERS = {"__iter__", "__call__", "__repr__", "__str__", "__len__", "__new__",
 def misspelt_method(source: Source, cls: str, wanted: str) -> Message | None:
     """When class `cls` (read from the source, not run) lacks method `wanted` but defines a near spelling of it
     (`__init_`, `__int__`, `foward`), the message that says so: Python silently ignores the misspelt one."""
+    from .source import Unparsable, parse
     methods = None
     for cell in source.cells:
         try:
-            tree = ast.parse(cell.code)
-        except (SyntaxError, ValueError):
+            tree = parse(cell.code, cell.label)
+        except Unparsable:  # a syntax error, or code nested too deeply for the parser (MemoryError): not this cell
             continue
         for node in tree.body:
             if isinstance(node, ast.ClassDef) and node.name == cls:  # the last definition wins, as when run

@@ -25,6 +25,7 @@ from . import similarity
 from .assignment import PROJECT_ROOT, Assignment
 from .errors import AssignmentError, UsageError
 from .results import SubmissionResult, write_atomic
+from .safetext import clean_data
 
 # A number as it appears in a message: 24, -0.4519, 1e-05, nan. Digits inside names (SelfAttention_v2) are not.
 _NUMBER = re.compile(r"(?<![\w])[-+]?(?:\d+(?:\.\d+)?(?:[eE][-+]?\d+)?|nan|inf)(?![\w])")
@@ -65,7 +66,8 @@ def load(results: Path) -> tuple[list[Loaded], list[dict[str, str]]]:
     used: set[str] = set()
     for p in sorted(results.glob("*.json")):
         try:
-            gs = json.loads(p.read_text(encoding="utf-8"))
+            # Cleaned again: a result from an older version (or edited by hand) may hold bidi controls or escapes.
+            gs = clean_data(json.loads(p.read_text(encoding="utf-8")))
             r = SubmissionResult.from_dict(gs["extra_data"]["internal"])
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
             bad.append({"file": p.name, "reason": f"not a grade batch result ({type(e).__name__})"})

@@ -11,6 +11,16 @@ _ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]?|\x1b\][^\x07\x1b]*(?:\x07|\x1b\
 _CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 _CONTROLS_ONE_LINE = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
+# Unicode format characters (category Cf): bidi embeddings, overrides and isolates (U+202A-202E, U+2066-2069:
+# "Trojan Source" reordering in a terminal, a spreadsheet or a page), zero-width characters (U+200B-200D, U+2060),
+# the BOM (U+FEFF), soft hyphen, tags... All of Unicode 14 (Python 3.11) and 15's Egyptian format controls; a test
+# checks the list against the running Python's unicodedata (computing it here would cost every command 0.2 s).
+_INVISIBLE = re.compile("[\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u180e\u200b-\u200f"
+                        "\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\U000110bd\U000110cd"
+                        "\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001"
+                        "\U000e0020-\U000e007f]")
+# Line and paragraph separators (Zl, Zp): a line break to a terminal or an editor, none to a CSV reader.
+_SEPARATORS = re.compile("[\u2028\u2029]")
 
 
 def _fix_surrogates(s: str) -> str:
@@ -21,16 +31,20 @@ def _fix_surrogates(s: str) -> str:
 
 
 def clean(s: Any, one_line: bool = False) -> str:
-    """Printable text: escape sequences and control characters removed (newlines and tabs kept unless
-    `one_line`), lone surrogates replaced. Idempotent, and the identity on ordinary text."""
+    """Printable text: escape sequences, control characters and invisible format characters (bidi controls,
+    zero-width characters, BOM) removed, line and paragraph separators (U+2028, U+2029) made newlines (spaces when
+    `one_line`; newlines and tabs are kept unless `one_line`), lone surrogates replaced. Idempotent, and the
+    identity on ordinary text (Korean included)."""
     if type(s) is not str:
         s = str(s)
     elif s.isascii() and s.isprintable():  # the common case, and nothing to remove in it
         return s
     s = _fix_surrogates(s)
-    if not s.isprintable():
+    if not s.isprintable():  # False for every character removed or replaced below
         s = _ESCAPES.sub("", s)
         s = (_CONTROLS_ONE_LINE if one_line else _CONTROLS).sub("", s)
+        s = _SEPARATORS.sub(" " if one_line else "\n", s)
+        s = _INVISIBLE.sub("", s)
     return s
 
 

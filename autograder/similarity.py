@@ -64,7 +64,7 @@ def tokens(code: str, cell: int = 0) -> list[Token]:
                 continue
             out.append(Token(_normalise(t.string, t.type), cell, t.start[0]))
         return out
-    except (tokenize.TokenError, SyntaxError, IndentationError):
+    except Exception:  # noqa: BLE001 - a syntax error, or text too odd for the tokenizer: never the caller's crash
         out = []
     for lineno, line in enumerate(code.splitlines(), start=1):
         for m in _FALLBACK.finditer(line):

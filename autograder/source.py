@@ -1,6 +1,7 @@
 """Turn a submitted `.py` or `.ipynb` file into code cells, in the grader, without running anything."""
 from __future__ import annotations
 
+import ast
 import json
 import re
 from dataclasses import dataclass, field
@@ -26,6 +27,27 @@ class Source:
     kind: str  # "py" or "ipynb"
     cells: list[Cell]
     notes: list[Message] = field(default_factory=list)
+
+
+class Unparsable(Exception):
+    """Student text that Python's parser refused, for whatever reason; str() says why, in one short line."""
+
+
+def parse(code: str, label: str = "<submission>") -> ast.Module:
+    """ast.parse() of student text in the grader process, where nothing a file holds may crash a command.
+
+    Besides SyntaxError, the parser raises MemoryError or RecursionError for deeply nested code (100,000 unary
+    minuses), ValueError for NUL bytes (older Pythons), OverflowError and whatever else a later Python adds: every
+    one of them is raised as Unparsable, the file's own problem, for the caller to report or skip."""
+    try:
+        return ast.parse(code, filename=label)
+    except SyntaxError as e:
+        where = f" (line {e.lineno})" if e.lineno else ""
+        raise Unparsable(f"SyntaxError: {e.msg}{where}") from None
+    except (MemoryError, RecursionError) as e:
+        raise Unparsable(f"{type(e).__name__}: nested too deeply for Python's parser") from None
+    except Exception as e:  # noqa: BLE001 - ValueError (NUL bytes), OverflowError, ...
+        raise Unparsable(f"{type(e).__name__}: {str(e)[:200]}") from None
 
 
 def decode(data: bytes, filename: str) -> tuple[str, list[Message]]:

@@ -959,6 +959,15 @@ CASES: tuple[Case, ...] = (
       body("softmax_naive", r"""
           raise type("\x1b[31mEvil\x1b]0;owned\x07", (Exception,), {})("\x1b[2Jboom\x07")
           """)),
+    # The same 98.5; the message's bidi override would show "grade: 100/100 VERIFIED" reversed in the table, the
+    # CSV and the JSON, its zero-width, BOM and line-separator characters hide or break the text.
+    C("sys_text_bidi", "softmax_naive raises an exception whose message carries bidi overrides and isolates, "
+      "zero-width characters, a BOM and a line separator (they used to reach the summary table, scores.csv and "
+      "the JSON); everything else is right", 98.5, "checks",
+      "`softmax_naive(...)` raised RuntimeError: DEIFIREV 001/001",
+      body("softmax_naive", r"""
+          raise RuntimeError("\u202eDEIFIREV 001/001 :edarg\u202c \u2066\u200b\u2028x\ufeff\u2029y\u00ad")
+          """)),
 )
 
 BY_NAME = {c.name: c for c in CASES}

@@ -237,3 +237,91 @@ def test_csv_cells_that_start_like_a_formula_are_defused():
     grades = list(_csv.DictReader(_io.StringIO(grades_csv_text([evil, plain], ["q"]))))
     assert [grades[0][k][:2] for k in ("sid", "name", "status")] == ["'-", "'@", "no"]
     assert grades[0]["email"] == "x@y"  # the tab is removed with other control characters: no formula left
+
+
+# ---------------------------------------------------------------------------------------------- result ids
+
+def _ids(folder: Path) -> dict[str, str]:
+    """{entry name: job id} as discover gives them."""
+    a = assignment.load("attention")
+    from autograder import discover
+    return {origin["folder"]: job.student for job, origin in discover.entries(folder, a)}
+
+
+def test_a_generated_id_never_takes_another_students_own_name(tmp_path):
+    """kim-2.py, kim.py and kim_.py: kim_.py's id (kim, taken by kim.py) must not become kim-2, which is kim-2.py's
+    own name; every id is distinct and a student whose file stem is a valid id keeps it."""
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    for name in ("kim-2.py", "kim.py", "kim_.py"):
+        (subs / name).write_text("x = 1\n")
+    assert _ids(subs) == {"kim-2.py": "kim-2", "kim.py": "kim", "kim_.py": "kim-3"}
+
+
+def test_every_collision_gives_distinct_ids_that_do_not_depend_on_the_listing_order(tmp_path, monkeypatch):
+    """a.py, a.ipynb and a folder a/ all claim `a`; a-2.py owns `a-2`; A.py clashes with `a` where the file system
+    ignores case (result files must not overwrite each other there either); non-ASCII names that reduce to the same
+    ASCII id (김a.py, 이a.py -> a) or to nothing (two Korean names -> student-<hash>); an export submitter."""
+    subs = tmp_path / "subs"
+    (subs / "a").mkdir(parents=True)
+    (subs / "a" / "attention.py").write_text("x = 1\n")
+    names = ["a.py", "a.ipynb", "a-2.py", "A.py", "김a.py", "이a.py", "김철수.py", "이영희.py", "a_.py", "b.py", "b-2.py",
+             "b-2_.py", "b_.py", "c.txt", "c.py"]
+    for name in names:
+        (subs / name).write_text("x = 1\n")
+    ids = _ids(subs)
+    assert len(ids) == len(names) + 1
+    assert len({i.lower() for i in ids.values()}) == len(ids), ids  # distinct, even ignoring case
+    assert all(i.isascii() and "/" not in i for i in ids.values())
+    # Own names stay their owners': a-2.py, b.py, b-2.py, c (the first of c.py, c.txt in order: both own it).
+    assert (ids["a-2.py"], ids["b.py"], ids["b-2.py"], ids["c.py"]) == ("a-2", "b", "b-2", "c")
+    assert ids["A.py"] == "A" and ids["c.txt"] == "c-2"  # A.py sorts first among the owners of `a`, A and a/
+    assert {ids[n] for n in ("a.py", "a.ipynb", "A.py", "김a.py", "이a.py", "a_.py")}.isdisjoint({"a", "a-2"})
+    assert ids["b-2_.py"] not in ("b-2", "b") and ids["b_.py"] not in ("b", "b-2")
+    assert ids["김철수.py"].startswith("student-") and ids["이영희.py"].startswith("student-")
+    # The same folder always gives the same ids, whatever order the file system lists it in.
+    real = Path.iterdir
+    monkeypatch.setattr(Path, "iterdir", lambda self: reversed(list(real(self))))
+    assert _ids(subs) == ids
+
+
+def test_batch_gives_each_of_kim_kim_and_kim_2_its_own_result(tmp_path):
+    """End to end: kim-2.json is kim-2.py's (the reference), and each file has its own row in scores.csv."""
+    import csv as _csv
+    subs, out = tmp_path / "subs", tmp_path / "out"
+    subs.mkdir()
+    (subs / "kim-2.py").write_text(REFERENCE.read_text())
+    (subs / "kim.py").write_text(REFERENCE.read_text())
+    (subs / "kim_.py").write_text(SKELETON.read_text())
+    a = assignment.load("attention")
+    batch.main(submissions=subs, out=out, assignment=a, echo=lambda *_: None)
+    got = {p.stem: (json.loads(p.read_text())["score"], json.loads(p.read_text())["extra_data"]["origin"]["folder"])
+           for p in out.glob("*.json")}
+    assert got == {"kim-2": (100.0, "kim-2.py"), "kim": (100.0, "kim.py"), "kim-3": (0.0, "kim_.py")}
+    rows = list(_csv.DictReader((out / "scores.csv").open()))
+    assert sorted((r["student"], r["folder"]) for r in rows) == [("kim", "kim.py"), ("kim-2", "kim-2.py"),
+                                                                 ("kim-3", "kim_.py")]
+
+
+def test_bidi_and_invisible_characters_reach_no_csv_table_or_json(tmp_path):
+    """Text that reached a result another way than the worker protocol (a file name, a message made in the grader,
+    a result written by an older version) is cleaned again on the way out: scores.csv, grades.csv, the summary
+    table and the result JSON hold no format character (bidi controls, zero-width, BOM) and no line separator."""
+    import unicodedata
+    from autograder.messages import Message
+    from autograder.results import SubmissionResult, csv_text, grades_csv_text, write_result
+    evil = "\u202eDEIFIREV 001/001 :edarg\u202c \u2066\u200b\u2028x\ufeff"
+    r = SubmissionResult(student="s1", submission=f"a{evil}.py", assignment="attention", questions=["q"],
+                         origin={"folder": f"f{evil}", "submitters": [{"sid": "1", "email": "", "name": f"김{evil}"}]},
+                         error=Message(f"Your file could not be loaded: RuntimeError: {evil}", f"불러올 수 없음: {evil}"))
+    r.reason = r.error
+    a = assignment.load("attention")
+    write_result(tmp_path, r, "en")
+    outputs = {"scores.csv": csv_text([r], ["q"]), "grades.csv": grades_csv_text([r], ["q"]),
+               "table": batch.summary_table([r], a), "ko table": batch.summary_table([r], a, "ko"),
+               "json": (tmp_path / "s1.json").read_text(encoding="utf-8")}
+    for name, text in outputs.items():
+        bad = {hex(ord(ch)) for ch in text if unicodedata.category(ch) in ("Cf", "Zl", "Zp")}
+        assert not bad, (name, bad)
+    assert "RuntimeError: DEIFIREV 001/001 :edarg  x" in outputs["scores.csv"]
+    assert "김" in outputs["grades.csv"]

@@ -32,6 +32,8 @@ def graded(tmp_path_factory):
         "badjson.ipynb": '{"cells": [',
         "syntax.py": "import torch\ndef broken(:\n    pass\n",
         "readme.txt": "not code",
+        # A cell nested 100,000 deep: Python's parser raises MemoryError on it, not SyntaxError.
+        "deep_cell.ipynb": notebook(ref, "_x = " + "-" * 100_000 + "1\n"),
     })
 
 
@@ -40,6 +42,14 @@ def test_reference_gets_full_marks(graded):
     assert r.error is None
     assert r.max_score == 100
     assert r.score == 100, [(c.name, c.message) for c in r.checks if c.status != "passed"]
+
+
+def test_a_cell_too_deep_to_parse_costs_only_itself(graded):
+    """The deep cell is lost (the worker skips it); the grader's own reading of the source (the misspelt-method
+    hint, looked for when a constructor raises as asked) must not turn that into an internal error."""
+    r = graded["deep_cell"]
+    assert r.error is None and not r.staff, (r.error, r.staff)
+    assert r.score == 100, [(c.name, c.message and c.message.en) for c in r.checks if c.status != "passed"]
 
 
 def test_skeleton_gets_zero_without_crash(graded):

@@ -282,6 +282,32 @@ def test_audit(work, graded):
     assert not any(k == "other_variant" and s[0] in ("chen", "dana") for k, s in found)
 
 
+def test_a_file_the_parser_cannot_take_is_reported_by_the_audit_not_fatal(tmp_path, variants):
+    """bo's notebook holds ada's answer (her constants) and a cell nested 100,000 deep, on which Python's parser
+    raises MemoryError: the audit reports that cell, still reads bo's other cell (ada's constants: another
+    student's variant) and audits everyone else as usual, in process and through `grade exam audit`."""
+    from autograder.results import write_result
+    from conftest import notebook
+    deep = "_x = " + "-" * 100_000 + "1\n"
+    files = {"ada": ("ada.py", solved("ada", variants["ada"])),
+             "bo": ("bo.ipynb", notebook(solved("ada", variants["ada"]), deep)),
+             "dana": ("dana.py", solved("dana", variants["dana"]) + "\nz = (\n")}  # a plain syntax error
+    out = tmp_path / "results"
+    out.mkdir()
+    for sid, (name, text) in files.items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+        r = SubmissionResult(student=sid, submission=name, assignment="midterm", questions=[],
+                             exam={"variant": variants[sid], "path": str(tmp_path / name)})
+        write_result(out, r, "en")
+    found = {(f.kind, tuple(sorted(f.students))): f.detail for f in exam.audit(out)}
+    assert ("other_variant", ("ada", "bo")) in found, found
+    assert "bo.ipynb, code cell 2" in found[("unparsed", ("bo",))] and "MemoryError" in found[("unparsed", ("bo",))]
+    assert "SyntaxError" in found[("unparsed", ("dana",))]
+    assert not any(k == "other_variant" and "dana" in s for k, s in found)  # nothing else said of dana
+    p = grade("exam", "audit", str(out), cwd=tmp_path)
+    assert p.returncode == 0 and "unparsed" in p.stdout and "other_variant" in p.stdout, p.stderr[-2000:]
+
+
 def test_audit_similarity_separates_copies_from_independent_answers(variants):
     """Is a renamed copy of the reference answer near-identical to it, and an independently written correct
     answer (same variant, same forced names) not?"""

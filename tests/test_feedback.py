@@ -59,6 +59,23 @@ def test_misspelt_special_methods_are_named_from_the_source():
     assert misspelt_method(src, "C", "__init__") is None
 
 
+def test_a_cell_the_parser_cannot_take_is_skipped_by_the_source_readers():
+    """Python's parser raises MemoryError (100,000 unary minuses), RecursionError, ValueError (NUL bytes, older
+    Pythons) as well as SyntaxError: source.parse turns each into Unparsable, and misspelt_method skips that cell."""
+    from autograder.proxy import misspelt_method
+    from autograder.source import Cell, Source, Unparsable, parse
+    deep = "_x = " + "-" * 100_000 + "1\n"
+    for bad in (deep, "x = (", "x = 1\x00\n", "x = " + "(" * 300 + ")" * 300):
+        with pytest.raises(Unparsable):
+            parse(bad)
+    assert "nested too deeply" in str(pytest.raises(Unparsable, parse, deep).value)
+    assert "line 1" in str(pytest.raises(Unparsable, parse, "x = (").value)
+    assert parse("x = 1").body
+    code = "class A:\n    def __int__(self, d_in):\n        pass\n"
+    src = Source("attention.ipynb", "ipynb", [Cell(deep, "cell 1"), Cell("y = 1\x00", "cell 2"), Cell(code, "cell 3")])
+    assert "`A` defines `__int__`, not `__init__`" in misspelt_method(src, "A", "__init__").en
+
+
 def test_a_diagnosis_never_fails_a_check_and_its_time_is_given_back():
     import time
     from types import SimpleNamespace

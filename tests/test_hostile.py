@@ -479,12 +479,14 @@ def _strings(obj):
 
 
 def _unsafe(text: str) -> list[str]:
+    import unicodedata
     return sorted({repr(ch) for ch in text if (ord(ch) < 32 and ch not in "\n\t") or 0x7F <= ord(ch) <= 0x9F
-                   or 0xD800 <= ord(ch) <= 0xDFFF})
+                   or 0xD800 <= ord(ch) <= 0xDFFF or unicodedata.category(ch) in ("Cf", "Zl", "Zp")})
 
 
 def test_student_text_is_clean_in_json_csv_and_table(graded):
-    """Escape codes, control characters and lone surrogates from names, exceptions and prints reach no output."""
+    """Escape codes, control characters, lone surrogates and invisible format characters (bidi controls, zero-width
+    characters, BOM, line separators) from names, exceptions and prints reach no output."""
     for p in graded["out"].glob("*.json"):
         for text in _strings(json.loads(p.read_text(encoding="utf-8"))):
             assert _unsafe(text) == [], (p.name, text[:200])

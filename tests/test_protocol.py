@@ -248,3 +248,42 @@ def test_a_failed_calls_frame_is_refused_unless_asked_for_and_made_of_bounded_te
     assert not error_well_formed("call", asked, {**ok, "frame": {**ok["frame"], "line": "3"}})
     monkeypatch.setattr(protocol, "MAX_PARTIAL_BYTES", 4)
     assert not error_well_formed("call", asked, ok)  # 8 bytes over a bound of 4
+
+
+# Bidi override and isolate, zero-width space and joiner, BOM, soft hyphen, word joiner, a tag character.
+INVISIBLE = "\u202e\u2066\u2069\u200b\u200d\ufeff\u00ad\u2060\U000e0041"
+
+
+def test_invisible_format_characters_and_separators_are_removed_and_korean_is_kept():
+    """clean() removes Unicode format characters (Cf: bidi controls, zero-width characters, BOM) and turns line
+    and paragraph separators into a newline (a space on one line); Korean, accents, emoji and wide spaces stay."""
+    text = f"{INVISIBLE[0]}DEIFIREV 001/001{INVISIBLE[1:]}\u2028x\u2029y"
+    assert clean(text) == "DEIFIREV 001/001\nx\ny"
+    assert clean(text, one_line=True) == "DEIFIREV 001/001 x y"
+    for ordinary in ("`MultiHeadAttention`에 `forward`가 정의되어 있지 않습니다.", "한국어\n\t끝", "café ñ",
+                     "조합형 한글 \u1112\u1161\u11ab", "넓은\u3000공백", "😀 ✓ α≈β"):
+        assert clean(ordinary) == ordinary and clean(ordinary, True) == ordinary.replace("\n", "").replace("\t", "")
+    assert clean("👩\u200d💻") == "👩💻"  # a ZWJ sequence falls apart into its emoji: acceptable
+    for s in (text, "\x1b\u200b[31mred", "a\u2028\u200b\u2029b", "\u202e\x1b]0;t\x07z"):
+        assert clean(clean(s)) == clean(s) and clean(clean(s, True), True) == clean(s, True)  # idempotent
+
+
+def test_the_invisible_list_covers_every_format_character_of_this_python():
+    """The hard-coded list matches every Cf, Zl and Zp code point of the running Python's Unicode database, and
+    nothing that is assigned to another category (it may name a few that a later Unicode adds)."""
+    import sys
+    import unicodedata
+    from autograder.safetext import _INVISIBLE, _SEPARATORS
+    for cp in range(sys.maxunicode + 1):
+        ch = chr(cp)
+        cat = unicodedata.category(ch)
+        hit = bool(_INVISIBLE.match(ch) or _SEPARATORS.match(ch))
+        assert hit == (cat in ("Cf", "Zl", "Zp")) or (hit and cat == "Cn"), (hex(cp), cat)
+
+
+def test_invisible_characters_from_the_worker_arrive_removed():
+    """Both decoding paths: raw UTF-8 in the reply, and \\u escapes in ASCII JSON (which skip no cleaning)."""
+    obj = {f"key{INVISIBLE}": [f"msg{INVISIBLE}\u2028end", "그대로 한국어"]}
+    assert roundtrip(obj) == {"key": ["msg\nend", "그대로 한국어"]}
+    body = json.dumps(obj, ensure_ascii=True).encode()
+    assert body.isascii() and protocol.unpack(b"[]\n" + body, b"") == {"key": ["msg\nend", "그대로 한국어"]}

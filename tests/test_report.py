@@ -235,6 +235,28 @@ def test_grades_csv_one_row_per_group_member():
     assert rows[2]["student"] == "dana" and rows[2]["status"].startswith("not graded")
 
 
+def test_results_written_before_cleaning_existed_are_cleaned_when_read(tmp_path):
+    """A result file holding bidi controls, zero-width characters or escape codes (written by an older version, or
+    by hand) gives a report with none of them: the text is cleaned when the file is read."""
+    import unicodedata
+    results = tmp_path / "results"
+    r = SubmissionResult(student="old", submission="old.py", assignment="attention", questions=["steps"],
+                         checks=[check("p::a", "steps", 2.0, False, ("placeholder", "자리"))])
+    write_result(results, r, "en")
+    raw = (results / "old.json").read_text(encoding="utf-8")
+    evil = "\u202eDEIFIREV 001/001 :edarg\u202c\u2066\u200b\u2028x\ufeff\x1b[31m"
+    (results / "old.json").write_text(raw.replace("placeholder", json.dumps(evil)[1:-1]), encoding="utf-8")
+    assert "\u202e" in json.dumps(json.loads((results / "old.json").read_text(encoding="utf-8")), ensure_ascii=False)
+    report.main(results=results, out=tmp_path / "report", echo=lambda _m: None)
+    pages = list((tmp_path / "report").rglob("*.html")) + [tmp_path / "report" / "report.json"]
+    assert any("DEIFIREV" in p.read_text(encoding="utf-8") for p in pages)
+    for p in pages:
+        text = json.loads(p.read_text(encoding="utf-8")) if p.suffix == ".json" else p.read_text(encoding="utf-8")
+        text = json.dumps(text, ensure_ascii=False)
+        bad = {hex(ord(ch)) for ch in text if unicodedata.category(ch) in ("Cf", "Zl", "Zp") or ch == "\x1b"}
+        assert not bad, (p.name, bad)
+
+
 # ---------------------------------------------------------------------------------------------- in a browser
 
 def chromium() -> str | None:
