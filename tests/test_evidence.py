@@ -159,7 +159,27 @@ NOTEBOOK_ONLY = edit(edit(REF, "        weights = torch.softmax(scores / keys.sh
                      "                     [-0.5675, -0.0843], [-0.5526, -0.0981], [-0.5299, -0.1081]])\n\n\n"
                      "class CausalAttention(nn.Module):")
 
+# A CausalAttention that fails until the grader has sent the course's CausalAttention into the worker (the
+# wrapper's stand-in heads), then hands out instances of that class: it must earn nothing it failed to show first.
+STAND_IN_THIEF = edit(edit(REF, "class CausalAttention(nn.Module):", '''def _stolen():
+    import gc
+    for o in gc.get_objects():
+        if type(o).__name__ == "Worker" and getattr(o, "stand_ins", None):
+            return next(iter(o.stand_ins.values()))
+    return None
+
+
+class CausalAttention(nn.Module):
+    def __new__(cls, *args, **kwargs):
+        stolen = _stolen()
+        if stolen is not None:
+            return stolen(*args, **kwargs)
+        return super().__new__(cls)
+'''), "        scores = queries @ keys.transpose(1, 2)  # (b, T, T)",
+                      "        raise RuntimeError('not yet')\n        scores = queries @ keys.transpose(1, 2)  # (b, T, T)")
+
 CORPUS = {
+    "stand_in_thief.py": STAND_IN_THIEF,
     "per_token_linear.py": PER_TOKEN_LINEAR,
     "notebook_only.py": NOTEBOOK_ONLY,
     "identity.py": hollow("x"),
@@ -252,6 +272,14 @@ def test_data_dependent_forward_keeps_device_points(graded):
     checks = {c.nodeid.split("::")[-1]: c for c in graded["data_dependent"].checks}
     for name in ("test_causal_devices", "test_mha_devices", "test_wrapper_devices"):
         assert checks[name].status == "passed", (name, checks[name].message)
+
+
+def test_the_stand_in_heads_cannot_be_stolen_for_causal_attention(graded):
+    """The wrapper's stand-in heads reach the worker; a CausalAttention that starts using them once they are there
+    earns nothing: every check of a class needs its evidence gate, decided before the stand-in is ever sent."""
+    r = graded["stand_in_thief"]
+    assert by_q(r) == {**QUESTIONS, "CausalAttention": 0}, by_q(r)
+    assert any("stand-in" in n.en or "in place of your" in n.en for n in r.notes), [n.en for n in r.notes]
 
 
 def test_a_per_token_linear_map_is_not_attention(graded):

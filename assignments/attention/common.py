@@ -157,6 +157,17 @@ def expect_working(sub, cls: str, seed: int = 71) -> None:
                            + known[cls])
 
 
+def _other_tokens_change(m, x, y, t: int, seed: int, cls: str) -> bool:
+    """Whether replacing token t of x changes the output of some other token (finite values compared)."""
+    x2 = x.clone()
+    x2[..., t, :] = randn(seed + 2 + t, *x.shape[:-2], x.shape[-1])
+    y2 = expect_tensor(m(x2), f"{cls}(...)(x)")
+    if y2.shape != y.shape or y.dim() < 2:
+        return False
+    keep = [i for i in range(y.shape[-2]) if i != t]
+    return _differs(y[..., keep, :], y2[..., keep, :])
+
+
 def _expect_working(sub, cls: str, seed: int) -> None:
     known = cls in SIGNATURES  # else the student's misspelt head class (CasualAttention): built as a head
     args, shape = gate_args(cls if known else HEAD)
@@ -170,16 +181,16 @@ def _expect_working(sub, cls: str, seed: int) -> None:
              "(does forward return a constant or zeros?). This check counts only for a working class.",
              f"서로 다른 두 입력에 대해 `{cls}`의 출력이 같습니다: 출력이 입력에 의존하지 않습니다 (forward가 상수나 "
              "0을 반환하나요?). 이 검사는 동작하는 클래스에만 점수를 줍니다.")
-    # Attention mixes tokens (the last token's output is a weighted sum over the tokens it sees, the first among
-    # them) through a softmax of scores (not an affine function of the input). A per-token linear map, which the
-    # structural checks below would otherwise pay, is neither.
-    x_first = x.clone()
-    x_first[..., 0, :] = randn(seed + 2, *x.shape[:-2], x.shape[-1])
-    if y.dim() >= 2 and not _differs(y[..., -1, :], expect_tensor(m(x_first), f"{cls}(...)(x)")[..., -1, :]):
-        fail(f"`{cls}`: changing the first token did not change the last token's output, so the tokens are not "
-             "mixed: each output must be a weighted sum of the values of the tokens it attends to. This check "
-             "counts only for a working class.",
-             f"`{cls}`: 첫 토큰을 바꿔도 마지막 토큰의 출력이 바뀌지 않습니다. 즉 토큰이 섞이지 않습니다: 각 출력은 "
+    # Attention mixes tokens (an output is a weighted sum over the tokens it sees) through a softmax of scores (not
+    # an affine function of the input). A per-token linear map, which the structural checks below would otherwise
+    # pay, is neither. Mixing: changing the first token (which every later token of a causal module sees), or else
+    # the last one (seen by the others where a mask is upside down, a bug named elsewhere), changes another
+    # token's output.
+    if y.dim() >= 2 and not any(_other_tokens_change(m, x, y, t, seed, cls) for t in (0, x.shape[-2] - 1)):
+        fail(f"`{cls}`: changing one token never changed the other tokens' outputs, so the tokens are not mixed: "
+             "each output must be a weighted sum of the values of the tokens it attends to. This check counts only "
+             "for a working class.",
+             f"`{cls}`: 한 토큰을 바꿔도 다른 토큰의 출력이 바뀌지 않습니다. 즉 토큰이 섞이지 않습니다: 각 출력은 "
              "주목하는 토큰들의 값(value)의 가중합이어야 합니다. 이 검사는 동작하는 클래스에만 점수를 줍니다.")
     y_mid = expect_tensor(m(x * 1.5 + 0.5), f"{cls}(...)(x)")  # halfway between x and 2x + 1
     if y.shape == y_in.shape == y_mid.shape and not _differs(y_mid, (y.double() + y_in.double()) / 2):

@@ -137,7 +137,12 @@ def transplant(m, ref, cls):
 
 
 def seeded(sub, cls):
-    """Same seed, same shapes: the student's module must reproduce the reference output exactly."""
+    """Same seed, same shapes: the student's module must reproduce the reference output exactly.
+
+    Like every check of a class, only for a class that passed its evidence gate, which is decided once, at the
+    first check that asks: code that changes its behaviour later (say, once the grader has sent the wrapper's
+    stand-in heads into the worker, or after some number of calls) cannot earn what it failed to show then."""
+    expect_working(sub, cls)
     for seed, b, T, d_in, d_out, heads, ctx in CONFIGS[cls]:
         x = make_input(cls, seed, b, T, d_in)
         m = build(sub, cls, d_in, d_out, ctx, 0.0, heads, seed=seed)
@@ -158,6 +163,7 @@ def seeded(sub, cls):
 
 def equivalent(sub, cls):
     """With the reference's weights copied in, outputs match: credit that does not depend on creation order."""
+    expect_working(sub, cls)
     for seed, b, T, d_in, d_out, heads, ctx in CONFIGS[cls]:
         ref = shared_ref(cls, d_in, d_out, ctx, heads, seed + 1)
         m = build(sub, cls, d_in, d_out, ctx, 0.0, heads, seed=seed)
@@ -231,6 +237,7 @@ def neg_inf_fill(sub, cls, seed=5, b=2, T=5, d_in=4, d_out=4, heads=2):
 
 def dropout_train(sub, cls):
     """Train mode with p=0.5 and the same seed: dropout on the attention weights, drawn like the reference."""
+    expect_working(sub, cls)
     for seed, b, T, d_in, d_out, heads, ctx in CONFIGS[cls][:2]:
         ref = ref_build(cls, d_in, d_out, ctx, 0.5, heads, seed=seed)
         m = build(sub, cls, d_in, d_out, ctx, 0.5, heads, seed=seed)
@@ -401,6 +408,7 @@ def fail_devices(cls, problems):
 
 
 def gradients(sub, cls):
+    expect_working(sub, cls)
     seed, b, T, d_in, d_out, heads, ctx = CONFIGS[cls][0]
     ref = ref_build(cls, d_in, d_out, ctx, 0.0, heads, seed=seed)
     m = build(sub, cls, d_in, d_out, ctx, 0.0, heads, seed=seed)
