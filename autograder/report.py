@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Callable
 from urllib.parse import quote
 
-from . import similarity
+from . import safetext, similarity
 from .assignment import PROJECT_ROOT, Assignment
 from .errors import AssignmentError, UsageError
 from .results import SubmissionResult, write_atomic
@@ -574,7 +574,7 @@ def render_pair(a: str, b: str, score: float, codes: dict[str, list[str]], fps: 
                 out.append(f"<p class=muted>cell {ci + 1}</p>")
             rows = []
             for ln, line in enumerate(cell.splitlines(), start=1):
-                text = f'<span class="ln">{ln:4d} </span>{esc(line)}'
+                text = f'<span class="ln">{ln:4d} </span>{esc(safetext.reveal(line))}'
                 rows.append(f"<mark>{text}</mark>" if (ci, ln) in hot else text)
             out.append("<pre>" + "\n".join(rows) + "</pre>")
         return "".join(out) + "</div>"

@@ -48,6 +48,17 @@ def clean(s: Any, one_line: bool = False) -> str:
     return s
 
 
+def reveal(s: str) -> str:
+    """Code as a reader must see it: every invisible format character, separator or control (but tab) shown as
+    ⟨U+XXXX⟩ instead of acting (a bidi override in a student's line reorders what a page shows: "Trojan Source"),
+    lone surrogates replaced."""
+    s = _fix_surrogates(s)
+    if s.isprintable():
+        return s
+    return re.sub(f"{_INVISIBLE.pattern}|[\u2028\u2029\x00-\x08\x0a-\x1f\x7f-\x9f]",
+                  lambda m: f"⟨U+{ord(m.group()):04X}⟩", s)
+
+
 def clean_data(obj: Any, depth: int = 0) -> Any:
     """clean() applied to every string (dict keys too) inside a structure decoded from JSON."""
     if type(obj) is str:

@@ -64,7 +64,9 @@ SOURCES = {  # what each student submitted, for the similarity section
     "cho": SKELETON.read_text(),
     "dev": SKELETON.read_text(),
     "eve": SKELETON.read_text().replace("raise NotImplementedError", "raise NotImplementedError  # todo"),
-    "mallory": "# </pre><script>alert('code')</script>\n" + REFERENCE.read_text(),
+    "mallory": "# </pre><script>alert('code')</script>\n"
+               "access = 'user'  # \u202e \u2066 if access == 'admin': \u2069 \u2066  (Trojan Source)\n"
+               + REFERENCE.read_text(),
     "zed": REFERENCE.read_text(),
 }
 
@@ -205,6 +207,8 @@ def test_renamed_copy_is_flagged_and_untouched_skeletons_are_not(synthetic):
     assert "<mark>" in side and "q_mat" in side and "queries" in side
     hostile = (synthetic["out"] / pairs[("ana", "mallory")]["page"]).read_text()
     assert "# &lt;/pre&gt;&lt;script&gt;alert(&#x27;code&#x27;)&lt;/script&gt;" in hostile
+    # A bidi override in a line of code is shown, not obeyed (it would reorder what the instructor reads).
+    assert "\u202e" not in hostile and "\u2066" not in hostile and "⟨U+202E⟩" in hostile and "⟨U+2066⟩" in hostile
 
 
 def test_given_notebook_cells_are_the_base_too():
