@@ -140,7 +140,7 @@ def test_one_glossary_for_feedback_and_notebook():
             assert "인과" not in text, f
 
 
-@pytest.mark.parametrize("name", ["attention", "mha_intermediates", "transformer_block"])
+@pytest.mark.parametrize("name", ["attention", "mha_intermediates", "transformer_block", "midterm"])
 def test_every_check_has_a_korean_name(name):
     import ast
     import tomllib

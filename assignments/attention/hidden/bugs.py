@@ -175,6 +175,13 @@ VARIANTS: list[Variant] = [
     V("mha_dropout_unused", ch(MHA, DROP, ""), breaks=MHA,
       en="self.dropout is never applied; apply it to the attention weights right after the softmax",
       ko="self.dropout을 적용하지 않음; softmax 직후의 어텐션 가중치에 적용하세요"),
+    V("mha_functional_dropout", ch(MHA, "weights = self.dropout(weights)",
+                                   "weights = torch.nn.functional.dropout(weights, self.dropout.p)"), breaks=MHA,
+      en="dropout is F.dropout(weights, p), whose training=True default keeps it on in eval mode; use the "
+         "nn.Dropout module self.dropout, which follows model.eval()",
+      ko="dropout을 F.dropout(weights, p)로 적용해 기본값 training=True 때문에 eval 모드에서도 켜져 있음; "
+         "model.eval()을 따르는 nn.Dropout 모듈 self.dropout을 쓰세요",
+      why="seen (red team): no eval-mode check of MultiHeadAttention with p > 0 caught it"),
     V("mha_mask_diagonal0", ch(MHA, "diagonal=1))", "diagonal=0))"), breaks=MHA,
       en="the mask hides the diagonal too (diagonal=0), so the first token attends to nothing; use diagonal=1",
       ko="마스크가 대각선까지 가려서(diagonal=0) 첫 토큰이 아무것도 보지 못함; diagonal=1을 쓰세요",

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from assignments.attention.common import (ORDER_HINT, build, build_head, call_text, check_wrapper_matches_heads,
-                                          expect_working, explain, randn, run_wrapper)
+from assignments.attention.common import (ORDER_HINT, build, build_head, call_text, check_eval_no_dropout,
+                                          check_wrapper_matches_heads, expect_working, explain, randn, run_wrapper)
 from assignments.attention import common
 from assignments.attention.hidden import diagnose  # noqa: F401  (registers the grader's bug diagnosis)
 from autograder.checks import CheckFailure, check, described, expect_close, expect_shape, expect_tensor, fail
@@ -647,10 +647,16 @@ def test_mha_neg_inf(sub):
     neg_inf_fill(sub, "MultiHeadAttention")
 
 
-@check(question="MultiHeadAttention", points=2)
+@check(question="MultiHeadAttention", points=1)
 def test_mha_dropout(sub):
     """MultiHeadAttention applies dropout to the attention weights in train mode"""
     dropout_train(sub, "MultiHeadAttention")
+
+
+@check(question="MultiHeadAttention", points=1)
+def test_mha_eval_ignores_dropout(sub):
+    """MultiHeadAttention in eval mode ignores dropout"""
+    check_eval_no_dropout(sub, "MultiHeadAttention", seed=21)
 
 
 @check(question="MultiHeadAttention", points=1)

@@ -31,13 +31,14 @@ def load(m, state: dict[str, torch.Tensor], cls: str, hint_en: str, hint_ko: str
     rep = m.load_state(state)
     # From the grader's side: "missing" = reference names the student's module lacks, "unexpected" = the
     # student's own names the reference has no value for.
-    problems = [f"no {n}" for n in rep.get("missing", [])]
-    problems += [f"an extra {n}" for n in rep.get("unexpected", []) if n not in not_sent]
-    problems += [f"{n} is {tuple(have)}, expected {tuple(want)}" for n, have, want in rep.get("mismatched", [])]
+    problems = [(f"no {n}", f"{n} 없음") for n in rep.get("missing", [])]
+    problems += [(f"an extra {n}", f"필요 없는 {n}") for n in rep.get("unexpected", []) if n not in not_sent]
+    problems += [(f"{n} is {tuple(have)}, expected {tuple(want)}", f"{n}의 shape이 {tuple(have)} (기대: {tuple(want)})")
+                 for n, have, want in rep.get("mismatched", [])]
     if problems:
-        text = "; ".join(problems[:6])
-        fail(f"Could not copy the reference weights into `{cls}` ({text}). {hint_en}",
-             f"`{cls}`에 참조 가중치를 복사할 수 없습니다 ({text}). {hint_ko}")
+        en, ko = "; ".join(p[0] for p in problems[:6]), "; ".join(p[1] for p in problems[:6])
+        fail(f"Could not copy the reference weights into `{cls}` ({en}). {hint_en}",
+             f"`{cls}`에 참조 가중치를 복사할 수 없습니다 ({ko}). {hint_ko}")
 
 
 # ------------------------------------------------------------------------------- MultiHeadAttention
@@ -65,14 +66,16 @@ def test_mha_uses_constants(sub, options):
             fail(f"`MultiHeadAttention(5, 12)` has no `{lin}` (an nn.Linear(d_in, d_out)).",
                  f"`MultiHeadAttention(5, 12)`에 `{lin}`(nn.Linear(d_in, d_out))이 없습니다.")
         if (f"{lin}.bias" in params) != bool(v["qkv_bias"]):
-            has = "has" if f"{lin}.bias" in params else "has no"
-            fail(f"`self.{lin}` {has} a bias, but your paper sets {_with('qkv_bias', v)}: pass bias=QKV_BIAS.",
+            has = "has a bias" if f"{lin}.bias" in params else "has no bias"
+            fail(f"`self.{lin}` {has}, but your paper sets {_with('qkv_bias', v)}: pass bias=QKV_BIAS.",
                  f"`self.{lin}`의 bias 유무가 시험지의 {_with('qkv_bias', v)}와 다릅니다: bias=QKV_BIAS를 넘기세요.")
     drop = info["attrs"].get("dropout") or {}
     if drop.get("p") is None or abs(float(drop["p"]) - float(v["drop_rate"])) > 1e-9:
+        found = drop.get("p") is not None
         fail(f"`self.dropout` should be nn.Dropout(DROP_RATE) with your paper's {_with('drop_rate', v)}; "
-             f"found {'p = ' + format(drop['p'], 'g') if drop.get('p') is not None else 'no nn.Dropout'}.",
-             f"`self.dropout`은 시험지의 {_with('drop_rate', v)}로 만든 nn.Dropout(DROP_RATE)이어야 합니다.")
+             f"found {'p = ' + format(drop['p'], 'g') if found else 'no nn.Dropout'}.",
+             f"`self.dropout`은 시험지의 {_with('drop_rate', v)}로 만든 nn.Dropout(DROP_RATE)이어야 합니다 "
+             f"(현재: {'p = ' + format(drop['p'], 'g') if found else 'nn.Dropout 없음'}).")
     buffers = m.state().get("buffers", {})
     mask = buffers.get("mask")
     n = int(v["context_length"])
@@ -209,7 +212,42 @@ def _block_values(sub, v: dict, d: int, h: int, b: int, T: int, seed: int) -> No
     expect_close(call(m, x, what=what), want, what, atol=ATOL, hint=hint)
 
 
-@check(question="TransformerBlock", points=16)
+@check(question="TransformerBlock", points=2)
+def test_block_uses_drop_rate(sub, options):
+    """TransformerBlock's dropout layers use DROP_RATE"""
+    v = variant(options)
+    m = build_block(sub, 12, 3, seed=52)
+    # Only for a block that computes something from its input and its weights (a block that returns its input
+    # beside a few nn.Dropout(DROP_RATE) earns nothing here).
+    x = randn(53, 2, 5, 12)
+    y = call(m, x, what="TransformerBlock(12, 3)(x)")
+    params = {n: t for n, t in m.state().get("params", {}).items() if type(t) is torch.Tensor and t.is_floating_point()}
+    g = torch.Generator().manual_seed(54)
+    m.load_state({n: torch.randn(*t.shape, generator=g) for n, t in params.items()})
+    y2 = call(m, x, what="TransformerBlock(12, 3)(x)")
+    if not params or y2.shape != y.shape or not bool((y2 - y).abs().max() > 1e-6):
+        fail("`TransformerBlock(12, 3)`'s output does not change with its weights: this check counts only for a "
+             "block that computes with them.",
+             "`TransformerBlock(12, 3)`의 출력이 가중치에 따라 바뀌지 않습니다: 이 검사는 가중치로 계산하는 블록에만 "
+             "점수를 줍니다.")
+    drops = [n for n, kind in m.describe().get("modules", []) if kind == "Dropout" and "." not in n]
+    if not drops:
+        fail("`TransformerBlock` has no nn.Dropout of its own: the block applies dropout with your paper's "
+             f"{_with('drop_rate', v)} after the attention and in the feed-forward part.",
+             "`TransformerBlock`에 자체 nn.Dropout이 없습니다: 블록은 어텐션 뒤와 피드포워드 부분에서 시험지의 "
+             f"{_with('drop_rate', v)}로 dropout을 적용합니다.")
+    ps = (m.describe(*drops).get("attrs") or {})
+    wrong = [f"{n} (p = {format(ps[n]['p'], 'g')})" for n in drops
+             if isinstance(ps.get(n), dict) and ps[n].get("p") is not None
+             and abs(float(ps[n]["p"]) - float(v["drop_rate"])) > 1e-9]
+    if wrong:
+        fail(f"The block's dropout should use your paper's {_with('drop_rate', v)}; found {', '.join(wrong)}. "
+             "Build them as nn.Dropout(DROP_RATE).",
+             f"블록의 dropout은 시험지의 {_with('drop_rate', v)}를 써야 합니다. 현재: {', '.join(wrong)}. "
+             "nn.Dropout(DROP_RATE)으로 만드세요.")
+
+
+@check(question="TransformerBlock", points=14)
 def test_block_values(sub, options):
     """TransformerBlock(12, 3) matches nn.TransformerEncoderLayer with your NORM_FIRST and FF_MULT"""
     _block_values(sub, variant(options), 12, 3, 2, 5, seed=51)
