@@ -66,6 +66,16 @@ def near_miss(wanted: str, available: list[str]) -> str | None:
     return lowered[close[0]] if close else None
 
 
+def rename_hint(wanted: str, available: list[str], graded: "frozenset[str] | set[str] | list[str]") -> str | None:
+    """near_miss, one to one: the student's name is offered for `wanted` only if, of all the graded names, it is
+    closest to `wanted` (a misspelt wrapper, `MultiheadAttentionWrapper`, is not also offered for
+    `MultiHeadAttention`; `SelfAttention_V1` not also for `SelfAttention_v2`)."""
+    guess = near_miss(wanted, available)
+    if guess is None:
+        return None
+    return guess if near_miss(guess, sorted(set(graded) | {wanted})) == wanted else None
+
+
 # ---------------------------------------------------------------------------------------------- Korean particles
 
 # Particle pairs: (after a final consonant, after a vowel). "(으)로" is special: after ㄹ it is 로 as after a vowel.

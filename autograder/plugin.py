@@ -22,7 +22,7 @@ from _pytest.runner import runtestprotocol
 from .assignment import Assignment, for_file, load
 from .checks import CheckFailure, CheckMeta, Reveal
 from .errors import SubmissionFormatError
-from .messages import Message, bilingual, near_miss
+from .messages import Message, bilingual, rename_hint
 from .proxy import Submission
 from .results import CheckResult, SubmissionResult, write_atomic
 from .safetext import shown_name
@@ -263,7 +263,8 @@ class GradingPlugin:
                                  f"코드를 불러오는 중 오류 ({loc_ko}): {text}. 이 문장은 실행되지 않았고, "
                                  "이후의 정의는 계속 불러왔습니다."))
         graded = self.assignment.graded_names
-        defined = [n for n in sub.names if n not in graded]  # never "rename" one graded name to another
+        # Never "rename" one graded name to another, nor a demo value (`context_vecs`) to a graded function.
+        defined = [n for n, kind in sub.names.items() if n not in graded and kind != "value"]
         for q in self.assignment.questions:
             for n in q.names:
                 if n not in sub.names:
@@ -276,7 +277,7 @@ class GradingPlugin:
                         if note not in notes:
                             notes.append(note)
                         continue
-                    guess = near_miss(n, defined)
+                    guess = rename_hint(n, defined, graded)
                     if guess:
                         notes.append(Message(f"`{n}` is missing but `{guess}` is defined: rename it to `{n}`.",
                                              f"`{n}`이(가) 없고 `{guess}`이(가) 있습니다: 이름을 `{n}`(으)로 바꾸세요."))

@@ -7,7 +7,7 @@ import time
 from typing import Any, Callable
 
 from .checks import CheckFailure
-from .messages import Message, bilingual, near_miss
+from .messages import Message, bilingual, near_miss, rename_hint
 from .replies import error_well_formed, well_formed
 from .sandbox import Limits, WorkerLost, WorkerProcess, WorkerTimeout
 from .source import Source
@@ -471,8 +471,9 @@ class Submission:
             self.request("names")
         if name in self.names:
             return
-        guess = near_miss(name, [n for n, k in self.names.items()
-                                 if (k == kind or k != "value") and n not in self.graded_names])
+        guess = rename_hint(name, [n for n, k in self.names.items()
+                                   if (k == kind or k != "value") and n not in self.graded_names],
+                            self.graded_names)
         if guess:
             raise CheckFailure(Message(
                 f"`{name}` is not defined, but `{guess}` is. Rename `{guess}` to `{name}`: the grader looks "

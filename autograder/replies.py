@@ -65,7 +65,8 @@ SCHEMAS: dict[str, Callable[[Any], bool]] = {
                                         "mismatched": lambda x: _list_of(x, _tuple(_str, _ints, _ints))}),
     "describe": lambda v: _fields(v, {"type": _str, "attrs": lambda a: _dict_of(a, _ATTR)}, {
         "modules": lambda m: _list_of(m, _tuple(_str, _str)),
-        "params": lambda p: _list_of(p, _tuple(_str, _ints, lambda b: type(b) is bool))}),
+        "params": lambda p: _list_of(p, _tuple(_str, _ints, lambda b: type(b) is bool)),
+        "tensors": lambda t: _list_of(t, _tuple(_str, _ints))}),
     "to": lambda v: v is None,
     "probe_devices": lambda v: _fields(v, {"mixed": lambda m: _list_of(m, _tuple(_str, lambda d: _list_of(d, _str))),
                                            "out_device": _opt_str, "stay_behind": lambda s: _list_of(s, _str)},

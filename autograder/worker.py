@@ -142,6 +142,8 @@ class Worker:
         progress = os.path.join(os.getcwd(), "load.progress")  # the scratch folder; read by the grader on a hang
         for cell in cells:
             code, label = str(cell["code"]), str(cell["label"])
+            if label.endswith(".py"):  # as `python attention.py` sets it (a notebook has none, as in Jupyter)
+                self.ns.setdefault("__file__", label)
             self.lines[label] = code.splitlines()
             try:
                 tree = ast.parse(code, filename=label)
@@ -333,6 +335,9 @@ class Worker:
         if isinstance(m, nn.Module):
             info["modules"] = [[n, type(c).__name__] for n, c in m.named_modules() if n]
             info["params"] = [[n, list(p.shape), p.requires_grad] for n, p in m.named_parameters()]
+            # Tensors kept as plain attributes (not parameters or buffers): what .to(device) leaves behind.
+            info["tensors"] = [[f"{n}.{a}" if n else a, list(t.shape)] for n, c in m.named_modules()
+                               for a, t in list(vars(c).items()) if type(t) is torch.Tensor][:64]
         for a in attrs:
             if not hasattr(m, a):
                 info["attrs"][a] = None

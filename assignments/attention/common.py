@@ -1,6 +1,7 @@
 """Check logic shared by the public and hidden attention checks. Public: it holds no reference code or hidden value."""
 from __future__ import annotations
 
+import re
 import weakref
 from typing import Any, Callable
 
@@ -82,12 +83,26 @@ def by_position(sub, cls: str, args: tuple, kw: dict, err: CheckFailure) -> tupl
     want = SIGNATURES[cls]
     got = [p["name"] for p in sub.signature(cls) if p["kind"] == "POSITIONAL_OR_KEYWORD"]
     last = max(want.index(k) for k in kw)
-    if len(got) <= last or any(got[want.index(k)] != k and got[want.index(k)] in want for k in kw):
+    # Every argument up to the last one placed must be the notebook's, or a rename of it (`head_num`,
+    # `context_len`): another order (numberOfHeads first) would build the class from the wrong numbers.
+    if len(got) <= last or any(got[i] != w and not _renamed(w, got[i]) for i, w in enumerate(want[:last + 1])):
         return None  # the student's order differs from the notebook's: no safe way to place the arguments
     values = dict(zip(want, args)) | kw
     if any(w not in values for w in want[:last + 1]):
         return None
     return tuple(values[w] for w in want[:last + 1])
+
+
+def _parts(name: str) -> set[str]:
+    """The words of an argument name (snake or camel case), singular, single letters left out."""
+    words = re.split(r"_+", re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name).lower())
+    return {w.rstrip("s") for w in words if len(w) > 1}
+
+
+def _renamed(want: str, got: str) -> bool:
+    """Whether the student's argument `got` reads as a rename of the notebook's `want` (`head_num` for
+    `num_heads`, `context_len` for `context_length`), not another argument (`numberOfHeads` for `d_in`)."""
+    return near_miss(want, [got]) is not None or bool(_parts(want) & _parts(got))
 
 
 def call_text(cls: str, d_in: int, d_out: int, ctx: int = 0, dropout: float = 0.0, heads: int = 0) -> str:
@@ -221,14 +236,27 @@ SMOKE = {"SelfAttention_v1": (3, 2), "SelfAttention_v2": (3, 2), "CausalAttentio
          "MultiHeadAttentionWrapper": (3, 2, 4, 0.0, 2), "MultiHeadAttention": (3, 2, 4, 0.0, 2)}
 
 
+def projection_names(params: set[str], prefix: str = "") -> Message | None:
+    """Where W_query, W_key or W_value are missing under the notebook's names (`W_keys`, `w_query`): the words
+    that say so, so that a bias check blames the names rather than qkv_bias."""
+    missing = [w for w in ("W_query", "W_key", "W_value") if f"{prefix}{w}.weight" not in params]
+    if not missing:
+        return None
+    mine = sorted({n[len(prefix):].split(".")[0] for n in params if n.startswith(prefix) and n.endswith(".weight")})
+    return Message(f"the projections are not named {', '.join(missing)} as in the notebook (yours: "
+                   f"{', '.join(mine) or 'none'}); the grader finds the weights and biases by those names",
+                   f"투영의 이름이 노트북처럼 {', '.join(missing)}이(가) 아닙니다 (현재: {', '.join(mine) or '없음'}); "
+                   "채점기는 그 이름으로 가중치와 bias를 찾습니다")
+
+
 def check_signature(sub, cls: str) -> None:
     """Argument names as in the notebook; earns nothing until the class can be constructed."""
     want = SIGNATURES[cls]
-    sub.new(cls, *SMOKE[cls], seed=0)
     params = [p for p in sub.signature(cls) if p["kind"] in ("POSITIONAL_OR_KEYWORD", "KEYWORD_ONLY")]
     got = [p["name"] for p in params]
     # Extra arguments after the notebook's, each with a default (`verbose=False`), change no call of the notebook.
     if got[:len(want)] == want and all(p.get("default") is not None for p in params[len(want):]):
+        sub.new(cls, *SMOKE[cls], seed=0)  # the signature earns its point once the class can be built and works
         expect_working(sub, cls)
         return
     renames = []

@@ -81,6 +81,14 @@ VARIANTS: list[Variant] = [
       ko="가중치 행렬을 nn.Linear처럼 (d_out, d_in)으로 저장하고 전치해서 씀; 노트북은 torch.rand(d_in, d_out)으로 "
          "저장하고 x @ W를 계산합니다"),
     # ---------------------------------------------------------------- SelfAttention_v2
+    V("v2_causal_mask", ch(V2, "scores = queries @ keys.T  # (T, T)\n",
+                            "scores = queries @ keys.T  # (T, T)\n"
+                            "        scores = scores.masked_fill(torch.triu(torch.ones_like(scores), diagonal=1).bool(), "
+                            "-torch.inf)\n"), breaks=V2,
+      en="SelfAttention_v2 masks the future (a causal mask): this class attends to every token; the mask comes with "
+         "CausalAttention",
+      ko="SelfAttention_v2가 미래를 가림(코잘 마스크): 이 클래스는 모든 토큰을 봅니다. 마스크는 CausalAttention에서 씁니다",
+      why="seen in a learner's file: only 'differs from the expected values' was said"),
     V("v2_bias_ignored", ch(V2, "bias=qkv_bias", "bias=False"), breaks=V2, says=("bias=qkv_bias",)),
     V("v2_scale_by_tokens", ch(V2, "keys.shape[-1] ** 0.5", "keys.shape[0] ** 0.5"), breaks=V2,
       en="the scores are scaled by the square root of the number of tokens (keys.shape[0]); scale by "
@@ -182,6 +190,13 @@ VARIANTS: list[Variant] = [
       ko="dropout을 F.dropout(weights, p)로 적용해 기본값 training=True 때문에 eval 모드에서도 켜져 있음; "
          "model.eval()을 따르는 nn.Dropout 모듈 self.dropout을 쓰세요",
       why="seen (red team): no eval-mode check of MultiHeadAttention with p > 0 caught it"),
+    V("mha_masked_fill_dropped", ch(MHA, "scores = scores.masked_fill(", "scores.masked_fill("), breaks=MHA,
+      en="the result of `scores.masked_fill(...)` is thrown away (it returns a new tensor), so nothing is masked; "
+         "write scores = scores.masked_fill(...) or use masked_fill_",
+      ko="`scores.masked_fill(...)`의 결과를 버려서(새 텐서를 반환함) 아무것도 가려지지 않음; "
+         "scores = scores.masked_fill(...)로 대입하거나 masked_fill_을 쓰세요",
+      never_says=("does not follow .to(device)",),
+      why="seen in learners' code: it was also charged as a device fault (its registered mask goes unused)"),
     V("mha_mask_diagonal0", ch(MHA, "diagonal=1))", "diagonal=0))"), breaks=MHA,
       en="the mask hides the diagonal too (diagonal=0), so the first token attends to nothing; use diagonal=1",
       ko="마스크가 대각선까지 가려서(diagonal=0) 첫 토큰이 아무것도 보지 못함; diagonal=1을 쓰세요",

@@ -9,7 +9,8 @@ import pytest
 import torch
 
 from assignments.attention.common import (ORDER_HINT, build, build_head, call_text, check_eval_no_dropout,
-                                          check_wrapper_matches_heads, expect_working, explain, randn, run_wrapper)
+                                          check_wrapper_matches_heads, expect_working, explain, projection_names,
+                                          randn, run_wrapper)
 from assignments.attention import common
 from assignments.attention.hidden import diagnose  # noqa: F401  (registers the grader's bug diagnosis)
 from autograder.checks import CheckFailure, check, described, expect_close, expect_shape, expect_tensor, fail
@@ -289,12 +290,17 @@ def with_qkv_bias(sub, cls):
     if cls == "MultiHeadAttentionWrapper":
         # The wrapper's part is passing qkv_bias on; what the heads do with it is CausalAttention's (judged there,
         # against the reference). A head built alone with qkv_bias=True and no bias: nothing to tell here.
+        # Nor a head whose projections have other names (CausalAttention's question says so).
         if missing:
-            alone = build_head(sub, d_in, d_out, ctx, 0.0, seed, True)
-            if not any(n.endswith(".bias") for n, _shape, _grad in alone.describe()["params"]):
+            alone = {n for n, _shape, _grad in build_head(sub, d_in, d_out, ctx, 0.0, seed, True).describe()["params"]}
+            if not any(n.endswith(".bias") for n in alone) or projection_names(alone) is not None:
                 return
         else:
             return
+    names = None if cls == "MultiHeadAttentionWrapper" else projection_names(have)
+    if missing and names is not None:
+        fail(f"`{what}` has no bias in W_query, W_key, W_value: {names.en}.",
+             f"`{what}`의 W_query, W_key, W_value에 bias가 없습니다: {names.ko}.")
     if missing:
         where = "its heads' " if cls == "MultiHeadAttentionWrapper" else ""
         fail(f"`{what}` has no bias in {where}W_query, W_key, W_value (no parameter {', '.join(missing[:3])}): "
@@ -378,13 +384,22 @@ def device_problems(sub, cls, seed=3, b=2, T=5, d_in=4, d_out=4, heads=2, head=F
         return problems  # no mask tensor to move: the simulation (or a real GPU) has said all there is
     # Values on the CPU (what a module that behaves differently under the simulation cannot escape): the mask
     # that forward uses must be a registered buffer, the tensor .to() moves (a (T, T) buffer, or one with
-    # leading 1s, e.g. (1, 1, T, T)).
+    # leading 1s, e.g. (1, 1, T, T)). Asked only of a module that keeps a mask-shaped tensor as a plain attribute,
+    # which .to() leaves behind: a forward that does not use its buffer because it does not mask at all (a
+    # masked_fill whose result is dropped, charged by the value checks) or makes its mask on x.device (the
+    # simulation ran it through) has no device fault.
+    plain = sorted(n for n, shape in m.describe().get("tensors", [])
+                   if len(shape) >= 2 and tuple(shape[-2:]) == (T, T) and all(d == 1 for d in shape[:-2]))
+    if not plain:
+        return problems
     masks = {n: t for n, t in m.state()["buffers"].items()
              if type(t) is torch.Tensor and t.dim() >= 2 and tuple(t.shape[-2:]) == (T, T)
              and all(d == 1 for d in t.shape[:-2])}
     if not masks:
-        problems.append(Message("the causal mask is not a registered buffer, so .to(device) leaves it behind",
-                                "코잘 마스크가 등록된 버퍼가 아니어서 .to(device)가 옮기지 않음"))
+        problems.append(Message(f"the causal mask is not a registered buffer but a plain attribute "
+                                f"({', '.join(plain)}), so .to(device) leaves it behind",
+                                f"코잘 마스크가 등록된 버퍼가 아니라 일반 속성({', '.join(plain)})이어서 "
+                                ".to(device)가 옮기지 않음"))
     else:
         used = False
         for fill in (torch.zeros_like, torch.ones_like):
@@ -393,10 +408,10 @@ def device_problems(sub, cls, seed=3, b=2, T=5, d_in=4, d_out=4, heads=2, head=F
                 used = True
                 break
         if not used:
-            problems.append(Message(f"forward does not use the registered buffer ({', '.join(sorted(masks))}): it "
-                                    "masks with another tensor, which .to(device) does not move, or not at all",
-                                    f"forward가 등록된 버퍼({', '.join(sorted(masks))})를 쓰지 않음: .to(device)가 "
-                                    "옮기지 않는 다른 텐서로 가리거나 아예 가리지 않음"))
+            problems.append(Message(f"forward does not use the registered buffer ({', '.join(sorted(masks))}) but "
+                                    f"a plain tensor attribute ({', '.join(plain)}), which .to(device) does not move",
+                                    f"forward가 등록된 버퍼({', '.join(sorted(masks))}) 대신 .to(device)가 옮기지 "
+                                    f"않는 일반 텐서 속성({', '.join(plain)})을 씀"))
     return problems
 
 

@@ -8,7 +8,7 @@ import torch
 from assignments.attention.common import (BATCH, INPUTS, build, check_causality, check_eval_no_dropout,
                                           check_heads_structure, check_mask_buffer, check_rejects_bad_heads,
                                           check_short_sequence, check_signature, check_wrapper_matches_heads,
-                                          confirm_figures, expect_working, explain)
+                                          confirm_figures, expect_working, explain, projection_names)
 from autograder.checks import check, expect_close, expect_shape, fail
 
 T = torch.tensor
@@ -142,6 +142,10 @@ def test_v2_qkv_bias(sub):
     """SelfAttention_v2(..., qkv_bias=True) gives the three projections a bias"""
     params = {n for n, _, _ in build(sub, "SelfAttention_v2", 3, 2, seed=1, qkv_bias=True).describe()["params"]}
     missing = [f"{w}.bias" for w in ("W_query", "W_key", "W_value") if f"{w}.bias" not in params]
+    names = projection_names(params)
+    if missing and names is not None:
+        fail(f"qkv_bias=True should create {', '.join(missing)}: {names.en}.",
+             f"qkv_bias=True이면 {', '.join(missing)}이(가) 있어야 합니다: {names.ko}.")
     if missing:
         fail(f"qkv_bias=True should create {', '.join(missing)} (nn.Linear(d_in, d_out, bias=qkv_bias)).",
              f"qkv_bias=True이면 {', '.join(missing)}이(가) 있어야 합니다 (nn.Linear(d_in, d_out, bias=qkv_bias)).")
