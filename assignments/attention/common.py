@@ -482,11 +482,32 @@ def build_head(sub, d_in: int, d_out: int, ctx: int, dropout: float = 0.0, seed:
     return sub.new(head_class(sub), d_in, d_out, ctx, dropout, *more, seed=seed)
 
 
-# The course's own CausalAttention ({"name", "source"}), registered by the hidden checks (grading only; `grade
-# check` runs without it). Where the student's CausalAttention does not work (it raises, returns a constant, is
-# missing), the wrapper is built with it in place of theirs, so that the wrapper is judged on its own code: a
+# The grader's stand-in head. Where the student's CausalAttention does not work (it raises, returns a constant, is
+# missing), the wrapper is built with this class in place of theirs, so that the wrapper is judged on its own code
+# (its heads in a ModuleList, built in order with the arguments it was given, concatenated on the last axis): a
 # fault of the heads is charged to CausalAttention only, and the wrapper still earns nothing it did not compute.
-STAND_IN: dict[str, str] = {}
+# It is deliberately NOT the lab's answer (a causal running mean of gated projections, no scores, no softmax): it
+# runs in the student's process, where code can read it and print it, and a class there can hand out its instances.
+# It has the notebook's constructor, parameter names and mask buffer, so every check of the wrapper can run on it.
+STAND_IN_SOURCE = '''
+class CausalAttention(nn.Module):
+    """The grader's stand-in head (not the lab's answer): a causal running mean of gated projections."""
+
+    def __init__(self, d_in, d_out, context_length, dropout, qkv_bias=False):
+        super().__init__()
+        self.d_out = d_out
+        self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.dropout = nn.Dropout(dropout)
+        self.register_buffer("mask", torch.triu(torch.ones(context_length, context_length), diagonal=1))
+
+    def forward(self, x):
+        T = x.shape[1]
+        keep = 1 - self.mask[:T, :T].to(x.dtype)
+        gated = torch.tanh(self.W_query(x)) * self.W_key(x) + self.W_value(x)
+        return self.dropout(keep / keep.sum(dim=-1, keepdim=True)) @ gated
+'''
 
 # Registered by the hidden checks (grading only): `fn(sub, m, x, what)` fails unless `m`, built as the notebook
 # builds it, also gives the reference's output on an input of x's shape that it has never seen. A file could
@@ -505,8 +526,6 @@ _STAND_IN_USED: "weakref.WeakKeyDictionary[object, bool]" = weakref.WeakKeyDicti
 def stand_in(sub) -> dict[str, str] | None:
     """The stand-in for this submission's heads, or None where its own CausalAttention works (or where there is
     none to offer). Decided once per submission, from the head class's evidence check."""
-    if not STAND_IN:
-        return None
     if sub not in _STAND_IN_USED:
         sub.require("MultiHeadAttentionWrapper")  # loads the names; a missing wrapper fails here as in build
         head = head_class(sub)
@@ -516,17 +535,16 @@ def stand_in(sub) -> dict[str, str] | None:
         except CheckFailure:
             _STAND_IN_USED[sub] = True
             sub.notes.append(Message(
-                f"MultiHeadAttentionWrapper was graded with working CausalAttention heads in place of your `{head}`, "
+                f"MultiHeadAttentionWrapper was graded with the grader's stand-in heads in place of your `{head}`, "
                 "which does not work yet (see its checks): the wrapper's own code earns its points, and the heads' "
                 "fault costs points under CausalAttention only.",
-                f"MultiHeadAttentionWrapper는 아직 동작하지 않는 `{head}` 대신 동작하는 CausalAttention 헤드로 "
-                "채점했습니다 (해당 검사 참고): 래퍼는 자기 코드로 점수를 받고, 헤드의 잘못은 CausalAttention에서만 "
-                "감점됩니다."))
+                f"MultiHeadAttentionWrapper는 아직 동작하지 않는 `{head}` 대신 채점기의 대체 헤드로 채점했습니다 "
+                "(해당 검사 참고): 래퍼는 자기 코드로 점수를 받고, 헤드의 잘못은 CausalAttention에서만 감점됩니다."))
     if not _STAND_IN_USED[sub]:
         return None
     head = head_class(sub)
     alias = "" if head == HEAD else f"\n{head} = {HEAD}\n"  # the wrapper builds the student's (misspelt) name
-    return {"name": head, "source": STAND_IN["source"] + alias}
+    return {"name": head, "source": STAND_IN_SOURCE + alias}
 
 
 def fault_of(e: CheckFailure) -> str:
