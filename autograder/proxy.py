@@ -246,8 +246,10 @@ class Submission:
     def _student_made(self, module: str) -> bool:
         """Whether an import failure of an installed module, as the worker reported it, is the submission's own
         doing (code may raise ModuleNotFoundError("No module named 'numpy'") itself, to pass as the grader's
-        failure): a fresh worker, which ran none of the submission's code, imports the module. Asked once per
-        module; a probe that cannot run leaves it the grader's failure, as before."""
+        failure): a fresh worker, which ran none of the submission's code, does not fail on that import with the
+        same "No module named ..." (it imports it, or fails otherwise: some installed modules, torch._dynamo say,
+        cannot be imported in any worker, and naming one must not make the file the grader's failure). Asked once
+        per module; a probe that cannot run leaves it the grader's failure, as before."""
         if module not in self._imports_ok:
             ok = False
             try:
@@ -256,7 +258,7 @@ class Submission:
                     reply = probe.request("load", {"cells": [{"code": f"import {module}", "label": "<import check>"}],
                                                    "skip": []}, timeout=self.hang_limit())
                     value = reply.get("value") if isinstance(reply, dict) and reply.get("ok") is True else None
-                    ok = well_formed("load", value) and not value["errors"]
+                    ok = well_formed("load", value) and not any(_env_failure(e) == module for e in value["errors"])
                 finally:
                     probe.kill(graceful=True, sweep_uid=False)  # the submission's own worker lives on
             except Exception:

@@ -417,6 +417,14 @@ CASES: tuple[Case, ...] = (
 
           raise ModuleNotFoundError("No module named 'numpy'")
           """)),
+    # Round 2: a module that is installed but cannot be imported in any worker (torch._dynamo writes a cache that
+    # Landlock forbids) is not the grader's failure either: the fresh worker fails on it otherwise.
+    C("lie_env_failure_unimportable", "raises ModuleNotFoundError(\"No module named 'torch._dynamo'\") at the top "
+      "level", 100, "notes", "No module named 'torch._dynamo'",
+      top("""
+
+          raise ModuleNotFoundError("No module named 'torch._dynamo'")
+          """)),
     C("lie_env_failure_call", "CausalAttention.forward raises ModuleNotFoundError(\"No module named 'torch.nn'\")",
       75, "checks", "No module named 'torch.nn'",
       first(f"{CA}.forward", """

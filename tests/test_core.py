@@ -192,6 +192,11 @@ def test_an_import_failure_is_the_graders_only_where_a_fresh_worker_fails_too(fr
     sub = Submission(None, lambda: probe, Limits())
     assert sub._student_made("numpy") is (not fresh_worker_fails)
     assert probe.stopped == (True, False)
+    # A fresh worker that fails on the import otherwise (an installed module no worker can import, such as
+    # torch._dynamo, or one missing a dependency) does not make a hand-raised error the grader's.
+    other = _Probe([{"type": "PermissionError", "message": "[Errno 13] Permission denied: '/tmp/torchinductor'"},
+                    {"type": "ModuleNotFoundError", "message": "No module named 'tensorboard'"}])
+    assert Submission(None, lambda: other, Limits())._student_made("numpy") is True
     sub.worker = type("W", (), {"cpu_seconds": lambda self: 0.0, "alive": True,
                                 "request": lambda self, op, args, timeout: {"ok": False, "error": err}})()
     if fresh_worker_fails:
