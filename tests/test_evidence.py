@@ -178,7 +178,15 @@ class CausalAttention(nn.Module):
 '''), "        scores = queries @ keys.transpose(1, 2)  # (b, T, T)",
                       "        raise RuntimeError('not yet')\n        scores = queries @ keys.transpose(1, 2)  # (b, T, T)")
 
+# CausalAttention as a causal running mean of gated projections, with its registered mask (red team, round 2):
+# it mixes tokens, is not affine and is causal, but nothing weighs the values by query-key scores.
+GATED_RUNNING_MEAN = edit(REF, "        return weights @ values  # (b, T, d_out)",
+                          "        keep = 1 - self.mask[:num_tokens, :num_tokens]\n"
+                          "        gated = torch.tanh(queries) * keys + values\n"
+                          "        return (keep / keep.sum(dim=-1, keepdim=True)) @ gated")
+
 CORPUS = {
+    "gated_running_mean.py": GATED_RUNNING_MEAN,
     "stand_in_thief.py": STAND_IN_THIEF,
     "per_token_linear.py": PER_TOKEN_LINEAR,
     "notebook_only.py": NOTEBOOK_ONLY,
@@ -280,6 +288,15 @@ def test_the_stand_in_heads_cannot_be_stolen_for_causal_attention(graded):
     r = graded["stand_in_thief"]
     assert by_q(r) == {**QUESTIONS, "CausalAttention": 0}, by_q(r)
     assert any("stand-in" in n.en or "in place of your" in n.en for n in r.notes), [n.en for n in r.notes]
+
+
+def test_a_running_mean_of_gated_projections_is_not_attention(graded):
+    """It passed every other part of the gate and earned 10 of CausalAttention's points: with its value weights
+    zero, its output still varies from token to token."""
+    r = graded["gated_running_mean"]
+    assert by_q(r) == {**QUESTIONS, "CausalAttention": 0}, by_q(r)
+    msgs = [c.message.en for c in r.checks if c.question == "CausalAttention" and c.message]
+    assert any("with W_value zero" in m for m in msgs), msgs
 
 
 def test_a_per_token_linear_map_is_not_attention(graded):

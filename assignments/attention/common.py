@@ -172,6 +172,49 @@ def expect_working(sub, cls: str, seed: int = 71) -> None:
                            + known[cls])
 
 
+def _role(name: str) -> str | None:
+    """"query", "key" or "value" for a parameter named like one of the three projections (W_value.weight,
+    heads.1.W_query.bias, w_values, v_proj.weight...), else None."""
+    parts = [p for p in name.lower().split(".") if not p.isdigit() and p not in ("heads", "weight", "bias")]
+    attr = parts[-1] if parts else ""
+    for role, short in (("query", ("w_q", "wq", "q", "q_proj", "to_q", "query_proj")),
+                        ("key", ("w_k", "wk", "k", "k_proj", "to_k", "key_proj")),
+                        ("value", ("w_v", "wv", "v", "v_proj", "to_v", "value_proj"))):
+        if role in attr or attr in short:
+            return role
+    return None
+
+
+def _expect_attention_roles(m, x, y, weights: dict, cls: str, g: torch.Generator) -> None:
+    """Where the projections can be told by their names, the output must be attention's: weights from the
+    queries and keys applied to the values. Without values (all value weights and biases zero) every token's
+    output is the same (an out_proj bias at most), and other query or key weights change the output. A module
+    that adds something besides the weighted values, or whose weights ignore the queries and keys, is not
+    attention (seen: a running mean of gated projections passed the other tests and earned 36 points)."""
+    roles = {n: _role(n) for n in weights}
+    values = [n for n, r in roles.items() if r == "value"]
+    scores = [n for n, r in roles.items() if r in ("query", "key")]
+    if values:
+        m.load_state({n: torch.zeros_like(weights[n]) for n in values})
+        y0 = expect_tensor(m(x), f"{cls}(...)(x)")
+        m.load_state({n: weights[n] for n in values})
+        flat = y0.reshape(-1, y0.shape[-1]).double() if y0.dim() >= 1 else y0.double()
+        if y0.dim() >= 2 and bool(torch.isfinite(flat).all()) and float((flat - flat[:1]).abs().max()) > 1e-5:
+            fail(f"`{cls}`: with W_value zero its output still differs from token to token, so forward adds something "
+                 "besides the attention-weighted values. This check counts only for a working class.",
+                 f"`{cls}`: W_value를 0으로 해도 출력이 토큰마다 다릅니다. 즉 forward가 어텐션 가중치를 곱한 값(value) "
+                 "외에 다른 것을 더합니다. 이 검사는 동작하는 클래스에만 점수를 줍니다.")
+    if values and scores:
+        m.load_state({n: torch.randn(*weights[n].shape, generator=g).to(weights[n].dtype) for n in scores})
+        moved = expect_tensor(m(x), f"{cls}(...)(x)")
+        m.load_state({n: weights[n] for n in scores})
+        if not _differs(y, moved):
+            fail(f"`{cls}`'s output does not change when W_query and W_key change: the attention weights must come "
+                 "from the scores of queries and keys. This check counts only for a working class.",
+                 f"W_query와 W_key를 바꿔도 `{cls}`의 출력이 바뀌지 않습니다: 어텐션 가중치는 쿼리와 키의 점수에서 "
+                 "나와야 합니다. 이 검사는 동작하는 클래스에만 점수를 줍니다.")
+
+
 def _other_tokens_change(m, x, y, t: int, seed: int, cls: str) -> bool:
     """Whether replacing token t of x changes the output of some other token (finite values compared)."""
     x2 = x.clone()
@@ -217,8 +260,11 @@ def _expect_working(sub, cls: str, seed: int) -> None:
     params = {n: t for n, t in m.state()["params"].items() if type(t) is torch.Tensor and t.is_floating_point()}
     if params:
         g = torch.Generator().manual_seed(seed + 1)
-        m.load_state({n: torch.randn(*t.shape, generator=g).to(t.dtype) for n, t in params.items()})
-        if _differs(y, expect_tensor(m(x), f"{cls}(...)(x)")):
+        weights = {n: torch.randn(*t.shape, generator=g).to(t.dtype) for n, t in params.items()}
+        m.load_state(weights)
+        y_w = expect_tensor(m(x), f"{cls}(...)(x)")
+        if _differs(y, y_w):
+            _expect_attention_roles(m, x, y_w, weights, cls, g)
             return
     fail(f"`{cls}`'s output does not change when its weights change" +
          ("" if params else " (it has no registered parameters)") +
@@ -486,12 +532,13 @@ def build_head(sub, d_in: int, d_out: int, ctx: int, dropout: float = 0.0, seed:
 # missing), the wrapper is built with this class in place of theirs, so that the wrapper is judged on its own code
 # (its heads in a ModuleList, built in order with the arguments it was given, concatenated on the last axis): a
 # fault of the heads is charged to CausalAttention only, and the wrapper still earns nothing it did not compute.
-# It is deliberately NOT the lab's answer (a causal running mean of gated projections, no scores, no softmax): it
-# runs in the student's process, where code can read it and print it, and a class there can hand out its instances.
+# It is deliberately NOT the lab's answer (causal weights from a sigmoid of the raw scores, normalised by their sum:
+# no softmax, no scaling, no -inf fill): it runs in the student's process, where code can read it and print it, and
+# a class there can hand out its instances. It passes the evidence gate a wrapper's heads must pass.
 # It has the notebook's constructor, parameter names and mask buffer, so every check of the wrapper can run on it.
 STAND_IN_SOURCE = '''
 class CausalAttention(nn.Module):
-    """The grader's stand-in head (not the lab's answer): a causal running mean of gated projections."""
+    """The grader's stand-in head (not the lab's answer): causal weights from a sigmoid of the scores."""
 
     def __init__(self, d_in, d_out, context_length, dropout, qkv_bias=False):
         super().__init__()
@@ -505,8 +552,8 @@ class CausalAttention(nn.Module):
     def forward(self, x):
         T = x.shape[1]
         keep = 1 - self.mask[:T, :T].to(x.dtype)
-        gated = torch.tanh(self.W_query(x)) * self.W_key(x) + self.W_value(x)
-        return self.dropout(keep / keep.sum(dim=-1, keepdim=True)) @ gated
+        w = torch.sigmoid(self.W_query(x) @ self.W_key(x).transpose(1, 2)) * keep
+        return self.dropout(w / w.sum(dim=-1, keepdim=True)) @ self.W_value(x)
 '''
 
 # Registered by the hidden checks (grading only): `fn(sub, m, x, what)` fails unless `m`, built as the notebook
