@@ -443,28 +443,11 @@ def _as_constants(v: dict[str, Any]) -> dict[str, Any]:
 
 
 def tokens(code: str) -> list[str]:
-    """Python tokens with comments, blank lines and layout dropped and every identifier, number and string
-    replaced by a placeholder, so renaming, reformatting or recommenting does not change the sequence."""
-    import keyword
-    import tokenize
-    out: list[str] = []
-    skip = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT,
-            tokenize.ENCODING, tokenize.ENDMARKER}
-    try:
-        for tok in tokenize.generate_tokens(io.StringIO(code).readline):
-            if tok.type in skip:
-                continue
-            if tok.type == tokenize.NAME:
-                out.append(tok.string if keyword.iskeyword(tok.string) else "V")
-            elif tok.type == tokenize.NUMBER:
-                out.append("N")
-            elif tok.type == tokenize.STRING:
-                out.append("S")
-            else:
-                out.append(tok.string)
-    except Exception:  # noqa: BLE001 - a broken file (or one too odd to tokenize): compare what could be read
-        pass
-    return out
+    """Python tokens with comments, blank lines, layout and no-op `pass`/`;` dropped and every identifier, number
+    and string replaced by a placeholder, so renaming, reformatting, recommenting or padding does not change the
+    sequence (similarity.tokens, which `grade report` uses too)."""
+    from . import similarity
+    return [t.text for t in similarity.tokens(code)]
 
 
 def winnow(toks: list[str], k: int = K_GRAM, w: int = WINDOW) -> set[int]:

@@ -320,3 +320,9 @@ def test_audit_similarity_separates_copies_from_independent_answers(variants):
     alt = exam.winnow(exam.tokens(alt_text)) - base
     share = lambda x, y: len(x & y) / min(len(x), len(y))  # noqa: E731
     assert share(own, copy) >= 0.8 > share(own, alt)
+    # A copy with a `pass` (or `; pass`) after every statement is the same copy (red team: it went unreported).
+    padded = "\n".join(line + ("; pass" if line.strip() and not line.rstrip().endswith((":", ",", "(", "[", "\\"))
+                                and line.startswith("    ") else "") for line in renamed(solved("ada", v)).splitlines())
+    assert padded.count("pass") > 20
+    compile(padded, "padded", "exec")
+    assert share(own, exam.winnow(exam.tokens(padded)) - base) >= 0.8
