@@ -26,6 +26,7 @@ import os
 import re
 import shutil
 import stat
+import signal
 import subprocess
 import sys
 import tempfile
@@ -391,9 +392,21 @@ def try_zip(zip_path: Path, submission: Path, *, timeout: float | None = None, t
             "users": [{"name": try_as or "Local Try", "email": f"{try_as or 'local.try'}@example.com",
                        "sid": try_as or "0", "id": 0}],
             "previous_submissions": []}), encoding="utf-8")
-        proc = subprocess.run([sys.executable, "-I", str(source / ENTRY), str(root)], cwd=root,
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=timeout)
-        for line in proc.stdout.splitlines():
+        # Its own session, so that a time-out stops everything it started (its zygote and graders included); its
+        # output decoded leniently (file names it echoes need not be UTF-8).
+        proc = subprocess.Popen([sys.executable, "-I", str(source / ENTRY), str(root)], cwd=root,
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, encoding="utf-8", errors="replace",
+                                start_new_session=True)
+        try:
+            output, _ = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+            proc.communicate()
+            raise UsageError(f"the zip's {ENTRY} did not finish within {timeout:g} s (it was stopped)") from None
+        for line in output.splitlines():
             echo(line)
         results = root / "results" / "results.json"
         if not results.is_file():
@@ -415,6 +428,7 @@ def main(*, assignment_name: str = "attention", output: Path | None = None, hidd
         echo(f"built {built.zip if output or try_path is None else 'a temporary autograder.zip'}: "
              f"{built.size / 1024:.1f} KiB, {len(built.entries)} files")
         if try_path is not None:
-            limit = a.limits.total_timeout + 300  # grader start-up and the batch watchdog's grace on top
+            from .batch import watchdog_limit
+            limit = watchdog_limit(a) + 120  # the most one submission may take, and the grader's start-up
             built.results = try_zip(built.zip, try_path, timeout=limit, try_as=try_as, echo=echo)
         return built

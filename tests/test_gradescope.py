@@ -6,8 +6,10 @@ import csv
 import json
 import re
 import stat
+import os
 import subprocess
 import sys
+import time
 import tomllib
 import zipfile
 from pathlib import Path
@@ -17,6 +19,7 @@ import yaml
 
 from conftest import REFERENCE, ROOT, SKELETON, grade_folder
 from autograder import assignment, discover, gradescope
+from autograder.errors import UsageError
 from autograder.results import to_gradescope
 
 A = assignment.load("attention")
@@ -270,3 +273,36 @@ def test_batch_on_export_keeps_the_folder(batch_export):
     assert data["extra_data"]["origin"]["submitters"][0]["name"] == "Ada Lovelace"
     rows = {r["student"]: r for r in csv.DictReader((out / "scores.csv").open())}
     assert rows["bo+chen"]["folder"] == "submission_1002" and float(rows["ada.l"]["score"]) == 100
+
+
+def test_try_reads_output_that_is_not_utf8_and_stops_what_overruns(built, tmp_path):
+    """The entry point echoes the names it dropped from a submission folder, which need not be UTF-8 (red team:
+    --try crashed with UnicodeDecodeError); and a try that overruns its time stops the whole process group it
+    started, with the grader's own message (it raised TimeoutExpired and left the zygote grading)."""
+    sub = tmp_path / "odd"
+    sub.mkdir()
+    (sub / "attention.py").write_text(REFERENCE.read_text(encoding="utf-8"), encoding="utf-8")
+    (sub / os.fsdecode(b".hidden\xff")).write_text("x")
+    seen: list[str] = []
+    res = gradescope.try_zip(built.zip, sub, echo=seen.append)
+    assert res["score"] == 100
+    started = time.monotonic()
+    with pytest.raises(UsageError, match="did not finish within 3 s"):
+        gradescope.try_zip(built.zip, sub, timeout=3, echo=seen.append)
+    assert time.monotonic() - started < 60
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and _graders_running():
+        time.sleep(0.2)
+    assert not _graders_running()
+
+
+def _graders_running() -> bool:
+    """Whether a grader process started from a gradescope-try folder is still alive."""
+    for d in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{d}/cmdline", "rb") as f:
+                if b"gradescope-try-" in f.read():
+                    return True
+        except OSError:
+            continue
+    return False
