@@ -197,17 +197,16 @@ def _expect_attention_roles(m, x, y, weights: dict, cls: str, g: torch.Generator
     if values:
         m.load_state({n: torch.zeros_like(weights[n]) for n in values})
         y0 = expect_tensor(m(x), f"{cls}(...)(x)")
-        m.load_state({n: weights[n] for n in values})
         flat = y0.reshape(-1, y0.shape[-1]).double() if y0.dim() >= 1 else y0.double()
         if y0.dim() >= 2 and bool(torch.isfinite(flat).all()) and float((flat - flat[:1]).abs().max()) > 1e-5:
             fail(f"`{cls}`: with W_value zero its output still differs from token to token, so forward adds something "
                  "besides the attention-weighted values. This check counts only for a working class.",
                  f"`{cls}`: W_value를 0으로 해도 출력이 토큰마다 다릅니다. 즉 forward가 어텐션 가중치를 곱한 값(value) "
                  "외에 다른 것을 더합니다. 이 검사는 동작하는 클래스에만 점수를 줍니다.")
-    if values and scores:
-        m.load_state({n: torch.randn(*weights[n].shape, generator=g).to(weights[n].dtype) for n in scores})
+    if values and scores:  # the values back as they were, other queries and keys (the module is the gate's own)
+        m.load_state({**{n: weights[n] for n in values},
+                      **{n: torch.randn(*weights[n].shape, generator=g).to(weights[n].dtype) for n in scores}})
         moved = expect_tensor(m(x), f"{cls}(...)(x)")
-        m.load_state({n: weights[n] for n in scores})
         if not _differs(y, moved):
             fail(f"`{cls}`'s output does not change when W_query and W_key change: the attention weights must come "
                  "from the scores of queries and keys. This check counts only for a working class.",
