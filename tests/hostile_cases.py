@@ -446,13 +446,12 @@ CASES: tuple[Case, ...] = (
 
           os._exit(0)
           """), base="skeleton"),
-    # SelfAttention_v2.forward exits: its evidence gate (in its signature check, 1) and its seeded, equivalence
-    # and gradient checks crash (4 + 4 + 2); its figure (3) and qkv_bias (1) checks need the evidence the first
-    # crash denied. The 4th crash ends grading, so the 37 hidden points of CausalAttention, the wrapper and
-    # MultiHeadAttention after it are lost too, and so is the hidden steps file after it (2 points of checks,
-    # worth 1): 100 - 15 - 37 - 1. Everything before, the reference's way.
+    # SelfAttention_v2.forward exits: its evidence gate (in its signature check) crashes once, and every later
+    # check of SelfAttention_v2 needs the evidence that crash denied, so none runs its forward again: one
+    # restart, and every other class is graded in full: 100 - 15. (Before every value check needed the gate,
+    # the hidden checks crashed three more times, the fourth crash ended grading, and the submission got 47.)
     C("lie_os_exit_forward", "the reference, except that SelfAttention_v2.forward ends the process with os._exit(0)",
-      47, "checks", "exited with code 0",
+      85, "checks", "exited with code 0",
       top("import os\n"), first(f"{V2}.forward", "os._exit(0)\n")),
     C("lie_patch_compare", "the skeleton, plus every comparison it can reach patched to say 'equal'", 0, "checks",
       NOT_YET,

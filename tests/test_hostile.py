@@ -300,20 +300,19 @@ def test_case_outcome(graded, case):
         assert snippet not in texts
 
 
-def test_os_exit_in_a_forward_costs_only_what_ran_after_it(graded):
+def test_os_exit_in_a_forward_costs_only_its_class(graded):
     r = graded["results"]["lie_os_exit_forward"]
     ref = graded["results"]["aa_bystander"]
     crashed = [c for c in r.checks if c.message and "exited with code 0" in c.message.en
                and "in an earlier check" not in c.message.en]  # (a repeat of an earlier crash runs nothing)
     needs_v2 = [c for c in r.checks if c.message and "`SelfAttention_v2` could not be shown to work" in c.message.en]
-    restarted = [c for c in r.checks if c.message and "had to be restarted 3 times" in c.message.en]
-    assert len(crashed) == 4 and restarted  # four crashes, then grading stops
-    first_stop = min(r.checks.index(c) for c in restarted)
-    # Up to the end, it earns exactly what the reference earns on the checks that do not need v2's forward.
+    assert len(crashed) == 1 and len(needs_v2) >= 5  # one crash: no later check runs v2's forward again
+    assert not [c for c in r.checks if c.message and "had to be restarted" in c.message.en]
+    # Every check of SelfAttention_v2 earns nothing; every other check what the reference earns.
     for mine, theirs in zip(r.checks, ref.checks):
         assert mine.nodeid == theirs.nodeid
-        if r.checks.index(mine) >= first_stop or mine in crashed or mine in needs_v2:
-            assert mine.score == 0
+        if mine.question == "SelfAttention_v2":
+            assert mine.score == 0, mine.nodeid
         else:
             assert mine.score == theirs.score, mine.nodeid
 
