@@ -80,6 +80,8 @@ def _encode(obj: Any, blobs: list[bytes]) -> Any:
         return {k: _encode(v, blobs) for k, v in obj.items()}  # the usual case: a JSON object as it is
     if kind is tuple:
         return {"$tuple": [_encode(x, blobs) for x in obj]}
+    if issubclass(kind, dict):
+        return _encode_dict_subclass(obj, kind, blobs)
     torch = _torch()
     if isinstance(obj, torch.Tensor):
         if kind is not torch.Tensor and not isinstance(obj, torch.nn.Parameter):
@@ -105,7 +107,42 @@ def _encode(obj: Any, blobs: list[bytes]) -> Any:
         return {"$t": len(blobs) - 1, "dtype": name, "shape": list(t.shape), "device": device}
     if kind is torch.Size:
         return {"$tuple": [int(d) for d in obj]}
-    return {"$opaque": f"object of type {kind.__name__}"}
+    return {"$opaque": f"object of type {_type_name(kind)}"}
+
+
+_TYPE_NAME = type.__dict__["__name__"].__get__  # type's own getter: a metaclass's __name__ property runs no code
+
+
+def _type_name(kind: type) -> str:
+    try:
+        return _TYPE_NAME(kind)
+    except Exception:
+        return "(unnamed)"
+
+
+def _encode_dict_subclass(obj: dict, kind: type, blobs: list[bytes]) -> Any:
+    """A dict subclass (OrderedDict, defaultdict, a class of the submission's) with string keys travels as the
+    plain dict it holds; with any other key, by description only. Its contents are read with dict's own C-level
+    items(), never with its methods (__iter__, keys, items, __getitem__, __len__ may be overridden to raise,
+    loop or lie), and taken as a snapshot first, so that the encoding of a value cannot change the dict under
+    the loop. Anything odd (a mutation, a value that fails to encode) gives the description, never an exception
+    out of the encoder: the worker's reply goes out whatever the submission's class does."""
+    opaque = {"$opaque": f"object of type {_type_name(kind)}"}
+    try:
+        items = list(dict.items(obj))
+        for k, _ in items:
+            if type(k) is not str:
+                return opaque
+        start = len(blobs)
+        try:
+            if any(k[:1] == "$" for k, _ in items):
+                return {"$dict": [[k, _encode(v, blobs)] for k, v in items]}
+            return {k: _encode(v, blobs) for k, v in items}
+        except Exception:
+            del blobs[start:]  # the blobs of the values encoded before the failure belong to nothing
+            raise
+    except Exception:
+        return opaque
 
 
 def _tensor(obj: dict, blobs: list[memoryview]) -> Any:

@@ -69,6 +69,10 @@ def grade_with_options(tmp: Path, files: dict[str, str | Path], **options) -> di
             for p in out.glob("*.json")}
 
 
+# lin_K named W_K: the reference's weights cannot be copied in, and every value check says why.
+RENAMED = REF.read_text(encoding="utf-8").replace("self.lin_K", "self.W_K")
+
+
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
     files: dict[str, str | Path] = {
@@ -84,6 +88,7 @@ def graded(tmp_path_factory):
         "example_broken.py": EXAMPLES / "broken.py",
     }
     files.update({f"{v.name}.py": v.source() for v in bugs.VARIANTS})
+    files["layer_renamed.py"] = RENAMED
     files.update({"doc_seed001.py": DOCS / "seed001_mha_intermediates.py",
                   "doc_seed003.py": DOCS / "seed003_mha_intermediates.py"})
     return grade_sources(tmp_path_factory.mktemp(NAME), files, name=NAME)
@@ -309,3 +314,42 @@ def test_grade_check_recognises_the_file(tmp_path, filename, source, code):
     assert "Multi-headed attention" in p.stdout
     if code == 0:
         assert "31/31" in p.stdout
+
+
+def test_weights_that_cannot_be_copied_are_named_in_both_languages(graded):
+    """A layer under another name: the value checks fail saying which parameters are missing, in English and in
+    Korean with no English prose (the list used to be English inside the Korean message)."""
+    from test_korean import english_words
+    r = graded["layer_renamed"]
+    failed = [c for c in r.checks if c.status == "failed" and "could not be copied" in c.message.en]
+    assert failed, failures(r)
+    for c in failed:
+        assert "no parameter named lin_K.bias; no parameter named lin_K.weight" in c.message.en, c.message.en
+        assert "lin_K.weight 파라미터가 없음" in c.message.ko and english_words(c.message.ko) == [], c.message.ko
+
+
+def test_a_missing_bias_is_charged_once_in_the_constructor(graded):
+    """bias=False hard-coded: the weights are still copied in and the value checks judge the forward (they all
+    pass); the constructor's layer check says USE_BIAS is ignored, in both languages, and never blames the names."""
+    from test_korean import english_words
+    r = graded["init_bias_false"]
+    failed = [c for c in r.checks if c.status == "failed"]
+    assert [c.nodeid.split("::")[-1] for c in failed] == ["test_mha_layers"], failures(r)
+    assert "USE_BIAS is ignored" in failed[0].message.en
+    assert "USE_BIAS를 무시하고 있습니다" in failed[0].message.ko and english_words(failed[0].message.ko) == []
+
+
+def test_dropout_that_runs_in_eval_mode_is_charged_to_the_attention(graded):
+    """F.dropout(attention, p) without training= gives the reference's values with dropout_p=0 (every other case),
+    and random ones in eval mode with dropout_p > 0: the x_raw check's eval case catches it and names it."""
+    r = graded["attention_dropout_in_eval"]
+    failed = [c for c in r.checks if c.status == "failed"]
+    assert [c.nodeid.split("::")[-1] for c in failed] == ["test_x_raw_values"], failures(r)
+    assert "dropout_p=0.5).eval()" in failed[0].message.en and "training=" in failed[0].message.ko
+
+
+def test_signature_defaults_are_shown_readably():
+    from assignments.mha_intermediates.common import readable_default
+    assert readable_default("<function relu at 0x7f3a2b1c0d60>") == "relu"
+    assert readable_default("<built-in method tanh of type object at 0x7f00>") == "<built-in method tanh of type object>"
+    assert readable_default("ReLU()") == "ReLU()" and readable_default(None) is None

@@ -287,3 +287,85 @@ def test_invisible_characters_from_the_worker_arrive_removed():
     assert roundtrip(obj) == {"key": ["msg\nend", "그대로 한국어"]}
     body = json.dumps(obj, ensure_ascii=True).encode()
     assert body.isascii() and protocol.unpack(b"[]\n" + body, b"") == {"key": ["msg\nend", "그대로 한국어"]}
+
+
+# ---------------------------------------------------------------------------------------------- dict subclasses
+
+def test_a_dict_subclass_with_string_keys_travels_as_a_plain_dict():
+    """An OrderedDict or a defaultdict (what a forward may return) arrives as the plain dict it holds, tensors and
+    "$" keys included; with a key that is not a string it stays an object by description, as before."""
+    from collections import OrderedDict, defaultdict
+    t = torch.arange(6.0).reshape(2, 3)
+    od = OrderedDict([("x", t), ("n", {"inner": OrderedDict(a=1)}), ("l", [OrderedDict(b=(2,))])])
+    back = roundtrip({"out": od})["out"]
+    assert type(back) is dict and list(back) == ["x", "n", "l"]
+    assert type(back["x"]) is torch.Tensor and torch.equal(back["x"], t)
+    assert back["n"] == {"inner": {"a": 1}} and type(back["n"]["inner"]) is dict and back["l"] == [{"b": (2,)}]
+    dd = defaultdict(list, {"a": [1], "$t": 0})
+    assert roundtrip(dd) == {"a": [1], "$t": 0} and "$t" in dd and "b" not in dd  # no __missing__ ran
+    for odd in (OrderedDict([(1, "one")]), defaultdict(int, {("a",): 1})):
+        back = roundtrip({"o": odd})["o"]
+        assert isinstance(back, protocol.Opaque) and type(odd).__name__ in back.description
+
+
+def test_a_hostile_dict_subclass_cannot_crash_or_hang_the_encoder():
+    """The submission's dict subclass may override every method that reads it (to raise, loop or lie) and its
+    metaclass may make __name__ a property (the old encoder asked it for the description): the encoder reads the contents with dict's own C-level items() and the
+    name with type's own getter, so none of that code runs and the encoding finishes with the real contents; a
+    dict that holds itself (no encoding can end) becomes a description, not an exception."""
+    called = []
+
+    class Meta(type):
+        @property
+        def __name__(cls):
+            called.append("__name__")
+            raise RuntimeError("trap")  # (a real one may loop for ever instead)
+
+    class Hostile(dict, metaclass=Meta):
+        def _trap(self, *a, **k):
+            called.append("method")
+            raise RuntimeError("trap")
+        __iter__ = keys = items = values = __getitem__ = __len__ = __contains__ = get = _trap
+        __eq__ = __hash__ = __repr__ = __str__ = __bool__ = _trap
+
+    h = Hostile()
+    dict.update(h, {"x": torch.ones(2), "k": "v"})
+    back = roundtrip({"out": h, "other": [Hostile()]})
+    assert type(back["out"]) is dict and sorted(dict.keys(back["out"])) == ["k", "x"]
+    assert torch.equal(back["out"]["x"], torch.ones(2)) and back["other"] == [{}]
+    bad_key = Hostile()
+    dict.__setitem__(bad_key, 1, 2)
+    opaque = roundtrip(bad_key)
+    assert isinstance(opaque, protocol.Opaque) and "object of type" in opaque.description
+    assert called == []
+    loop = type("Loop", (dict,), {})()
+    dict.__setitem__(loop, "self", loop)
+    back = protocol.unpack(*_split(protocol.pack({"loop": loop, "t": torch.zeros(1)})))
+    assert back["t"].shape == (1,)
+    inner = back["loop"]
+    while type(inner) is dict:  # as deep as the recursion limit let it go, then a description
+        inner = inner["self"]
+    assert isinstance(inner, protocol.Opaque) and "Loop" in inner.description
+
+
+def _split(frame):
+    head_len, _ = protocol._HEAD.unpack(frame[:8])
+    return frame[8:8 + head_len], frame[8 + head_len:]
+
+
+def test_a_worker_returning_a_dict_subclass_replies_with_its_contents(monkeypatch, tmp_path):
+    """End to end through the worker's reply: forward returns an OrderedDict, the grader gets the dict."""
+    from autograder import worker
+    monkeypatch.chdir(tmp_path)
+    a, b = socket.socketpair()
+    w = worker.Worker(a)
+    code = ("import collections, torch\n"
+            "class M(torch.nn.Module):\n"
+            "    def forward(self, x):\n"
+            "        return collections.OrderedDict(y=x + 1, z=x * 2)\n")
+    assert w.op_load([{"code": code, "label": "sub.py"}])["errors"] == []
+    h = w.op_new("M", [], {})["handle"]
+    protocol.send(a, {"ok": True, "value": w.op_call([torch.ones(3)], {}, handle=h)})
+    out = protocol.recv(b)["value"]["out"]
+    assert type(out) is dict and torch.equal(out["y"], torch.full((3,), 2.0)) and torch.equal(out["z"], 2 * torch.ones(3))
+    a.close(), b.close()

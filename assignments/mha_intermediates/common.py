@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import math
+import re
 import weakref
 from typing import Any, Callable
 
@@ -117,16 +118,38 @@ def _default_matches(got: str | None, want: str) -> bool:
     return want in got.lower() if want == "relu" else got == want
 
 
+_FUNCTION_REPR = re.compile(r"<(?:built-in )?function ([\w.<>]+) at 0x[0-9a-fA-F]+>")
+
+
+def readable_default(default: str | None) -> str | None:
+    """A default as the worker's repr shows it, for a message: a function by its name (`<function relu at
+    0x7f...>` -> relu), any other object without its memory address."""
+    if default is None:
+        return None
+    m = _FUNCTION_REPR.fullmatch(default)
+    return m[1] if m else re.sub(r" at 0x[0-9a-fA-F]+", "", default)
+
+
 def check_signature(sub) -> None:
     """__init__(d_feat=128, n_head=5, actv=F.relu, USE_BIAS=True, dropout_p=0.1, device=None): names, order and
-    defaults as in the notes; earns nothing until the class can be built."""
+    defaults as in the notes; earns nothing until the class can be built. More arguments after the notes' ones,
+    each with a default (`verbose=False`), change no call of the notes and are accepted."""
     cls = mha_class(sub)
     build_mha(sub, 12, 3, seed=0)
     params = [p for p in sub.signature(cls) if p["kind"] in ("POSITIONAL_OR_KEYWORD", "KEYWORD_ONLY")]
     got = [(p["name"], p["default"]) for p in params]
     want_text = ", ".join(f"{n}={'F.relu' if d == 'relu' else d}" for n, d in SIGNATURE)
-    got_text = ", ".join(n if d is None else f"{n}={d}" for n, d in got)
+    got_text = ", ".join(n if d is None else f"{n}={readable_default(d)}" for n, d in got)
     names, want_names = [n for n, _ in got], [n for n, _ in SIGNATURE]
+    trailing = got[len(want_names):]
+    if names[:len(want_names)] == want_names and trailing and all(d is not None for _, d in trailing):
+        names, got = names[:len(want_names)], got[:len(want_names)]  # extra trailing arguments with defaults
+    elif names[:len(want_names)] == want_names and trailing:
+        extra = ", ".join(f"`{n}`" for n, d in trailing if d is None)
+        fail(f"`{cls}.__init__` takes ({got_text}); the notes' signature is ({want_text}). Give {extra} a default "
+             "value or remove it: the notes' calls do not pass it.",
+             f"`{cls}.__init__`의 인자가 ({got_text})입니다. 노트의 시그니처는 ({want_text})입니다. {extra}에 "
+             "기본값을 주거나 없애세요: 노트의 호출은 이 인자를 넘기지 않습니다.")
     if names != want_names:
         missing = [n for n in want_names if n not in names]
         extra = [n for n in names if n not in want_names]
@@ -140,10 +163,10 @@ def check_signature(sub) -> None:
              f"`{cls}.__init__`의 인자가 ({got_text})입니다. 노트의 시그니처는 ({want_text})입니다 ({detail_ko}).")
     wrong = [(n, d, w) for (n, d), (_, w) in zip(got, SIGNATURE) if not _default_matches(d, w)]
     if wrong:
-        shown = ", ".join(f"{n}={'(none)' if d is None else d} (notes: {'F.relu' if w == 'relu' else w})"
-                          for n, d, w in wrong)
-        shown_ko = ", ".join(f"{n}={'(없음)' if d is None else d} (노트: {'F.relu' if w == 'relu' else w})"
-                             for n, d, w in wrong)
+        shown = ", ".join(f"{n}={'(none)' if d is None else readable_default(d)} (notes: "
+                          f"{'F.relu' if w == 'relu' else w})" for n, d, w in wrong)
+        shown_ko = ", ".join(f"{n}={'(없음)' if d is None else readable_default(d)} (노트: "
+                             f"{'F.relu' if w == 'relu' else w})" for n, d, w in wrong)
         fail(f"`{cls}.__init__` has other defaults than the notes: {shown}.",
              f"`{cls}.__init__`의 기본값이 노트와 다릅니다: {shown_ko}.")
 
@@ -213,7 +236,7 @@ def forward_dict(m, Q, K, V, mask=None, *, what: str, mode: str = "eval", seed: 
             raise
         entries = {k: v for k, v in frame.get("locals", {}).items() if k in KEYS}
         return Crashed(entries, e, frame.get("line"), str(frame.get("code") or ""))
-    if type(out) is not dict:
+    if not isinstance(out, dict):  # an OrderedDict (any dict subclass with string keys) arrives as a dict
         desc = getattr(out, "description", None) or type(out).__name__
         fail(f"`{what}.forward(Q, K, V)` should return a dict of the intermediate tensors "
              f"({', '.join(KEYS)}); it returned {desc}.",

@@ -7,6 +7,7 @@ import functools
 from pathlib import Path
 
 from autograder.bugtable import Table, Variant, ch, row
+from autograder.messages import Message
 from reference import mha_intermediates as R
 
 REFERENCE_SOURCE = Path(R.__file__).read_text(encoding="utf-8")
@@ -16,6 +17,11 @@ SDPA, MHA = "ScaledDotProductAttention", "MultiHeadedAttention"
 INIT = "def __init__(self, d_feat=128, n_head=5, actv=F.relu, USE_BIAS=True, dropout_p=0.1, device=None):"
 SPLIT = "feat.view(n_batch, n_tok, n_head, d_feat // n_head).permute(0, 2, 1, 3)"
 FILL = "    if mask is not None:\n        scores = scores.masked_fill(mask == 0, MASK_FILL)\n"
+MASK_INVERTED = Message(
+    "the multi-head scores are filled with -1e9 where the mask is 1 (the keys that may be seen: mask == 1, or "
+    "mask.bool()); the mask is inverted: fill where mask == 0, scores.masked_fill(mask == 0, -1e9)",
+    "멀티 헤드 점수를 마스크가 1인 위치(볼 수 있는 키: mask == 1 또는 mask.bool())에서 -1e9로 채움; 마스크가 "
+    "뒤집혔습니다: mask == 0인 위치를 채우세요, scores.masked_fill(mask == 0, -1e9)")
 
 VARIANTS: list[Variant] = [
     # ---------------------------------------------------------------- ScaledDotProductAttention
@@ -39,7 +45,7 @@ VARIANTS: list[Variant] = [
       why="an assert instead of ValueError (and python -O removes asserts)"),
     V("init_argument_order", ch(MHA, INIT, INIT.replace("actv=F.relu, USE_BIAS=True, dropout_p=0.1",
                                                           "dropout_p=0.1, USE_BIAS=True, actv=F.relu")),
-      breaks="mha_init", says=("order differs",)),
+      breaks="mha_init", says=("order differs", "actv=relu"), never_says=("<function", " at 0x")),
     V("init_no_actv_no_device", ch(MHA, INIT, "def __init__(self, d_feat=128, n_head=5, USE_BIAS=True, "
                                               "dropout_p=0.1, actv=None):"),
       ch(MHA, "        self.device = device\n", ""), breaks="mha_init", says=("missing device",),
@@ -47,6 +53,10 @@ VARIANTS: list[Variant] = [
     V("init_other_defaults", ch(MHA, INIT, INIT.replace("d_feat=128, n_head=5, actv=F.relu, USE_BIAS=True",
                                                           "d_feat=64, n_head=4, actv=F.relu, USE_BIAS=False")),
       breaks="mha_init", says=("d_feat=64 (notes: 128)",)),
+    V("init_bias_false", ch(MHA, "bias=USE_BIAS)", "bias=False)"), breaks="mha_init",
+      says=("USE_BIAS is ignored", "bias=USE_BIAS"), never_says=("Keep the layers named",),
+      why="no layer gets a bias whatever USE_BIAS says: charged once, in mha_init; the weights are still copied in, "
+          "so every value check judges the forward itself"),
     # ---------------------------------------------------------------- projections
     V("proj_activation", ch(MHA, "Q_feat = self.lin_Q(Q)", "Q_feat = self.actv(self.lin_Q(Q))"),
       ch(MHA, "K_feat = self.lin_K(K)", "K_feat = self.actv(self.lin_K(K))"),
@@ -93,6 +103,12 @@ VARIANTS: list[Variant] = [
     V("scores_mask_ignored", ch("head_scores", FILL, ""), breaks="scores",
       en="the mask is never applied to the multi-head scores; fill them with -1e9 where mask == 0, before the softmax",
       ko="멀티 헤드 점수에 마스크를 적용하지 않음; softmax 전에 mask == 0인 위치를 -1e9로 채우세요"),
+    V("scores_mask_inverted", ch("head_scores", "masked_fill(mask == 0, MASK_FILL)",
+                                 "masked_fill(mask == 1, MASK_FILL)"), breaks="scores",
+      en=MASK_INVERTED.en, ko=MASK_INVERTED.ko),
+    V("scores_mask_bool_inverted", ch("head_scores", "masked_fill(mask == 0, MASK_FILL)",
+                                      "masked_fill(mask.bool(), MASK_FILL)"), breaks="scores",
+      en=MASK_INVERTED.en, ko=MASK_INVERTED.ko),
     # ---------------------------------------------------------------- attention and x_raw
     V("attention_softmax_queries", ch(MHA, "attention = torch.softmax(scores, dim=-1)",
                                       "attention = torch.softmax(scores, dim=-2)"), breaks="attention",
@@ -107,6 +123,12 @@ VARIANTS: list[Variant] = [
       ch(MHA, "x_raw = weigh_values(attention, V_split, self.dropout)", "x_raw = torch.matmul(attention, V_split)"),
       breaks="attention", says=("the weights AFTER dropout",),
       why="returns the attention after dropout (x_raw is still right): only a train-mode call with p > 0 shows it"),
+    V("attention_dropout_in_eval", ch("weigh_values", "torch.matmul(dropout(attention), V_split)",
+                                      "torch.matmul(F.dropout(attention, dropout.p), V_split)"), breaks="attention",
+      en="the attention weights go through F.dropout(attention, p) without training=, so dropout also runs in eval "
+         "mode; use self.dropout(attention) (the nn.Dropout module follows .train() and .eval())",
+      ko="어텐션 가중치에 training= 없이 F.dropout(attention, p)를 적용해서 eval 모드에서도 dropout이 실행됨; "
+         "self.dropout(attention)을 쓰세요 (nn.Dropout 모듈은 .train()과 .eval()을 따릅니다)"),
     # ---------------------------------------------------------------- a forward that raises part way
     # Each step it computed before the line that raised is judged on the local tensor of that name; the step that
     # line computes fails with the exception and the line, every later one as not computed.
@@ -146,9 +168,25 @@ VARIANTS: list[Variant] = [
     V("output_residual", ch(MHA, "x = self.lin_O(x_rsh2)", "x = self.lin_O(x_rsh2) + Q"), breaks="output",
       en="the query input Q is added to the output as a residual; x = self.lin_O(x_rsh2), nothing added",
       ko="출력에 쿼리 입력 Q를 잔차로 더함; x = self.lin_O(x_rsh2)이고 더하는 것은 없습니다"),
+    V("output_dropout", ch(MHA, "x = self.lin_O(x_rsh2)", "x = self.dropout(self.lin_O(x_rsh2))"), breaks="output",
+      en="self.dropout is also applied to the output (x = self.dropout(self.lin_O(x_rsh2))); the notes apply dropout "
+         "to the attention weights only: x = self.lin_O(x_rsh2)",
+      ko="출력에도 self.dropout을 적용함(x = self.dropout(self.lin_O(x_rsh2))); 노트는 어텐션 가중치에만 dropout을 "
+         "적용합니다: x = self.lin_O(x_rsh2)"),
     # ---------------------------------------------------------------- different but correct
     V("ok_power_scale", ch(SDPA, "/ math.sqrt(d_K)", "* d_K ** -0.5"),
       ch(MHA, "x_rsh2 = merge_heads(x_rsh1, self.d_feat)", "x_rsh2 = x_rsh1.view(x_rsh1.shape[0], -1, self.d_feat)")),
+    # forward returns an OrderedDict (a dict subclass travels from the worker as the plain dict it holds)
+    V("ok_ordereddict", ch("", "import math\n", "import collections\nimport math\n"),
+      ch(MHA, '        return {"Q_feat": Q_feat,', '        out = {"Q_feat": Q_feat,'),
+      ch(MHA, '"x_raw": x_raw, "x_rsh1": x_rsh1, "x_rsh2": x_rsh2, "x": x}\n',
+         '"x_raw": x_raw, "x_rsh1": x_rsh1, "x_rsh2": x_rsh2, "x": x}\n'
+         '        return collections.OrderedDict(out)\n')),
+    # one more __init__ argument after the notes' ones, with a default: no call of the notes changes
+    V("ok_extra_init_arg", ch(MHA, INIT, INIT.replace("device=None):", "device=None, verbose=False):"))),
+    # F.dropout that follows the module's mode, as nn.Dropout does
+    V("ok_functional_dropout", ch("weigh_values", "torch.matmul(dropout(attention), V_split)",
+                                  "torch.matmul(F.dropout(attention, dropout.p, training=dropout.training), V_split)")),
     # forward only delegates: none of its own locals is named like an entry (they are the helper's)
     V("ok_forward_delegates", ch(MHA, "    def forward(self, Q, K, V, mask=None):\n",
                                  "    def forward(self, query, key, value, mask=None):\n"

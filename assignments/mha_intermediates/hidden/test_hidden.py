@@ -45,18 +45,29 @@ def case_inputs(name):
 
 
 def transplant(m, ref, what):
+    """Copy the reference's weights into the student's module. A layer without its bias (bias=False where
+    USE_BIAS=True: charged once, in mha_init, by test_mha_layers) still gets its weight, and the reference drops
+    that bias too, so that every value check judges what the student's forward computes. Any other parameter
+    missing, or of another shape, and nothing can be compared: the message lists them."""
     report = m.load_state(dict(ref.state_dict()))
     needed = {n for n, _ in ref.named_parameters()}
     missing = sorted(needed & set(report["missing"]))
     shapes = [(n, s, r) for n, s, r in report["mismatched"] if n in needed]
+    loaded = set(report["loaded"])
+    no_bias = [n for n in missing if n.endswith(".bias") and n[:-len("bias")] + "weight" in loaded]
+    missing = [n for n in missing if n not in no_bias]
     if missing or shapes:
-        have = ", ".join(f"{n} {tuple(s)}" for n, s, _ in m.describe()["params"]) or "no parameters"
-        bad = "; ".join([f"no parameter named {n}" for n in missing] +
-                        [f"{n} has shape {tuple(s)}, expected {tuple(r)}" for n, s, r in shapes])
-        fail(f"The reference weights could not be copied into your `{what}`: {bad}. Keep the layers named "
-             f"lin_Q, lin_K, lin_V, lin_O as in the notebook (yours: {have}).",
-             f"참조 가중치를 `{what}`에 복사할 수 없습니다: {bad}. 레이어 이름을 노트북처럼 lin_Q, lin_K, lin_V, "
-             f"lin_O로 두세요 (현재: {have}).")
+        have = ", ".join(f"{n} {tuple(s)}" for n, s, _ in m.describe()["params"])
+        bad_en = "; ".join([f"no parameter named {n}" for n in missing] +
+                           [f"{n} has shape {tuple(s)}, expected {tuple(r)}" for n, s, r in shapes])
+        bad_ko = "; ".join([f"{n} 파라미터가 없음" for n in missing] +
+                           [f"{n}의 shape이 {tuple(s)}임 (기대값 {tuple(r)})" for n, s, r in shapes])
+        fail(f"The reference weights could not be copied into your `{what}`: {bad_en}. Keep the layers named "
+             f"lin_Q, lin_K, lin_V, lin_O as in the notebook (yours: {have or 'no parameters'}).",
+             f"참조 가중치를 `{what}`에 복사할 수 없습니다: {bad_ko}. 레이어 이름을 노트북처럼 lin_Q, lin_K, lin_V, "
+             f"lin_O로 두세요 (현재: {have or '파라미터 없음'}).")
+    for n in no_bias:  # the student's layer has no bias: neither has the reference's, from here on
+        setattr(ref.get_submodule(n[:-len(".bias")]), "bias", None)
 
 
 class Case(NamedTuple):
@@ -332,6 +343,7 @@ def test_scores_masked(sub, options):
 
 SOFTMAX_HINT = Message("attention = torch.softmax(scores, dim=-1): each query's weights over the keys sum to 1.",
                        "attention = torch.softmax(scores, dim=-1): 각 쿼리의 키에 대한 가중치 합이 1이 되어야 합니다.")
+TRAIN_P, TRAIN_SEED = 0.5, 77  # the dropout cases (train mode, and eval mode): p, and the seed right before the call
 XRAW_HINT = Message("x_raw = self.dropout(attention) @ V_split.", "x_raw = self.dropout(attention) @ V_split입니다.")
 
 
@@ -344,17 +356,29 @@ def test_attention_values(sub, options):
               hint=SOFTMAX_HINT, explain=explain(sub, options, c, "attention"))
 
 
+EVAL_DROPOUT_HINT = Message(
+    "In eval mode dropout must do nothing, whatever dropout_p is: apply it through the module, "
+    "x_raw = self.dropout(attention) @ V_split (nn.Dropout follows .train() and .eval()). F.dropout(attention, p) "
+    "drops weights in eval mode too: it needs training=self.training.",
+    "eval 모드에서는 dropout_p가 얼마든 dropout이 아무 일도 하지 않아야 합니다. 모듈로 적용하세요: "
+    "x_raw = self.dropout(attention) @ V_split (nn.Dropout은 .train()과 .eval()을 따릅니다). "
+    "F.dropout(attention, p)는 eval 모드에서도 가중치를 0으로 만듭니다: training=self.training이 필요합니다.")
+
+
 @check(question="attention", points=3)
 def test_x_raw_values(sub, options):
-    """x_raw = attention @ V_split (eval mode: dropout does nothing)"""
+    """x_raw = attention @ V_split (eval mode: dropout does nothing, also with dropout_p > 0)"""
     for name in ("self", "cross", "causal"):
         c = run_case(sub, options, name)
         judge(c.got, c.want, "x_raw", case_what(name, "eval"),
               lambda: torch.matmul(*own(c.got, "attention", "V_split")), hint=XRAW_HINT,
               explain=explain(sub, options, c, "x_raw"))
-
-
-TRAIN_P, TRAIN_SEED = 0.5, 77  # the train-mode case: dropout p and the seed right before the call
+    # The cases above are built with dropout_p=0.0, where a dropout that also runs in eval mode changes nothing.
+    p = TRAIN_P
+    c = run_case(sub, options, "self", dropout_p=p, seed_call=TRAIN_SEED)
+    judge(c.got, c.want, "x_raw", case_what("self", "eval", dropout_p=p),
+          lambda: torch.matmul(*own(c.got, "attention", "V_split")), hint=EVAL_DROPOUT_HINT,
+          explain=explain(sub, options, c, "x_raw"))
 
 
 @check(question="attention", points=1)
@@ -436,6 +460,10 @@ def test_x_rsh2_values(sub, options):
 
 # ------------------------------------------------------------------------------- output
 
+def _detached(t):
+    return None if t is None else t.detach()
+
+
 OUT_HINT = Message("x = self.lin_O(x_rsh2): the output projection of the merged heads, nothing added.",
                    "x = self.lin_O(x_rsh2): 합친 헤드에 출력 투영만 적용하고 다른 것은 더하지 않습니다.")
 
@@ -444,14 +472,24 @@ def check_output(sub, options, names):
     for name in names:
         c = run_case(sub, options, name)
         judge(c.got, c.want, "x", case_what(name),
-              lambda: F.linear(*own(c.got, "x_rsh2"), c.ref.lin_O.weight.detach(), c.ref.lin_O.bias.detach()),
+              lambda: F.linear(*own(c.got, "x_rsh2"), c.ref.lin_O.weight.detach(), _detached(c.ref.lin_O.bias)),
               hint=OUT_HINT, explain=explain(sub, options, c, "x"))
 
 
 @check(question="output", points=5)
 def test_output_values(sub, options):
-    """x values (self-attention, with and without a mask)"""
+    """x values (self-attention, with and without a mask; in train mode, no dropout after lin_O)"""
     check_output(sub, options, ("self", "padding"))
+    # The notes apply dropout to the attention weights only: in train mode x is still lin_O(x_rsh2).
+    p, seed_call = TRAIN_P, TRAIN_SEED
+    c = run_case(sub, options, "self", mode="train", dropout_p=p, seed_call=seed_call)
+    judge(c.got, c.want, "x", case_what("self", "train", dropout_p=p),
+          lambda: F.linear(*own(c.got, "x_rsh2"), c.ref.lin_O.weight.detach(), _detached(c.ref.lin_O.bias)),
+          hint=Message("Dropout belongs on the attention weights only (x_raw = self.dropout(attention) @ V_split); "
+                       "in train mode too the output is x = self.lin_O(x_rsh2), with no dropout after it.",
+                       "dropout은 어텐션 가중치에만 적용합니다 (x_raw = self.dropout(attention) @ V_split). "
+                       "train 모드에서도 출력은 x = self.lin_O(x_rsh2)이고 그 뒤에 dropout을 적용하지 않습니다."),
+          explain=explain(sub, options, c, "x"))
 
 
 @check(question="output", points=3)

@@ -69,6 +69,13 @@ def test_mha_layers(sub):
             found = f"a {modules[name]}" if name in modules else "nothing"
             fail(f"`self.{name}` should be an nn.Linear(d_feat, d_feat); found {found}.",
                  f"`self.{name}`은(는) nn.Linear(d_feat, d_feat)여야 합니다. 현재: {found}.")
+        if params.get(f"{name}.weight") == (12, 12) and f"{name}.bias" not in params:
+            fail(f"`self.{name}` has no bias although the layer was built with USE_BIAS=True: USE_BIAS is ignored. "
+                 f"Pass the flag on instead of a fixed value: nn.Linear(d_feat, d_feat, bias=USE_BIAS) (the values of "
+                 "the other checks are judged without the missing biases, so this is charged only here).",
+                 f"USE_BIAS=True로 만들었는데 `self.{name}`에 bias가 없습니다: USE_BIAS를 무시하고 있습니다. 고정된 값 "
+                 f"대신 이 인자를 넘기세요: nn.Linear(d_feat, d_feat, bias=USE_BIAS) (다른 검사의 값은 빠진 bias 없이 "
+                 "평가하므로 여기서만 감점됩니다).")
         if params.get(f"{name}.weight") != (12, 12) or f"{name}.bias" not in params:
             fail(f"With d_feat=12 and USE_BIAS=True, `self.{name}` should have a (12, 12) weight and a bias; "
                  f"it has weight {params.get(f'{name}.weight')} and {'a' if f'{name}.bias' in params else 'no'} "
