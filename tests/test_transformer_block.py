@@ -198,3 +198,15 @@ def test_grade_check_recognises_the_file(tmp_path, filename, source, code):
     assert "transformer encoder block" in p.stdout
     if code == 0:
         assert "37/37" in p.stdout
+
+
+def test_weight_copy_failure_is_korean_in_korean(graded):
+    """--lang ko: the list of what PyTorch's weights could not be copied into (names missing, shapes that differ) is
+    Korean too, not "no parameter named ..." / "PyTorch's is ..." inside the Korean sentence."""
+    from test_korean import english_words
+    copied = [c.message.ko for s in ("ffn_width_4x", "ffn_width_d_model", "attn_q_no_bias") for c in graded[s].checks
+              if c.status == "failed" and c.message and "PyTorch의 가중치를" in c.message.ko]
+    assert len(copied) >= 3, copied
+    assert not [(m, english_words(m)) for m in copied if english_words(m)]
+    assert any("이름이 W_q.bias인 파라미터가 없음" in m for m in copied), copied
+

@@ -19,6 +19,8 @@ PRE_ATTN = "x = x + self.dropout1(self.attn(self.norm1(x), causal))"
 PRE_FF = "x = x + self.dropout2(self.ff(self.norm2(x)))"
 SWITCHED = "keep = z if self.use_residual else 0"
 MERGE = "(weights @ v).transpose(1, 2).reshape(b, n, self.d_model)"
+ATTN_DROP = "weights = self.dropout(torch.softmax(scores, dim=-1))"
+FFN_WIDTH = "self.linear1 = nn.Linear(d_model, d_ff)\n        self.linear2 = nn.Linear(d_ff, d_model)"
 
 VARIANTS: list[Variant] = [
     # ---------------------------------------------------------------- MultiHeadSelfAttention
@@ -49,6 +51,18 @@ VARIANTS: list[Variant] = [
     V("attn_no_out_proj", ch(ATTN, "return self.W_o(context)", "return context"), breaks=ATTN,
       en="W_o is never applied; return self.W_o(context)",
       ko="W_o를 적용하지 않음; self.W_o(context)를 반환하세요"),
+    V("attn_no_dropout", ch(ATTN, ATTN_DROP, "weights = torch.softmax(scores, dim=-1)"), breaks=ATTN,
+      says=("the dropout is missing",), why="self.dropout is never applied: train mode drops nothing"),
+    V("attn_dropout_on_output", ch(ATTN, ATTN_DROP, "weights = torch.softmax(scores, dim=-1)"),
+      ch(ATTN, "return self.W_o(context)", "return self.dropout(self.W_o(context))"), breaks=ATTN,
+      says=("the dropout is applied to the output (after W_o)",)),
+    V("attn_functional_dropout", ch(ATTN, ATTN_DROP, "weights = F.dropout(torch.softmax(scores, dim=-1), "
+                                                     "self.dropout.p)"), breaks=ATTN,
+      says=("the dropout is still active in eval mode",), why="F.dropout keeps dropping in eval mode"),
+    V("attn_q_no_bias", ch(ATTN, "self.W_q = nn.Linear(d_model, d_model)",
+                           "self.W_q = nn.Linear(d_model, d_model, bias=False)"), breaks=ATTN,
+      says=("W_q.bias",), why="PyTorch's query bias cannot be copied in; the block is judged with the student's "
+                              "own attention"),
     # ---------------------------------------------------------------- FeedForward
     V("ffn_gelu", ch(FFN, "F.relu(", "F.gelu("), breaks=FFN,
       en="the feed-forward network uses GELU; the block (like nn.TransformerEncoderLayer's default) uses ReLU",
@@ -58,6 +72,12 @@ VARIANTS: list[Variant] = [
       en="dropout is applied to linear2's output; apply it between the ReLU and linear2: "
          "linear2(dropout(relu(linear1(x))))",
       ko="linear2의 출력에 dropout을 적용함; ReLU와 linear2 사이에 적용하세요: linear2(dropout(relu(linear1(x))))"),
+    V("ffn_width_4x", ch(FFN, FFN_WIDTH, FFN_WIDTH.replace("d_ff", "4 * d_model")), breaks=FFN,
+      says=("linear1.weight is (48, 12), expected (20, 12)",),
+      why="the hidden width is 4 * d_model, not d_ff; the block is judged with the student's own feed-forward"),
+    V("ffn_width_d_model", ch(FFN, FFN_WIDTH, FFN_WIDTH.replace("d_ff", "d_model")), breaks=FFN,
+      says=("linear1.weight is (12, 12), expected (20, 12)",),
+      why="the hidden width is d_model, not d_ff; the block is judged with the student's own feed-forward"),
     # ---------------------------------------------------------------- TransformerBlock
     V("block_no_attn_residual", ch(BLOCK, POST_ATTN, "x = self.norm1(self.dropout1(self.attn(x, causal)))"),
       ch(BLOCK, PRE_ATTN, "x = self.dropout1(self.attn(self.norm1(x), causal))"), breaks=BLOCK,
@@ -92,6 +112,37 @@ VARIANTS: list[Variant] = [
                                                        "self.dropout1.p))"),
       ch(BLOCK, PRE_ATTN, "x = x + F.dropout(self.attn(self.norm1(x), causal), self.dropout1.p)"), breaks=BLOCK,
       says=("F.dropout",), why="F.dropout keeps dropping in eval mode"),
+    V("block_no_dropout", ch(BLOCK, POST_ATTN, "x = self.norm1(x + self.attn(x, causal))"),
+      ch(BLOCK, POST_FF, "x = self.norm2(x + self.ff(x))"), ch(BLOCK, PRE_ATTN, "x = x + self.attn(self.norm1(x), causal)"),
+      ch(BLOCK, PRE_FF, "x = x + self.ff(self.norm2(x))"), breaks=BLOCK,
+      says=("dropout1 (on the self-attention's output) is missing",
+            "dropout2 (on the feed-forward network's output) is missing")),
+    V("block_dropout_after_add", ch(BLOCK, POST_ATTN, "x = self.norm1(self.dropout1(x + self.attn(x, causal)))"),
+      ch(BLOCK, POST_FF, "x = self.norm2(self.dropout2(x + self.ff(x)))"),
+      ch(BLOCK, PRE_ATTN, "x = self.dropout1(x + self.attn(self.norm1(x), causal))"),
+      ch(BLOCK, PRE_FF, "x = self.dropout2(x + self.ff(self.norm2(x)))"), breaks=BLOCK,
+      says=("dropout1 is applied after the residual addition", "dropout2 is applied after the residual addition")),
+    V("block_builds_ffn_4x", ch(BLOCK, "self.ff = FeedForward(d_model, d_ff, dropout)",
+                                "self.ff = FeedForward(d_model, 4 * d_model, dropout)"), breaks="TransformerBlock,ablation",
+      says=("ff.linear1.weight is (48, 12), PyTorch's is (20, 12)",),
+      why="the block builds its feed-forward network 4 * d_model wide although FeedForward itself is right: the "
+          "block's own bug, in every block of exercise 3 too"),
+    V("block_pre_norm1_twice", ch(BLOCK, PRE_FF, "x = x + self.dropout2(self.ff(self.norm1(x)))"), breaks=BLOCK,
+      en="the pre-norm block normalises the feed-forward input with norm1 again; each sub-layer has its own "
+         "LayerNorm: x + ff(norm2(x))",
+      ko="pre-norm 블록이 피드포워드 입력도 norm1로 정규화함; 서브레이어마다 자기 LayerNorm이 있습니다: "
+         "x + ff(norm2(x))"),
+    V("block_post_norm1_missing", ch(BLOCK, POST_ATTN, "x = x + self.dropout1(self.attn(x, causal))"), breaks=BLOCK,
+      en="the post-norm block does not apply norm1: the attention sub-layer's residual sum must be normalised too, "
+         "norm1(x + attn(x))",
+      ko="post-norm 블록이 norm1을 적용하지 않음; 어텐션 서브레이어의 잔차 합도 정규화해야 합니다: "
+         "norm1(x + attn(x))"),
+    V("block_ffn_residual_from_input", ch(BLOCK, POST_ATTN, "h = self.norm1(x + self.dropout1(self.attn(x, causal)))"),
+      ch(BLOCK, POST_FF, "x = self.norm2(x + self.dropout2(self.ff(h)))"), breaks=BLOCK,
+      en="the feed-forward residual adds the block's input x instead of the attention sub-layer's output h: with "
+         "h = norm1(x + attn(x)) the block ends with norm2(h + ff(h))",
+      ko="피드포워드 잔차 연결이 어텐션 서브레이어의 출력 h 대신 블록의 입력 x를 더함; h = norm1(x + attn(x))이면 "
+         "블록은 norm2(h + ff(h))로 끝납니다"),
     # ---------------------------------------------------------------- nn.Transformer
     V("nn_batch_first_missing", ch("build_transformer", "dim_feedforward=32,\n                          "
                                                         "batch_first=True)", "dim_feedforward=32)"),
@@ -133,6 +184,23 @@ VARIANTS: list[Variant] = [
     V("ok_matmul_and_temporaries", ch(ATTN, "q @ k.transpose(-2, -1) / math.sqrt(self.d_head)",
                                       "torch.matmul(q, k.transpose(-2, -1)) * self.d_head ** -0.5"),
       ch(BLOCK, PRE_ATTN, "h = self.norm1(x)\n            x = x + self.dropout1(self.attn(h, causal))")),
+    V("ok_sdpa_dropout", ch(ATTN, ATTN_DROP + "\n        context = (weights @ v)",
+                            "p = self.dropout.p if self.training else 0.0\n"
+                            "        context = F.scaled_dot_product_attention(q, k, v, dropout_p=p, is_causal=causal)")),
+    V("ok_functional_dropout_training",
+      ch(BLOCK, POST_ATTN, "x = self.norm1(x + F.dropout(self.attn(x, causal), self.dropout1.p, self.training))"),
+      ch(BLOCK, PRE_FF, "x = x + F.dropout(self.ff(self.norm2(x)), p=self.dropout2.p, training=self.training)"),
+      ch(ATTN, ATTN_DROP, "weights = F.dropout(torch.softmax(scores, dim=-1), self.dropout.p, self.training)")),
+    V("ok_mask_buffer_and_sequential",
+      ch(ATTN, "self.dropout = nn.Dropout(dropout)  # on the attention weights",
+         "self.dropout = nn.Dropout(dropout)  # on the attention weights\n"
+         "        self.register_buffer(\"future\", torch.triu(torch.ones(64, 64, dtype=torch.bool), diagonal=1))"),
+      ch(ATTN, "scores = scores.masked_fill(future, float(\"-inf\"))",
+         "scores = scores.masked_fill(self.future[:n, :n], float(\"-inf\"))"),
+      ch(FFN, "self.dropout = nn.Dropout(dropout)",
+         "self.dropout = nn.Dropout(dropout)\n        self.net = nn.Sequential(self.linear1, nn.ReLU(), self.dropout, "
+         "self.linear2)"),
+      ch(FFN, "return self.linear2(self.dropout(F.relu(self.linear1(x))))", "return self.net(x)")),
 ]
 TABLE = Table(REFERENCE_SOURCE, VARIANTS)
 BY_NAME = TABLE.by_name

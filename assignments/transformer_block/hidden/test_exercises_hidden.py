@@ -5,7 +5,7 @@ import torch.nn as nn
 
 from assignments.transformer_block.common import block_text, call, randn
 from assignments.transformer_block.hidden.diagnose import explain
-from assignments.transformer_block.hidden.test_hidden import (attn_state, close, ffn_state, load, ref_layer,
+from assignments.transformer_block.hidden.test_hidden import (attn_state, close, ffn_state, load_block, ref_layer,
                                                              student_parts)
 from assignments.transformer_block.public.test_exercises import check_make_transformer_structure
 from autograder.checks import CheckFailure, check, expect_close, fail
@@ -85,13 +85,13 @@ def judge_ablation(sub, switch):
             layer = ref_layer(d, h, d_ff, nf, seed)
             what = block_text(d, h, d_ff, 0.0, nf).replace(")(x)", f", {switch}=False)(x)")
             m = sub.new("TransformerBlock", d, h, d_ff, 0.0, norm_first=nf, seed=seed, **{switch: False})
-            load(m, state_for(layer, switch), "TransformerBlock")
+            load_block(sub, m, state_for(layer, switch), d, h, d_ff)
             x = randn(seed + 1, 2, 6, d)
             want = nn_ablated(layer, x, switch)
             got = call(m, x, what)
             if close(got, want):
                 continue
-            mine = student_parts(sub, layer, d, h, d_ff)
+            mine = student_parts(sub, layer, d, h, d_ff, block=m)
             if mine is not None:
                 attend, feed = mine
                 n1 = lambda z: layer.norm1(z)  # noqa: E731

@@ -6,11 +6,19 @@ query, key and value projections into one `in_proj_weight` of shape (3 d_model, 
 them apart as W_q, W_k, W_v, so the transplant cuts that matrix (and its bias) in three.
 
 A block that differs from PyTorch is still accepted when it is the right composition of the student's OWN
-attention and feed-forward modules (so a bug in a part is charged to that part only); otherwise the checks
-look for the usual structural mistakes (a missing residual connection, LayerNorms in the wrong place, the
-causal flag not passed on) and name them.
+attention and feed-forward modules (so a bug in a part is charged to that part only); a part that cannot take
+PyTorch's weights at all (another width, no bias) keeps its own in the block, which is then judged with it;
+otherwise the checks look for the usual structural mistakes (a missing residual connection, LayerNorms in the
+wrong place, the causal flag not passed on) and name them.
+
+Dropout: each part and the block are run in train mode right after a seed and compared with the reference's
+dropout drawn from the same random state (the attention drops its weights after the softmax, the feed-forward
+network its ReLU output, the block each sub-layer's output before the residual addition), and in eval mode
+with dropout=0.5 against the same module with dropout=0.0.
 """
 from __future__ import annotations
+
+import math
 
 import torch
 import torch.nn as nn
@@ -96,18 +104,87 @@ def ref_block(layer, x, causal=False):
         return layer(x, src_mask=causal_mask(x.shape[1]) if causal else None)
 
 
-def load(m, state, cls):
-    """Copy `state` into the student's module; fail naming what is missing or misshaped."""
+def attn_by_hand(layer, x, causal=False, drop=None):
+    """The layer's self-attention computed step by step (what ref_attn gives), `drop` applied to the attention
+    weights right after the softmax: with F.dropout after manual_seed, the draws of the reference's self.dropout."""
+    mha = layer.self_attn
+    d, h = mha.embed_dim, mha.num_heads
+    b, n, _ = x.shape
+    W, bias = mha.in_proj_weight.detach(), mha.in_proj_bias.detach()
+    with torch.no_grad():
+        q, k, v = (F.linear(x, W[i * d:(i + 1) * d], bias[i * d:(i + 1) * d]).view(b, n, h, d // h).transpose(1, 2)
+                   for i in range(3))
+        scores = q @ k.transpose(-2, -1) / math.sqrt(d // h)
+        if causal:
+            scores = scores.masked_fill(torch.triu(torch.ones(n, n, dtype=torch.bool), diagonal=1), float("-inf"))
+        weights = torch.softmax(scores, dim=-1)
+        if drop is not None:
+            weights = drop(weights)
+        return mha.out_proj((weights @ v).transpose(1, 2).reshape(b, n, d))
+
+
+def dropping(p):
+    return lambda t: F.dropout(t, p, training=True)
+
+
+def refused(report) -> list[str]:
+    """The names of a load_state report that did not go in: missing from the module, or of another shape."""
+    return sorted(set(report["missing"]) | {n for n, _s, _r in report["mismatched"]})
+
+
+def load(m, state, cls, excused=None):
+    """Copy `state` into the student's module (whatever fits goes in); fail naming what is missing or misshaped,
+    unless `excused(names)` says that every name that did not go in is charged elsewhere."""
     report = m.load_state(state)
+    bad = refused(report)
+    if not bad or (excused is not None and excused(bad)):
+        return
     missing = sorted(set(report["missing"]))
-    shapes = [f"{n} is {tuple(s)}, PyTorch's is {tuple(r)}" for n, s, r in report["mismatched"]]
-    if missing or shapes:
-        have = ", ".join(f"{n} {tuple(s)}" for n, s, _ in m.describe()["params"]) or "no parameters"
-        bad = "; ".join(([f"no parameter named {', '.join(missing)}"] if missing else []) + shapes)
-        fail(f"PyTorch's weights could not be copied into your `{cls}`: {bad}. Keep the template's names "
-             f"and shapes (yours: {have}).",
-             f"PyTorch의 가중치를 `{cls}`에 복사할 수 없습니다: {bad}. 템플릿의 이름과 shape을 지키세요 "
-             f"(현재: {have}).")
+    mismatched = [(n, tuple(s), tuple(r)) for n, s, r in report["mismatched"]]
+    have = ", ".join(f"{n} {tuple(s)}" for n, s, _ in m.describe()["params"])
+    en = "; ".join(([f"no parameter named {', '.join(missing)}"] if missing else [])
+                   + [f"{n} is {s}, PyTorch's is {r}" for n, s, r in mismatched])
+    ko = "; ".join(([f"이름이 {', '.join(missing)}인 파라미터가 없음"] if missing else [])
+                   + [f"{n}: 현재 {s}, PyTorch는 {r}" for n, s, r in mismatched])
+    fail(f"PyTorch's weights could not be copied into your `{cls}`: {en}. Keep the template's names "
+         f"and shapes (yours: {have or 'no parameters'}).",
+         f"PyTorch의 가중치를 `{cls}`에 복사할 수 없습니다: {ko}. 템플릿의 이름과 shape을 지키세요 "
+         f"(현재: {have or '파라미터 없음'}).")
+
+
+PART_PREFIXES = ("attn.", "ff.")
+
+
+def build_part(sub, prefix, d, h, d_ff):
+    return build_attn(sub, d, h, seed=1) if prefix == "attn." else build_ffn(sub, d, d_ff, seed=1)
+
+
+def parts_refuse(sub, state, d, h, d_ff):
+    """For load(excused=...) on a block: whether every name of `state` the block did not take belongs to its
+    attention or feed-forward module AND the student's own module of that class, built alone, refuses the same
+    weights (other names, no bias, another width): that bug lives in the part and is charged in the part's
+    question; the block is then judged with the weights the student's parts have (judge_block)."""
+    def excused(bad):
+        if not all(n.startswith(PART_PREFIXES) for n in bad):
+            return False
+        for prefix in PART_PREFIXES:
+            mine = [n for n in bad if n.startswith(prefix)]
+            if not mine:
+                continue
+            try:
+                alone = refused(build_part(sub, prefix, d, h, d_ff).load_state(
+                    {n[len(prefix):]: t for n, t in state.items() if n.startswith(prefix)}))
+            except CheckFailure:
+                return False
+            if not {n[len(prefix):] for n in mine} <= set(alone):
+                return False
+        return True
+    return excused
+
+
+def load_block(sub, m, state, d, h, d_ff):
+    """Copy a block's weights in; what the student's own parts cannot take stays as built (see parts_refuse)."""
+    load(m, state, "TransformerBlock", excused=parts_refuse(sub, state, d, h, d_ff))
 
 
 def close(a, b, atol=ATOL) -> bool:
@@ -150,14 +227,14 @@ def attn_against_pytorch(sub, d, h, b, n, seed, causal):
                  explain=explain(sub, m, x, causal=causal))
 
 
-@check(question="MultiHeadSelfAttention", points=6)
+@check(question="MultiHeadSelfAttention", points=5)
 def test_attn_matches_pytorch(sub):
     """MultiHeadSelfAttention equals nn.MultiheadAttention (in_proj cut into W_q, W_k, W_v)"""
     for d, h, b, n, seed in ATTN_CASES:
         attn_against_pytorch(sub, d, h, b, n, seed, causal=False)
 
 
-@check(question="MultiHeadSelfAttention", points=5)
+@check(question="MultiHeadSelfAttention", points=4)
 def test_attn_causal_matches_pytorch(sub):
     """MultiHeadSelfAttention(x, causal=True) equals nn.MultiheadAttention with the causal mask"""
     for d, h, b, n, seed in ATTN_CASES:
@@ -171,7 +248,7 @@ def test_attn_head_counts(sub):
         attn_against_pytorch(sub, d, h, 2, 4, seed, causal=False)
 
 
-@check(question="MultiHeadSelfAttention", points=3)
+@check(question="MultiHeadSelfAttention", points=2)
 def test_attn_gradients(sub):
     """Gradients reach W_q, W_k, W_v and W_o and equal PyTorch's"""
     d, h, seed = 12, 3, 621
@@ -198,6 +275,91 @@ def test_attn_gradients(sub):
         expect_close(got, want, f"gradient of MultiHeadSelfAttention.{name}", atol=ATOL, rtol=1e-3)
 
 
+ATTN_DROPOUT_HINT = Message(
+    "Apply self.dropout (an nn.Dropout) once, to the attention weights right after the softmax: "
+    "weights = self.dropout(torch.softmax(scores, dim=-1)); not to the scores, the values or the output.",
+    "self.dropout(nn.Dropout)은 softmax 직후의 어텐션 가중치에 한 번만 적용하세요: "
+    "weights = self.dropout(torch.softmax(scores, dim=-1)). 점수, 값, 출력에 적용하면 안 됩니다.")
+
+
+def attn_train(sub, d, h, seed, causal):
+    """MultiHeadSelfAttention(d, h, 0.5) with PyTorch's weights in train mode, seeded, against the reference's
+    dropout on the attention weights drawn from the same random state; a miss names where the dropout went."""
+    layer = ref_layer(d, h, 2 * d, seed=seed)
+    m = build_attn(sub, d, h, 0.5, seed=seed)
+    load(m, attn_state(layer.self_attn), f"MultiHeadSelfAttention({d}, {h}, 0.5)")
+    x = randn(seed + 1, 2, 5, d)
+    what = attn_text(d, h, 0.5, causal)
+    plain = build_attn(sub, d, h, 0.0, seed=seed)  # dropout=0.0: what any right layer gives with nothing dropped
+    load(plain, attn_state(layer.self_attn), f"MultiHeadSelfAttention({d}, {h}, 0.0)")
+    evaluated = call(plain, x, attn_text(d, h, 0.0, causal), causal=causal, seed=seed + 2)
+    if not close(evaluated, ref_attn(layer, x, causal)):
+        fail("The dropout cannot be judged: MultiHeadSelfAttention already differs from PyTorch's in eval mode "
+             "(see the checks that compare with nn.MultiheadAttention).",
+             "dropout을 평가할 수 없습니다: MultiHeadSelfAttention이 eval 모드에서 이미 PyTorch와 다릅니다 "
+             "(nn.MultiheadAttention과 비교하는 검사를 보세요).")
+    got = call(m, x, what, causal=causal, mode="train", seed=seed + 2)
+    manual_seed(seed + 2)
+    want = attn_by_hand(layer, x, causal, dropping(0.5))
+    if close(got, want):
+        return
+    if close(got, evaluated):
+        fail(f"`{what}` in train mode gives exactly what the layer gives with nothing dropped: the dropout is "
+             "missing. " + ATTN_DROPOUT_HINT.en,
+             f"train 모드의 `{what}`가 아무것도 버리지 않은 출력과 똑같습니다: dropout이 빠져 있습니다. "
+             + ATTN_DROPOUT_HINT.ko)
+    manual_seed(seed + 2)
+    with torch.no_grad():
+        on_output = F.dropout(attn_by_hand(layer, x, causal), 0.5, training=True)
+    if close(got, on_output):
+        fail(f"`{what}` in train mode drops entries of its output: the dropout is applied to the output (after "
+             "W_o) instead of to the attention weights. " + ATTN_DROPOUT_HINT.en,
+             f"train 모드의 `{what}`가 출력의 원소를 버립니다: dropout이 어텐션 가중치가 아니라 출력(W_o 뒤)에 "
+             "적용되었습니다. " + ATTN_DROPOUT_HINT.ko)
+    expect_close(got, want, what + " in train mode", hint=ATTN_DROPOUT_HINT,
+                 explain=explain(sub, m, x, mode="train", seed=seed + 2, causal=causal))
+
+
+ATTN_DROPOUT_CASES = ((12, 3, 631, False), (8, 2, 632, True))  # d_model, n_heads, seed, causal
+
+
+@check(question="MultiHeadSelfAttention", points=2)
+def test_attn_dropout_placement(sub):
+    """MultiHeadSelfAttention in train mode: dropout acts on the attention weights after the softmax"""
+    for d, h, seed, causal in ATTN_DROPOUT_CASES:
+        attn_train(sub, d, h, seed, causal)
+
+
+def attn_eval(sub, d=12, h=3, seed=641):
+    """MultiHeadSelfAttention(d, h, 0.5) in eval mode against the same layer built with dropout=0.0."""
+    layer = ref_layer(d, h, 2 * d, seed=seed)
+    x = randn(seed + 1, 2, 5, d)
+    outs = []
+    for p in (0.5, 0.0):
+        m = build_attn(sub, d, h, p, seed=seed)
+        load(m, attn_state(layer.self_attn), f"MultiHeadSelfAttention({d}, {h}, {p})")
+        outs.append(call(m, x, attn_text(d, h, p), seed=seed + 2))
+    if not close(outs[1], ref_attn(layer, x)) and close(outs[1], call(m, x * 2 + 1, attn_text(d, h), seed=seed + 2)):
+        fail(f"`{attn_text(d, h)}` gave the same output for two different inputs: it does not depend on its input, "
+             "so ignoring dropout in eval mode earns nothing.",
+             f"서로 다른 두 입력에 대해 `{attn_text(d, h)}`의 출력이 같습니다: 입력에 의존하지 않으므로 eval 모드에서 "
+             "dropout을 끄는 검사 점수를 받을 수 없습니다.")
+    if not close(outs[0], outs[1]):
+        what = attn_text(d, h, 0.5)
+        fail(f"`{what}` in eval mode differs from the same layer built with dropout=0.0: the dropout is still "
+             "active in eval mode. Use the nn.Dropout module self.dropout, which does nothing after model.eval() "
+             "(F.dropout(...) drops unless given training=self.training).",
+             f"eval 모드의 `{what}`가 dropout=0.0으로 만든 같은 레이어와 다릅니다: eval 모드에서도 dropout이 여전히 "
+             "작동합니다. model.eval() 뒤에는 아무 일도 하지 않는 nn.Dropout 모듈 self.dropout을 쓰세요 "
+             "(F.dropout(...)은 training=self.training을 주지 않으면 항상 버립니다).")
+
+
+@check(question="MultiHeadSelfAttention", points=1)
+def test_attn_eval_ignores_dropout(sub):
+    """MultiHeadSelfAttention(..., dropout=0.5) in eval mode gives what MultiHeadSelfAttention(..., dropout=0.0) gives"""
+    attn_eval(sub)
+
+
 # ------------------------------------------------------------------------------- FeedForward
 
 FFN_HINT = Message("FeedForward(x) = linear2(dropout(relu(linear1(x)))): ReLU between the two linear layers.",
@@ -219,6 +381,10 @@ def test_ffn_matches_pytorch(sub):
 @check(question="FeedForward", points=1)
 def test_ffn_eval_ignores_dropout(sub):
     """FeedForward(..., dropout=0.5) in eval mode gives what FeedForward(..., dropout=0.0) gives"""
+    ffn_eval(sub)
+
+
+def ffn_eval(sub):
     layer = ref_layer(8, 2, 16, seed=711)
     x = randn(712, 2, 5, 8)
     outs = []
@@ -234,6 +400,10 @@ def test_ffn_eval_ignores_dropout(sub):
 @check(question="FeedForward", points=2)
 def test_ffn_dropout_placement(sub):
     """FeedForward in train mode: dropout sits between the ReLU and linear2, as in PyTorch's encoder layer"""
+    ffn_train(sub)
+
+
+def ffn_train(sub):
     layer = ref_layer(8, 2, 16, seed=721)
     m = build_ffn(sub, 8, 16, 0.5, seed=721)
     load(m, ffn_state(layer), "FeedForward(8, 16, 0.5)")
@@ -346,15 +516,25 @@ def ref_parts(layer):
     return (lambda z, c: ref_attn(layer, z, c)), (lambda z: ref_ffn(layer, z))
 
 
-def student_parts(sub, layer, d, h, d_ff):
-    """The student's own attention and feed-forward modules with the block's weights, as functions."""
-    try:
-        a = build_attn(sub, d, h, seed=1)
-        load(a, attn_state(layer.self_attn), "MultiHeadSelfAttention")
-        f = build_ffn(sub, d, d_ff, seed=1)
-        load(f, ffn_state(layer), "FeedForward")
-    except CheckFailure:
-        return None
+def student_parts(sub, layer, d, h, d_ff, block=None):
+    """The student's own attention and feed-forward modules as functions, holding the weights the student's block
+    `block` holds (PyTorch's where they fitted, the part's own where the part refused them: another width, no
+    bias), or PyTorch's without a block (or for a part the block does not have). None when a part cannot hold
+    the block's: the block builds its parts otherwise than the student's classes are built alone."""
+    own = block.state()["params"] if block is not None else {}
+    fns = []
+    for prefix, pytorch in (("attn.", attn_state(layer.self_attn)), ("ff.", ffn_state(layer))):
+        held = {n[len(prefix):]: t for n, t in own.items() if n.startswith(prefix)}
+        try:
+            part = build_part(sub, prefix, d, h, d_ff)
+            if held and refused(part.load_state(held)):
+                return None
+            if not held:  # what fits (a part that refuses PyTorch's weights is charged in its own question)
+                part.load_state(pytorch)
+        except CheckFailure:
+            return None
+        fns.append(part)
+    a, f = fns
     return (lambda z, c: call(a, z, "attn", causal=c)), (lambda z: call(f, z, "ffn"))
 
 
@@ -376,7 +556,7 @@ def safe_compose(x, parts, layer, norm_first, causal, variant=""):
 def judge_block(sub, d, h, d_ff, seed, norm_first, causal, dropout=0.0):
     layer = ref_layer(d, h, d_ff, norm_first, seed)
     m = build_block(sub, d, h, d_ff, dropout, norm_first, seed=seed)
-    load(m, block_state(layer), "TransformerBlock")
+    load_block(sub, m, block_state(layer), d, h, d_ff)
     x = randn(seed + 1, 2, 6, d)
     what = block_text(d, h, d_ff, dropout, norm_first, causal)
     want = ref_block(layer, x, causal)
@@ -388,7 +568,7 @@ def judge_block(sub, d, h, d_ff, seed, norm_first, causal, dropout=0.0):
         raise
     if close(got, want):
         return
-    mine = student_parts(sub, layer, d, h, d_ff)
+    mine = student_parts(sub, layer, d, h, d_ff, block=m)
     if mine is not None and close(got, safe_compose(x, mine, layer, norm_first, causal)):
         return  # the right block around the student's own (differing) parts
     named = explain(sub, m, x, causal=causal)(got)  # a known bug of the table, exactly (hidden/bugs.py)
@@ -452,7 +632,9 @@ def test_block_residual_connections(sub):
             for n in names:  # this sub-layer now outputs exactly zero for every input
                 state[n] = torch.zeros_like(state[n])
             m = build_block(sub, d, h, d_ff, 0.0, nf, seed=seed)
-            load(m, state, "TransformerBlock")
+            load_block(sub, m, state, d, h, d_ff)
+            own = m.state()["params"]  # a part of another width kept its own weights: silence those
+            m.load_state({n: torch.zeros_like(own[n]) for n in names if n in own})
             y = call(m, x, block_text(d, h, d_ff, norm_first=nf))
             if tuple(y.shape) == tuple(x.shape) and float((y - y[:1, :1]).abs().max()) < 1e-5:
                 fail(f"The residual connection around the {what_en} is missing (norm_first={nf}): with that "
@@ -472,7 +654,7 @@ def test_block_layernorm_placement(sub):
     for nf in (False, True):
         layer = ref_layer(d, h, d_ff, nf, seed)
         m = build_block(sub, d, h, d_ff, 0.0, nf, seed=seed)
-        load(m, block_state(layer), "TransformerBlock")
+        load_block(sub, m, block_state(layer), d, h, d_ff)
         res = m.run(x, record=["layer_norm"])
         y = expect_tensor(res["out"], block_text(d, h, d_ff, norm_first=nf))
         seen = [r["input"] for r in res.get("records") or [] if r.get("fn") == "layer_norm"
@@ -518,7 +700,7 @@ def test_block_eval_ignores_dropout(sub):
         outs = []
         for p in (0.5, 0.0):
             m = build_block(sub, d, h, d_ff, p, nf, seed=seed)
-            load(m, block_state(layer), "TransformerBlock")
+            load_block(sub, m, block_state(layer), d, h, d_ff)
             outs.append(call(m, x, block_text(d, h, d_ff, p, nf)))
         if close(outs[0], outs[1]):
             continue
@@ -534,6 +716,81 @@ def test_block_eval_ignores_dropout(sub):
                                   "self.dropout2), which follow model.eval(), not F.dropout(...).",
                                   "eval 모드에서는 블록이 아무것도 버리면 안 됩니다: F.dropout(...) 대신 model.eval()을 "
                                   "따르는 nn.Dropout 모듈(self.dropout1, self.dropout2)을 쓰세요."))
+
+
+def block_by_hand(layer, x, norm_first, p, seed, where=("right", "right")):
+    """PyTorch's block in train mode step by step, drawing in the reference's order after manual_seed(seed): the
+    attention's dropout (on its weights), dropout1, the feed-forward's dropout, dropout2. `where` puts dropout1
+    and dropout2: "right" (on the sub-layer's output, before the residual addition), "missing", "after_add"
+    (on the residual sum)."""
+    drop = dropping(p)
+    n1, n2 = norms(layer)
+    manual_seed(seed)
+    with torch.no_grad():
+        for layer_fn, norm, at in ((lambda z: attn_by_hand(layer, z, False, drop), n1, where[0]),
+                                   (lambda z: layer.linear2(drop(F.relu(layer.linear1(z)))), n2, where[1])):
+            y = layer_fn(norm(x) if norm_first else x)
+            total = x + y if at == "missing" else drop(x + y) if at == "after_add" else x + drop(y)
+            x = total if norm_first else norm(total)
+    return x
+
+
+def dropout_message(where, what) -> Message:
+    parts = {
+        "missing": ("{d} (on the {sl}'s output) is missing", "{d}({sl} 출력에 적용)가 빠져 있음"),
+        "after_add": ("{d} is applied after the residual addition, to x + {f}, instead of to the {sl}'s output "
+                      "before it", "{d}가 {sl} 출력이 아니라 잔차 덧셈 뒤의 x + {f}에 적용됨"),
+    }
+    names = (("dropout1", "self-attention", "셀프 어텐션", "attn(...)"),
+             ("dropout2", "feed-forward network", "피드포워드 네트워크", "ff(...)"))
+    en = "; ".join(parts[at][0].format(d=d, sl=sl, f=f) for at, (d, sl, _k, f) in zip(where, names) if at in parts)
+    ko = "; ".join(parts[at][1].format(d=d, sl=k, f=f) for at, (d, _s, k, f) in zip(where, names) if at in parts)
+    return Message(f"`{what}` in train mode matches a block in which {en}. Each sub-layer's output is dropped "
+                   "before it is added to the residual: x + dropout1(attn(...)), x + dropout2(ff(...)).",
+                   f"train 모드의 `{what}`는 다음과 같은 블록과 일치합니다: {ko}. 각 서브레이어의 출력에 dropout을 "
+                   "적용한 다음 잔차에 더합니다: x + dropout1(attn(...)), x + dropout2(ff(...)).")
+
+
+BLOCK_DROPOUT_HINT = Message(
+    "In train mode dropout1 and dropout2 drop each sub-layer's output before the residual addition: "
+    "x + dropout1(attn(...)) and x + dropout2(ff(...)), inside norm1/norm2 for post-norm.",
+    "train 모드에서 dropout1과 dropout2는 잔차 덧셈 전에 각 서브레이어의 출력에 적용됩니다: "
+    "x + dropout1(attn(...)), x + dropout2(ff(...)) (post-norm이면 norm1/norm2 안에서).")
+
+
+@check(question="TransformerBlock", points=3)
+def test_block_dropout_placement(sub):
+    """TransformerBlock in train mode: dropout1 and dropout2 drop each sub-layer's output before the residual addition"""
+    d, h, d_ff, seed = 12, 3, 20, 851
+    x = randn(seed + 1, 2, 6, d)
+    for nf in (False, True):
+        layer = ref_layer(d, h, d_ff, nf, seed)
+        m = build_block(sub, d, h, d_ff, 0.5, nf, seed=seed)
+        load_block(sub, m, block_state(layer), d, h, d_ff)
+        what = block_text(d, h, d_ff, 0.5, nf)
+        got = call(m, x, what, mode="train", seed=seed + 2)
+        if close(got, block_by_hand(layer, x, nf, 0.5, seed + 2)):
+            continue
+        # The block's draws follow its parts' own: a part that does not drop like the reference (or is wrong in
+        # eval mode, or does not take PyTorch's weights) is charged in its own question.
+        for part_check in (lambda: attn_train(sub, *ATTN_DROPOUT_CASES[0]), lambda: attn_eval(sub),
+                           lambda: ffn_train(sub), lambda: ffn_eval(sub)):
+            try:
+                part_check()
+            except CheckFailure:
+                return
+        plain = build_block(sub, d, h, d_ff, 0.0, nf, seed=seed)
+        load_block(sub, plain, block_state(layer), d, h, d_ff)
+        if not close(call(plain, x, block_text(d, h, d_ff, 0.0, nf)), ref_block(layer, x)):
+            fail("The dropout cannot be judged: the block already differs from PyTorch's in eval mode (see the "
+                 "checks that compare with the encoder layer).",
+                 "dropout을 평가할 수 없습니다: 블록이 eval 모드에서 이미 PyTorch와 다릅니다 "
+                 "(인코더 레이어와 비교하는 검사를 보세요).")
+        for where in [(a, f) for a in ("right", "missing", "after_add") for f in ("right", "missing", "after_add")]:
+            if where != ("right", "right") and close(got, block_by_hand(layer, x, nf, 0.5, seed + 2, where)):
+                raise CheckFailure(dropout_message(where, what), staff=f"{what}: dropout {where}")
+        expect_close(got, block_by_hand(layer, x, nf, 0.5, seed + 2), what + " in train mode", hint=BLOCK_DROPOUT_HINT,
+                     explain=explain(sub, m, x, mode="train", seed=seed + 2))
 
 
 # ------------------------------------------------------------------------------- nn.Transformer
