@@ -286,9 +286,13 @@ def test_try_reads_output_that_is_not_utf8_and_stops_what_overruns(built, tmp_pa
     seen: list[str] = []
     res = gradescope.try_zip(built.zip, sub, echo=seen.append)
     assert res["score"] == 100
+    slow = tmp_path / "slow"
+    slow.mkdir()
+    (slow / "attention.py").write_text(REFERENCE.read_text(encoding="utf-8") + "\nimport time\ntime.sleep(60)\n",
+                                       encoding="utf-8")
     started = time.monotonic()
     with pytest.raises(UsageError, match="did not finish within 3 s"):
-        gradescope.try_zip(built.zip, sub, timeout=3, echo=seen.append)
+        gradescope.try_zip(built.zip, slow, timeout=3, echo=seen.append)
     assert time.monotonic() - started < 60
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline and _graders_running():
