@@ -192,7 +192,7 @@ CASES: tuple[Case, ...] = (
           """)),
     # CausalAttention.forward hangs: CausalAttention is not called again after its first hang (its other checks
     # fail at once, and a hang does not end grading) and every other class is graded in full: steps 10, v1 15,
-    # v2 15, MultiHeadAttention 20, and the wrapper 15 = 75: it is graded with the course's CausalAttention in
+    # v2 15, MultiHeadAttention 20, and the wrapper 15 = 75: it is graded with the grader's stand-in heads in
     # place of the student's (common.stand_in). CausalAttention earns nothing (its evidence gate hangs, and no
     # check of a class pays unless it is shown to work).
     C("stop_loop_forward", "CausalAttention.forward never returns", 75, "checks", "did not finish within 6 s",

@@ -159,8 +159,8 @@ NOTEBOOK_ONLY = edit(edit(REF, "        weights = torch.softmax(scores / keys.sh
                      "                     [-0.5675, -0.0843], [-0.5526, -0.0981], [-0.5299, -0.1081]])\n\n\n"
                      "class CausalAttention(nn.Module):")
 
-# A CausalAttention that fails until the grader has sent the course's CausalAttention into the worker (the
-# wrapper's stand-in heads), then hands out instances of that class: it must earn nothing it failed to show first.
+# A CausalAttention that fails until the grader has sent the wrapper's stand-in heads into the worker, then hands
+# out instances of that class: it must earn nothing it failed to show first.
 STAND_IN_THIEF = edit(edit(REF, "class CausalAttention(nn.Module):", '''def _stolen():
     import gc
     for o in gc.get_objects():
