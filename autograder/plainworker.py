@@ -141,13 +141,17 @@ class PlainWorkerProcess:
     def cpu_seconds(self) -> float | None:
         return None  # not portable: the student's time budget counts wall-clock time here
 
-    def request(self, op: str, args: dict[str, Any], timeout: float) -> Any:
+    def request(self, op: str, args: dict[str, Any], timeout: float, steps: int = 1) -> Any:
         from .sandbox import WorkerLost, WorkerTimeout
         if not self.alive:
             raise WorkerLost("the worker is no longer running", self.status)
         try:
-            deadline = time.monotonic() + timeout
+            started = time.monotonic()
+            deadline = started + timeout
             protocol.send(self.sock, {"op": op, "args": args}, deadline=deadline)
+            if steps > 1:
+                deadline = protocol.wait_steps(self.sock, started, timeout, steps,
+                                               lambda: self.read_scratch("seq.progress", 64))
             return protocol.recv(self.sock, deadline=deadline, max_head=16 * 1024 * 1024)
         except protocol.ChannelTimeout:
             self.last_progress = self.read_scratch("load.progress", 2000)

@@ -8,7 +8,7 @@ import socket
 import struct
 import threading
 import time
-from typing import Any
+from typing import Any, Callable
 
 from .safetext import clean
 
@@ -284,6 +284,37 @@ def _wait(sock: socket.socket, event: int, deadline: float | None) -> None:
         raise ChannelClosed("socket closed") from None
     if not p.poll(ms):
         raise ChannelTimeout("timed out")
+
+
+def wait_steps(sock: socket.socket, started: float, timeout: float, steps: int,
+               progress: Callable[[], str]) -> float:
+    """For a request of `steps` steps (the worker's "seq"), sent at `started`: wait until its reply can be read,
+    giving every step its own `timeout` as if each were a request of its own. The worker writes "STEP START" (the
+    step's index and time.monotonic() as it began) to a scratch file before each step after the first; `progress`
+    reads it, only once a deadline has passed. Returns the deadline left for reading the reply; raises
+    ChannelTimeout when the step running has had its `timeout`. What the worker writes can stretch a sequence to
+    `steps` x `timeout` at most, no further."""
+    cap = started + timeout * steps
+    deadline, last = started + timeout, 0
+    while True:
+        try:
+            if _POLL:
+                _wait(sock, select.POLLIN, deadline)
+            else:  # Windows
+                left = deadline - time.monotonic()
+                if left <= 0 or not select.select([sock], [], [], left)[0]:
+                    raise ChannelTimeout("timed out")
+            return deadline
+        except ChannelTimeout:
+            try:
+                step_text, began_text = progress().split()[:2]
+                step, began = int(step_text), float(began_text)
+            except (ValueError, TypeError):
+                raise ChannelTimeout("timed out") from None
+            now = time.monotonic()
+            if not (last < step < steps and started <= began <= now and began + timeout > now):
+                raise
+            last, deadline = step, min(began + timeout, cap)
 
 
 def _blocking(sock: socket.socket) -> None:

@@ -99,6 +99,22 @@ def misspelt_method(source: Source, cls: str, wanted: str) -> Message | None:
                    f"`{guess}`의 이름을 `{wanted}`(으)로 바꾸세요.")
 
 
+def step(op: str, *args: Any, mode: str | None = "eval", seed: int | None = None, record: list[str] | None = None,
+         grad_output: Any = None, device: str | None = None, **kwargs: Any) -> dict[str, Any]:
+    """One step of a sequence (Remote.seq, Submission.new_seq): step("call", x, mode="train", seed=3) as
+    Remote.run(x, mode="train", seed=3); step("load_state", tensors); step("state"); step("describe", *attrs)."""
+    if op == "call":
+        return {"op": "call", "args": {"args": list(args), "kwargs": kwargs, "mode": mode, "seed": seed,
+                                       "record": record, "grad_output": grad_output, "device": device}}
+    if op == "load_state":
+        return {"op": "load_state", "args": {"tensors": args[0]}}
+    if op == "describe":
+        return {"op": "describe", "args": {"attrs": list(args)}}
+    if op == "state":
+        return {"op": "state", "args": {}}
+    raise ValueError(f"no step {op!r}")
+
+
 class Remote:
     """A handle on an object that lives in the worker (usually an nn.Module)."""
 
@@ -108,11 +124,15 @@ class Remote:
         # How it was built (class name, args, kwargs, seed), so the grader can build the same thing itself.
         self.ctor: tuple[str, tuple, dict, int | None] | None = None
 
-    def _req(self, op: str, **args: Any) -> Any:
-        if self.generation != self.sub.generation:
+    def _check_alive(self) -> None:
+        worker = self.sub.worker  # (a worker that died is replaced only by the next request)
+        if self.generation != self.sub.generation or worker is None or not worker.alive:
             raise CheckFailure(Message(
                 f"`{self.label}` was lost when the worker running your code had to be restarted.",
                 f"코드를 실행하던 프로세스가 재시작되어 `{self.label}` 객체를 잃었습니다."))
+
+    def _req(self, op: str, **args: Any) -> Any:
+        self._check_alive()
         return self.sub.request(op, what=self.label, owner=self.owner, handle=self.handle, **args)
 
     def __call__(self, *args: Any, mode: str | None = "eval", seed: int | None = None,
@@ -144,6 +164,27 @@ class Remote:
             raise CheckFailure(Message(f"`{self.label}` returned a malformed reply.",
                                        f"`{self.label}`의 응답 형식이 잘못되었습니다."))
         return res
+
+    def seq(self, *steps: dict[str, Any]) -> list[Any]:
+        """Several requests on this object in one round trip (see `step`), run in order exactly as if sent one by
+        one: the values in order, or the CheckFailure of the first step that raised (its `.step` says which)."""
+        self._check_alive()
+        try:
+            res = self.sub.request("seq", what=self.label, owner=self.owner,
+                                   steps=[{"op": st["op"], "args": {**st["args"], "handle": self.handle}}
+                                          for st in steps])
+        except CheckFailure as e:
+            failed = steps[e.step] if getattr(e, "step", None) is not None else None
+            spelling = self.sub.misspelt(self.ctor[0], "forward") if self.ctor and failed and \
+                failed["op"] == "call" else None
+            if spelling is None:
+                raise
+            raise CheckFailure(spelling, e.staff) from None
+        return res["values"]
+
+    def calls(self, *inputs: tuple, **opts: Any) -> list[Any]:
+        """The outputs of calling the object once per argument tuple, in one round trip (opts as for __call__)."""
+        return [r["out"] for r in self.seq(*(step("call", *a, **opts) for a in inputs))]
 
     def state(self) -> dict[str, Any]:
         return self._req("state")
@@ -351,7 +392,10 @@ class Submission:
         assert self.worker is not None
         started, cpu = time.monotonic(), self.worker.cpu_seconds()
         try:
-            resp = self.worker.request(op, args, timeout=self.hang_limit())
+            if op == "seq":  # each step has its own deadline, as if sent alone
+                resp = self.worker.request(op, args, timeout=self.hang_limit(), steps=max(1, len(args["steps"])))
+            else:
+                resp = self.worker.request(op, args, timeout=self.hang_limit())
         except WorkerTimeout:
             raise  # a hang: charged to its class or line, not to the budget of the rest
         except BaseException:
@@ -415,7 +459,7 @@ class Submission:
             self.start()
         try:
             value = self._raw(op, args)
-            if not well_formed(op, value):  # the worker was tampered with: nothing it says counts any more
+            if not well_formed(op, value, args):  # the worker was tampered with: nothing it says counts any more
                 self.fatal = MALFORMED
                 raise CheckFailure(self.fatal)
             return value
@@ -445,6 +489,7 @@ class Submission:
             # What the raising call had computed, when it asked (Remote.run's `partial`; checked above): the
             # callee's line and its local tensors of the names asked for. Only data: the checks judge it.
             failure.frame = e.err.get("frame")
+            failure.step = e.err.get("step") if op == "seq" else None  # which step of a sequence raised
             raise failure from None
         except WorkerTimeout as e:
             self.ended.append(e.status)
@@ -519,6 +564,35 @@ class Submission:
         remote = Remote(self, int(info["handle"]), label, self.generation, owner=name if own else None)
         remote.ctor = (name, tuple(args), dict(kwargs), seed)
         return remote
+
+    def new_seq(self, name: str, *args: Any, steps: list[dict[str, Any]], seed: int | None = None,
+                stand_in: dict[str, str] | None = None, **kwargs: Any) -> tuple[Remote, list[Any]]:
+        """new(name, *args, ...) and then `steps` on the new object (see Remote.seq), in one round trip: the object
+        and the steps' values. A failure is the one new() or that step alone would have raised."""
+        own = not (stand_in and stand_in.get("name") == name)
+        if own:
+            self.require(name)
+        label = f"{name}({', '.join([repr(a) for a in args] + [f'{k}={v!r}' for k, v in kwargs.items()])})"
+        extra = {"stand_in": stand_in} if stand_in else {}
+        ctor = {"op": "new", "args": {"name": name, "args": list(args), "kwargs": kwargs, "seed": seed, **extra}}
+        try:
+            res = self.request("seq", what=label, owner=name if own else None,
+                               steps=[ctor] + [{"op": st["op"], "args": {**st["args"], "handle": "$new"}}
+                                               for st in steps])
+        except CheckFailure as e:
+            # The hints new() and Remote.run() give: a misspelt __init__ for the constructor (or a failure no step
+            # claims, a hang say), a misspelt forward for a call.
+            at = getattr(e, "step", None)
+            spelling = self.misspelt(name, "__init__") if at in (0, None) and self.fatal is None else None
+            if spelling is None and at is not None and at > 0 and steps[at - 1]["op"] == "call":
+                spelling = self.misspelt(name, "forward")
+            if spelling is None:
+                raise
+            raise CheckFailure(spelling, e.staff) from None
+        info, values = res["values"][0], res["values"][1:]
+        remote = Remote(self, int(info["handle"]), label, self.generation, owner=name if own else None)
+        remote.ctor = (name, tuple(args), dict(kwargs), seed)
+        return remote, values
 
     def call(self, name: str, *args: Any, record: list[str] | None = None, **kwargs: Any) -> Any:
         """Call a top-level function of the submission and return its result."""

@@ -93,6 +93,12 @@ def error_well_formed(op: str, args: dict[str, Any], err: Any) -> bool:
     """True when the error reply `err` to request `op` with `args` has the structure a genuine worker gives: the
     optional "frame" (the callee's line and local tensors, worker.op_call) only on a call that asked for it
     (`partial`), holding only the names it asked for."""
+    if op == "seq":  # the error of one step, which says which (worker.op_seq)
+        steps = args.get("steps")
+        step = err.get("step") if type(err) is dict else None
+        if type(steps) is not list or type(step) is not int or not 0 <= step < len(steps):
+            return False
+        return error_well_formed(steps[step]["op"], steps[step]["args"], {k: v for k, v in err.items() if k != "step"})
     if type(err) is not dict or "frame" not in err:
         return True
     names = args.get("partial") if op == "call" else None
@@ -104,8 +110,15 @@ def error_well_formed(op: str, args: dict[str, Any], err: Any) -> bool:
         return False
 
 
-def well_formed(op: str, value: Any) -> bool:
-    """True when `value` has the structure a genuine worker gives for `op` (unknown ops are not judged)."""
+def well_formed(op: str, value: Any, args: dict[str, Any] | None = None) -> bool:
+    """True when `value` has the structure a genuine worker gives for `op` (unknown ops are not judged); for "seq",
+    one value per step of `args`, each as its own request would give it."""
+    if op == "seq":
+        steps = (args or {}).get("steps")
+        if type(value) is not dict or type(steps) is not list or type(value.get("values")) is not list \
+                or len(value["values"]) != len(steps):
+            return False
+        return all(well_formed(st["op"], v, st["args"]) for st, v in zip(steps, value["values"]))
     check = SCHEMAS.get(op)
     try:
         return check is None or bool(check(value))

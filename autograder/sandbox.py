@@ -769,12 +769,17 @@ class WorkerProcess:
                 return {"how": "disk", "limit_mb": self.limits.disk_mb}
         return None
 
-    def request(self, op: str, args: dict[str, Any], timeout: float) -> Any:
+    def request(self, op: str, args: dict[str, Any], timeout: float, steps: int = 1) -> Any:
+        """steps: how many requests `args` holds (op "seq"): each gets `timeout` (protocol.wait_steps)."""
         if not self.alive:
             raise WorkerLost("the worker is no longer running", self.status)
         try:
-            deadline = time.monotonic() + timeout  # a worker that stops reading its requests hangs, too
+            started = time.monotonic()
+            deadline = started + timeout  # a worker that stops reading its requests hangs, too
             protocol.send(self.sock, {"op": op, "args": args}, deadline=deadline)
+            if steps > 1:
+                deadline = protocol.wait_steps(self.sock, started, timeout, steps,
+                                               lambda: self.read_scratch("seq.progress", 64))
             reply = protocol.recv(self.sock, deadline=deadline, max_head=MAX_REPLY_HEAD)
         except protocol.ChannelTimeout:
             over = self.over_budget()  # a hoard slowed down at its limit was over budget, not merely slow

@@ -1,0 +1,172 @@
+"""Requests sent as one sequence (worker op "seq") behave exactly as the same requests sent one by one: same values,
+same failures and hints, each step its own deadline, and a worker that lies about a sequence gets nothing."""
+from __future__ import annotations
+
+import time
+
+import pytest
+import torch
+
+from autograder.checks import CheckFailure
+from autograder.proxy import MALFORMED, Submission, step
+from autograder.sandbox import Limits, Zygote, make_scratch, remove_scratch
+from autograder.source import Cell, Source
+
+CODE = """
+import time
+import torch
+import torch.nn as nn
+
+class Net(nn.Module):
+    def __init__(self, d, p=0.5):
+        super().__init__()
+        self.lin = nn.Linear(d, d)
+        self.drop = nn.Dropout(p)
+        self.calls = 0
+    def forward(self, x, fail_at=None, nap=0.0):
+        self.calls += 1
+        if nap:
+            time.sleep(nap)
+        if fail_at is not None and self.calls >= fail_at:
+            raise ValueError(f"refused on call {self.calls}")
+        return self.drop(self.lin(x))
+
+class Spin(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(2, 2)
+    def forward(self, x, spin=False):
+        while spin:
+            pass
+        return self.lin(x)
+
+class Todo(nn.Module):
+    def __init__(self):
+        super().__init__()
+    def forward(self, x):
+        raise NotImplementedError("write forward / forward를 작성하세요")
+
+class Misspelt(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(2, 2)
+    def foward(self, x):
+        return self.lin(x)
+"""
+
+LIAR = CODE + """
+import sys
+_w = sys.modules["autograder.worker"].Worker
+_real = _w.op_seq
+def _fewer(self, steps):
+    out = _real(self, steps)
+    out["values"] = out["values"][:-1]  # one value short: a reply no genuine worker gives
+    return out
+_w.op_seq = _fewer
+"""
+
+
+@pytest.fixture(scope="module")
+def zygote():
+    z = Zygote(full_warm_up=False)
+    yield z
+    z.close()
+
+
+@pytest.fixture
+def make(zygote):
+    made = []
+
+    def make(code: str = CODE, **limits) -> Submission:
+        lim = Limits(**limits)
+        sc = make_scratch(None)
+        sub = Submission(Source("s.py", "py", [Cell(code, "s.py")]), lambda: zygote.spawn(lim, sc, None), lim)
+        sub.start()
+        made.append((sub, sc))
+        return sub
+    yield make
+    for sub, sc in made:
+        sub.close()
+        remove_scratch(sc)
+
+
+def test_a_sequence_gives_what_the_requests_give_one_by_one(make):
+    x = torch.randn(2, 3, 4)
+    one = make()
+    m = one.new("Net", 4, seed=3)
+    want = [m(x), m(x, mode="train", seed=5), m(x * 2, mode="train"), m.state()["params"]["lin.weight"]]
+    seq = make()
+    m2, got = seq.new_seq("Net", 4, seed=3, steps=[step("call", x), step("call", x, mode="train", seed=5),
+                                                   step("call", x * 2, mode="train"), step("state")])
+    assert [torch.equal(a, b) for a, b in zip(want[:3], [g["out"] for g in got[:3]])] == [True] * 3
+    assert torch.equal(want[3], got[3]["params"]["lin.weight"])
+    # the object lives on: later requests, single or in sequence, reach the same module (its call counter)
+    assert m2.calls(( x,), (x,)) and torch.equal(m2(x), want[0])
+    loaded, after = m2.seq(step("load_state", {"lin.bias": torch.zeros(4)}), step("call", x))
+    assert loaded["loaded"] == ["lin.bias"] and not torch.equal(after["out"], want[0])
+
+
+def test_the_step_that_raises_fails_as_it_would_alone_and_ends_the_sequence(make):
+    x = torch.randn(1, 4)
+    alone = make()
+    m = alone.new("Net", 4)
+    m(x)
+    with pytest.raises(CheckFailure) as single:
+        m(x, fail_at=2)
+    sub = make()
+    m2 = sub.new("Net", 4)
+    with pytest.raises(CheckFailure) as seq:
+        m2.seq(step("call", x), step("call", x, fail_at=2), step("call", x))
+    assert seq.value.message == single.value.message and seq.value.step == 1
+    assert "refused on call 2" in seq.value.message.en
+    assert m2.describe("calls")["attrs"]["calls"]["value"] == 2  # the step after the failure never ran
+    # a constructor that raises is step 0, with new()'s words
+    with pytest.raises(CheckFailure) as ctor:
+        sub.new_seq("Net", "four", steps=[step("call", x)])
+    with pytest.raises(CheckFailure) as ctor_alone:
+        alone.new("Net", "four")
+    assert ctor.value.step == 0 and ctor.value.message == ctor_alone.value.message
+    # NotImplementedError is recorded for the class, as for a single call
+    with pytest.raises(CheckFailure) as todo:
+        sub.new_seq("Todo", steps=[step("call", x)])
+    assert "not implemented yet" in todo.value.message.en and "Todo(...)" not in sub.not_implemented
+    assert "Todo" in sub.not_implemented or "Todo()" in sub.not_implemented
+
+
+def test_a_misspelt_forward_gets_its_hint_in_a_sequence_too(make):
+    sub = make()
+    with pytest.raises(CheckFailure) as alone:
+        sub.new("Misspelt")(torch.randn(1, 2))
+    with pytest.raises(CheckFailure) as seq:
+        sub.new_seq("Misspelt", steps=[step("call", torch.randn(1, 2))])
+    assert seq.value.message == alone.value.message and "foward" in seq.value.message.en
+
+
+def test_each_step_has_its_own_deadline(make):
+    limit = 1.5
+    sub = make(call_timeout=limit)
+    x = torch.randn(1, 4)
+    # three steps of 0.9 limit each: 2.7 limits in all, none over its own
+    m, outs = sub.new_seq("Net", 4, steps=[step("call", x, nap=0.9 * limit) for _ in range(3)])
+    assert len(outs) == 3 and sub.fatal is None and not sub.hung
+    # a step that never ends is stopped one limit after it began, not after the sequence's total
+    spin = sub.new("Spin")
+    began = time.monotonic()
+    with pytest.raises(CheckFailure) as hang:
+        spin.seq(step("call", torch.randn(1, 2)), step("call", torch.randn(1, 2), spin=True),
+                 step("call", torch.randn(1, 2)), step("call", torch.randn(1, 2)))
+    took = time.monotonic() - began
+    assert limit <= took < 2 * limit, took
+    assert "Spin" in sub.hung and "not called again" in hang.value.message.en
+    # the hang costs only its class: the objects went with the worker (and say so), a new one answers
+    with pytest.raises(CheckFailure, match="was lost"):
+        m(x)
+    assert sub.new("Net", 4)(x).shape == (1, 4)
+
+
+def test_a_worker_that_answers_a_sequence_with_the_wrong_number_of_values_is_not_believed(make):
+    sub = make(LIAR)
+    x = torch.randn(1, 4)
+    with pytest.raises(CheckFailure) as e:
+        sub.new_seq("Net", 4, steps=[step("call", x)])
+    assert e.value.message == MALFORMED and sub.fatal == MALFORMED
