@@ -142,11 +142,11 @@ class PlainWorkerProcess:
         return None  # not portable: the student's time budget counts wall-clock time here
 
     def request(self, op: str, args: dict[str, Any], timeout: float, steps: int = 1) -> Any:
-        from .sandbox import WorkerLost, WorkerTimeout
+        from .sandbox import WorkerLost, WorkerTimeout, _at
         if not self.alive:
             raise WorkerLost("the worker is no longer running", self.status)
+        started = time.monotonic()
         try:
-            started = time.monotonic()
             deadline = started + timeout
             protocol.send(self.sock, {"op": op, "args": args}, deadline=deadline)
             if steps > 1:
@@ -155,11 +155,16 @@ class PlainWorkerProcess:
             return protocol.recv(self.sock, deadline=deadline, max_head=16 * 1024 * 1024)
         except protocol.ChannelTimeout:
             self.last_progress = self.read_scratch("load.progress", 2000)
+            step = self._step(started, steps)
             self.kill()
-            raise WorkerTimeout(f"no answer within {timeout:g} s", self.status) from None
+            raise _at(WorkerTimeout(f"no answer within {timeout:g} s", self.status), step) from None
         except (protocol.ProtocolError, OSError) as e:
+            step = self._step(started, steps)
             self.kill()
-            raise WorkerLost(str(e), self.status) from None
+            raise _at(WorkerLost(str(e), self.status), step) from None
+
+    def _step(self, started: float, steps: int) -> int:
+        return protocol.step_reached(self.read_scratch("seq.progress", 64), started, steps)[0] if steps > 1 else 0
 
     def kill(self, graceful: bool = False, sweep_uid: bool = True) -> dict[str, Any]:  # no uids to sweep here
         if not self.alive:

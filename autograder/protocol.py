@@ -306,15 +306,22 @@ def wait_steps(sock: socket.socket, started: float, timeout: float, steps: int,
                     raise ChannelTimeout("timed out")
             return deadline
         except ChannelTimeout:
-            try:
-                step_text, began_text = progress().split()[:2]
-                step, began = int(step_text), float(began_text)
-            except (ValueError, TypeError):
-                raise ChannelTimeout("timed out") from None
+            step, began = step_reached(progress(), started, steps)
             now = time.monotonic()
-            if not (last < step < steps and started <= began <= now and began + timeout > now):
+            if not (last < step and began <= now and began + timeout > now):
                 raise
             last, deadline = step, min(began + timeout, cap)
+
+
+def step_reached(progress: str, started: float, steps: int) -> tuple[int, float]:
+    """The step of a sequence sent at `started` that the worker last began, and when, from its progress file's
+    text (worker.op_seq); (0, started) when the file says nothing about this sequence."""
+    try:
+        step_text, began_text = progress.split()[:2]
+        step, began = int(step_text), float(began_text)
+    except (ValueError, TypeError):
+        return 0, started
+    return (step, began) if 0 < step < steps and began >= started else (0, started)
 
 
 def _blocking(sock: socket.socket) -> None:

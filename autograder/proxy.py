@@ -427,7 +427,17 @@ class Submission:
 
         owner: the student's class or function the request runs code of; once it has hung, it is not called
         again (each later check of it fails at once with the hang's message) and the others are graded in full.
+        For a sequence (op "seq", see worker.op_seq) the failure's `.step` is the index of the step that failed:
+        0 when none ran (the first request alone would have failed the same way).
         """
+        try:
+            return self._request(op, what, owner, **args)
+        except CheckFailure as f:
+            if op == "seq" and type(getattr(f, "step", None)) is not int:
+                f.step = 0
+            raise
+
+    def _request(self, op: str, what: str, owner: str | None, **args: Any) -> Any:
         if self.fatal is not None:
             raise CheckFailure(self.fatal)
         if owner is not None and owner in self.hung:
@@ -494,6 +504,7 @@ class Submission:
         except WorkerTimeout as e:
             self.ended.append(e.status)
             message = self._lost_message(e)
+            step = e.step
             if owner is not None:
                 # The same text for the hang and for every later check of its class, and for any class: a
                 # check that asks whether a failure is shared (the wrapper and its CausalAttention heads)
@@ -503,10 +514,14 @@ class Submission:
                     "same message.",
                     f"{message.ko} 다시 호출하지 않으므로 이 클래스의 나머지 검사도 같은 메시지로 실패합니다.")
                 self.hung[owner] = message
-            raise CheckFailure(message) from None
+            failure = CheckFailure(message)
+            failure.step = step
+            raise failure from None
         except WorkerLost as e:
             self.ended.append(e.status)
-            raise CheckFailure(self._lost_message(e)) from None
+            failure = CheckFailure(self._lost_message(e))
+            failure.step = e.step
+            raise failure from None
 
     # ------------------------------------------------------------------ what checks call
 

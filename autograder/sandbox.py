@@ -620,10 +620,16 @@ class WorkerLost(Exception):
         super().__init__(reason)
         self.reason = reason
         self.status = status or {}
+        self.step = 0  # the step of a sequence (op "seq") that was running when the worker was lost
 
 
 class WorkerTimeout(WorkerLost):
     """A request ran past its deadline; the worker has been killed."""
+
+
+def _at(e: WorkerLost, step: int) -> WorkerLost:
+    e.step = step  # the step of a sequence that was running (0 for a single request)
+    return e
 
 
 class Zygote:
@@ -770,11 +776,12 @@ class WorkerProcess:
         return None
 
     def request(self, op: str, args: dict[str, Any], timeout: float, steps: int = 1) -> Any:
-        """steps: how many requests `args` holds (op "seq"): each gets `timeout` (protocol.wait_steps)."""
+        """steps: how many requests `args` holds (op "seq"): each gets `timeout` (protocol.wait_steps), and a
+        WorkerLost or WorkerTimeout says in `.step` which of them was running."""
         if not self.alive:
             raise WorkerLost("the worker is no longer running", self.status)
+        started = time.monotonic()
         try:
-            started = time.monotonic()
             deadline = started + timeout  # a worker that stops reading its requests hangs, too
             protocol.send(self.sock, {"op": op, "args": args}, deadline=deadline)
             if steps > 1:
@@ -784,22 +791,29 @@ class WorkerProcess:
         except protocol.ChannelTimeout:
             over = self.over_budget()  # a hoard slowed down at its limit was over budget, not merely slow
             self.last_progress = self.read_scratch("load.progress", 2000)  # gone with the worker's files
+            step = self._step(started, steps)
             self.kill()
             if over is not None:
                 self.status = over
-                raise WorkerLost(f"over its {over['how']} budget", over) from None
-            raise WorkerTimeout(f"no answer within {timeout:g} s", self.status) from None
+                raise _at(WorkerLost(f"over its {over['how']} budget", over), step) from None
+            raise _at(WorkerTimeout(f"no answer within {timeout:g} s", self.status), step) from None
         except (protocol.ProtocolError, OSError) as e:
+            step = self._step(started, steps)
             self.kill()
             if isinstance(e, protocol.ProtocolError) and not isinstance(e, protocol.ChannelClosed):
-                raise WorkerLost(str(e), {"how": "protocol", "detail": str(e)[:200]}) from None
-            raise WorkerLost(str(e), self.status) from None
+                raise _at(WorkerLost(str(e), {"how": "protocol", "detail": str(e)[:200]}), step) from None
+            raise _at(WorkerLost(str(e), self.status), step) from None
         over = self.over_budget()
         if over is not None:
+            step = self._step(started, steps)
             self.kill()
             self.status = over
-            raise WorkerLost(f"over its {over['how']} budget", over)
+            raise _at(WorkerLost(f"over its {over['how']} budget", over), step)
         return reply
+
+    def _step(self, started: float, steps: int) -> int:
+        """Which step of a sequence sent at `started` the worker was running (read before it is killed)."""
+        return protocol.step_reached(self.read_scratch("seq.progress", 64), started, steps)[0] if steps > 1 else 0
 
     def kill(self, graceful: bool = False, sweep_uid: bool = True) -> dict[str, Any]:
         """Stop the worker and every descendant; returns how the worker ended. sweep_uid=False leaves the other

@@ -35,9 +35,12 @@ class Spin(nn.Module):
     def __init__(self):
         super().__init__()
         self.lin = nn.Linear(2, 2)
-    def forward(self, x, spin=False):
+    def forward(self, x, spin=False, die=False):
         while spin:
             pass
+        if die:
+            import os
+            os._exit(3)
         return self.lin(x)
 
 class Todo(nn.Module):
@@ -157,7 +160,11 @@ def test_each_step_has_its_own_deadline(make):
                  step("call", torch.randn(1, 2)), step("call", torch.randn(1, 2)))
     took = time.monotonic() - began
     assert limit <= took < 2 * limit, took
-    assert "Spin" in sub.hung and "not called again" in hang.value.message.en
+    assert "Spin" in sub.hung and "not called again" in hang.value.message.en and hang.value.step == 1
+    # a hung class fails at once, as its first request would have: step 0
+    with pytest.raises(CheckFailure) as again:
+        sub.new_seq("Spin", steps=[step("call", torch.randn(1, 2))])
+    assert again.value.step == 0 and again.value.message == hang.value.message
     # the hang costs only its class: the objects went with the worker (and say so), a new one answers
     with pytest.raises(CheckFailure, match="was lost"):
         m(x)
@@ -170,3 +177,12 @@ def test_a_worker_that_answers_a_sequence_with_the_wrong_number_of_values_is_not
     with pytest.raises(CheckFailure) as e:
         sub.new_seq("Net", 4, steps=[step("call", x)])
     assert e.value.message == MALFORMED and sub.fatal == MALFORMED
+
+
+def test_a_crash_says_which_step_it_ended(make):
+    sub = make()
+    x = torch.randn(1, 2)
+    with pytest.raises(CheckFailure) as crash:
+        sub.new_seq("Spin", steps=[step("call", x), step("call", x), step("call", x, die=True), step("call", x)])
+    assert crash.value.step == 3 and "exit" in crash.value.message.en.lower()
+    assert sub.new("Spin")(x).shape == (1, 2)  # a new worker carries on

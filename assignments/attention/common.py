@@ -9,6 +9,7 @@ import torch
 
 from autograder.checks import CheckFailure, diagnosis, expect_close, expect_shape, expect_tensor, fail
 from autograder.messages import Message, near_miss
+from autograder.proxy import step
 
 # The lab's running example: "Your journey starts with one step", one 3-d embedding per token.
 INPUTS = torch.tensor(
@@ -53,11 +54,9 @@ def explain(sub, target: Any, *inputs: Any, mode: str | None = "eval", seed: int
                                  got=got if out is None else out)
 
 
-def build(sub, cls: str, d_in: int, d_out: int, ctx: int = 0, dropout: float = 0.0, heads: int = 0,
-          seed: int | None = None, **kw):
-    """Construct a student class with the argument style of the notebook (positional, num_heads by keyword).
-    The wrapper gets working heads in place of the student's CausalAttention where that does not work
-    (`stand_in`)."""
+def _ctor(sub, cls: str, d_in: int, d_out: int, ctx: int, dropout: float, heads: int, kw: dict
+          ) -> tuple[tuple, dict, dict]:
+    """Positional arguments, keyword arguments and new()'s stand_in for build()."""
     if cls in ("SelfAttention_v1", "SelfAttention_v2"):
         args: tuple = (d_in, d_out)
     elif cls == "CausalAttention":
@@ -65,6 +64,15 @@ def build(sub, cls: str, d_in: int, d_out: int, ctx: int = 0, dropout: float = 0
     else:
         args, kw = (d_in, d_out, ctx, dropout), {"num_heads": heads, **kw}
     extra = {"stand_in": spec} if cls == "MultiHeadAttentionWrapper" and (spec := stand_in(sub)) else {}
+    return args, kw, extra
+
+
+def build(sub, cls: str, d_in: int, d_out: int, ctx: int = 0, dropout: float = 0.0, heads: int = 0,
+          seed: int | None = None, **kw):
+    """Construct a student class with the argument style of the notebook (positional, num_heads by keyword).
+    The wrapper gets working heads in place of the student's CausalAttention where that does not work
+    (`stand_in`)."""
+    args, kw, extra = _ctor(sub, cls, d_in, d_out, ctx, dropout, heads, kw)
     try:
         return sub.new(cls, *args, seed=seed, **extra, **kw)
     except CheckFailure as e:
@@ -72,6 +80,20 @@ def build(sub, cls: str, d_in: int, d_out: int, ctx: int = 0, dropout: float = 0
         if positional is None:
             raise
         return sub.new(cls, *positional, seed=seed, **extra)
+
+
+def build_then(sub, cls: str, d_in: int, d_out: int, ctx: int = 0, dropout: float = 0.0, heads: int = 0,
+               seed: int | None = None, steps: list | tuple = (), **kw):
+    """build(...) and then `steps` on the new module (proxy.step), in one round trip: (module, the steps'
+    values). Fails as build() and those requests one by one would."""
+    args, kw, extra = _ctor(sub, cls, d_in, d_out, ctx, dropout, heads, kw)
+    try:
+        return sub.new_seq(cls, *args, steps=list(steps), seed=seed, **extra, **kw)
+    except CheckFailure as e:
+        positional = by_position(sub, cls, args, kw, e) if getattr(e, "step", None) == 0 else None
+        if positional is None:
+            raise
+        return sub.new_seq(cls, *positional, steps=list(steps), seed=seed, **extra)
 
 
 def by_position(sub, cls: str, args: tuple, kw: dict, err: CheckFailure) -> tuple | None:
@@ -185,28 +207,40 @@ def _role(name: str) -> str | None:
     return None
 
 
-def _expect_attention_roles(m, x, y, weights: dict, cls: str, g: torch.Generator) -> None:
+def _role_steps(x, weights: dict, g: torch.Generator) -> tuple[list, list[str], list[str]]:
+    """The requests of the role tests (see _expect_attention_roles), decided before any is sent: the values drawn
+    from `g` are those the tests would draw one by one."""
+    roles = {n: _role(n) for n in weights}
+    values = [n for n, r in roles.items() if r == "value"]
+    scores = [n for n, r in roles.items() if r in ("query", "key")]
+    steps = []
+    if values:
+        steps += [step("load_state", {n: torch.zeros_like(weights[n]) for n in values}), step("call", x)]
+    if values and scores:  # the values back as they were, other queries and keys (the module is the gate's own)
+        steps += [step("load_state", {**{n: weights[n] for n in values},
+                                      **{n: torch.randn(*weights[n].shape, generator=g).to(weights[n].dtype)
+                                         for n in scores}}), step("call", x)]
+    return steps, values, scores
+
+
+def _expect_attention_roles(outs: list, y, values: list[str], scores: list[str], cls: str) -> None:
     """Where the projections can be told by their names, the output must be attention's: weights from the
     queries and keys applied to the values. Without values (all value weights and biases zero) every token's
     output is the same (an out_proj bias at most), and other query or key weights change the output. A module
     that adds something besides the weighted values, or whose weights ignore the queries and keys, is not
-    attention (seen: a running mean of gated projections passed the other tests and earned 36 points)."""
-    roles = {n: _role(n) for n in weights}
-    values = [n for n, r in roles.items() if r == "value"]
-    scores = [n for n, r in roles.items() if r in ("query", "key")]
+    attention (seen: a running mean of gated projections passed the other tests and earned 36 points).
+    outs: the results of _role_steps' calls, in order."""
+    outs = list(outs)
     if values:
-        m.load_state({n: torch.zeros_like(weights[n]) for n in values})
-        y0 = expect_tensor(m(x), f"{cls}(...)(x)")
+        y0 = expect_tensor(outs.pop(0)["out"], f"{cls}(...)(x)")
         flat = y0.reshape(-1, y0.shape[-1]).double() if y0.dim() >= 1 else y0.double()
         if y0.dim() >= 2 and bool(torch.isfinite(flat).all()) and float((flat - flat[:1]).abs().max()) > 1e-5:
             fail(f"`{cls}`: with W_value zero its output still differs from token to token, so forward adds something "
                  "besides the attention-weighted values. This check counts only for a working class.",
                  f"`{cls}`: W_value를 0으로 해도 출력이 토큰마다 다릅니다. 즉 forward가 어텐션 가중치를 곱한 값(value) "
                  "외에 다른 것을 더합니다. 이 검사는 동작하는 클래스에만 점수를 줍니다.")
-    if values and scores:  # the values back as they were, other queries and keys (the module is the gate's own)
-        m.load_state({**{n: weights[n] for n in values},
-                      **{n: torch.randn(*weights[n].shape, generator=g).to(weights[n].dtype) for n in scores}})
-        moved = expect_tensor(m(x), f"{cls}(...)(x)")
+    if values and scores:
+        moved = expect_tensor(outs.pop(0)["out"], f"{cls}(...)(x)")
         if not _differs(y, moved):
             fail(f"`{cls}`'s output does not change when W_query and W_key change: the attention weights must come "
                  "from the scores of queries and keys. This check counts only for a working class.",
@@ -214,11 +248,16 @@ def _expect_attention_roles(m, x, y, weights: dict, cls: str, g: torch.Generator
                  "나와야 합니다. 이 검사는 동작하는 클래스에만 점수를 줍니다.")
 
 
-def _other_tokens_change(m, x, y, t: int, seed: int, cls: str) -> bool:
-    """Whether replacing token t of x changes the output of some other token (finite values compared)."""
+def _token_changed(x, t: int, seed: int):
+    """x with token t replaced (the mixing test)."""
     x2 = x.clone()
     x2[..., t, :] = randn(seed + 2 + t, *x.shape[:-2], x.shape[-1])
-    y2 = expect_tensor(m(x2), f"{cls}(...)(x)")
+    return x2
+
+
+def _other_tokens_change(y, y2, t: int, cls: str) -> bool:
+    """Whether the output y2 for x with token t replaced differs from y in some other token (finite values)."""
+    y2 = expect_tensor(y2, f"{cls}(...)(x)")
     if y2.shape != y.shape or y.dim() < 2:
         return False
     keep = [i for i in range(y.shape[-2]) if i != t]
@@ -226,13 +265,21 @@ def _other_tokens_change(m, x, y, t: int, seed: int, cls: str) -> bool:
 
 
 def _expect_working(sub, cls: str, seed: int) -> None:
+    """Two round trips: the module is built and called on every probe input at once, then called again with
+    other weights. The calls are those the tests below make one by one, plus those a test that fails early would
+    not have needed (they change nothing: the module is the gate's own, and the outcome is decided in order)."""
     known = cls in SIGNATURES  # else the student's misspelt head class (CasualAttention): built as a head
     args, shape = gate_args(cls if known else HEAD)
-    # Through build, so a renamed keyword (head_num) is retried by position: only the signature check charges it.
-    m = build(sub, cls, *args, seed=seed) if known else sub.new(cls, *args, seed=seed)
     x = randn(seed, *shape)
-    y = expect_tensor(m(x), f"{cls}(...)(x)")
-    y_in = expect_tensor(m(x * 2 + 1), f"{cls}(...)(x)")
+    last = x.shape[-2] - 1
+    probes = [x, x * 2 + 1, _token_changed(x, 0, seed), _token_changed(x, last, seed), x * 1.5 + 0.5]
+    steps = [step("call", p) for p in probes] + [step("state")]
+    # Through build, so a renamed keyword (head_num) is retried by position: only the signature check charges it.
+    m, res = build_then(sub, cls, *args, seed=seed, steps=steps) if known else \
+        sub.new_seq(cls, *args, seed=seed, steps=steps)
+    y_first, y_second, y_t0, y_last, y_mid, state = [r["out"] for r in res[:5]] + [res[5]]
+    y = expect_tensor(y_first, f"{cls}(...)(x)")
+    y_in = expect_tensor(y_second, f"{cls}(...)(x)")
     if not _differs(y, y_in):
         fail(f"`{cls}` gave the same output for two different inputs: its output does not depend on the input "
              "(does forward return a constant or zeros?). This check counts only for a working class.",
@@ -243,27 +290,28 @@ def _expect_working(sub, cls: str, seed: int) -> None:
     # pay, is neither. Mixing: changing the first token (which every later token of a causal module sees), or else
     # the last one (seen by the others where a mask is upside down, a bug named elsewhere), changes another
     # token's output.
-    if y.dim() >= 2 and not any(_other_tokens_change(m, x, y, t, seed, cls) for t in (0, x.shape[-2] - 1)):
+    if y.dim() >= 2 and not any(_other_tokens_change(y, out, t, cls) for t, out in ((0, y_t0), (last, y_last))):
         fail(f"`{cls}`: changing one token never changed the other tokens' outputs, so the tokens are not mixed: "
              "each output must be a weighted sum of the values of the tokens it attends to. This check counts only "
              "for a working class.",
              f"`{cls}`: 한 토큰을 바꿔도 다른 토큰의 출력이 바뀌지 않습니다. 즉 토큰이 섞이지 않습니다: 각 출력은 "
              "주목하는 토큰들의 값(value)의 가중합이어야 합니다. 이 검사는 동작하는 클래스에만 점수를 줍니다.")
-    y_mid = expect_tensor(m(x * 1.5 + 0.5), f"{cls}(...)(x)")  # halfway between x and 2x + 1
+    y_mid = expect_tensor(y_mid, f"{cls}(...)(x)")  # halfway between x and 2x + 1
     if y.shape == y_in.shape == y_mid.shape and not _differs(y_mid, (y.double() + y_in.double()) / 2):
         fail(f"`{cls}`'s output is an affine function of its input (halfway between two inputs it gives halfway "
              "between their outputs): there is no softmax over attention scores. This check counts only for a "
              "working class.",
              f"`{cls}`의 출력이 입력의 아핀 함수입니다 (두 입력의 중간에서 두 출력의 중간을 냅니다): 어텐션 점수에 "
              "대한 softmax가 없습니다. 이 검사는 동작하는 클래스에만 점수를 줍니다.")
-    params = {n: t for n, t in m.state()["params"].items() if type(t) is torch.Tensor and t.is_floating_point()}
+    params = {n: t for n, t in state["params"].items() if type(t) is torch.Tensor and t.is_floating_point()}
     if params:
         g = torch.Generator().manual_seed(seed + 1)
         weights = {n: torch.randn(*t.shape, generator=g).to(t.dtype) for n, t in params.items()}
-        m.load_state(weights)
-        y_w = expect_tensor(m(x), f"{cls}(...)(x)")
+        roles, values, scores = _role_steps(x, weights, g)
+        outs = m.seq(step("load_state", weights), step("call", x), *roles)
+        y_w = expect_tensor(outs[1]["out"], f"{cls}(...)(x)")
         if _differs(y, y_w):
-            _expect_attention_roles(m, x, y_w, weights, cls, g)
+            _expect_attention_roles(outs[3::2], y_w, values, scores, cls)
             return
     fail(f"`{cls}`'s output does not change when its weights change" +
          ("" if params else " (it has no registered parameters)") +
@@ -408,22 +456,23 @@ def check_causality(sub, cls: str, seed: int, b: int = 2, T: int = 6, d_in: int 
     k = T // 2
     x2 = x.clone()
     x2[:, k:, :] = randn(seed + 1, b, T - k, d_in) * 3
-    m = build(sub, cls, d_in, d_out, ctx, 0.0, heads, seed=seed)
-    weights = {n: t for n, t in m.state()["params"].items() if type(t) is torch.Tensor}
+    m, (state,) = build_then(sub, cls, d_in, d_out, ctx, 0.0, heads, seed=seed, steps=[step("state")])
+    weights = {n: t for n, t in state["params"].items() if type(t) is torch.Tensor}
     perm = torch.roll(torch.arange(d_in), 2)
     moved = permuted_features(weights, d_in, perm)
     truth = []
     for t in range(T):
         # context_length = t + 1, so the mask fits the shorter input exactly.
-        mt = build(sub, cls, d_in, d_out, t + 1, 0.0, heads, seed=seed)
-        mt.load_state(moved)
-        yt = expect_tensor(mt(x[:, :t + 1, perm]), f"{cls}(...)(x[:, :{t + 1}])")
+        _mt, (_loaded, res) = build_then(sub, cls, d_in, d_out, t + 1, 0.0, heads, seed=seed,
+                                         steps=[step("load_state", moved), step("call", x[:, :t + 1, perm])])
+        yt = expect_tensor(res["out"], f"{cls}(...)(x[:, :{t + 1}])")
         if yt.dim() != 3 or tuple(yt.shape[:2]) != (b, t + 1):
             expect_shape(yt, (b, t + 1, yt.shape[-1] if yt.dim() else 0), f"{cls}(...)(x[:, :{t + 1}])")
         truth.append(yt[:, t])
     truth_t = torch.stack(truth, dim=1)
-    y1 = expect_shape(m(x), tuple(truth_t.shape), f"{cls}(...)(x)")
-    y2 = expect_shape(m(x2), tuple(truth_t.shape), f"{cls}(...)(x)")
+    out1, out2 = m.calls((x,), (x2,))
+    y1 = expect_shape(out1, tuple(truth_t.shape), f"{cls}(...)(x)")
+    y2 = expect_shape(out2, tuple(truth_t.shape), f"{cls}(...)(x)")
     if not bool(torch.isfinite(truth_t).all()):
         bad = int((~torch.isfinite(truth_t)).nonzero()[0][1])
         fail(f"`{cls}` gives NaN or inf for token {bad}, so its causality cannot be shown: the mask must leave "
@@ -619,16 +668,19 @@ def run_wrapper(sub, x: torch.Tensor, d_in: int, d_out: int, ctx: int, heads: in
     with context_length = number of tokens, where such a head works. A failure that remains earns nothing:
     the wrapper gets its points only from an output it actually produced.
     """
-    wrapper = build(sub, "MultiHeadAttentionWrapper", d_in, d_out, ctx, 0.0, heads, seed=seed)
     try:
-        return wrapper.run(x, **kw), ctx
+        _m, (res,) = build_then(sub, "MultiHeadAttentionWrapper", d_in, d_out, ctx, 0.0, heads, seed=seed,
+                                steps=[step("call", x, **kw)])
+        return res, ctx
     except CheckFailure as e:
         T = x.shape[1]
-        if ctx == T or not head_fails_alike(sub, e, x, d_in, d_out, ctx):
-            raise
+        if e.step == 0 or ctx == T or not head_fails_alike(sub, e, x, d_in, d_out, ctx):
+            raise  # (the constructor's failure as build() would give it)
         first = e
     try:
-        return build(sub, "MultiHeadAttentionWrapper", d_in, d_out, T, 0.0, heads, seed=seed).run(x, **kw), T
+        _m, (res,) = build_then(sub, "MultiHeadAttentionWrapper", d_in, d_out, T, 0.0, heads, seed=seed,
+                                steps=[step("call", x, **kw)])
+        return res, T
     except CheckFailure:
         raise CheckFailure(Message("The wrapper could not be judged because its heads fail (charged to "
                                    "CausalAttention): ", "헤드가 실패해서 래퍼를 평가할 수 없습니다 (CausalAttention에서 "

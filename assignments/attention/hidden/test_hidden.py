@@ -7,13 +7,14 @@ from pathlib import Path
 import pytest
 import torch
 
-from assignments.attention.common import (ORDER_HINT, build, build_head, call_text, check_eval_no_dropout,
-                                          check_wrapper_matches_heads, expect_working, explain, projection_names,
-                                          randn, run_wrapper)
+from assignments.attention.common import (ORDER_HINT, build, build_head, build_then, call_text,
+                                          check_eval_no_dropout, check_wrapper_matches_heads, expect_working,
+                                          explain, projection_names, randn, run_wrapper)
 from assignments.attention import common
 from assignments.attention.hidden import diagnose  # noqa: F401  (registers the grader's bug diagnosis)
 from autograder.checks import CheckFailure, check, described, expect_close, expect_shape, expect_tensor, fail
 from autograder.messages import Message
+from autograder.proxy import step
 from autograder.rng import manual_seed
 from reference import attention as R
 
@@ -112,8 +113,15 @@ def transplant(m, ref, cls):
     Parameters only: the student's buffers (their own mask) stay as they built them. A mask is code, not a
     weight: a correct module may store it another way (tril and `== 0`, a bool or additive mask), and copying the
     reference's `mask` over it would break that module, or mend a wrong one and blame its initialisation."""
-    source = dict(ref.named_parameters())
-    report = m.load_state({k: v.detach() for k, v in source.items()})
+    transplant_report(m, ref, cls, m.load_state(ref_params(ref)))
+
+
+def ref_params(ref) -> dict:
+    return {k: v.detach() for k, v in ref.named_parameters()}
+
+
+def transplant_report(m, ref, cls, report) -> None:
+    """transplant's verdict on the worker's load_state report."""
     needed = {n for n, _ in ref.named_parameters()}
     missing = sorted(needed & set(report["missing"]))
     shapes = [(n, s, r) for n, s, r in report["mismatched"] if n in needed]
@@ -132,6 +140,23 @@ def transplant(m, ref, cls):
              f"쓰세요 (현재: {have or '파라미터 없음'}).")
 
 
+def built_with(sub, cls, ref, calls, d_in, d_out, ctx, dropout, heads, seed, **kw):
+    """build(...), transplant(m, ref, cls), then the `calls` (proxy.step("call", ...)), in one round trip:
+    (m, the calls' replies). Fails as they would one by one: when a call raises, all is done again one by one, so
+    that a weight that could not be copied in is reported first, as transplant() reports it."""
+    try:
+        m, res = build_then(sub, cls, d_in, d_out, ctx, dropout, heads, seed=seed,
+                            steps=[step("load_state", ref_params(ref)), *calls], **kw)
+    except CheckFailure as e:
+        if e.step < 2 or getattr(e, "raised", None) is None:  # the constructor, load_state, a hang or a crash
+            raise
+        m = build(sub, cls, d_in, d_out, ctx, dropout, heads, seed=seed, **kw)
+        transplant(m, ref, cls)
+        return m, [m.seq(c)[0] for c in calls]
+    transplant_report(m, ref, cls, res[0])
+    return m, res[1:]
+
+
 def seeded(sub, cls):
     """Same seed, same shapes: the student's module must reproduce the reference output exactly.
 
@@ -141,10 +166,10 @@ def seeded(sub, cls):
     expect_working(sub, cls)
     for seed, b, T, d_in, d_out, heads, ctx in CONFIGS[cls]:
         x = make_input(cls, seed, b, T, d_in)
-        m = build(sub, cls, d_in, d_out, ctx, 0.0, heads, seed=seed)
+        m, (res,) = build_then(sub, cls, d_in, d_out, ctx, 0.0, heads, seed=seed, steps=[step("call", x)])
         ref = shared_ref(cls, d_in, d_out, ctx, heads, seed)
         want = ref_output(cls, d_in, d_out, ctx, heads, seed, seed, b, T)
-        got = m(x)
+        got = res["out"]
         try:
             expect_close(got, want, described(call_text(cls, d_in, d_out, ctx, 0.0, heads), f"(seed {seed})", f"(시드 {seed})"),
                          explain=explain(sub, m, x))
@@ -162,12 +187,11 @@ def equivalent(sub, cls):
     expect_working(sub, cls)
     for seed, b, T, d_in, d_out, heads, ctx in CONFIGS[cls]:
         ref = shared_ref(cls, d_in, d_out, ctx, heads, seed + 1)
-        m = build(sub, cls, d_in, d_out, ctx, 0.0, heads, seed=seed)
-        transplant(m, ref, cls)
-        for k in range(2):
-            x = make_input(cls, seed + 10 + k, b, T, d_in)
+        xs = [make_input(cls, seed + 10 + k, b, T, d_in) for k in range(2)]
+        m, outs = built_with(sub, cls, ref, [step("call", x) for x in xs], d_in, d_out, ctx, 0.0, heads, seed)
+        for k, (x, res) in enumerate(zip(xs, outs)):
             want = ref_output(cls, d_in, d_out, ctx, heads, seed + 1, seed + 10 + k, b, T)
-            expect_close(m(x), want, with_ref_weights(call_text(cls, d_in, d_out, ctx, 0.0, heads)),
+            expect_close(res["out"], want, with_ref_weights(call_text(cls, d_in, d_out, ctx, 0.0, heads)),
                          explain=explain(sub, m, x))
 
 
@@ -181,14 +205,13 @@ def neg_inf_fill(sub, cls, seed=5, b=2, T=5, d_in=4, d_out=4, heads=2):
     the reference's weights, under its own name, and says nothing about the fill."""
     expect_working(sub, cls)
     what = call_text(cls, d_in, d_out, T, 0.0, heads)
-    m = build(sub, cls, d_in, d_out, T, 0.0, heads, seed=seed)
     ref = ref_build(cls, d_in, d_out, T, 0.0, heads, seed=seed).eval()
-    transplant(m, ref, cls)  # the student's own mask stays
     x0 = randn(seed, b, T, d_in)
+    m, (res,) = built_with(sub, cls, ref, [step("call", x0)], d_in, d_out, T, 0.0, heads, seed)  # own mask stays
     with torch.no_grad():
         plain = ref(x0)
     try:
-        expect_close(m(x0), plain, with_ref_weights(what))
+        expect_close(res["out"], plain, with_ref_weights(what))
     except CheckFailure:
         fail(f"The -inf fill of `{cls}` could not be judged: with the reference's weights it does not give the "
              "reference's output on ordinary inputs yet (the checks with the reference's weights say why). This "
@@ -200,12 +223,13 @@ def neg_inf_fill(sub, cls, seed=5, b=2, T=5, d_in=4, d_out=4, heads=2):
         ref.W_query.weight.fill_(1.0)   # every query is +sum(x) * ones
         ref.W_key.weight.fill_(-1.0)    # every key is -sum(x) * ones, so q . k = -(sum x_i)(sum x_j) d < -1e12
         ref.W_value.weight.mul_(1.0 / scale)  # keeps the output near 1
-    transplant(m, ref, cls)
     g = torch.Generator().manual_seed(seed)
     x = (0.5 + torch.rand(b, T, d_in, generator=g)) * scale
+    report, res = m.seq(step("load_state", ref_params(ref)), step("call", x))  # the same names as above: loads
+    transplant_report(m, ref, cls, report)
     with torch.no_grad():
         want = ref(x)
-    got = expect_shape(m(x), tuple(want.shape), f"{what} with large scores")
+    got = expect_shape(res["out"], tuple(want.shape), f"{what} with large scores")
     if torch.allclose(got, want, atol=1e-4, rtol=1e-4):
         return
     if bool((torch.isfinite(want) & ~torch.isfinite(got)).any()):
@@ -236,10 +260,10 @@ def dropout_train(sub, cls):
     expect_working(sub, cls)
     for seed, b, T, d_in, d_out, heads, ctx in CONFIGS[cls][:2]:
         ref = ref_build(cls, d_in, d_out, ctx, 0.5, heads, seed=seed)
-        m = build(sub, cls, d_in, d_out, ctx, 0.5, heads, seed=seed)
-        transplant(m, ref, cls)
         x = make_input(cls, seed, b, T, d_in)
-        got = m(x, mode="train", seed=seed + 7)
+        m, (res,) = built_with(sub, cls, ref, [step("call", x, mode="train", seed=seed + 7)], d_in, d_out, ctx, 0.5,
+                               heads, seed)
+        got = res["out"]
         ref.train()
         manual_seed(seed + 7)
         with torch.no_grad():
@@ -421,15 +445,13 @@ def gradients(sub, cls):
     expect_working(sub, cls)
     seed, b, T, d_in, d_out, heads, ctx = CONFIGS[cls][0]
     ref = ref_build(cls, d_in, d_out, ctx, 0.0, heads, seed=seed)
-    m = build(sub, cls, d_in, d_out, ctx, 0.0, heads, seed=seed)
-    transplant(m, ref, cls)
     x = make_input(cls, seed, b, T, d_in)
     out = ref(x)
     g = randn(seed + 3, *out.shape)
     # The same gradients as out.backward(g) (1.0 * g is exact), without the first call's import of torch's
     # symbolic-shapes machinery (sympy: over a second per grader process).
     (out * g).sum().backward()
-    res = m.run(x, grad_output=g)
+    m, (res,) = built_with(sub, cls, ref, [step("call", x, grad_output=g)], d_in, d_out, ctx, 0.0, heads, seed)
     expect_shape(res["out"], tuple(out.shape), call_text(cls, d_in, d_out, ctx, 0.0, heads))
     grads = res.get("grads")
     if grads is None:
