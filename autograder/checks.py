@@ -38,6 +38,11 @@ def check(*, question: str, points: float, visibility: str | None = None,
 class CheckFailure(AssertionError):
     """A check found something wrong with the submission; `message` is what the student reads."""
 
+    # From a sequence of requests (proxy.Remote.seq): the index of the step that failed (0 as well for a failure
+    # before any step ran) and the values of the steps before it, where known.
+    step: int = 0
+    done: list | None = None
+
     def __init__(self, message: Message, staff: str = "", base: Message | None = None):
         super().__init__(message.en)
         self.message = message

@@ -115,6 +115,20 @@ def step(op: str, *args: Any, mode: str | None = "eval", seed: int | None = None
     raise ValueError(f"no step {op!r}")
 
 
+def _hinted(e: CheckFailure, hint: Message) -> CheckFailure:
+    """e's failure told with a spelling hint instead (same step and values of a sequence)."""
+    failure = CheckFailure(hint, e.staff)
+    failure.step, failure.done = getattr(e, "step", 0), getattr(e, "done", None)
+    return failure
+
+
+def taken(value: Any) -> Any:
+    """A value of a lenient sequence (Remote.seq), or its failure raised."""
+    if isinstance(value, CheckFailure):
+        raise value
+    return value
+
+
 class Remote:
     """A handle on an object that lives in the worker (usually an nn.Module)."""
 
@@ -165,26 +179,33 @@ class Remote:
                                        f"`{self.label}`의 응답 형식이 잘못되었습니다."))
         return res
 
-    def seq(self, *steps: dict[str, Any]) -> list[Any]:
+    def seq(self, *steps: dict[str, Any], lenient: bool = False) -> list[Any]:
         """Several requests on this object in one round trip (see `step`), run in order exactly as if sent one by
-        one: the values in order, or the CheckFailure of the first step that raised (its `.step` says which)."""
+        one: the values in order, or the CheckFailure of the first step that raised (its `.step` says which).
+        lenient: where the values of the steps before the failure are known, return them followed by the failure
+        instead of raising it; the check takes each in order with `taken` and so fails where it would have failed
+        with the requests sent one by one (a comparison of an earlier value before the failure)."""
         self._check_alive()
         try:
             res = self.sub.request("seq", what=self.label, owner=self.owner,
                                    steps=[{"op": st["op"], "args": {**st["args"], "handle": self.handle}}
                                           for st in steps])
         except CheckFailure as e:
-            failed = steps[e.step] if getattr(e, "step", None) is not None else None
-            spelling = self.sub.misspelt(self.ctor[0], "forward") if self.ctor and failed and \
-                failed["op"] == "call" else None
-            if spelling is None:
+            spelling = self.sub.misspelt(self.ctor[0], "forward") if self.ctor and steps[e.step]["op"] == "call" \
+                else None
+            failure = e if spelling is None else _hinted(e, spelling)
+            if lenient and e.done is not None:
+                return list(e.done) + [failure]
+            if failure is e:
                 raise
-            raise CheckFailure(spelling, e.staff) from None
+            raise failure from None
         return res["values"]
 
-    def calls(self, *inputs: tuple, **opts: Any) -> list[Any]:
-        """The outputs of calling the object once per argument tuple, in one round trip (opts as for __call__)."""
-        return [r["out"] for r in self.seq(*(step("call", *a, **opts) for a in inputs))]
+    def calls(self, *inputs: tuple, lenient: bool = False, **opts: Any) -> list[Any]:
+        """The outputs of calling the object once per argument tuple, in one round trip (opts as for __call__;
+        lenient as for seq, the failure in place of an output)."""
+        return [r if isinstance(r, CheckFailure) else r["out"]
+                for r in self.seq(*(step("call", *a, **opts) for a in inputs), lenient=lenient)]
 
     def state(self) -> dict[str, Any]:
         return self._req("state")
@@ -435,6 +456,8 @@ class Submission:
         except CheckFailure as f:
             if op == "seq" and type(getattr(f, "step", None)) is not int:
                 f.step = 0
+            if op == "seq" and type(getattr(f, "done", None)) is not list:
+                f.done = None  # not known (a hang, a crash): the steps before it gave nothing a check may use
             raise
 
     def _request(self, op: str, what: str, owner: str | None, **args: Any) -> Any:
@@ -499,7 +522,8 @@ class Submission:
             # What the raising call had computed, when it asked (Remote.run's `partial`; checked above): the
             # callee's line and its local tensors of the names asked for. Only data: the checks judge it.
             failure.frame = e.err.get("frame")
-            failure.step = e.err.get("step") if op == "seq" else None  # which step of a sequence raised
+            if op == "seq":  # which step of a sequence raised, and what the steps before it gave
+                failure.step, failure.done = e.err.get("step"), e.err.get("done")
             raise failure from None
         except WorkerTimeout as e:
             self.ended.append(e.status)
@@ -581,9 +605,11 @@ class Submission:
         return remote
 
     def new_seq(self, name: str, *args: Any, steps: list[dict[str, Any]], seed: int | None = None,
-                stand_in: dict[str, str] | None = None, **kwargs: Any) -> tuple[Remote, list[Any]]:
+                stand_in: dict[str, str] | None = None, lenient: bool = False,
+                **kwargs: Any) -> tuple[Remote, list[Any]]:
         """new(name, *args, ...) and then `steps` on the new object (see Remote.seq), in one round trip: the object
-        and the steps' values. A failure is the one new() or that step alone would have raised."""
+        and the steps' values. A failure is the one new() or that step alone would have raised; lenient as for
+        Remote.seq (a constructor that fails raises)."""
         own = not (stand_in and stand_in.get("name") == name)
         if own:
             self.require(name)
@@ -594,20 +620,23 @@ class Submission:
             res = self.request("seq", what=label, owner=name if own else None,
                                steps=[ctor] + [{"op": st["op"], "args": {**st["args"], "handle": "$new"}}
                                                for st in steps])
+            values = res["values"]
+            failure = None
         except CheckFailure as e:
-            # The hints new() and Remote.run() give: a misspelt __init__ for the constructor (or a failure no step
-            # claims, a hang say), a misspelt forward for a call.
-            at = getattr(e, "step", None)
-            spelling = self.misspelt(name, "__init__") if at in (0, None) and self.fatal is None else None
-            if spelling is None and at is not None and at > 0 and steps[at - 1]["op"] == "call":
+            # The hints new() and Remote.run() give: a misspelt __init__ for the constructor, a misspelt forward
+            # for a call.
+            spelling = self.misspelt(name, "__init__") if e.step == 0 and self.fatal is None else None
+            if spelling is None and e.step > 0 and steps[e.step - 1]["op"] == "call":
                 spelling = self.misspelt(name, "forward")
-            if spelling is None:
-                raise
-            raise CheckFailure(spelling, e.staff) from None
-        info, values = res["values"][0], res["values"][1:]
-        remote = Remote(self, int(info["handle"]), label, self.generation, owner=name if own else None)
+            failure = e if spelling is None else _hinted(e, spelling)
+            if not (lenient and e.step > 0 and e.done is not None):
+                if failure is e:
+                    raise
+                raise failure from None
+            values = list(e.done)
+        remote = Remote(self, int(values[0]["handle"]), label, self.generation, owner=name if own else None)
         remote.ctor = (name, tuple(args), dict(kwargs), seed)
-        return remote, values
+        return remote, values[1:] + ([failure] if failure is not None else [])
 
     def call(self, name: str, *args: Any, record: list[str] | None = None, **kwargs: Any) -> Any:
         """Call a top-level function of the submission and return its result."""

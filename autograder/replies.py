@@ -93,12 +93,16 @@ def error_well_formed(op: str, args: dict[str, Any], err: Any) -> bool:
     """True when the error reply `err` to request `op` with `args` has the structure a genuine worker gives: the
     optional "frame" (the callee's line and local tensors, worker.op_call) only on a call that asked for it
     (`partial`), holding only the names it asked for."""
-    if op == "seq":  # the error of one step, which says which (worker.op_seq)
+    if op == "seq":  # the error of one step, which says which, and the values of the steps before it
         steps = args.get("steps")
         step = err.get("step") if type(err) is dict else None
-        if type(steps) is not list or type(step) is not int or not 0 <= step < len(steps):
+        done = err.get("done") if type(err) is dict else None
+        if type(steps) is not list or type(step) is not int or not 0 <= step < len(steps) \
+                or type(done) is not list or len(done) != step \
+                or not all(well_formed(st["op"], v, st["args"]) for st, v in zip(steps, done)):
             return False
-        return error_well_formed(steps[step]["op"], steps[step]["args"], {k: v for k, v in err.items() if k != "step"})
+        return error_well_formed(steps[step]["op"], steps[step]["args"],
+                                 {k: v for k, v in err.items() if k not in ("step", "done")})
     if type(err) is not dict or "frame" not in err:
         return True
     names = args.get("partial") if op == "call" else None

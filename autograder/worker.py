@@ -80,6 +80,7 @@ class Worker:
         self.frame: dict[str, Any] | None = None  # a failed call's callee frame (op_call's `partial`), sent once
         self.progress_fd: int | None = None  # scratch/seq.progress (op_seq)
         self.seq_step: int | None = None  # the step of op_seq running now
+        self.seq_done: list[Any] = []  # the values of its steps before it
         self.scratch = os.getcwd()  # the scratch folder (the submission may chdir)
 
     # ------------------------------------------------------------------ plumbing
@@ -106,6 +107,7 @@ class Worker:
                 resp = {"ok": False, "error": self.describe(e)}
                 if op == "seq" and self.seq_step is not None:
                     resp["error"]["step"] = self.seq_step
+                    resp["error"]["done"] = self.seq_done[:self.seq_step]
                 if self.frame is not None:
                     resp["error"]["frame"] = self.frame
             self.frame = None
@@ -371,10 +373,12 @@ class Worker:
 
     def op_seq(self, steps: list[dict[str, Any]]) -> dict[str, Any]:
         """Several requests in one round trip, run in order as if sent one by one; the first that raises ends the
-        sequence, and its error (with "step": its index) is the reply. A step's handle "$new" is the object the
+        sequence, and its error (with "step": its index, and "done": the values of the steps before it) is the
+        reply. A step's handle "$new" is the object the
         last "new" step of this sequence built. Before each step its index and start time go to
         scratch/seq.progress, so the grader keeps each step's own deadline (sandbox.WorkerProcess.request)."""
         values: list[Any] = []
+        self.seq_done = values  # what the steps before a failure gave (serve() adds it to the error reply)
         made: int | None = None
         for i, step in enumerate(steps):
             self.seq_step = i  # the step an exception comes from (serve() adds it to the error reply)

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from autograder.checks import CheckFailure
-from autograder.proxy import MALFORMED, Submission, step
+from autograder.proxy import MALFORMED, Submission, step, taken
 from autograder.sandbox import Limits, Zygote, make_scratch, remove_scratch
 from autograder.source import Cell, Source
 
@@ -122,6 +122,7 @@ def test_the_step_that_raises_fails_as_it_would_alone_and_ends_the_sequence(make
         m2.seq(step("call", x), step("call", x, fail_at=2), step("call", x))
     assert seq.value.message == single.value.message and seq.value.step == 1
     assert "refused on call 2" in seq.value.message.en
+    assert len(seq.value.done) == 1 and torch.is_tensor(seq.value.done[0]["out"])
     assert m2.describe("calls")["attrs"]["calls"]["value"] == 2  # the step after the failure never ran
     # a constructor that raises is step 0, with new()'s words
     with pytest.raises(CheckFailure) as ctor:
@@ -186,3 +187,41 @@ def test_a_crash_says_which_step_it_ended(make):
         sub.new_seq("Spin", steps=[step("call", x), step("call", x), step("call", x, die=True), step("call", x)])
     assert crash.value.step == 3 and "exit" in crash.value.message.en.lower()
     assert sub.new("Spin")(x).shape == (1, 2)  # a new worker carries on
+
+
+def test_a_lenient_sequence_hands_back_the_values_before_the_failure_so_a_check_fails_where_it_would_have(make):
+    sub = make()
+    x = torch.randn(1, 4)
+    m, outs = sub.new_seq("Net", 4, steps=[step("call", x), step("call", x, fail_at=2), step("call", x)],
+                          lenient=True)
+    assert len(outs) == 2 and torch.is_tensor(taken(outs[0])["out"])
+    with pytest.raises(CheckFailure, match="refused on call 2"):
+        taken(outs[1])
+    assert m(x).shape == (1, 4)  # the object is there: the constructor and the first call went well
+    (only,) = m.calls((x,), (x,), lenient=True, fail_at=1)  # the first call fails: nothing before it
+    assert isinstance(only, CheckFailure) and only.step == 0
+    # a constructor that fails still raises: there is no object to hand back
+    with pytest.raises(CheckFailure):
+        sub.new_seq("Net", "four", steps=[step("call", x)], lenient=True)
+
+
+LIAR_DONE = CODE + """
+import sys
+_p = sys.modules["autograder.protocol"]
+_send = _p.send
+def _more(sock, obj, deadline=None):
+    err = obj.get("error") if isinstance(obj, dict) else None
+    if isinstance(err, dict) and "done" in err:
+        err["done"] = err["done"] + [{"out": 1, "records": []}]  # a value for the step that failed
+    return _send(sock, obj, deadline)
+_p.send = _more
+"""
+
+
+def test_a_worker_that_claims_values_for_steps_that_did_not_run_is_not_believed(make):
+    sub = make(LIAR_DONE)
+    x = torch.randn(1, 4)
+    m = sub.new("Net", 4)
+    with pytest.raises(CheckFailure) as e:
+        m.seq(step("call", x), step("call", x, fail_at=1), lenient=True)
+    assert e.value.message == MALFORMED and sub.fatal == MALFORMED

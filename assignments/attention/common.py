@@ -9,7 +9,7 @@ import torch
 
 from autograder.checks import CheckFailure, diagnosis, expect_close, expect_shape, expect_tensor, fail
 from autograder.messages import Message, near_miss
-from autograder.proxy import step
+from autograder.proxy import step, taken
 
 # The lab's running example: "Your journey starts with one step", one 3-d embedding per token.
 INPUTS = torch.tensor(
@@ -83,17 +83,17 @@ def build(sub, cls: str, d_in: int, d_out: int, ctx: int = 0, dropout: float = 0
 
 
 def build_then(sub, cls: str, d_in: int, d_out: int, ctx: int = 0, dropout: float = 0.0, heads: int = 0,
-               seed: int | None = None, steps: list | tuple = (), **kw):
+               seed: int | None = None, steps: list | tuple = (), lenient: bool = False, **kw):
     """build(...) and then `steps` on the new module (proxy.step), in one round trip: (module, the steps'
-    values). Fails as build() and those requests one by one would."""
+    values). Fails as build() and those requests one by one would (lenient: see proxy.Remote.seq)."""
     args, kw, extra = _ctor(sub, cls, d_in, d_out, ctx, dropout, heads, kw)
     try:
-        return sub.new_seq(cls, *args, steps=list(steps), seed=seed, **extra, **kw)
+        return sub.new_seq(cls, *args, steps=list(steps), seed=seed, lenient=lenient, **extra, **kw)
     except CheckFailure as e:
-        positional = by_position(sub, cls, args, kw, e) if getattr(e, "step", None) == 0 else None
+        positional = by_position(sub, cls, args, kw, e) if e.step == 0 else None
         if positional is None:
             raise
-        return sub.new_seq(cls, *positional, steps=list(steps), seed=seed, **extra)
+        return sub.new_seq(cls, *positional, steps=list(steps), seed=seed, lenient=lenient, **extra)
 
 
 def by_position(sub, cls: str, args: tuple, kw: dict, err: CheckFailure) -> tuple | None:
@@ -207,45 +207,92 @@ def _role(name: str) -> str | None:
     return None
 
 
-def _role_steps(x, weights: dict, g: torch.Generator) -> tuple[list, list[str], list[str]]:
-    """The requests of the role tests (see _expect_attention_roles), decided before any is sent: the values drawn
-    from `g` are those the tests would draw one by one."""
-    roles = {n: _role(n) for n in weights}
-    values = [n for n, r in roles.items() if r == "value"]
-    scores = [n for n, r in roles.items() if r in ("query", "key")]
-    steps = []
-    if values:
-        steps += [step("load_state", {n: torch.zeros_like(weights[n]) for n in values}), step("call", x)]
-    if values and scores:  # the values back as they were, other queries and keys (the module is the gate's own)
-        steps += [step("load_state", {**{n: weights[n] for n in values},
-                                      **{n: torch.randn(*weights[n].shape, generator=g).to(weights[n].dtype)
-                                         for n in scores}}), step("call", x)]
-    return steps, values, scores
+class _OffPlan(Exception):
+    """A check asked for a request other than the next one it had planned (see _Ahead)."""
 
 
-def _expect_attention_roles(outs: list, y, values: list[str], scores: list[str], cls: str) -> None:
+class _Ahead:
+    """Requests for a check, sent ahead in sequences (one round trip each) and handed out in order: the check is
+    written as if it sent them one by one (`ask`), and says beforehand which it will probably ask next (`plan`).
+    A request off the plan raises _OffPlan: the check then starts over with _OneByOne, on a fresh module, so its
+    verdict is the one its requests sent one by one give. A failure is raised where the check takes it."""
+
+    def __init__(self, sub):
+        self.sub, self.m, self.queue = sub, None, []
+        self.roles: list = []  # the requests of _expect_attention_roles
+
+    def build(self, cls: str, args: tuple, seed: int, plan: list) -> None:
+        steps = list(plan)
+        # Through build, so a renamed keyword (head_num) is retried by position: only the signature check charges
+        # it. The student's misspelt head class (CasualAttention) is built as a head.
+        self.m, res = build_then(self.sub, cls, *args, seed=seed, steps=steps, lenient=True) \
+            if cls in SIGNATURES else self.sub.new_seq(cls, *args, seed=seed, steps=steps, lenient=True)
+        self.queue = list(zip(steps, res))
+
+    def plan(self, *steps) -> None:
+        self.queue = list(zip(steps, self.m.seq(*steps, lenient=True)))
+
+    def ask(self, st) -> Any:
+        if not self.queue or self.queue[0][0] is not st:
+            raise _OffPlan
+        return taken(self.queue.pop(0)[1])
+
+
+class _OneByOne(_Ahead):
+    """The same, one request at a time."""
+
+    def build(self, cls: str, args: tuple, seed: int, plan: list) -> None:
+        self.m = build(self.sub, cls, *args, seed=seed) if cls in SIGNATURES else self.sub.new(cls, *args, seed=seed)
+
+    def plan(self, *steps) -> None:
+        pass
+
+    def ask(self, st) -> Any:
+        return self.m.seq(st)[0]
+
+
+def _expect_attention_roles(req: _Ahead, y, weights: dict, cls: str) -> None:
     """Where the projections can be told by their names, the output must be attention's: weights from the
     queries and keys applied to the values. Without values (all value weights and biases zero) every token's
     output is the same (an out_proj bias at most), and other query or key weights change the output. A module
     that adds something besides the weighted values, or whose weights ignore the queries and keys, is not
-    attention (seen: a running mean of gated projections passed the other tests and earned 36 points).
-    outs: the results of _role_steps' calls, in order."""
-    outs = list(outs)
+    attention (seen: a running mean of gated projections passed the other tests and earned 36 points)."""
+    roles = {n: _role(n) for n in weights}
+    values = [n for n, r in roles.items() if r == "value"]
+    scores = [n for n, r in roles.items() if r in ("query", "key")]
     if values:
-        y0 = expect_tensor(outs.pop(0)["out"], f"{cls}(...)(x)")
+        req.ask(req.roles[0])
+        y0 = expect_tensor(req.ask(req.roles[1])["out"], f"{cls}(...)(x)")
         flat = y0.reshape(-1, y0.shape[-1]).double() if y0.dim() >= 1 else y0.double()
         if y0.dim() >= 2 and bool(torch.isfinite(flat).all()) and float((flat - flat[:1]).abs().max()) > 1e-5:
             fail(f"`{cls}`: with W_value zero its output still differs from token to token, so forward adds something "
                  "besides the attention-weighted values. This check counts only for a working class.",
                  f"`{cls}`: W_value를 0으로 해도 출력이 토큰마다 다릅니다. 즉 forward가 어텐션 가중치를 곱한 값(value) "
                  "외에 다른 것을 더합니다. 이 검사는 동작하는 클래스에만 점수를 줍니다.")
-    if values and scores:
-        moved = expect_tensor(outs.pop(0)["out"], f"{cls}(...)(x)")
+    if values and scores:  # the values back as they were, other queries and keys (the module is the gate's own)
+        req.ask(req.roles[2])
+        moved = expect_tensor(req.ask(req.roles[3])["out"], f"{cls}(...)(x)")
         if not _differs(y, moved):
             fail(f"`{cls}`'s output does not change when W_query and W_key change: the attention weights must come "
                  "from the scores of queries and keys. This check counts only for a working class.",
                  f"W_query와 W_key를 바꿔도 `{cls}`의 출력이 바뀌지 않습니다: 어텐션 가중치는 쿼리와 키의 점수에서 "
                  "나와야 합니다. 이 검사는 동작하는 클래스에만 점수를 줍니다.")
+
+
+def _role_steps(x, weights: dict, g: torch.Generator) -> list:
+    """The requests of _expect_attention_roles, in its order, drawing from `g` what it draws: zero values, a call,
+    the values back with other queries and keys, a call (those its projections' names call for)."""
+    roles = {n: _role(n) for n in weights}
+    values = [n for n, r in roles.items() if r == "value"]
+    scores = [n for n, r in roles.items() if r in ("query", "key")]
+    steps = []
+    if values:
+        steps += [step("load_state", {n: torch.zeros_like(weights[n]) for n in values}), step("call", x)]
+    if values and scores:
+        steps += [step("load_state", {**{n: weights[n] for n in values},
+                                      **{n: torch.randn(*weights[n].shape, generator=g).to(weights[n].dtype)
+                                         for n in scores}}), step("call", x)]
+    return steps
 
 
 def _token_changed(x, t: int, seed: int):
@@ -265,21 +312,23 @@ def _other_tokens_change(y, y2, t: int, cls: str) -> bool:
 
 
 def _expect_working(sub, cls: str, seed: int) -> None:
-    """Two round trips: the module is built and called on every probe input at once, then called again with
-    other weights. The calls are those the tests below make one by one, plus those a test that fails early would
-    not have needed (they change nothing: the module is the gate's own, and the outcome is decided in order)."""
-    known = cls in SIGNATURES  # else the student's misspelt head class (CasualAttention): built as a head
-    args, shape = gate_args(cls if known else HEAD)
+    """The gate's tests, in two round trips where the module works (a dozen one by one)."""
+    try:
+        _gate(_Ahead(sub), cls, seed)
+    except _OffPlan:  # a test that only a module that does not work needs: all again, one request at a time
+        _gate(_OneByOne(sub), cls, seed)
+
+
+def _gate(req: _Ahead, cls: str, seed: int) -> None:
+    args, shape = gate_args(cls if cls in SIGNATURES else HEAD)
     x = randn(seed, *shape)
     last = x.shape[-2] - 1
-    probes = [x, x * 2 + 1, _token_changed(x, 0, seed), _token_changed(x, last, seed), x * 1.5 + 0.5]
-    steps = [step("call", p) for p in probes] + [step("state")]
-    # Through build, so a renamed keyword (head_num) is retried by position: only the signature check charges it.
-    m, res = build_then(sub, cls, *args, seed=seed, steps=steps) if known else \
-        sub.new_seq(cls, *args, seed=seed, steps=steps)
-    y_first, y_second, y_t0, y_last, y_mid, state = [r["out"] for r in res[:5]] + [res[5]]
-    y = expect_tensor(y_first, f"{cls}(...)(x)")
-    y_in = expect_tensor(y_second, f"{cls}(...)(x)")
+    on_x, on_other, on_first, on_mid, state = (step("call", x), step("call", x * 2 + 1),
+                                               step("call", _token_changed(x, 0, seed)),
+                                               step("call", x * 1.5 + 0.5), step("state"))
+    req.build(cls, args, seed, plan=[on_x, on_other, on_first, on_mid, state])
+    y = expect_tensor(req.ask(on_x)["out"], f"{cls}(...)(x)")
+    y_in = expect_tensor(req.ask(on_other)["out"], f"{cls}(...)(x)")
     if not _differs(y, y_in):
         fail(f"`{cls}` gave the same output for two different inputs: its output does not depend on the input "
              "(does forward return a constant or zeros?). This check counts only for a working class.",
@@ -290,28 +339,34 @@ def _expect_working(sub, cls: str, seed: int) -> None:
     # pay, is neither. Mixing: changing the first token (which every later token of a causal module sees), or else
     # the last one (seen by the others where a mask is upside down, a bug named elsewhere), changes another
     # token's output.
-    if y.dim() >= 2 and not any(_other_tokens_change(y, out, t, cls) for t, out in ((0, y_t0), (last, y_last))):
-        fail(f"`{cls}`: changing one token never changed the other tokens' outputs, so the tokens are not mixed: "
-             "each output must be a weighted sum of the values of the tokens it attends to. This check counts only "
-             "for a working class.",
-             f"`{cls}`: 한 토큰을 바꿔도 다른 토큰의 출력이 바뀌지 않습니다. 즉 토큰이 섞이지 않습니다: 각 출력은 "
-             "주목하는 토큰들의 값(value)의 가중합이어야 합니다. 이 검사는 동작하는 클래스에만 점수를 줍니다.")
-    y_mid = expect_tensor(y_mid, f"{cls}(...)(x)")  # halfway between x and 2x + 1
+    if y.dim() >= 2:
+        changed = ((0, on_first), (last, step("call", _token_changed(x, last, seed))))
+        if not any(_other_tokens_change(y, req.ask(st)["out"], t, cls) for t, st in changed):
+            fail(f"`{cls}`: changing one token never changed the other tokens' outputs, so the tokens are not mixed: "
+                 "each output must be a weighted sum of the values of the tokens it attends to. This check counts "
+                 "only for a working class.",
+                 f"`{cls}`: 한 토큰을 바꿔도 다른 토큰의 출력이 바뀌지 않습니다. 즉 토큰이 섞이지 않습니다: 각 출력은 "
+                 "주목하는 토큰들의 값(value)의 가중합이어야 합니다. 이 검사는 동작하는 클래스에만 점수를 줍니다.")
+    y_mid = expect_tensor(req.ask(on_mid)["out"], f"{cls}(...)(x)")  # halfway between x and 2x + 1
     if y.shape == y_in.shape == y_mid.shape and not _differs(y_mid, (y.double() + y_in.double()) / 2):
         fail(f"`{cls}`'s output is an affine function of its input (halfway between two inputs it gives halfway "
              "between their outputs): there is no softmax over attention scores. This check counts only for a "
              "working class.",
              f"`{cls}`의 출력이 입력의 아핀 함수입니다 (두 입력의 중간에서 두 출력의 중간을 냅니다): 어텐션 점수에 "
              "대한 softmax가 없습니다. 이 검사는 동작하는 클래스에만 점수를 줍니다.")
-    params = {n: t for n, t in state["params"].items() if type(t) is torch.Tensor and t.is_floating_point()}
+    params = {n: t for n, t in req.ask(state)["params"].items() if type(t) is torch.Tensor and t.is_floating_point()}
     if params:
         g = torch.Generator().manual_seed(seed + 1)
         weights = {n: torch.randn(*t.shape, generator=g).to(t.dtype) for n, t in params.items()}
-        roles, values, scores = _role_steps(x, weights, g)
-        outs = m.seq(step("load_state", weights), step("call", x), *roles)
-        y_w = expect_tensor(outs[1]["out"], f"{cls}(...)(x)")
+        load, again = step("load_state", weights), step("call", x)
+        # The role tests' requests are drawn now (from g, as they would be) and planned with the rest: sent
+        # whether or not they are needed (a module whose output ignores its weights fails before them).
+        req.roles = _role_steps(x, weights, g)
+        req.plan(load, again, *req.roles)
+        req.ask(load)
+        y_w = expect_tensor(req.ask(again)["out"], f"{cls}(...)(x)")
         if _differs(y, y_w):
-            _expect_attention_roles(outs[3::2], y_w, values, scores, cls)
+            _expect_attention_roles(req, y_w, weights, cls)
             return
     fail(f"`{cls}`'s output does not change when its weights change" +
          ("" if params else " (it has no registered parameters)") +
@@ -470,9 +525,9 @@ def check_causality(sub, cls: str, seed: int, b: int = 2, T: int = 6, d_in: int 
             expect_shape(yt, (b, t + 1, yt.shape[-1] if yt.dim() else 0), f"{cls}(...)(x[:, :{t + 1}])")
         truth.append(yt[:, t])
     truth_t = torch.stack(truth, dim=1)
-    out1, out2 = m.calls((x,), (x2,))
-    y1 = expect_shape(out1, tuple(truth_t.shape), f"{cls}(...)(x)")
-    y2 = expect_shape(out2, tuple(truth_t.shape), f"{cls}(...)(x)")
+    outs = m.calls((x,), (x2,), lenient=True)
+    y1 = expect_shape(taken(outs[0]), tuple(truth_t.shape), f"{cls}(...)(x)")
+    y2 = expect_shape(taken(outs[1]), tuple(truth_t.shape), f"{cls}(...)(x)")
     if not bool(torch.isfinite(truth_t).all()):
         bad = int((~torch.isfinite(truth_t)).nonzero()[0][1])
         fail(f"`{cls}` gives NaN or inf for token {bad}, so its causality cannot be shown: the mask must leave "

@@ -14,7 +14,7 @@ from assignments.attention import common
 from assignments.attention.hidden import diagnose  # noqa: F401  (registers the grader's bug diagnosis)
 from autograder.checks import CheckFailure, check, described, expect_close, expect_shape, expect_tensor, fail
 from autograder.messages import Message
-from autograder.proxy import step
+from autograder.proxy import step, taken
 from autograder.rng import manual_seed
 from reference import attention as R
 
@@ -142,18 +142,11 @@ def transplant_report(m, ref, cls, report) -> None:
 
 def built_with(sub, cls, ref, calls, d_in, d_out, ctx, dropout, heads, seed, **kw):
     """build(...), transplant(m, ref, cls), then the `calls` (proxy.step("call", ...)), in one round trip:
-    (m, the calls' replies). Fails as they would one by one: when a call raises, all is done again one by one, so
-    that a weight that could not be copied in is reported first, as transplant() reports it."""
-    try:
-        m, res = build_then(sub, cls, d_in, d_out, ctx, dropout, heads, seed=seed,
-                            steps=[step("load_state", ref_params(ref)), *calls], **kw)
-    except CheckFailure as e:
-        if e.step < 2 or getattr(e, "raised", None) is None:  # the constructor, load_state, a hang or a crash
-            raise
-        m = build(sub, cls, d_in, d_out, ctx, dropout, heads, seed=seed, **kw)
-        transplant(m, ref, cls)
-        return m, [m.seq(c)[0] for c in calls]
-    transplant_report(m, ref, cls, res[0])
+    (m, the calls' replies, each to be taken with proxy.taken in order). Fails where they would one by one: the
+    constructor, a weight that could not be copied in, then each call as it is taken."""
+    m, res = build_then(sub, cls, d_in, d_out, ctx, dropout, heads, seed=seed,
+                        steps=[step("load_state", ref_params(ref)), *calls], lenient=True, **kw)
+    transplant_report(m, ref, cls, taken(res[0]))
     return m, res[1:]
 
 
@@ -191,7 +184,7 @@ def equivalent(sub, cls):
         m, outs = built_with(sub, cls, ref, [step("call", x) for x in xs], d_in, d_out, ctx, 0.0, heads, seed)
         for k, (x, res) in enumerate(zip(xs, outs)):
             want = ref_output(cls, d_in, d_out, ctx, heads, seed + 1, seed + 10 + k, b, T)
-            expect_close(res["out"], want, with_ref_weights(call_text(cls, d_in, d_out, ctx, 0.0, heads)),
+            expect_close(taken(res)["out"], want, with_ref_weights(call_text(cls, d_in, d_out, ctx, 0.0, heads)),
                          explain=explain(sub, m, x))
 
 
@@ -211,7 +204,7 @@ def neg_inf_fill(sub, cls, seed=5, b=2, T=5, d_in=4, d_out=4, heads=2):
     with torch.no_grad():
         plain = ref(x0)
     try:
-        expect_close(res["out"], plain, with_ref_weights(what))
+        expect_close(taken(res)["out"], plain, with_ref_weights(what))
     except CheckFailure:
         fail(f"The -inf fill of `{cls}` could not be judged: with the reference's weights it does not give the "
              "reference's output on ordinary inputs yet (the checks with the reference's weights say why). This "
@@ -263,7 +256,7 @@ def dropout_train(sub, cls):
         x = make_input(cls, seed, b, T, d_in)
         m, (res,) = built_with(sub, cls, ref, [step("call", x, mode="train", seed=seed + 7)], d_in, d_out, ctx, 0.5,
                                heads, seed)
-        got = res["out"]
+        got = taken(res)["out"]
         ref.train()
         manual_seed(seed + 7)
         with torch.no_grad():
@@ -452,6 +445,7 @@ def gradients(sub, cls):
     # symbolic-shapes machinery (sympy: over a second per grader process).
     (out * g).sum().backward()
     m, (res,) = built_with(sub, cls, ref, [step("call", x, grad_output=g)], d_in, d_out, ctx, 0.0, heads, seed)
+    res = taken(res)
     expect_shape(res["out"], tuple(out.shape), call_text(cls, d_in, d_out, ctx, 0.0, heads))
     grads = res.get("grads")
     if grads is None:
