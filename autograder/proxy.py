@@ -112,6 +112,8 @@ def step(op: str, *args: Any, mode: str | None = "eval", seed: int | None = None
         return {"op": "describe", "args": {"attrs": list(args)}}
     if op == "state":
         return {"op": "state", "args": {}}
+    if op == "probe_devices":
+        return {"op": "probe_devices", "args": {"shapes": [list(a) for a in args], "mode": mode or "eval"}}
     raise ValueError(f"no step {op!r}")
 
 
@@ -256,6 +258,7 @@ class Submission:
         self.notes: list[Message] = []  # what the checks want the student to read at the top of the result
         self.graded_names: frozenset[str] = frozenset()  # the assignment's names: never offered as a rename
         self._spelling: dict[tuple[str, str], Message | None] = {}
+        self._env: dict[str, Any] | None = None
         self._imports_ok: dict[str, bool] = {}  # module -> a fresh worker imports it (see _student_made)
 
     # ------------------------------------------------------------------ lifecycle
@@ -460,7 +463,7 @@ class Submission:
                 f.done = None  # not known (a hang, a crash): the steps before it gave nothing a check may use
             raise
 
-    def _request(self, op: str, what: str, owner: str | None, **args: Any) -> Any:
+    def _request(self, op: str, what: str | list[str], owner: str | None, **args: Any) -> Any:
         if self.fatal is not None:
             raise CheckFailure(self.fatal)
         if owner is not None and owner in self.hung:
@@ -500,6 +503,8 @@ class Submission:
             if not error_well_formed(op, args, e.err):  # a frame nobody asked for, or not made of tensors
                 self.fatal = MALFORMED
                 raise CheckFailure(self.fatal) from None
+            if isinstance(what, list):  # a sequence's steps, each with its own words
+                what = what[min(e.err["step"], len(what) - 1)]
             missing = _env_failure(e.err)
             if missing and not self._student_made(missing):
                 # not the student's error: the check ends as the grader's, with details for staff
@@ -638,6 +643,40 @@ class Submission:
         remote.ctor = (name, tuple(args), dict(kwargs), seed)
         return remote, values[1:] + ([failure] if failure is not None else [])
 
+    def new_all(self, name: str, ctors: list[tuple[tuple, int | None]], steps: list[tuple[int, dict[str, Any]]],
+                stand_in: dict[str, str] | None = None) -> tuple[list[Remote], list[Any]]:
+        """Build name(*args) after torch.manual_seed(seed) for each (args, seed) of `ctors`, in order, then run each
+        (k, step) on the k-th object: one round trip. (objects, the steps' values), lenient as Remote.seq (every
+        object was built when a step fails); a constructor that fails raises, with new()'s hint."""
+        own = not (stand_in and stand_in.get("name") == name)
+        if own:
+            self.require(name)
+        extra = {"stand_in": stand_in} if stand_in else {}
+        labels = [f"{name}({', '.join(repr(a) for a in args)})" for args, _seed in ctors]
+        seq = [{"op": "new", "args": {"name": name, "args": list(args), "kwargs": {}, "seed": seed, **extra}}
+               for args, seed in ctors]
+        seq += [{"op": st["op"], "args": {**st["args"], "handle": f"$new:{k}"}} for k, st in steps]
+        n = len(ctors)
+        try:
+            values = self.request("seq", what=labels + [labels[k] for k, _st in steps], owner=name if own else None,
+                                  steps=seq)["values"]
+            failure = None
+        except CheckFailure as e:
+            spelling = (self.misspelt(name, "__init__") if self.fatal is None else None) if e.step < n else \
+                self.misspelt(name, "forward") if seq[e.step]["op"] == "call" else None
+            failure = e if spelling is None else _hinted(e, spelling)
+            if e.step < n or e.done is None:
+                if failure is e:
+                    raise
+                raise failure from None
+            values = list(e.done)
+        remotes = []
+        for label, (args, seed), info in zip(labels, ctors, values):
+            r = Remote(self, int(info["handle"]), label, self.generation, owner=name if own else None)
+            r.ctor = (name, tuple(args), {}, seed)
+            remotes.append(r)
+        return remotes, values[n:] + ([failure] if failure is not None else [])
+
     def call(self, name: str, *args: Any, record: list[str] | None = None, **kwargs: Any) -> Any:
         """Call a top-level function of the submission and return its result."""
         self.require(name, kind="function")
@@ -645,7 +684,10 @@ class Submission:
                             record=record)["out"]
 
     def env(self) -> dict[str, Any]:
-        return self.request("env")
+        """What the worker runs on (the same for every worker of this grader: asked once)."""
+        if self._env is None:
+            self._env = self.request("env")
+        return self._env
 
     def take_output(self) -> str:
         text = "".join(self.output)

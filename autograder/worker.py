@@ -31,7 +31,7 @@ from .rng import manual_seed
 
 MAX_TEXT = 600  # characters of an exception message sent back
 MAX_NAMES = 5000  # top-level names reported to the grader
-SEQ_OPS = ("new", "call", "load_state", "state", "describe", "signature")  # what op_seq runs
+SEQ_OPS = ("new", "call", "load_state", "state", "describe", "signature", "probe_devices")  # what op_seq runs
 SANDBOX: dict[str, Any] = {}  # filled in by sandbox._become_worker: memory_mb, uid, landlock (ABI version or 0)
 _exit = os._exit  # kept before student code can replace os._exit
 
@@ -374,32 +374,35 @@ class Worker:
     def op_seq(self, steps: list[dict[str, Any]]) -> dict[str, Any]:
         """Several requests in one round trip, run in order as if sent one by one; the first that raises ends the
         sequence, and its error (with "step": its index, and "done": the values of the steps before it) is the
-        reply. A step's handle "$new" is the object the
-        last "new" step of this sequence built. Before each step its index and start time go to
-        scratch/seq.progress, so the grader keeps each step's own deadline (sandbox.WorkerProcess.request)."""
+        reply. A step's handle "$new" is the object the last "new" step of this sequence built, "$new:K" the one
+        its K-th "new" step built (from 0). Before each step its index and start time go to scratch/seq.progress,
+        so the grader keeps each step's own deadline (sandbox.WorkerProcess.request)."""
         values: list[Any] = []
         self.seq_done = values  # what the steps before a failure gave (serve() adds it to the error reply)
-        made: int | None = None
+        made: list[int] = []  # the handles of the objects the "new" steps built, in order
         for i, step in enumerate(steps):
             self.seq_step = i  # the step an exception comes from (serve() adds it to the error reply)
             op, args = step.get("op"), dict(step.get("args", {}))
             if op not in SEQ_OPS:
                 raise ValueError(f"request {op!r} cannot be part of a sequence")
-            if args.get("handle") == "$new":
-                args["handle"] = made
+            ref = args.get("handle")
+            if ref == "$new":
+                args["handle"] = made[-1] if made else None
+            elif type(ref) is str and ref.startswith("$new:") and ref[5:].isdigit() and int(ref[5:]) < len(made):
+                args["handle"] = made[int(ref[5:])]
             if i:  # the first step's deadline starts with the request
                 self._progress(i)
             value = getattr(self, f"op_{op}")(**args)
             if op == "new":
-                made = value["handle"]
+                made.append(value["handle"])
             values.append(value)
         return {"values": values}
 
     def _progress(self, step: int) -> None:
         try:
             if self.progress_fd is None:
-                self.progress_fd = os.open(os.path.join(self.scratch, "seq.progress"), os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC,
-                                           0o600)
+                self.progress_fd = os.open(os.path.join(self.scratch, "seq.progress"),
+                                           os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
             os.pwrite(self.progress_fd, f"{step} {time.monotonic():.6f}\n".ljust(32).encode(), 0)
         except (OSError, ValueError):
             self.progress_fd = None

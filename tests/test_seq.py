@@ -225,3 +225,19 @@ def test_a_worker_that_claims_values_for_steps_that_did_not_run_is_not_believed(
     with pytest.raises(CheckFailure) as e:
         m.seq(step("call", x), step("call", x, fail_at=1), lenient=True)
     assert e.value.message == MALFORMED and sub.fatal == MALFORMED
+
+
+def test_objects_built_one_after_another_then_called_match_one_by_one(make):
+    x = torch.randn(2, 4)
+    one = make()
+    first, second = one.new("Net", 4, seed=3), one.new("Net", 4)  # the second draws after the first
+    want = [first(x), second(x)]
+    sub = make()
+    objs, outs = sub.new_all("Net", [((4,), 3), ((4,), None)], [(0, step("call", x)), (1, step("call", x))])
+    assert [torch.equal(w, taken(o)["out"]) for w, o in zip(want, outs)] == [True, True]
+    assert [o.label for o in objs] == ["Net(4)", "Net(4)"]
+    # a call that fails is handed back in its place, with the words of that object's call
+    _objs, outs = sub.new_all("Net", [((4,), 3), ((4,), None)],
+                              [(0, step("call", x)), (1, step("call", x, fail_at=1))])
+    assert torch.is_tensor(taken(outs[0])["out"]) and isinstance(outs[1], CheckFailure)
+    assert "`Net(4)` raised ValueError" in outs[1].message.en

@@ -795,9 +795,12 @@ def check_wrapper_matches_heads(sub, seed: int, b: int, T: int, d_in: int, d_out
             res, ctx = run_wrapper(sub, x, d_in, d_out, ctx, heads, seed)
             got = expect_shape(res["out"], (b, T, heads * d_out), what, explain=named)
     try:
-        singles = [build_head(sub, d_in, d_out, ctx, 0.0, seed=seed if i == 0 else None) for i in range(heads)]
-        outs = [expect_tensor(h(x), "CausalAttention(...)(x)") for h in singles]
-        want = torch.cat(outs, dim=-1)
+        # One after another, then each called (one round trip): as build_head and h(x) one by one would.
+        spec = stand_in(sub)
+        _singles, outs = sub.new_all(spec["name"] if spec else head_class(sub),
+                                     [((d_in, d_out, ctx, 0.0), seed if i == 0 else None) for i in range(heads)],
+                                     [(i, step("call", x)) for i in range(heads)], stand_in=spec or None)
+        want = torch.cat([expect_tensor(taken(o)["out"], "CausalAttention(...)(x)") for o in outs], dim=-1)
     except CheckFailure as e:
         raise CheckFailure(Message("The wrapper could not be judged because CausalAttention fails: ",
                                    "CausalAttention이 실패해서 래퍼를 평가할 수 없습니다: ") + e.message) from None

@@ -363,11 +363,19 @@ def device_problems(sub, cls, seed=3, b=2, T=5, d_in=4, d_out=4, heads=2, head=F
             return build_head(sub, d_in, d_out, T, seed=seed)
         return build(sub, cls, d_in, d_out, T, 0.0, heads, seed=seed)
 
+    def make_then(*steps):  # make() and then the steps, in one round trip
+        if head:
+            spec = common.stand_in(sub)
+            name = spec["name"] if spec else common.head_class(sub)
+            return sub.new_seq(name, d_in, d_out, T, 0.0, steps=list(steps), seed=seed, stand_in=spec or None,
+                               lenient=True)
+        return build_then(sub, cls, d_in, d_out, T, 0.0, heads, seed=seed, steps=list(steps), lenient=True)
+
     shape = (b, T, d_in)
     problems: list[Message] = []
     internal_mask = False  # forward makes its causal mask itself, on the input's device (SDPA is_causal=True)
     try:
-        res = make().probe_devices(shape)
+        res = taken(make_then(step("probe_devices", shape))[1][0])
         internal_mask = res.get("causal_sdpa") is True and not res["mixed"] and not res["stay_behind"]
         problems += [Message(f"{op} got tensors on {' and '.join(devs)}",
                              f"{op}에 {', '.join(devs)} 장치의 텐서가 섞여 들어감") for op, devs in res["mixed"]]
@@ -381,9 +389,9 @@ def device_problems(sub, cls, seed=3, b=2, T=5, d_in=4, d_out=4, heads=2, head=F
         if "device" in text and "meta tensor" not in text:
             problems.append(e.message)
         # anything else: this forward fails on the simulated device for a reason that says nothing about devices
-    m = make()
     x = randn(seed, *shape)
-    y = expect_tensor(m(x), f"{cls}(...)(x)")
+    m, outs = make_then(step("call", x), step("describe"))
+    y = expect_tensor(taken(outs[0])["out"], f"{cls}(...)(x)")
     if sub.env().get("cuda"):
         try:
             on_gpu = make().to("cuda")(x, device="cuda")
@@ -400,7 +408,7 @@ def device_problems(sub, cls, seed=3, b=2, T=5, d_in=4, d_out=4, heads=2, head=F
     # which .to() leaves behind: a forward that does not use its buffer because it does not mask at all (a
     # masked_fill whose result is dropped, charged by the value checks) or makes its mask on x.device (the
     # simulation ran it through) has no device fault.
-    plain = sorted(n for n, shape in m.describe().get("tensors", [])
+    plain = sorted(n for n, shape in taken(outs[1]).get("tensors", [])
                    if len(shape) >= 2 and tuple(shape[-2:]) == (T, T) and all(d == 1 for d in shape[:-2]))
     if not plain:
         return problems
@@ -689,9 +697,9 @@ def test_mha_eval_ignores_dropout(sub):
 def test_mha_shapes(sub):
     """MultiHeadAttention keeps d_out features for 1 to 4 heads and short sequences"""
     for seed, b, T, d_in, d_out, heads, ctx in CONFIGS["MultiHeadAttention"]:
-        m = build(sub, "MultiHeadAttention", d_in, d_out, ctx, 0.0, heads, seed=seed)
-        expect_shape(m(randn(seed, b, T, d_in)), (b, T, d_out),
-                     call_text("MultiHeadAttention", d_in, d_out, ctx, 0.0, heads))
+        _m, (res,) = build_then(sub, "MultiHeadAttention", d_in, d_out, ctx, 0.0, heads, seed=seed,
+                                steps=[step("call", randn(seed, b, T, d_in))])
+        expect_shape(res["out"], (b, T, d_out), call_text("MultiHeadAttention", d_in, d_out, ctx, 0.0, heads))
     expect_working(sub, "MultiHeadAttention")
 
 
