@@ -26,7 +26,7 @@ from .messages import Message, bilingual, rename_hint
 from .proxy import Submission
 from .results import CheckResult, SubmissionResult, write_atomic
 from .safetext import shown_name
-from .sandbox import Zygote, claim_uid, is_root, make_scratch, remove_scratch
+from .sandbox import Spawning, WorkerLost, Zygote, claim_uid, is_root, make_scratch, remove_scratch
 from .source import read
 
 MAX_SHOWN_OUTPUT = 2000
@@ -61,6 +61,14 @@ class GradingPlugin:
         self.only = only  # question ids to check (a notebook checkpoint checks its own section); None: all
         self.sections = sections  # of those, only checks of these notebook sections (checks that name one)
         self.uid = claim_uid() if is_root() else None
+        # `grade batch` (a loop over jobs with the batch's zygote) starts the next submission's worker while it
+        # grades this one: starting one waits several ms on the kernel (moving it into its memory cgroup), time
+        # this process can spend grading. The next worker runs as a second uid, so that nothing the submission
+        # being graded does (signals, its uid's sweep when it ends) reaches the worker that waits for the next.
+        self.ahead_enabled = loop and zygote is not None and self.uid is not None
+        self.uids = [self.uid]  # the second one claimed with the first worker started ahead
+        self.ahead: Spawning | None = None
+        self.sub_uid = self.uid  # the uid of the submission being graded (its worker, its scratch folder)
         self.loop = loop
         self.zygote = zygote
         self.current: Submission | None = None
@@ -230,9 +238,28 @@ class GradingPlugin:
         result.notes.extend(source.notes)
         if self.zygote is None:
             self.zygote = Zygote()
-        self.scratch = make_scratch(self.uid)
-        zyg, scratch, uid, limits = self.zygote, self.scratch, self.uid, a.limits
-        sub = Submission(source, lambda: zyg.spawn(limits, scratch, uid), limits)
+        zyg, limits = self.zygote, a.limits
+        ahead, self.ahead = self.ahead, None
+        if ahead is not None and ahead.limits != limits:
+            self._discard(ahead)
+            ahead = None
+        if ahead is not None:
+            self.scratch, self.sub_uid = ahead.scratch, ahead.uid
+        else:
+            self.sub_uid = self.uids[0]
+            self.scratch = make_scratch(self.sub_uid)
+        scratch, uid = self.scratch, self.sub_uid
+
+        def spawn():  # the worker started ahead first, then (restarts, probes) new ones as usual
+            nonlocal ahead
+            if ahead is not None:
+                first, ahead = ahead, None
+                try:
+                    return first.wait()
+                except WorkerLost:
+                    pass  # (the zygote is replaced by the next request if it died)
+            return zyg.spawn(limits, scratch, uid)
+        sub = Submission(source, spawn, limits)
         sub.graded_names = a.graded_names
         self.current = sub
         try:
@@ -240,8 +267,32 @@ class GradingPlugin:
         except CheckFailure as e:
             result.error = e.message
             return result
+        finally:
+            self._start_ahead(limits)
         result.notes.extend(self._load_notes(sub))
         return result
+
+    def _start_ahead(self, limits) -> None:
+        """Ask for the next submission's worker, under the uid this submission does not use."""
+        if not self.ahead_enabled or self.ahead is not None or self.zygote is None:
+            return
+        try:
+            if len(self.uids) < 2:
+                self.uids.append(claim_uid())
+            uid = self.uids[1] if self.sub_uid == self.uids[0] else self.uids[0]
+            scratch = make_scratch(uid)
+            try:
+                self.ahead = self.zygote.start_spawn(limits, scratch, uid)
+            except WorkerLost:
+                remove_scratch(scratch, uid)
+        except Exception:  # (no free uid, ...): the next submission starts its worker itself, as before
+            self.ahead_enabled = False
+
+    def _discard(self, ahead: Spawning | None) -> None:
+        if ahead is None:
+            return
+        ahead.cancel()
+        remove_scratch(ahead.scratch, ahead.uid)
 
     def _load_notes(self, sub: Submission) -> list[Message]:
         notes = []
@@ -292,7 +343,7 @@ class GradingPlugin:
             if self.current.staff_notes:  # instructors only, never the student's message
                 result.staff = "\n".join(filter(None, [result.staff, *self.current.staff_notes]))[-8000:]
         if self.scratch is not None:
-            remove_scratch(self.scratch, self.uid)
+            remove_scratch(self.scratch, self.sub_uid)
             self.scratch = None
         for item in items:
             rec = self.records.get(item.nodeid)
@@ -333,8 +384,12 @@ class GradingPlugin:
                     result = self._crashed(job, items, started, traceback.format_exc())
                 self.on_result(result)
         finally:
-            if self.zygote is not None:
-                self.zygote.close()
+            ahead, self.ahead = self.ahead, None
+            try:
+                self._discard(ahead)  # the worker started for a submission that did not come
+            finally:
+                if self.zygote is not None:
+                    self.zygote.close()
         return True
 
     DIRECT_FIXTURES = frozenset({"sub", "options"})
@@ -373,13 +428,14 @@ class GradingPlugin:
                                                 "이 제출물을 채점하는 중 채점기 자체에 오류가 발생했습니다. 담당 "
                                                 "교수자가 확인 후 다시 채점합니다."))
         for cleanup in (lambda: self.current.close() if self.current is not None else None,
-                        lambda: remove_scratch(self.scratch, self.uid) if self.scratch is not None else None,
+                        lambda: remove_scratch(self.scratch, self.sub_uid) if self.scratch is not None else None,
+                        lambda: self._discard(self.ahead),
                         lambda: self.zygote.close() if self.zygote is not None else None):
             try:
                 cleanup()
             except Exception:
                 pass
-        self.current, self.scratch, self.zygote = None, None, None
+        self.current, self.scratch, self.zygote, self.ahead = None, None, None, None
         result.checks = [self._blank(item) for item in items]
         for rec in result.checks:
             rec.message = Message("Not graded: see the error at the top.", "채점되지 않음: 맨 위의 오류를 보세요.")

@@ -658,6 +658,11 @@ class Zygote:
               isolate: bool = True) -> "WorkerProcess":
         """isolate=False skips namespaces, the tmpfs scratch and the cgroup: the fallback a kernel without them
         gets (tests use it to check that the fallbacks still hold)."""
+        return self.start_spawn(limits, scratch, uid, isolate).wait(start_timeout)
+
+    def start_spawn(self, limits: Limits, scratch: str, uid: int | None, isolate: bool = True) -> "Spawning":
+        """Ask for a worker and return at once: Spawning.wait() gives it once it is ready. `grade batch` asks for
+        the next submission's worker while it grades this one (see plugin.py)."""
         wa, wb = socket.socketpair()
         ka, kb = socket.socketpair()
         spec = {"limits": asdict(limits), "scratch": scratch, "uid": uid, "isolate": isolate, "cpus": self.cpus}
@@ -679,22 +684,7 @@ class Zygote:
             raise WorkerLost(f"the worker pool is not running ({e})") from None
         wb.close()
         kb.close()
-        try:
-            hello = protocol.recv(ka, deadline=time.monotonic() + start_timeout)
-        except protocol.ProtocolError as e:
-            wa.close()
-            ka.close()
-            raise WorkerLost(f"the worker did not start ({e})") from None
-        if not isinstance(hello, dict) or not all(type(hello.get(k)) is int for k in ("keeper", "worker")):
-            wa.close()
-            ka.close()
-            raise WorkerLost("the worker did not start (bad hello)")
-        w = WorkerProcess(wa, ka, hello["keeper"], hello["worker"], uid, scratch)
-        w.modes = dict(hello.get("modes") or {})
-        w.limits = limits
-        if isinstance(hello.get("cgroup"), str) and w.modes.get("memory", "").startswith("cgroup"):
-            w.cgroup = confine.MemoryCgroup(hello["cgroup"], w.modes["memory"])
-        return w
+        return Spawning(wa, ka, limits, scratch, uid)
 
     def close(self) -> None:
         """Stop the zygote. It holds no state (keepers and workers answer to their own sockets)."""
@@ -709,6 +699,39 @@ class Zygote:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
+
+
+class Spawning:
+    """A worker asked of the zygote (Zygote.start_spawn), not yet ready."""
+
+    def __init__(self, wa: socket.socket, ka: socket.socket, limits: Limits, scratch: str, uid: int | None):
+        self.wa, self.ka, self.limits, self.scratch, self.uid = wa, ka, limits, scratch, uid
+
+    def wait(self, start_timeout: float = 90.0) -> "WorkerProcess":
+        wa, ka = self.wa, self.ka
+        try:
+            hello = protocol.recv(ka, deadline=time.monotonic() + start_timeout)
+        except protocol.ProtocolError as e:
+            wa.close()
+            ka.close()
+            raise WorkerLost(f"the worker did not start ({e})") from None
+        if not isinstance(hello, dict) or not all(type(hello.get(k)) is int for k in ("keeper", "worker")):
+            wa.close()
+            ka.close()
+            raise WorkerLost("the worker did not start (bad hello)")
+        w = WorkerProcess(wa, ka, hello["keeper"], hello["worker"], self.uid, self.scratch)
+        w.modes = dict(hello.get("modes") or {})
+        w.limits = self.limits
+        if isinstance(hello.get("cgroup"), str) and w.modes.get("memory", "").startswith("cgroup"):
+            w.cgroup = confine.MemoryCgroup(hello["cgroup"], w.modes["memory"])
+        return w
+
+    def cancel(self) -> None:
+        """Stop it whether or not it started (it ran no student code): once ready, killed as any worker is."""
+        try:
+            self.wait(10.0).kill(graceful=True)
+        except WorkerLost:
+            pass
 
 
 class WorkerProcess:

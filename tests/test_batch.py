@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -10,7 +11,10 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
+
 from autograder import assignment, batch
+from autograder.sandbox import is_root
 from conftest import REFERENCE, ROOT, SKELETON
 
 
@@ -327,3 +331,29 @@ def test_bidi_and_invisible_characters_reach_no_csv_table_or_json(tmp_path):
         assert not bad, (name, bad)
     assert "RuntimeError: DEIFIREV 001/001 :edarg  x" in outputs["scores.csv"]
     assert "김" in outputs["grades.csv"]
+
+
+@pytest.mark.skipif(not is_root(), reason="workers run as other uids only when the grader is root")
+def test_the_next_submissions_worker_started_ahead_is_out_of_reach_of_the_one_being_graded(tmp_path):
+    """One grader process starts the next submission's worker while it grades this one, under its second uid:
+    a submission that kills every process of its uid reaches neither that worker nor its uid, and consecutive
+    submissions run as different uids."""
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    ref = REFERENCE.read_text()
+    killer = "import os, signal\nos.kill(-1, signal.SIGKILL)\n"
+    tell = "\nimport os\nraise RuntimeError(f'uid {os.getuid()}')\n"  # a note in the result, no points lost
+    for name, text in (("a_killer", killer), ("b_ref", ref + tell), ("c_ref", ref + tell), ("d_killer", killer),
+                       ("e_ref", ref + tell)):
+        (subs / f"{name}.py").write_text(text)
+    summary = batch.main(submissions=subs, out=tmp_path / "out", assignment=assignment.load("attention"),
+                         workers=1, echo=lambda *_: None)
+    scores = {r.student: r.score for r in summary.results}
+    assert scores == {"a_killer": 0.0, "b_ref": 100.0, "c_ref": 100.0, "d_killer": 0.0, "e_ref": 100.0}, scores
+    uids = {n: int(re.search(r"uid (\d+)", (tmp_path / "out" / f"{n}.json").read_text()).group(1))
+            for n in ("b_ref", "c_ref", "e_ref")}
+    assert uids["b_ref"] != uids["c_ref"] and os.getuid() not in uids.values(), uids
+    deadline = time.monotonic() + 10
+    while [p for p, (name, _) in _procs().items() if name.startswith("grade-")] and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not [p for p, (name, _) in _procs().items() if name.startswith("grade-")]  # the spare one too
