@@ -69,6 +69,7 @@ class GradingPlugin:
         self.uids = [self.uid]  # the second one claimed with the first worker started ahead
         self.ahead: Spawning | None = None
         self.sub_uid = self.uid  # the uid of the submission being graded (its worker, its scratch folder)
+        self.closing: list = []  # (worker, scratch, uid) of finished submissions, being torn down
         self.loop = loop
         self.zygote = zygote
         self.current: Submission | None = None
@@ -246,6 +247,7 @@ class GradingPlugin:
         if ahead is not None:
             self.scratch, self.sub_uid = ahead.scratch, ahead.uid
         else:
+            self._end_closing()  # (a worker being torn down may hold that uid still)
             self.sub_uid = self.uids[0]
             self.scratch = make_scratch(self.sub_uid)
         scratch, uid = self.scratch, self.sub_uid
@@ -274,6 +276,7 @@ class GradingPlugin:
 
     def _start_ahead(self, limits) -> None:
         """Ask for the next submission's worker, under the uid this submission does not use."""
+        self._end_closing()
         if not self.ahead_enabled or self.ahead is not None or self.zygote is None:
             return
         try:
@@ -287,6 +290,16 @@ class GradingPlugin:
                 remove_scratch(scratch, uid)
         except Exception:  # (no free uid, ...): the next submission starts its worker itself, as before
             self.ahead_enabled = False
+
+    def _end_closing(self) -> None:
+        """Finish tearing down the workers of finished submissions (see _finish)."""
+        closing, self.closing = self.closing, []
+        for worker, scratch, uid in closing:
+            try:
+                worker.end_kill()
+            finally:
+                if scratch is not None:
+                    remove_scratch(scratch, uid)
 
     def _discard(self, ahead: Spawning | None) -> None:
         if ahead is None:
@@ -337,6 +350,12 @@ class GradingPlugin:
     def _finish(self, result: SubmissionResult, items: list[pytest.Item], started: float) -> SubmissionResult:
         sub = self.current
         if self.current is not None:
+            if self.ahead_enabled and self.current.worker is not None:
+                # The next submission runs as the other uid: this worker is torn down while it is graded, and
+                # finished (its uid swept, its scratch removed) before this uid serves again (_start_ahead).
+                self.current.worker.begin_kill()
+                self.closing.append((self.current.worker, self.scratch, self.sub_uid))
+                self.current.worker, self.scratch = None, None
             self.current.close()
             result.sandbox = dict(self.current.modes)
             result.notes.extend(n for n in self.current.notes if n not in result.notes)
@@ -386,6 +405,7 @@ class GradingPlugin:
         finally:
             ahead, self.ahead = self.ahead, None
             try:
+                self._end_closing()
                 self._discard(ahead)  # the worker started for a submission that did not come
             finally:
                 if self.zygote is not None:
@@ -429,6 +449,7 @@ class GradingPlugin:
                                                 "교수자가 확인 후 다시 채점합니다."))
         for cleanup in (lambda: self.current.close() if self.current is not None else None,
                         lambda: remove_scratch(self.scratch, self.sub_uid) if self.scratch is not None else None,
+                        self._end_closing,
                         lambda: self._discard(self.ahead),
                         lambda: self.zygote.close() if self.zygote is not None else None):
             try:

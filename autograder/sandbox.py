@@ -844,6 +844,23 @@ class WorkerProcess:
         if not self.alive:
             return self.status or {}
         self.alive = False
+        return self._kill(graceful, sweep_uid)
+
+    def begin_kill(self) -> None:
+        """The first half of kill(): the keeper is told to stop everything, and this returns at once. end_kill()
+        waits for it and sweeps the uid: `grade batch` grades the next submission (as its other uid) meanwhile."""
+        if not self.alive:
+            return
+        self.alive = False
+        try:
+            self.ctrl.sendall(b"kill")
+        except OSError:
+            pass  # the keeper may have ended already: its report is queued
+
+    def end_kill(self) -> dict[str, Any]:
+        return self._kill(False, True)
+
+    def _kill(self, graceful: bool, sweep_uid: bool) -> dict[str, Any]:
         if graceful:  # ask the worker to leave; the keeper then sweeps up whatever it started
             try:
                 protocol.send(self.sock, {"op": "exit", "args": {}}, deadline=time.monotonic() + 3.0)
