@@ -241,3 +241,46 @@ def test_objects_built_one_after_another_then_called_match_one_by_one(make):
                               [(0, step("call", x)), (1, step("call", x, fail_at=1))])
     assert torch.is_tensor(taken(outs[0])["out"]) and isinstance(outs[1], CheckFailure)
     assert "`Net(4)` raised ValueError" in outs[1].message.en
+
+
+FUNCS = """
+import torch
+def double(x):
+    return x * 2
+def wrong(x):
+    return x + 1
+def boom(x):
+    raise RuntimeError("boom")
+"""
+
+
+def test_planned_function_calls_fail_where_the_calls_one_by_one_would(make):
+    """steps.planned sends a check's function calls ahead; each reply is taken where the check makes that call, so
+    a wrong value met before a call that raises fails the check with the comparison's words, not the raise's."""
+    from assignments.attention.steps import call, planned
+    from autograder.checks import expect_close
+    x = torch.full((3,), 3.0)
+
+    def check(sub):
+        expect_close(call(sub, "double", x), x * 2, "double(x)")
+        expect_close(call(sub, "wrong", x), x * 2, "wrong(x)")
+        call(sub, "boom", x)
+
+    outcomes = []
+    for ahead in (False, True):
+        sub = make(FUNCS)
+        try:
+            if ahead:
+                with planned(sub, ("double", (x,), None, ""), ("wrong", (x,), None, ""), ("boom", (x,), None, "")):
+                    check(sub)
+            else:
+                check(sub)
+        except CheckFailure as e:
+            outcomes.append(e.message)
+    assert len(outcomes) == 2 and outcomes[0] == outcomes[1] and "wrong(x)" in outcomes[0].en
+    # a function that is not defined fails at its own call, after the ones before it were judged
+    sub = make(FUNCS)
+    with pytest.raises(CheckFailure, match="`missing` is not defined"):
+        with planned(sub, ("double", (x,), None, ""), ("missing", (x,), None, "")):
+            expect_close(call(sub, "double", x), x * 2, "double(x)")
+            call(sub, "missing", x)
