@@ -677,29 +677,6 @@ class Submission:
             remotes.append(r)
         return remotes, values[n:] + ([failure] if failure is not None else [])
 
-    def call_all(self, calls: list[tuple[str, tuple, int | None, str]]) -> list[Any]:
-        """Top-level functions called in order, (name, args, seed, words for a failure) each, in one round trip:
-        each call's result, or in its place the failure it would have raised alone (and nothing after it)."""
-        steps, whats, missing = [], [], None
-        for name, args, seed, what in calls:
-            try:
-                self.require(name, kind="function")
-            except CheckFailure as e:  # as the call itself would fail, once the ones before it have been taken
-                missing = e
-                break
-            steps.append({"op": "call", "args": {"name": name, "args": list(args), "kwargs": {}, "seed": seed,
-                                                 "record": None}})
-            whats.append(what)
-        out: list[Any] = []
-        if steps:
-            try:
-                out = [v["out"] for v in self.request("seq", what=whats, steps=steps)["values"]]
-            except CheckFailure as e:
-                if e.done is None:  # a hang or a crash: what came before it is not known
-                    raise
-                return [v["out"] for v in e.done] + [e]
-        return out + ([missing] if missing is not None else [])
-
     def call(self, name: str, *args: Any, record: list[str] | None = None, **kwargs: Any) -> Any:
         """Call a top-level function of the submission and return its result."""
         self.require(name, kind="function")

@@ -7,8 +7,6 @@ of an earlier step, so one mistake costs one step.
 """
 from __future__ import annotations
 
-import contextlib
-import weakref
 from typing import Any
 
 import torch
@@ -16,7 +14,6 @@ import torch.nn as nn
 
 from assignments.attention.common import INPUTS
 from autograder.checks import expect_close, expect_shape, expect_tensor, fail
-from autograder.proxy import taken
 from autograder.rng import manual_seed
 
 T = torch.tensor
@@ -74,37 +71,8 @@ def notebook_scores_351() -> tuple[torch.Tensor, torch.Tensor]:
 
 # ---------------------------------------------------------------------------------------------- calling the student
 
-_PLANNED: "weakref.WeakKeyDictionary[Any, list]" = weakref.WeakKeyDictionary()
-
-
-@contextlib.contextmanager
-def planned(sub, *calls: tuple[str, tuple, int | None, str]):
-    """The calls (name, args, seed, what) a check is about to make through call(), in its order, sent ahead in one
-    round trip; call() hands out each reply in turn (a failure is raised where that call is made). A call that is
-    not the next one planned goes alone (the step functions keep no state, so nothing depends on the order)."""
-    _PLANNED[sub] = list(zip(calls, sub.call_all([(n, a, s, w or f"{n}(...)") for n, a, s, w in calls])))
-    try:
-        yield
-    finally:
-        _PLANNED.pop(sub, None)
-
-
-def _same(a: Any, b: Any) -> bool:
-    if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):
-        return type(a) is type(b) and a.dtype == b.dtype and a.shape == b.shape and torch.equal(a, b)
-    return type(a) is type(b) and a == b
-
-
 def call(sub, name: str, *args: Any, seed: int | None = None, what: str = "") -> Any:
     """name(*args) in the worker, after torch.manual_seed(seed) when a seed is given."""
-    queue = _PLANNED.get(sub)
-    if queue:
-        (p_name, p_args, p_seed, p_what), outcome = queue[0]
-        if (p_name, p_seed, p_what) == (name, seed, what) and len(p_args) == len(args) \
-                and all(_same(a, b) for a, b in zip(p_args, args)):
-            queue.pop(0)
-            return taken(outcome)
-        _PLANNED.pop(sub, None)
     sub.require(name, kind="function")
     return sub.request("call", what=what or f"{name}(...)", name=name, args=list(args), kwargs={}, seed=seed,
                        record=None)["out"]

@@ -2,7 +2,7 @@
 import torch
 
 from assignments.attention.common import explain, randn
-from assignments.attention.steps import call, check_dropout, check_qkv_weights, check_query_key_value, planned
+from assignments.attention.steps import call, check_dropout, check_qkv_weights, check_query_key_value
 from autograder.checks import check, expect_close
 from reference import attention as R
 
@@ -11,27 +11,21 @@ from reference import attention as R
 def test_weight_steps_other_sizes(sub):
     """3.4.1 steps on hidden seeds and sizes"""
     for seed, T, d_in, d_out in ((5150, 7, 5, 4), (2718, 4, 2, 3)):
+        check_qkv_weights(sub, seed, d_in, d_out)
         x = randn(seed, T, d_in)
         W = tuple(randn(seed + i + 1, d_in, d_out) for i in range(3))
+        check_query_key_value(sub, x[2], W, "x[2]")
+        check_query_key_value(sub, x, W, "x")
         q, keys, values = x[2] @ W[0], x @ W[1], x @ W[2]
-        scores = R.query_scores(q, keys)
-        weights = R.scaled_softmax(scores, d_out)
-        # The calls below, in their order, in one round trip (steps.planned).
-        with planned(sub, ("qkv_weights", (d_in, d_out), seed,
-                           f"torch.manual_seed({seed}); qkv_weights({d_in}, {d_out})"),
-                     ("query_key_value", (x[2], *W), None, "query_key_value(x[2], W_query, W_key, W_value)"),
-                     ("query_key_value", (x, *W), None, "query_key_value(x, W_query, W_key, W_value)"),
-                     ("dot_score", (q, keys[0]), None, ""), ("query_scores", (q, keys), None, ""),
-                     ("scaled_softmax", (scores, d_out), None, ""), ("weighted_sum", (weights, values), None, "")):
-            check_qkv_weights(sub, seed, d_in, d_out)
-            check_query_key_value(sub, x[2], W, "x[2]")
-            check_query_key_value(sub, x, W, "x")
-            expect_close(call(sub, "dot_score", q, keys[0]), R.dot_score(q, keys[0]), "dot_score(query, key)")
-            expect_close(call(sub, "query_scores", q, keys), scores, "query_scores(query, keys)")
-            expect_close(call(sub, "scaled_softmax", scores, d_out), weights, f"scaled_softmax(attn_scores, {d_out})",
-                         explain=explain(sub, "scaled_softmax", scores, d_out))
-            expect_close(call(sub, "weighted_sum", weights, values), R.weighted_sum(weights, values),
-                         "weighted_sum(attn_weights, values)")
+        expect_close(call(sub, "dot_score", q, keys[0]), R.dot_score(q, keys[0]), "dot_score(query, key)")
+        scores = call(sub, "query_scores", q, keys)
+        expect_close(scores, R.query_scores(q, keys), "query_scores(query, keys)")
+        weights = R.scaled_softmax(R.query_scores(q, keys), d_out)
+        expect_close(call(sub, "scaled_softmax", R.query_scores(q, keys), d_out), weights,
+                     f"scaled_softmax(attn_scores, {d_out})",
+                     explain=explain(sub, "scaled_softmax", R.query_scores(q, keys), d_out))
+        expect_close(call(sub, "weighted_sum", weights, values), R.weighted_sum(weights, values),
+                     "weighted_sum(attn_weights, values)")
 
 
 @check(question="steps", points=1)
@@ -41,15 +35,11 @@ def test_mask_steps_other_sizes(sub):
         scores = randn(seed, n, n)
         weights = torch.softmax(scores, dim=-1)
         mask = R.simple_mask(n)
-        with planned(sub, ("simple_mask", (n,), None, ""), ("apply_simple_mask", (weights, mask), None, ""),
-                     ("renormalize", (weights * mask,), None, ""), ("mask_future", (scores,), None, ""),
-                     ("apply_dropout", (weights, 0.3), seed,
-                      f"torch.manual_seed({seed}); apply_dropout(attn_weights, 0.3)")):
-            expect_close(call(sub, "simple_mask", n), mask, f"simple_mask({n})")
-            expect_close(call(sub, "apply_simple_mask", weights, mask), R.apply_simple_mask(weights, mask),
-                         "apply_simple_mask(attn_weights, mask_simple)")
-            expect_close(call(sub, "renormalize", weights * mask), R.renormalize(weights * mask),
-                         "renormalize(masked_simple)", explain=explain(sub, "renormalize", weights * mask))
-            expect_close(call(sub, "mask_future", scores), R.mask_future(scores), "mask_future(attn_scores)",
-                         explain=explain(sub, "mask_future", scores))
-            check_dropout(sub, weights, 0.3, seed, "attn_weights")
+        expect_close(call(sub, "simple_mask", n), mask, f"simple_mask({n})")
+        expect_close(call(sub, "apply_simple_mask", weights, mask), R.apply_simple_mask(weights, mask),
+                     "apply_simple_mask(attn_weights, mask_simple)")
+        expect_close(call(sub, "renormalize", weights * mask), R.renormalize(weights * mask),
+                     "renormalize(masked_simple)", explain=explain(sub, "renormalize", weights * mask))
+        expect_close(call(sub, "mask_future", scores), R.mask_future(scores), "mask_future(attn_scores)",
+                     explain=explain(sub, "mask_future", scores))
+        check_dropout(sub, weights, 0.3, seed, "attn_weights")
