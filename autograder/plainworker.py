@@ -155,9 +155,12 @@ class PlainWorkerProcess:
             return protocol.recv(self.sock, deadline=deadline, max_head=16 * 1024 * 1024)
         except protocol.ChannelTimeout:
             self.last_progress = self.read_scratch("load.progress", 2000)
-            step = self._step(started, steps)
+            step, began = protocol.step_reached(self.read_scratch("seq.progress", 64), started, steps) \
+                if steps > 1 else (0, started)
             self.kill()
-            raise _at(WorkerTimeout(f"no answer within {timeout:g} s", self.status), step) from None
+            hang = _at(WorkerTimeout(f"no answer within {timeout:g} s", self.status), step)
+            hang.before = max(0.0, began - started)
+            raise hang from None
         except (protocol.ProtocolError, OSError) as e:
             step = self._step(started, steps)
             self.kill()

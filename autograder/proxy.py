@@ -368,7 +368,8 @@ class Submission:
 
         Not the budget's remainder: a request stopped at the remainder could not be told from a hang, and a hang
         must cost only its class. So a submission's code runs at most total_timeout plus one call_timeout, and
-        each hang (once per class or top-level line) call_timeout more."""
+        each hang (once per class or top-level line) call_timeout more (the steps of a sequence before a hang
+        count as waiting, see _raw and wait_limit)."""
         return max(0.1, self.limits.call_timeout)
 
     def wait_limit(self) -> float:
@@ -420,8 +421,13 @@ class Submission:
                 resp = self.worker.request(op, args, timeout=self.hang_limit(), steps=max(1, len(args["steps"])))
             else:
                 resp = self.worker.request(op, args, timeout=self.hang_limit())
-        except WorkerTimeout:
-            raise  # a hang: charged to its class or line, not to the budget of the rest
+        except WorkerTimeout as e:
+            # A hang: its call_timeout is charged to its class or line, not to the budget of the rest. The steps of
+            # a sequence before the one that hung ran as requests of their own would have: their time counts as
+            # waiting (wait_limit), so a worker that writes a false progress file to stretch a sequence spends the
+            # submission's own allowance.
+            self.waited += e.before
+            raise
         except BaseException:
             self.used += time.monotonic() - started  # the worker is gone: its CPU time can no longer be read
             self.waited += time.monotonic() - started

@@ -621,6 +621,7 @@ class WorkerLost(Exception):
         self.reason = reason
         self.status = status or {}
         self.step = 0  # the step of a sequence (op "seq") that was running when the worker was lost
+        self.before = 0.0  # seconds the steps of that sequence before it took (a hang: see proxy._raw)
 
 
 class WorkerTimeout(WorkerLost):
@@ -814,12 +815,14 @@ class WorkerProcess:
         except protocol.ChannelTimeout:
             over = self.over_budget()  # a hoard slowed down at its limit was over budget, not merely slow
             self.last_progress = self.read_scratch("load.progress", 2000)  # gone with the worker's files
-            step = self._step(started, steps)
+            step, began = self._began(started, steps)
             self.kill()
             if over is not None:
                 self.status = over
                 raise _at(WorkerLost(f"over its {over['how']} budget", over), step) from None
-            raise _at(WorkerTimeout(f"no answer within {timeout:g} s", self.status), step) from None
+            hang = _at(WorkerTimeout(f"no answer within {timeout:g} s", self.status), step)
+            hang.before = max(0.0, began - started)  # the steps before the one that hung (see proxy._raw)
+            raise hang from None
         except (protocol.ProtocolError, OSError) as e:
             step = self._step(started, steps)
             self.kill()
@@ -836,7 +839,13 @@ class WorkerProcess:
 
     def _step(self, started: float, steps: int) -> int:
         """Which step of a sequence sent at `started` the worker was running (read before it is killed)."""
-        return protocol.step_reached(self.read_scratch("seq.progress", 64), started, steps)[0] if steps > 1 else 0
+        return self._began(started, steps)[0]
+
+    def _began(self, started: float, steps: int) -> tuple[int, float]:
+        """That step, and when it began (`started` for the first)."""
+        if steps <= 1:
+            return 0, started
+        return protocol.step_reached(self.read_scratch("seq.progress", 64), started, steps)
 
     def kill(self, graceful: bool = False, sweep_uid: bool = True) -> dict[str, Any]:
         """Stop the worker and every descendant; returns how the worker ended. sweep_uid=False leaves the other

@@ -241,3 +241,32 @@ def test_objects_built_one_after_another_then_called_match_one_by_one(make):
                               [(0, step("call", x)), (1, step("call", x, fail_at=1))])
     assert torch.is_tensor(taken(outs[0])["out"]) and isinstance(outs[1], CheckFailure)
     assert "`Net(4)` raised ValueError" in outs[1].message.en
+
+
+FORGER = CODE + """
+import os, threading, time as _time
+def _forge():
+    k = 1
+    while True:  # claims a step began every 0.3 s: a false progress file
+        try:
+            with open(os.path.join(os.environ["HOME"] if "HOME" in os.environ else ".", "seq.progress"), "w") as f:
+                f.write(f"{k} {_time.monotonic():.6f}\\n")
+        except OSError:
+            pass
+        k = k % 3 + 1  # steps 1, 2, 3 of a 4-step sequence, over and over
+        _time.sleep(0.3)
+threading.Thread(target=_forge, daemon=True).start()
+"""
+
+
+def test_a_false_progress_file_stretches_a_sequence_no_further_than_its_steps_and_is_charged_as_waiting(make):
+    limit = 1.0
+    sub = make(FORGER, call_timeout=limit)
+    x = torch.randn(1, 2)
+    spin = sub.new("Spin")
+    began = time.monotonic()
+    with pytest.raises(CheckFailure):
+        spin.seq(step("call", x, spin=True), step("call", x), step("call", x), step("call", x))
+    took = time.monotonic() - began
+    assert 1.4 * limit < took <= 4 * limit + 1.0, took  # stretched (the thread writes), but only to the cap
+    assert sub.waited >= took - limit - 0.5, (sub.waited, took)  # all but the hang's own limit counts as waiting
