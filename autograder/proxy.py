@@ -120,7 +120,7 @@ def step(op: str, *args: Any, mode: str | None = "eval", seed: int | None = None
 def _hinted(e: CheckFailure, hint: Message) -> CheckFailure:
     """e's failure told with a spelling hint instead (same step and values of a sequence)."""
     failure = CheckFailure(hint, e.staff)
-    failure.step, failure.done = getattr(e, "step", 0), getattr(e, "done", None)
+    failure.step, failure.done = e.step, e.done
     return failure
 
 
@@ -452,24 +452,15 @@ class Submission:
         err = resp.get("error") if isinstance(resp.get("error"), dict) else {}
         raise RemoteError(err)
 
-    def request(self, op: str, what: str = "", owner: str | None = None, **args: Any) -> Any:
+    def request(self, op: str, what: str | list[str] = "", owner: str | None = None, **args: Any) -> Any:
         """Send one request; student exceptions and worker crashes become CheckFailures with a clear message.
 
         owner: the student's class or function the request runs code of; once it has hung, it is not called
         again (each later check of it fails at once with the hang's message) and the others are graded in full.
-        For a sequence (op "seq", see worker.op_seq) the failure's `.step` is the index of the step that failed:
-        0 when none ran (the first request alone would have failed the same way).
+        For a sequence (op "seq", see worker.op_seq; `what` may then hold each step's words) the failure's `.step`
+        is the index of the step that failed (0 when none ran: the first request alone would have failed the same
+        way) and `.done` the values of the steps before it, where known (not after a hang or a crash).
         """
-        try:
-            return self._request(op, what, owner, **args)
-        except CheckFailure as f:
-            if op == "seq" and type(getattr(f, "step", None)) is not int:
-                f.step = 0
-            if op == "seq" and type(getattr(f, "done", None)) is not list:
-                f.done = None  # not known (a hang, a crash): the steps before it gave nothing a check may use
-            raise
-
-    def _request(self, op: str, what: str | list[str], owner: str | None, **args: Any) -> Any:
         if self.fatal is not None:
             raise CheckFailure(self.fatal)
         if owner is not None and owner in self.hung:
