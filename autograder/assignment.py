@@ -6,6 +6,7 @@ import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from .checks import VISIBILITIES
 from .errors import AssignmentError
@@ -112,8 +113,9 @@ def load(name: str) -> Assignment:
         raise AssignmentError(f"{cfg_path}: {e}") from None
 
 
-def for_file(filename: str) -> Assignment | None:
-    """The assignment whose accepted file names include `filename` (how `grade check` recognises a file)."""
+def for_file(filename: str, load: Callable[[str], Assignment] = load) -> Assignment | None:
+    """The assignment whose accepted file names include `filename` (how `grade check` recognises a file).
+    load: how an assignment is loaded by name (a caller recognising many files passes a cached one)."""
     for n in names():
         a = load(n)
         if filename in a.files:
@@ -124,7 +126,7 @@ def for_file(filename: str) -> Assignment | None:
 _DEFINED = re.compile(r"^(?:class|def)\s+([A-Za-z_]\w*)", re.MULTILINE)
 
 
-def for_source(path: Path) -> Assignment | None:
+def for_source(path: Path, load: Callable[[str], Assignment] = load) -> Assignment | None:
     """The assignment a file answers, from what it defines at the top level (a file named after the student).
 
     The names are read with a pattern, not a parser, so a file with a syntax error is still recognised. An
@@ -148,6 +150,18 @@ def for_source(path: Path) -> Assignment | None:
     return scored[0][1]
 
 
-def recognise(path: Path) -> Assignment | None:
+def recognise(path: Path, load: Callable[[str], Assignment] = load) -> Assignment | None:
     """By file name (attention.ipynb), else by the names the file defines."""
-    return for_file(path.name) or for_source(path)
+    return for_file(path.name, load) or for_source(path, load)
+
+
+def cached_loader() -> Callable[[str], Assignment]:
+    """load(), each assignment loaded once (on first use): for recognising a folder of many files, where load()
+    per file and assignment took most of a second for 200 files."""
+    seen: dict[str, Assignment] = {}
+
+    def get(name: str) -> Assignment:
+        if name not in seen:
+            seen[name] = load(name)
+        return seen[name]
+    return get

@@ -23,7 +23,7 @@ from . import discover
 from .assignment import PROJECT_ROOT, Assignment
 from .errors import UsageError
 from .messages import Message
-from .plugin import Job
+from .jobs import Job
 from .results import (SubmissionResult, columns, csv_text, grades_csv_text, one_line, read_result, write_atomic,
                       write_result)
 from .safetext import clean, shown_name

@@ -9,7 +9,7 @@ from typing import Any
 from .assignment import Assignment
 from .errors import UsageError
 from .messages import Message
-from .plugin import Job
+from .jobs import Job
 from .safetext import shown_name
 
 GRADABLE = (".py", ".ipynb")
@@ -141,9 +141,10 @@ def recognise(root: Path, names: list[str]) -> Assignment:
         raise UsageError(Message(f"{root} is empty: there is nothing to grade.",
                                  f"{root} 폴더가 비어 있어 채점할 것이 없습니다."))
     seen: dict[str, list[str]] = {}
+    load = assignments.cached_loader()
     for e in entries:
         files = [e] if e.is_file() and e.suffix in GRADABLE else _gradable(e) if e.is_dir() else []
-        found = {a.name for a in map(assignments.recognise, files[:20]) if a is not None}
+        found = {a.name for a in (assignments.recognise(f, load) for f in files[:20]) if a is not None}
         for n in found:
             seen.setdefault(n, []).append(e.name)
     hint_en = f"pass --assignment NAME (one of: {', '.join(names)})"

@@ -12,7 +12,6 @@ import hashlib
 import os
 import time
 import traceback
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
@@ -22,6 +21,7 @@ from _pytest.runner import runtestprotocol
 from .assignment import Assignment, for_file, load
 from .checks import CheckFailure, CheckMeta, Reveal
 from .errors import SubmissionFormatError
+from .jobs import Job
 from .messages import Message, bilingual, rename_hint
 from .proxy import Submission
 from .results import CheckResult, SubmissionResult, write_atomic
@@ -30,15 +30,6 @@ from .sandbox import Spawning, WorkerLost, Zygote, claim_uid, is_root, make_scra
 from .source import read
 
 MAX_SHOWN_OUTPUT = 2000
-
-
-@dataclass
-class Job:
-    student: str
-    path: Path | None
-    error: Message | None = None  # found before grading (e.g. a folder with two candidate files)
-    note: Message | None = None  # how the file was chosen, when that was a choice (a .py beside an .ipynb)
-    options: dict[str, Any] | None = None  # per-submission options on top of [options] (an exam's variant)
 
 
 def protect(paths: Iterable[Path]) -> None:

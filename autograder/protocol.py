@@ -19,6 +19,7 @@ _NAMES: dict = {}
 
 
 _SIZES: dict = {}  # dtype -> bytes per element
+_NUMPY: dict = {}  # dtype -> numpy's dtype, where numpy has it; None -> the numpy module
 _torch_module = None
 
 
@@ -30,6 +31,13 @@ def _torch():
         DTYPES.update({n: getattr(torch, n) for n in _DTYPE_NAMES})
         _NAMES.update({v: k for k, v in DTYPES.items()})
         _SIZES.update({v: torch.empty((), dtype=v).element_size() for v in DTYPES.values()})
+        try:  # numpy's frombuffer and torch.from_numpy: the same tensor in about half the time of torch.frombuffer
+            import numpy
+            _NUMPY.update({v: torch.empty((), dtype=v).numpy().dtype for v in DTYPES.values()
+                           if v is not torch.bfloat16})  # (numpy has no bfloat16)
+            _NUMPY[None] = numpy
+        except Exception:  # noqa: BLE001 - no numpy (or a broken one): torch.frombuffer for every dtype
+            _NUMPY.clear()
         _torch_module = torch
     return _torch_module
 
@@ -164,6 +172,9 @@ def _tensor(obj: dict, blobs: list[memoryview]) -> Any:
     if numel == 0:
         return torch.empty(shape, dtype=dtype)
     # One copy: the tensor owns writable memory (its own bytearray) and shares nothing with the receive buffer.
+    as_numpy = _NUMPY.get(dtype)
+    if as_numpy is not None:
+        return torch.from_numpy(_NUMPY[None].frombuffer(bytearray(raw), dtype=as_numpy).reshape(shape))
     return torch.frombuffer(bytearray(raw), dtype=dtype).reshape(shape)
 
 

@@ -74,19 +74,29 @@ _DUNDERS = {"__iter__", "__call__", "__repr__", "__str__", "__len__", "__new__",
             "__setattr__", "__getattr__", "__post_init__", "__init_subclass__"}
 
 
-def misspelt_method(source: Source, cls: str, wanted: str) -> Message | None:
-    """When class `cls` (read from the source, not run) lacks method `wanted` but defines a near spelling of it
-    (`__init_`, `__int__`, `foward`), the message that says so: Python silently ignores the misspelt one."""
+def class_methods(source: Source) -> dict[str, list[str]]:
+    """The methods each top-level class of the source defines (read, not run; the last definition of a name
+    wins, as when run). Cells Python's parser refuses are left out."""
     from .source import Unparsable, parse
-    methods = None
+    classes: dict[str, list[str]] = {}
     for cell in source.cells:
         try:
             tree = parse(cell.code, cell.label)
         except Unparsable:  # a syntax error, or code nested too deeply for the parser (MemoryError): not this cell
             continue
         for node in tree.body:
-            if isinstance(node, ast.ClassDef) and node.name == cls:  # the last definition wins, as when run
-                methods = [n.name for n in node.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+            if isinstance(node, ast.ClassDef):
+                classes[node.name] = [n.name for n in node.body
+                                      if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    return classes
+
+
+def misspelt_method(source: Source, cls: str, wanted: str,
+                    classes: dict[str, list[str]] | None = None) -> Message | None:
+    """When class `cls` (read from the source, not run) lacks method `wanted` but defines a near spelling of it
+    (`__init_`, `__int__`, `foward`), the message that says so: Python silently ignores the misspelt one.
+    classes: class_methods(source), when the caller keeps it."""
+    methods = (class_methods(source) if classes is None else classes).get(cls)
     if not methods or wanted in methods:
         return None
     guess = near_miss(wanted, [m for m in methods if m not in _DUNDERS])
@@ -258,6 +268,7 @@ class Submission:
         self.notes: list[Message] = []  # what the checks want the student to read at the top of the result
         self.graded_names: frozenset[str] = frozenset()  # the assignment's names: never offered as a rename
         self._spelling: dict[tuple[str, str], Message | None] = {}
+        self._classes: dict[str, list[str]] | None = None  # class_methods(source), read once when first needed
         self._env: dict[str, Any] | None = None
         self._imports_ok: dict[str, bool] = {}  # module -> a fresh worker imports it (see _student_made)
 
@@ -575,7 +586,9 @@ class Submission:
         """misspelt_method, parsed once per class and method (a failing constructor fails in every check)."""
         key = (cls, wanted)
         if key not in self._spelling:
-            self._spelling[key] = misspelt_method(self.source, cls, wanted)
+            if self._classes is None:
+                self._classes = class_methods(self.source)
+            self._spelling[key] = misspelt_method(self.source, cls, wanted, self._classes)
         return self._spelling[key]
 
     def signature(self, name: str) -> list[dict[str, Any]]:
