@@ -348,3 +348,35 @@ def test_a_killed_graders_scratch_folders_are_removed_when_its_uid_is_claimed_ag
     remove_stale_scratch(61990)
     assert not mine.exists() and other.exists() and unrelated.exists()
     assert os.path.exists("/etc/passwd")
+
+
+def test_stopping_a_worker_waits_for_it_and_leaves_its_own_children_to_the_sweep():
+    """The keeper's _stop: SIGKILL, wait for the end (the exit status is the kill), no child left of that one; a
+    grandchild it left behind is re-parented to the subreaper and the sweep after it still finds and kills it."""
+    import ctypes as _ct
+    from autograder import sandbox
+    r, w = os.pipe()
+    keeper = os.fork()
+    if keeper == 0:  # a stand-in keeper: a child subreaper with one "worker" that has a child of its own
+        try:
+            _ct.CDLL(None).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+            worker = os.fork()
+            if worker == 0:
+                if os.fork() == 0:
+                    time.sleep(60)
+                    os._exit(0)
+                time.sleep(60)
+                os._exit(0)
+            time.sleep(0.2)
+            status = sandbox._stop(worker)
+            killed = status is not None and os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
+            left = sandbox._kill_descendants()
+            swept = len(left) == 1 and not sandbox._children(os.getpid())
+            os.write(w, json.dumps({"killed": killed, "swept": swept}).encode())
+        finally:
+            os._exit(0)
+    os.close(w)
+    with os.fdopen(r) as f:
+        got = json.loads(f.read() or "{}")
+    os.waitpid(keeper, 0)
+    assert got == {"killed": True, "swept": True}
