@@ -3,7 +3,8 @@
     .venv/bin/python bench/batch_bench.py [--n 200] [--baseline-n 200] [--floor-n 40] [--big-n 1000] [--workers 2]
 
 Generates N mixed submissions (correct, buggy, broken), grades them with the baseline (2 pytest processes at a
-time, each importing torch and pytest and grading one file with pytest-json-report) and with `grade batch`,
+time, each importing torch and pytest and grading one file with pytest-json-report; half of its sample before
+`grade batch` runs and half after, so that a drift of the machine's speed lands on both sides) and with `grade batch`,
 and prints submissions per second, the ratio, p50/p95 latency per submission and the peak memory (PSS of
 every process in the tree, summed, sampled four times a second). Also measured in the same run: the floor of any
 process-per-submission design (`python -c "import torch, pytest"`, two at a time), `grade batch` on --big-n
@@ -210,9 +211,17 @@ def main() -> None:
         print(f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
               f"{platform.platform()}")
         print(f"corpus: {args.n} submissions ({', '.join(sorted({m[1] for m in MUTATIONS}))}); "
-              f"baseline on {len(sample)} of them; {args.workers} workers each\n")
-        b = baseline(sample, args.workers, tmp / "baseline")
+              f"baseline on {len(sample)} of them, half before and half after "
+              f"grade batch; {args.workers} workers each\n")
+        # The baseline in two halves, one before and one after `grade batch`: this VM's speed drifts by a third
+        # within an hour, and a drift during the minutes the baseline takes would otherwise land on one side of
+        # the ratio only (a linear drift cancels this way).
+        half = len(sample) // 2
+        b1 = baseline(sample[:half], args.workers, tmp / "baseline")
         g = batch(tmp / "subs", args.workers, tmp / "batch")
+        b2 = baseline(sample[half:], args.workers, tmp / "baseline")
+        b = {"wall": b1["wall"] + b2["wall"], "lat": b1["lat"] + b2["lat"], "peak": max(b1["peak"], b2["peak"]),
+             "scores": {**b1["scores"], **b2["scores"]}, "n": b1["n"] + b2["n"]}
         rate_b, rate_g = b["n"] / b["wall"], g["n"] / g["wall"]
         print(f"{'':24}{'subs/s':>9}{'p50 s':>9}{'p95 s':>9}{'peak MiB':>10}{'wall s':>9}")
         for name, r, rate in (("pytest per submission", b, rate_b), ("grade batch", g, rate_g)):
