@@ -190,8 +190,10 @@ def _stop(pid: int, timeout: float = 1.0) -> int | None:
     except (AttributeError, OSError):
         return None
     try:
-        select.select([fd], [], [], timeout)
-    except OSError:
+        waiter = select.poll()  # (no FD_SETSIZE limit, unlike select)
+        waiter.register(fd, select.POLLIN)
+        waiter.poll(timeout * 1000)
+    except (OSError, ValueError):
         pass
     finally:
         os.close(fd)
