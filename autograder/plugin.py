@@ -57,6 +57,7 @@ class GradingPlugin:
         # this process can spend grading. The next worker runs as a second uid, so that nothing the submission
         # being graded does (signals, its uid's sweep when it ends) reaches the worker that waits for the next.
         self.ahead_enabled = loop and zygote is not None and self.uid is not None
+        self.last_job = False  # the job being graded is known to be the last (see pytest_runtestloop)
         self.uids = [self.uid]  # the second one claimed with the first worker started ahead
         self.ahead: Spawning | None = None
         self.sub_uid = self.uid  # the uid of the submission being graded (its worker, its scratch folder)
@@ -268,7 +269,7 @@ class GradingPlugin:
     def _start_ahead(self, limits) -> None:
         """Ask for the next submission's worker, under the uid this submission does not use."""
         self._end_closing()
-        if not self.ahead_enabled or self.ahead is not None or self.zygote is None:
+        if not self.ahead_enabled or self.ahead is not None or self.zygote is None or self.last_job:
             return
         try:
             if len(self.uids) < 2:
@@ -375,8 +376,12 @@ class GradingPlugin:
         if self.collect_errors or not session.items:
             raise RuntimeError("the assignment's checks could not be collected:\n" + "\n".join(self.collect_errors))
         items = session.items
+        # A list of jobs (`grade check`, Gradescope: one) says which is the last: no worker is started ahead after
+        # it. Jobs read from a pipe (`grade batch`) may always have a next one.
+        count = len(self.jobs) if isinstance(self.jobs, (list, tuple)) else None
         try:
-            for job in self.jobs:
+            for index, job in enumerate(self.jobs):
+                self.last_job = count is not None and index == count - 1
                 started = time.monotonic()
                 try:
                     result = self._begin(job)

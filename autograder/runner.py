@@ -29,6 +29,7 @@ def grade(assignment: Assignment, jobs: Iterable[Job], on_result: Callable[[Subm
     # torch's heap at the end; student code never runs in this process, so there is nothing for them to catch.
     args += ["-s", "-p", "no:terminal", "-p", "no:cacheprovider", "-p", "no:stepwise", "-p", "no:logging",
              "-p", "no:warnings", "-p", "no:unraisableexception", "-p", "no:threadexception",
+             "-p", "no:metadata",  # pytest-metadata (pytest-json-report's dependency) runs `uname -p` at start-up
              "--import-mode=importlib", f"--rootdir={assignment.dir}",
              f"--confcutdir={assignment.dir.parent}", "-o", "addopts="]
     warnings.filterwarnings("ignore", category=pytest.PytestAssertRewriteWarning)

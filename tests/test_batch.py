@@ -357,3 +357,35 @@ def test_the_next_submissions_worker_started_ahead_is_out_of_reach_of_the_one_be
     while [p for p, (name, _) in _procs().items() if name.startswith("grade-")] and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not [p for p, (name, _) in _procs().items() if name.startswith("grade-")]  # the spare one too
+
+
+@pytest.mark.skipif(not is_root(), reason="workers are started ahead only when the grader is root")
+def test_no_worker_is_started_ahead_after_the_last_of_a_known_list_of_jobs(tmp_path):
+    """`grade check` and Gradescope grade a list of one: nothing comes after it, so no worker is started ahead
+    (a fork, namespaces and a cgroup, then a teardown, for nothing). With two jobs, one worker is started ahead
+    (the second's), not two; both are graded in full."""
+    from autograder import runner
+    from autograder.jobs import Job
+    from autograder.sandbox import Zygote
+
+    class Counting(Zygote):
+        started = 0
+
+        def start_spawn(self, *args, **kwargs):
+            Counting.started += 1
+            return super().start_spawn(*args, **kwargs)
+
+    (tmp_path / "a.py").write_text(REFERENCE.read_text())
+    (tmp_path / "b.py").write_text(REFERENCE.read_text())
+    a = assignment.load("attention")
+    for jobs, spawns in (([Job("a", tmp_path / "a.py")], 1),
+                         ([Job("a", tmp_path / "a.py"), Job("b", tmp_path / "b.py")], 2)):
+        Counting.started = 0
+        results = []
+        zygote = Counting(full_warm_up=False)
+        try:
+            runner.grade(a, jobs, results.append, public_only=True, zygote=zygote)
+        finally:
+            zygote.close()
+        assert [r.score for r in results] == [r.max_score for r in results] and len(results) == len(jobs)
+        assert Counting.started == spawns, (len(jobs), Counting.started)
