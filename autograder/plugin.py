@@ -56,7 +56,8 @@ class GradingPlugin:
         # grades this one: starting one waits several ms on the kernel (moving it into its memory cgroup), time
         # this process can spend grading. The next worker runs as a second uid, so that nothing the submission
         # being graded does (signals, its uid's sweep when it ends) reaches the worker that waits for the next.
-        self.ahead_enabled = loop and zygote is not None and self.uid is not None
+        # (A pool without start_spawn, plainworker's, starts workers only when asked and stops them at once.)
+        self.ahead_enabled = loop and zygote is not None and self.uid is not None and hasattr(zygote, "start_spawn")
         self.last_job = False  # the job being graded is known to be the last (see pytest_runtestloop)
         self.uids = [self.uid]  # the second one claimed with the first worker started ahead
         self.ahead: Spawning | None = None
