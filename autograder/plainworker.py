@@ -155,19 +155,18 @@ class PlainWorkerProcess:
             return protocol.recv(self.sock, deadline=deadline, max_head=16 * 1024 * 1024)
         except protocol.ChannelTimeout:
             self.last_progress = self.read_scratch("load.progress", 2000)
-            step, began = protocol.step_reached(self.read_scratch("seq.progress", 64), started, steps) \
-                if steps > 1 else (0, started)
+            step, began = self._began(started, steps)
             self.kill()
             hang = _at(WorkerTimeout(f"no answer within {timeout:g} s", self.status), step)
             hang.before = max(0.0, began - started)
             raise hang from None
         except (protocol.ProtocolError, OSError) as e:
-            step = self._step(started, steps)
+            step = self._began(started, steps)[0]
             self.kill()
             raise _at(WorkerLost(str(e), self.status), step) from None
 
-    def _step(self, started: float, steps: int) -> int:
-        return protocol.step_reached(self.read_scratch("seq.progress", 64), started, steps)[0] if steps > 1 else 0
+    def _began(self, started: float, steps: int) -> tuple[int, float]:
+        return protocol.step_reached(lambda: self.read_scratch("seq.progress", 64), started, steps)
 
     def kill(self, graceful: bool = False, sweep_uid: bool = True) -> dict[str, Any]:  # no uids to sweep here
         if not self.alive:

@@ -317,18 +317,21 @@ def wait_steps(sock: socket.socket, started: float, timeout: float, steps: int,
                     raise ChannelTimeout("timed out")
             return deadline
         except ChannelTimeout:
-            step, began = step_reached(progress(), started, steps)
+            step, began = step_reached(progress, started, steps)
             now = time.monotonic()
             if not (last < step and began <= now and began + timeout > now):
                 raise
             last, deadline = step, min(began + timeout, cap)
 
 
-def step_reached(progress: str, started: float, steps: int) -> tuple[int, float]:
-    """The step of a sequence sent at `started` that the worker last began, and when, from its progress file's
-    text (worker.op_seq); (0, started) when the file says nothing about this sequence."""
+def step_reached(progress: Callable[[], str], started: float, steps: int) -> tuple[int, float]:
+    """The step of a sequence of `steps` requests sent at `started` that the worker last began, and when, from its
+    progress file's text (`progress()`, worker.op_seq); (0, started) for a single request (the file is not read)
+    and when the file says nothing about this sequence."""
+    if steps <= 1:
+        return 0, started
     try:
-        step_text, began_text = progress.split()[:2]
+        step_text, began_text = progress().split()[:2]
         step, began = int(step_text), float(began_text)
     except (ValueError, TypeError):
         return 0, started

@@ -870,9 +870,7 @@ class WorkerProcess:
 
     def _began(self, started: float, steps: int) -> tuple[int, float]:
         """That step, and when it began (`started` for the first)."""
-        if steps <= 1:
-            return 0, started
-        return protocol.step_reached(self.read_scratch("seq.progress", 64), started, steps)
+        return protocol.step_reached(lambda: self.read_scratch("seq.progress", 64), started, steps)
 
     def kill(self, graceful: bool = False, sweep_uid: bool = True) -> dict[str, Any]:
         """Stop the worker and every descendant; returns how the worker ended. sweep_uid=False leaves the other
