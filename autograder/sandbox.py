@@ -274,7 +274,9 @@ def _read_paths() -> list[str]:
     return list(_READ_PATHS)
 
 
-def _become_worker(spec: dict[str, Any], wsock: socket.socket, keeper_pid: int) -> None:
+def _become_worker(spec: dict[str, Any], wsock: socket.socket, keeper_pid: int, ready: int) -> None:
+    """ready: the pipe on which this process tells its keeper, before it runs any of the submission's code, that it
+    is set up (see _keeper)."""
     from .worker import Worker  # already imported by the zygote
     import torch
 
@@ -287,9 +289,11 @@ def _become_worker(spec: dict[str, Any], wsock: socket.socket, keeper_pid: int) 
     os.dup2(null, 0)
     os.dup2(out, 1)
     os.dup2(out, 2)
-    keep = wsock.fileno()
-    os.closerange(3, keep)
-    os.closerange(keep + 1, 65536)
+    lo = 3
+    for fd in sorted({wsock.fileno(), ready}):
+        os.closerange(lo, fd)
+        lo = fd + 1
+    os.closerange(lo, 65536)
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # an oversized write fails with EFBIG instead of killing
     signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
@@ -330,7 +334,10 @@ def _become_worker(spec: dict[str, Any], wsock: socket.socket, keeper_pid: int) 
     from . import worker
     worker.SANDBOX.update(memory_mb=lim["memory_mb"], disk_mb=lim["disk_mb"], uid=uid, modes=spec.get("modes", {}),
                           landlock=confine.landlock(scratch, _read_paths()), keyrings_denied=confine.deny_keyrings())
-    Worker(wsock, output_limit=lim["output_kb"] * 1024).serve()
+    worker = Worker(wsock, output_limit=lim["output_kb"] * 1024)
+    os.write(ready, READY)
+    os.close(ready)
+    worker.serve()
 
 
 def _isolate(spec: dict[str, Any], me: int) -> tuple[dict[str, str], "confine.MemoryCgroup | None"]:
@@ -358,6 +365,37 @@ def _isolate(spec: dict[str, Any], me: int) -> tuple[dict[str, str], "confine.Me
     return modes, cg
 
 
+READY = b"ready"  # what a worker writes on its setup pipe once it is set up, before it runs the submission's code
+SETUP_ERROR_CHARS = 2000
+SETUP_TIMEOUT = 60.0  # seconds a worker may take to set itself up (a few milliseconds here)
+
+
+def _worker_setup(fd: int) -> str | None:
+    """In the keeper: wait until the worker it forked is set up (None) or has failed to (why, as it said, or that
+    it said nothing). It writes before it runs any of the submission's code, so what comes here is the grader's own:
+    a worker that could not enter its scratch folder, drop its privileges or confine itself must not read as a
+    submission that crashed while it loaded."""
+    got = b""
+    try:
+        waiter = select.poll()
+        waiter.register(fd, select.POLLIN)
+        deadline = time.monotonic() + SETUP_TIMEOUT
+        while got != READY and time.monotonic() < deadline:
+            if not waiter.poll(max(1, int((deadline - time.monotonic()) * 1000))):
+                break
+            chunk = os.read(fd, SETUP_ERROR_CHARS * 4)
+            if not chunk:
+                break
+            got += chunk
+    except OSError as e:
+        return f"its setup could not be followed ({e})"
+    finally:
+        os.close(fd)
+    if got == READY:
+        return None
+    return got.decode("utf-8", "replace") or "it ended without saying why"
+
+
 def _keeper(spec: dict[str, Any], wsock: socket.socket, ksock: socket.socket) -> None:
     _set_name("grade-keeper")
     if spec.get("cpus"):
@@ -376,22 +414,31 @@ def _keeper(spec: dict[str, Any], wsock: socket.socket, ksock: socket.socket) ->
         modes, cg = {"namespaces": "unknown", "scratch": "folder", "memory": "polled",
                      "error": f"{type(e).__name__}: {e}"[:200]}, None
     spec = {**spec, "modes": modes}
+    ready_r, ready_w = os.pipe()
     pid = os.fork()
     if pid == 0:
         try:
             ksock.close()
-            _become_worker(spec, wsock, me)
+            os.close(ready_r)
+            _become_worker(spec, wsock, me, ready_w)
+        except BaseException as e:  # before any student code: the grader's own failure, and it is told why
+            try:
+                os.write(ready_w, f"{type(e).__name__}: {e}"[:SETUP_ERROR_CHARS].encode("utf-8", "replace"))
+            except BaseException:
+                pass
         finally:
             os._exit(0)
     wsock.close()
+    os.close(ready_w)
     # The worker waits for its first request, which comes only after this hello: it is in the cgroup before
     # any student code runs.
     if cg is not None and not cg.join(pid):
         cg.remove()
         cg, modes["memory"] = None, "polled"
         modes.pop("cgroup", None)
+    setup_error = _worker_setup(ready_r)  # (it set itself up meanwhile)
     protocol.send(ksock, {"keeper": me, "worker": pid, "modes": modes,
-                          "cgroup": cg.folder if cg is not None else None})
+                          "cgroup": cg.folder if cg is not None else None, "setup_error": setup_error})
     rfd, wfd = os.pipe()
     os.set_blocking(wfd, False)
     signal.set_wakeup_fd(wfd)
@@ -655,6 +702,11 @@ class WorkerTimeout(WorkerLost):
     """A request ran past its deadline; the worker has been killed."""
 
 
+class WorkerSetupFailed(WorkerLost):
+    """The worker failed to set itself up (scratch folder, privileges, confinement) before it ran any submitted
+    code: the grader's failure, never the submission's (the job's result says the autograder failed)."""
+
+
 def _at(e: WorkerLost, step: int) -> WorkerLost:
     e.step = step  # the step of a sequence that was running (0 for a single request)
     return e
@@ -752,6 +804,10 @@ class Spawning:
         w.limits = self.limits
         if isinstance(hello.get("cgroup"), str) and w.modes.get("memory", "").startswith("cgroup"):
             w.cgroup = confine.MemoryCgroup(hello["cgroup"], w.modes["memory"])
+        if "setup_error" in hello and hello["setup_error"] is not None:  # (a keeper of an older release sends none)
+            w.kill()
+            raise WorkerSetupFailed(f"the worker could not be set up, before it ran any submitted code: "
+                                    f"{str(hello['setup_error'])[:SETUP_ERROR_CHARS]} (modes: {w.modes})", w.status)
         return w
 
     def cancel(self) -> None:
@@ -944,8 +1000,41 @@ class WorkerProcess:
         return data.decode("utf-8", "replace"), size
 
 
+def _passable(path: str) -> bool:
+    """Whether a user other than the owner and group of each folder on the way can pass through to `path`."""
+    parts = os.path.realpath(path).split(os.sep)
+    for i in range(1, len(parts) + 1):
+        try:
+            if not os.stat(os.sep.join(parts[:i]) or os.sep).st_mode & 0o001:
+                return False
+        except OSError:
+            return False
+    return True
+
+
+_SCRATCH_BASES: dict[bool, str] = {}
+
+
+def scratch_base(uid: int | None) -> str:
+    """The folder scratch folders are made in: the temporary folder (TMPDIR and the like) where a worker can use
+    it, else /tmp or /var/tmp. Never under /dev/shm, of which each submission gets a fresh tmpfs
+    (confine.scratch_tmpfs) that would hide a scratch folder made there; for a worker of another uid, never below a
+    folder that uid cannot pass (TMPDIR in a mode-700 home), whose scratch folder it could not reach. Either made
+    the worker exit before it ran any code, and every submission read as crashing while it loaded."""
+    other = uid is not None
+    if other not in _SCRATCH_BASES:
+        usable = None
+        for base in (tempfile.gettempdir(), "/tmp", "/var/tmp"):
+            real = os.path.realpath(base)
+            if os.path.isdir(real) and not (real + os.sep).startswith("/dev/shm/") and (not other or _passable(real)):
+                usable = base
+                break
+        _SCRATCH_BASES[other] = usable or tempfile.gettempdir()  # none: the worker's start says why (Spawning)
+    return _SCRATCH_BASES[other]
+
+
 def make_scratch(uid: int | None) -> str:
-    path = tempfile.mkdtemp(prefix="grade-")
+    path = tempfile.mkdtemp(prefix="grade-", dir=scratch_base(uid))
     if uid is not None:
         os.chown(path, uid, uid)
     return path
@@ -955,7 +1044,7 @@ def remove_stale_scratch(uid: int) -> None:
     """Remove the scratch folders a killed grader process left for `uid` (make_scratch's, owned by that uid): the
     caller holds the uid's lock, so no live grader uses them."""
     import stat
-    tmp = tempfile.gettempdir()
+    tmp = scratch_base(uid)
     try:
         names = [n for n in os.listdir(tmp) if n.startswith("grade-")]
     except OSError:

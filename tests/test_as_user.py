@@ -29,9 +29,11 @@ QUESTIONS = ["steps", "SelfAttention_v1", "SelfAttention_v2", "CausalAttention",
 pytestmark = pytest.mark.skipif(not GRADE.exists(), reason="run `make setup` first: the installed command is tested")
 
 
-def grade(*args: str, cwd: Path, timeout: float = 900) -> subprocess.CompletedProcess:
-    """The installed `grade` command, as a user types it in `cwd` (a clean environment, no PYTHONPATH)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "PYTEST"))}
+def grade(*args: str, cwd: Path, timeout: float = 900, env: dict[str, str] | None = None) \
+        -> subprocess.CompletedProcess:
+    """The installed `grade` command, as a user types it in `cwd` (a clean environment, no PYTHONPATH; `env`: the
+    variables the user has set on top of it)."""
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "PYTEST"))}, **(env or {})}
     return subprocess.run([str(GRADE), *args], cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env)
 
 
@@ -243,6 +245,21 @@ def test_check_picks_the_newer_of_py_and_ipynb(here):
     p = grade("check", cwd=here)
     assert p.returncode == 0, p.stdout + p.stderr
     assert "44/44" in p.stdout and "Checking attention.ipynb, not attention.py" in p.stdout
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root gives workers their own uid and mount namespace")
+def test_check_gives_full_marks_wherever_tmpdir_points(here):
+    """A user's TMPDIR on /dev/shm (each worker gets a fresh tmpfs there) or in a mode-700 home (the worker's uid
+    cannot pass it) made every worker exit before it ran anything: `grade check` gave a correct file 0/44 and blamed
+    it ("exited ... while your file was being loaded"). Scratch folders now go where the worker can use them."""
+    shutil.copy(REFERENCE, here / "attention.py")
+    private = here / "home700"
+    (private / "tmp").mkdir(parents=True)
+    os.chmod(private, 0o700)
+    for tmpdir in ("/dev/shm", str(private / "tmp")):
+        p = grade("check", cwd=here, env={"TMPDIR": tmpdir})
+        assert p.returncode == 0, p.stdout + p.stderr
+        assert "44/44" in p.stdout and "while your file was being loaded" not in p.stdout, (tmpdir, p.stdout)
 
 
 def test_notebook_checkpoint_checks_its_own_section_and_names_places_as_seen(here):

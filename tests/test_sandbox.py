@@ -334,8 +334,9 @@ def test_one_zygote_serves_several_graders_and_a_dead_one_is_replaced(tmp_path):
 def test_a_killed_graders_scratch_folders_are_removed_when_its_uid_is_claimed_again(tmp_path, monkeypatch):
     """A grader process killed mid-submission leaves its scratch folder (grade-*, owned by its worker uid); the
     next grader to claim that uid removes it, whatever the submission left inside, and nothing of other uids."""
+    from autograder import sandbox
     from autograder.sandbox import remove_stale_scratch
-    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    monkeypatch.setattr(sandbox, "_SCRATCH_BASES", {True: str(tmp_path)})  # where the scratch folders are made
     mine, other, unrelated = tmp_path / "grade-aaaa", tmp_path / "grade-bbbb", tmp_path / "keep-cccc"
     for d, uid in ((mine, 61990), (other, 61991), (unrelated, 61990)):
         d.mkdir()
@@ -380,3 +381,34 @@ def test_stopping_a_worker_waits_for_it_and_leaves_its_own_children_to_the_sweep
         got = json.loads(f.read() or "{}")
     os.waitpid(keeper, 0)
     assert got == {"killed": True, "swept": True}
+
+
+def test_a_worker_that_cannot_set_itself_up_is_the_graders_failure_not_the_submissions(monkeypatch):
+    """A worker that fails before it runs any submitted code (here: its scratch folder is under /dev/shm, which the
+    keeper covers with a fresh tmpfs) used to read as the student's file crashing while it loaded, 0 points and the
+    student blamed. Its keeper now says why in its hello, and the job is the autograder's failure, with the reason
+    for staff; and scratch folders are never made under /dev/shm."""
+    from autograder import assignment, sandbox
+    from autograder.jobs import Job
+    from autograder.runner import grade
+    from autograder.sandbox import WorkerSetupFailed
+    if not sandbox.is_root():
+        pytest.skip("only root gives workers a mount namespace with a /dev/shm of their own")
+    monkeypatch.setenv("TMPDIR", "/dev/shm")
+    monkeypatch.setattr(sandbox, "_SCRATCH_BASES", {})
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    assert not sandbox.make_scratch(None).startswith("/dev/shm")
+    monkeypatch.setattr(sandbox, "_SCRATCH_BASES", {True: "/dev/shm", False: "/dev/shm"})
+    zyg = Zygote()
+    uid = sandbox.claim_uid()
+    try:
+        with pytest.raises(WorkerSetupFailed, match="before it ran any submitted code.*/dev/shm"):
+            zyg.spawn(Limits(), make_scratch(uid), uid)
+        results = []
+        grade(assignment.load("attention"), [Job("ada", REFERENCE)], results.append, zygote=zyg)
+    finally:
+        zyg.close()
+    (r,) = results
+    assert r.error is not None and "autograder itself failed" in r.error.en, r.error
+    assert "could not be set up" in r.staff and "/dev/shm" in r.staff
+    assert not any("while your file was being loaded" in str(c.message) for c in r.checks)
