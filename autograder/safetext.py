@@ -1,6 +1,7 @@
 """Student-derived text made safe to show and store: no control codes, no lone surrogates, names readable."""
 from __future__ import annotations
 
+import json
 import os
 import re
 from typing import Any
@@ -59,8 +60,25 @@ def reveal(s: str) -> str:
                   lambda m: f"⟨U+{ord(m.group()):04X}⟩", s)
 
 
+# In JSON text written with ensure_ascii=False, the escapes that stand for a character clean() removes: a control
+# other than newline and tab (\r, \b, \f, \u00XX). (A literal backslash before one of these letters matches too;
+# that only sends the structure the long way.)
+_JSON_DIRTY = re.compile(r"\\[rbfu]")
+
+
 def clean_data(obj: Any, depth: int = 0) -> Any:
-    """clean() applied to every string (dict keys too) inside a structure decoded from JSON."""
+    """clean() applied to every string (dict keys too) inside a structure decoded from JSON. A structure whose text
+    is all clean already (the usual case: the grader's own results) is returned as it is, decided by one pass of
+    json's C encoder over it instead of a Python call per string (thousands per result)."""
+    if depth == 0 and type(obj) in (dict, list):
+        try:
+            text = json.dumps(obj, ensure_ascii=False, check_circular=False)
+        except (TypeError, ValueError, RecursionError):
+            text = None
+        # Printable JSON text holds no raw control, format or separator character and no lone surrogate; without
+        # the escapes above it holds no other control either: clean() would change no string in it.
+        if text is not None and text.isprintable() and _JSON_DIRTY.search(text) is None:
+            return obj
     if type(obj) is str:
         return clean(obj)
     if depth > 200:

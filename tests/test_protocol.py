@@ -281,6 +281,43 @@ def test_the_invisible_list_covers_every_format_character_of_this_python():
         assert hit == (cat in ("Cf", "Zl", "Zp")) or (hit and cat == "Cn"), (hex(cp), cat)
 
 
+def test_clean_data_cleans_every_string_as_clean_does_and_keeps_clean_structures_as_they_are():
+    """clean_data decides with one JSON pass that a structure needs no cleaning (the grader's own results, Korean
+    included) and returns it as it is; it must then agree with clean() string by string: every control, escape,
+    format, separator and surrogate character, in keys and values, at any depth, is still found (a fast path that
+    missed one would let an escape sequence into results.json and the CSV)."""
+    import random
+    from autograder.safetext import clean_data
+
+    def slow(o):
+        if type(o) is str:
+            return clean(o)
+        if type(o) is list:
+            return [slow(x) for x in o]
+        if type(o) is tuple:
+            return tuple(slow(x) for x in o)
+        if type(o) is dict:
+            return {slow(k): slow(v) for k, v in o.items()}
+        return o
+
+    special = [chr(c) for c in [*range(0x20), 0x7f, *range(0x80, 0xa0)]] + list(INVISIBLE) + \
+        ["\u2028", "\u2029", "\ud800", "\udfff", "\x1b[31m", "\x1b]0;t\x07", "\\", "\\r", "\\u00", '"']
+    plain = ["a", "한", "é", " ", "😀", "\n", "\t", "x"]
+    rng = random.Random(7)
+    for _ in range(3000):
+        def text(dirty: bool) -> str:
+            return "".join(rng.choice(special if dirty and rng.random() < 0.3 else plain) for _ in range(rng.randint(0, 6)))
+        dirty = rng.random() < 0.5
+        obj = {"name": text(False), text(dirty): [text(dirty), (text(False), 3), {"deep": [text(dirty), 1.5, None]}],
+               "n": 2, 7: text(False)}
+        got, want = clean_data(obj), slow(obj)
+        assert got == want, (obj, got, want)
+        if got is obj:  # returned as it was: then nothing in it needed cleaning
+            assert slow(obj) == obj
+    clean_result = {"name": "`MultiHeadAttention`에 없음\n\t끝", "tests": [{"output": "Passed.", "score": 1.0}]}
+    assert clean_data(clean_result) is clean_result
+
+
 def test_invisible_characters_from_the_worker_arrive_removed():
     """Both decoding paths: raw UTF-8 in the reply, and \\u escapes in ASCII JSON (which skip no cleaning)."""
     obj = {f"key{INVISIBLE}": [f"msg{INVISIBLE}\u2028end", "그대로 한국어"]}
