@@ -78,7 +78,7 @@ class Worker:
         self.lines: dict[str, list[str]] = {}
         self.out = BoundedText(output_limit)
         self.frame: dict[str, Any] | None = None  # a failed call's callee frame (op_call's `partial`), sent once
-        self.progress_fd: int | None = None  # scratch/seq.progress (op_seq)
+        self.seq_progress: _ScratchFile | None = None  # scratch/seq.progress (op_seq)
         self.seq_step: int | None = None  # the step of op_seq running now
         self.seq_done: list[Any] = []  # the values of its steps before it
         self.scratch = os.getcwd()  # the scratch folder (the submission may chdir)
@@ -147,9 +147,15 @@ class Worker:
     # ------------------------------------------------------------------ loading
 
     def op_load(self, cells: list[dict[str, str]], skip: list[str] = ()) -> dict[str, Any]:
-        errors = []
         skip = set(skip)  # "label:line" of top-level statements that hung in an earlier load
-        progress = os.path.join(os.getcwd(), "load.progress")  # the scratch folder; read by the grader on a hang
+        progress = _Progress(os.path.join(os.getcwd(), "load.progress"))  # the scratch folder: read on a hang
+        try:
+            return self._load(cells, skip, progress)
+        finally:
+            progress.close()
+
+    def _load(self, cells: list[dict[str, str]], skip: set[str], progress: "_Progress") -> dict[str, Any]:
+        errors = []
         for cell in cells:
             code, label = str(cell["code"]), str(cell["label"])
             if label.endswith(".py"):  # as `python attention.py` sets it (a notebook has none, as in Jupyter)
@@ -171,7 +177,7 @@ class Worker:
                 where = f"{label}:{stmt.lineno}"
                 if where in skip:
                     continue
-                _mark(progress, where)
+                progress.mark(where)
                 try:
                     exec(compile(ast.Module(body=[stmt], type_ignores=[]), label, "exec"), self.ns)
                 except BaseException as e:
@@ -399,13 +405,14 @@ class Worker:
         return {"values": values}
 
     def _progress(self, step: int) -> None:
-        try:
-            if self.progress_fd is None:
-                self.progress_fd = os.open(os.path.join(self.scratch, "seq.progress"),
-                                           os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-            os.pwrite(self.progress_fd, f"{step} {time.monotonic():.6f}\n".ljust(32).encode(), 0)
-        except (OSError, ValueError):
-            self.progress_fd = None
+        if self.seq_progress is None:
+            self.seq_progress = _ScratchFile(os.path.join(self.scratch, "seq.progress"), truncate=False)
+        fd = self.seq_progress.fd()
+        if fd is not None:
+            try:
+                os.pwrite(fd, f"{step} {time.monotonic():.6f}\n".ljust(32).encode(), 0)
+            except OSError:
+                pass
 
     def op_env(self) -> dict[str, Any]:
         return {"cuda": torch.cuda.is_available(), "torch": torch.__version__,
@@ -417,26 +424,97 @@ _PLAIN_DTYPES = frozenset((torch.float32, torch.float64, torch.float16, torch.bf
                            torch.int16, torch.int8, torch.uint8, torch.bool))  # protocol._DTYPE_NAMES
 
 
-def _mark(path: str, where: str) -> None:
-    """Record which statement is running, and how many threads and child processes exist as it starts, so the
-    grader can skip it if it never finishes (only when nothing else of the submission was running by then)."""
-    import threading
+class _ScratchFile:
+    """A file of the worker's own in the scratch folder (load.progress, seq.progress) that the grader reads, kept
+    open while it is written often. Opened without following a link, and opened again whenever the descriptor is
+    no longer that file: the submission may close it and open a file of its own under the same number, which must
+    never be written into."""
+
+    def __init__(self, path: str, truncate: bool):
+        self.path, self.truncate = path, truncate
+        self._fd: int | None = None
+        self._id: tuple[int, int] | None = None
+
+    def fd(self) -> int | None:
+        """The descriptor (None when the file cannot be made)."""
+        if self._fd is not None:
+            try:
+                st = os.fstat(self._fd)
+                if (st.st_dev, st.st_ino) == self._id:
+                    return self._fd
+            except OSError:
+                pass
+            self._fd = None  # not ours any more: not closed either, the number may be the submission's now
+        flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC | (os.O_TRUNC if self.truncate else 0)
+        try:
+            fd = os.open(self.path, flags, 0o600)
+        except OSError:
+            return None
+        try:
+            st = os.fstat(fd)
+        except OSError:
+            os.close(fd)
+            return None
+        self._fd, self._id = fd, (st.st_dev, st.st_ino)
+        return fd
+
+    def close(self) -> None:
+        if self._fd is not None and self.fd() == self._fd:
+            try:
+                os.close(self._fd)
+            except OSError:
+                pass
+        self._fd = None
+
+
+class _Progress(_ScratchFile):
+    """scratch/load.progress during a load: which statement runs, and how many threads and child processes exist
+    as it starts, so that the grader can skip it if it never finishes (only when nothing else of the submission
+    was running by then)."""
+
+    def __init__(self, path: str):
+        super().__init__(path, truncate=True)
+        self.written = 0  # the longest line written so far
+
+    def fd(self) -> int | None:
+        fd = self._fd
+        got = super().fd()
+        if got != fd:  # a new (empty) file
+            self.written = 0
+        return got
+
+    def mark(self, where: str) -> None:
+        import threading
+        fd = self.fd()
+        if fd is None:
+            return
+        try:
+            # One system call for the usual case, no child process at all (running or ended); only a process that
+            # has children lists every thread's children in /proc.
+            os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+            children = _children()
+        except ChildProcessError:
+            children = 0
+        except OSError:
+            children = _children()
+        data = f"{where}\t{threading.active_count()}\t{children}".encode("utf-8", "replace")
+        try:  # spaces over what a longer line before left (the grader strips them)
+            os.pwrite(fd, data.ljust(self.written), 0)
+        except OSError:
+            return
+        self.written = max(self.written, len(data))
+
+
+def _children() -> int:
+    """This process's child processes, from /proc (-1 when that cannot be read: the grader then does not skip)."""
     children = 0
     try:
         for tid in os.listdir("/proc/self/task"):
             with open(f"/proc/self/task/{tid}/children") as f:
                 children += len(f.read().split())
     except OSError:
-        children = -1  # unknown: the grader then does not skip
-    text = f"{where}\t{threading.active_count()}\t{children}"
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        try:
-            os.write(fd, text.encode("utf-8", "replace"))
-        finally:
-            os.close(fd)
-    except OSError:
-        pass
+        return -1
+    return children
 
 
 class Recorder(TorchFunctionMode):

@@ -2,6 +2,7 @@
 same failures and hints, each step its own deadline, and a worker that lies about a sequence gets nothing."""
 from __future__ import annotations
 
+import os
 import time
 
 import pytest
@@ -270,3 +271,54 @@ def test_a_false_progress_file_stretches_a_sequence_no_further_than_its_steps_an
     took = time.monotonic() - began
     assert 1.4 * limit < took <= 4 * limit + 1.0, took  # stretched (the thread writes), but only to the cap
     assert sub.waited >= took - limit - 0.5, (sub.waited, took)  # all but the hang's own limit counts as waiting
+
+
+def test_the_workers_own_progress_files_never_write_into_a_file_of_the_submissions(make):
+    """load.progress and seq.progress stay open while they are written (one descriptor instead of an open per
+    statement or step). A submission that puts a file of its own under such a descriptor's number (dup2) must find
+    its file as it wrote it: the worker notices that the number is not its file any more
+    and opens its own again. A link put in the place of load.progress is not followed either."""
+    code = '''import os
+import torch
+import torch.nn as nn
+def _ours(name):
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            if os.readlink(f"/proc/self/fd/{fd}").endswith(name):
+                return int(fd)
+        except OSError:
+            pass
+    return None
+_fd = _ours("load.progress")
+_mine = os.open("mine.txt", os.O_RDWR | os.O_CREAT, 0o600)
+os.write(_mine, b"mine: load")
+os.dup2(_mine, _fd)  # the worker's number is a file of the submission's now
+x = 1
+y = 2
+with open("mine.txt") as _f:
+    during_load = _f.read()
+os.symlink("mine.txt", "load.progress.new")
+os.replace("load.progress.new", "load.progress")
+class Net(nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.lin = nn.Linear(d, d)
+    def forward(self, x):
+        fd = _ours("seq.progress")
+        if fd is not None:
+            mine = os.open("mine2.txt", os.O_RDWR | os.O_CREAT, 0o600)
+            os.write(mine, b"mine: seq")
+            os.dup2(mine, fd)
+        return self.lin(x)
+def read_back():
+    with open("mine.txt") as f, open("mine2.txt") as g:
+        return [during_load, f.read(), g.read()]
+'''
+    sub = make(code)
+    assert not sub.load_errors, sub.load_errors
+    x = torch.randn(2, 4)
+    m = sub.new("Net", 4, seed=1)
+    m.calls((x,), (x,), (x,))  # a sequence: its steps after the first write seq.progress
+    assert sub.call("read_back") == ["mine: load", "mine: load", "mine: seq"]
+    assert os.path.islink(os.path.join(sub.worker.scratch if not sub.worker.modes.get("scratch") == "tmpfs" else
+                                       f"/proc/{sub.worker.keeper_pid}/root{sub.worker.scratch}", "load.progress"))
