@@ -253,6 +253,8 @@ def audit(results_dir: Path, threshold: float, as_json: bool) -> None:
 
 
 def main() -> None:
+    from autograder import stdio
+    stdio.prepare()
     grade(prog_name="grade")
 
 

@@ -79,7 +79,8 @@ class Summary:
 def _start(slot: int, a: Assignment, timeout: float | None, events: queue.Queue,
            zygote_sock: "socket.socket | None" = None, cpu: int | None = None) -> Slot:
     r, w = os.pipe()
-    code = (f"import sys; sys.path.insert(0, {str(PROJECT_ROOT)!r}); "
+    # The project's path as bytes: this process may decode file names with another encoding than the child's.
+    code = (f"import os, sys; sys.path.insert(0, os.fsdecode(bytes.fromhex({os.fsencode(PROJECT_ROOT).hex()!r}))); "
             "from autograder.gradeproc import main; main()")
     # The options and limits travel along: a caller may grade with an Assignment whose [options] or [limits]
     # it has overridden.
@@ -308,7 +309,9 @@ def main(*, submissions: Path, out: Path, assignment: Assignment, workers: int =
             return
         job = pending.pop()
         slot.job, slot.since, slot.begun = job, time.monotonic(), False
-        line = {"student": job.student, "path": str(job.path) if job.path else None,
+        # The path as bytes: a grader process decodes text with its own encoding (UTF-8), which need not be this
+        # process's (a Korean or Latin-1 locale gave every file under a Korean folder name 0, "could not be read").
+        line = {"student": job.student, "path": os.fsencode(job.path).hex() if job.path else None,
                 "error": {"en": job.error.en, "ko": job.error.ko} if job.error else None, "options": job.options,
                 "note": {"en": job.note.en, "ko": job.note.ko} if job.note else None}
         try:

@@ -28,7 +28,8 @@ def read_jobs(stream, begin: Callable[[str], None] = lambda _s: None) -> Iterato
         err = d.get("error")
         begin(d["student"])  # this process is ready and starts on it: the batch's watchdog counts from here
         note = d.get("note")
-        yield Job(d["student"], Path(d["path"]) if d.get("path") else None, Message(**err) if err else None,
+        yield Job(d["student"], Path(os.fsdecode(bytes.fromhex(d["path"]))) if d.get("path") else None,
+                  Message(**err) if err else None,
                   Message(**note) if note else None, d.get("options"))
 
 

@@ -325,8 +325,9 @@ def run_submission(root: Path, *, assignment_name: str, lang: str = "en",
                    echo: Callable[[str], None] = lambda m: print(m, flush=True)) -> dict[str, Any]:
     """Grade <root>/submission like `grade batch` and write <root>/results/results.json; never raises for a bad
     submission or a broken grader: the result then holds a visible error and a hidden staff traceback."""
-    from . import batch
+    from . import batch, stdio
 
+    stdio.prepare()
     out = root / "results" / "results.json"
     started = time.monotonic()
     try:

@@ -226,6 +226,12 @@ class GradingPlugin:
             result.error = e.message
             return result
         except OSError as e:
+            if self.loop:
+                # The file was found when grading started (discover.py): that it cannot be read now is the machine's
+                # or the grader's doing (a name this process cannot spell, a file removed meanwhile), not the
+                # student's. The job becomes "the autograder itself failed", with this for staff.
+                raise RuntimeError(f"the grader could not read {str(job.path)!r}, a file found when grading "
+                                   f"started: {e}") from e
             result.error = Message(f"{job.path.name} could not be read ({e.strerror}).",
                                    f"{job.path.name} 파일을 읽을 수 없습니다 ({e.strerror}).")
             return result

@@ -213,7 +213,9 @@ def csv_text(results: list[SubmissionResult], questions: list[str]) -> str:
         per_q = r.by_question()
         w.writerow([cell(r.student), cell(r.submission), r.score, r.max_score,
                     *[per_q.get(q, (0.0, 0.0))[0] for q in questions],
-                    cell(one_line(r.reason.en)) if r.reason else "", cell(str(r.origin.get("folder", "")))]
+                    # (a result that is the grader's own failure has its error and no reason of its own)
+                    cell(one_line((r.reason or r.error).en)) if r.reason or r.error else "",
+                    cell(str(r.origin.get("folder", "")))]
                    + ([f"{r.late:g}" if r.late is not None else ""] if timed else []))
     return buf.getvalue()
 

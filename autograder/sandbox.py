@@ -274,6 +274,16 @@ def _read_paths() -> list[str]:
     return list(_READ_PATHS)
 
 
+def _above_std(fd: int) -> int:
+    """`fd`, moved to a number above 2 if it is 0, 1 or 2."""
+    if fd > 2:
+        return fd
+    import fcntl
+    moved = fcntl.fcntl(fd, fcntl.F_DUPFD, 3)
+    os.close(fd)
+    return moved
+
+
 def _become_worker(spec: dict[str, Any], wsock: socket.socket, keeper_pid: int, ready: int) -> None:
     """ready: the pipe on which this process tells its keeper, before it runs any of the submission's code, that it
     is set up (see _keeper)."""
@@ -284,6 +294,11 @@ def _become_worker(spec: dict[str, Any], wsock: socket.socket, keeper_pid: int, 
     lim = spec["limits"]
     scratch = spec["scratch"]
     os.chdir(scratch)
+    # Its channels above 2 before /dev/null and the log go onto 0-2 (a grader with a closed stdin or stdout could
+    # have handed them one of those numbers).
+    if wsock.fileno() <= 2:
+        wsock = socket.socket(fileno=_above_std(wsock.detach()))
+    ready = _above_std(ready)
     out = os.open(os.path.join(scratch, "output.log"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
@@ -595,11 +610,15 @@ def zygote_main(fds: int | list[int], full: bool = True, huge: bool = False, gra
     graders: `grade batch` sends on stdin which grader processes to fork (see _fork_graders, batch.py) and reads
     their pids from the status pipe it names. Keepers are reaped here, graders never: a grader that ended stays
     a zombie while this zygote lives, so `grade batch` can read its exit status and its pid is never reused."""
+    from . import stdio
     spec = json.loads(_read_all(0)) if graders else None
     if spec is not None:
         null = os.open(os.devnull, os.O_RDONLY)
         os.dup2(null, 0)
         os.close(null)
+    # Descriptors 0-2 open, so that no socket received later takes one of their numbers: a worker puts /dev/null
+    # and its log there (_become_worker).
+    stdio.prepare()
     socks = [socket.socket(fileno=fd) for fd in ([fds] if isinstance(fds, int) else fds)]
     _set_name("grade-zygote")
     _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
@@ -636,6 +655,7 @@ def zygote_main(fds: int | list[int], full: bool = True, huge: bool = False, gra
                 sock.close()
                 continue
             spec = json.loads(msg)
+            spec["scratch"] = os.fsdecode(bytes.fromhex(spec["scratch"]))  # (Zygote.start_spawn)
             pid = os.fork()
             if pid == 0:
                 try:
@@ -680,7 +700,8 @@ def launch_zygote(args: str, pass_fds: list[int], stdin: Any = subprocess.DEVNUL
     env["PYTHONPATH"] = root  # -I ignores it; the path is passed explicitly below
     return subprocess.Popen(
         [sys.executable, "-I", "-c",
-         f"import sys; sys.path.insert(0, {root!r}); from autograder.sandbox import zygote_main; "
+         f"import os, sys; sys.path.insert(0, os.fsdecode(bytes.fromhex({os.fsencode(root).hex()!r}))); "
+         "from autograder.sandbox import zygote_main; "
          f"zygote_main({args})"],
         pass_fds=pass_fds, env=env, stdin=stdin, cwd="/", stdout=subprocess.DEVNULL, stderr=None)
 
@@ -745,7 +766,9 @@ class Zygote:
         the next submission's worker while it grades this one (see plugin.py)."""
         wa, wb = socket.socketpair()
         ka, kb = socket.socketpair()
-        spec = {"limits": asdict(limits), "scratch": scratch, "uid": uid, "isolate": isolate, "cpus": self.cpus}
+        # The scratch path as bytes: the zygote decodes text as UTF-8, this process with its locale's encoding.
+        spec = {"limits": asdict(limits), "scratch": os.fsencode(scratch).hex(), "uid": uid, "isolate": isolate,
+                "cpus": self.cpus}
         if self.proc is not None and self.proc.poll() is not None:  # it died (killed, out of memory): later
             self.sock.close()                                       # submissions need one
             self._launch()

@@ -34,7 +34,8 @@ def grade(*args: str, cwd: Path, timeout: float = 900, env: dict[str, str] | Non
     """The installed `grade` command, as a user types it in `cwd` (a clean environment, no PYTHONPATH; `env`: the
     variables the user has set on top of it)."""
     env = {**{k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "PYTEST"))}, **(env or {})}
-    return subprocess.run([str(GRADE), *args], cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env)
+    return subprocess.run([str(GRADE), *args], cwd=cwd, capture_output=True, text=True, errors="replace",
+                          timeout=timeout, env=env)
 
 
 def with_line_after(src: str, anchor_index: int, marker: str, line: str) -> str:
@@ -245,6 +246,72 @@ def test_check_picks_the_newer_of_py_and_ipynb(here):
     p = grade("check", cwd=here)
     assert p.returncode == 0, p.stdout + p.stderr
     assert "44/44" in p.stdout and "Checking attention.ipynb, not attention.py" in p.stdout
+
+
+@pytest.fixture(scope="module")
+def locales():
+    """Two locales whose encoding is not UTF-8 (EUC-KR, Latin-1), compiled into a private folder (LOCPATH): the
+    machine's own locales are left as they are."""
+    folder = Path(tempfile.mkdtemp(prefix="grade-locales-"))
+    made = {}
+    for spec, name in (("ko_KR", "EUC-KR"), ("en_US", "ISO-8859-1")):
+        loc = f"{spec}.{name}"
+        if shutil.which("localedef") and subprocess.run(["localedef", "-i", spec, "-f", name, str(folder / loc)],
+                                                        capture_output=True).returncode in (0, 1) \
+                and (folder / loc).is_dir():
+            made[name] = {"LOCPATH": str(folder), "LC_ALL": loc, "LANG": loc}
+    yield made
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_a_locale_that_is_not_utf8_grades_korean_paths(here, locales):
+    """An instructor whose terminal runs in EUC-KR or Latin-1: the coordinating process spells file names with
+    that encoding and the grader processes with UTF-8, so every file under a Korean course folder, and a Korean
+    file name, got 0 as unreadable ("ada.py could not be read"); under Latin-1 the summary table then stopped
+    the command at its `…`. Paths now travel as bytes and the table prints what the terminal can show."""
+    if set(locales) != {"EUC-KR", "ISO-8859-1"}:
+        pytest.skip("localedef could not compile EUC-KR and ISO-8859-1 locales here")
+    course = here / "강의"
+    (course / "submissions").mkdir(parents=True)
+    shutil.copy(REFERENCE, course / "submissions" / "ada.py")
+    shutil.copy(REFERENCE, course / "submissions" / "김철수.py")
+    shutil.copy(SKELETON, course / "submissions" / "untouched.py")
+    for name, env in locales.items():
+        shutil.rmtree(course / "results", ignore_errors=True)
+        p = grade("batch", "submissions", cwd=course, env=env)
+        assert p.returncode == 0, (name, p.stdout, p.stderr)
+        rows = scores_csv(course / "results")
+        assert sorted(float(r["score"]) for r in rows.values()) == [0, 100, 100], (name, rows)
+        assert "untouched" in p.stdout and "100/100" in p.stdout, (name, p.stdout)
+    tmp = here / "임시"
+    tmp.mkdir()
+    shutil.copy(REFERENCE, here / "attention.py")
+    p = grade("check", cwd=here, env={**locales["EUC-KR"], "TMPDIR": str(tmp)})
+    assert p.returncode == 0 and "44/44" in p.stdout, p.stdout + p.stderr
+
+
+def test_closed_standard_streams_change_no_grade(here):
+    """A script or service that runs `grade` with stdin, stdout or stderr closed (`<&-`, `>&-`, `2>&-`): the
+    grader's pipes and sockets then took those numbers and a worker's /dev/null or log overwrote them (two of three
+    correct files got 0 as the grader's failure with stdin closed; every file with stderr closed; stdout closed
+    blamed a student's file for crashing while it loaded)."""
+    subs = here / "submissions"
+    subs.mkdir()
+    for s in ("ada", "bo", "chen"):
+        shutil.copy(REFERENCE, subs / f"{s}.py")
+    shutil.copy(REFERENCE, here / "attention.py")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "PYTEST"))}
+    for closed in ("<&-", ">&-", "2>&-", "<&- >&- 2>&-"):
+        shutil.rmtree(here / "results", ignore_errors=True)
+        p = subprocess.run(["bash", "-c", f"'{GRADE}' batch submissions {closed}"], cwd=here, env=env,
+                           capture_output=True, text=True, timeout=600)
+        assert p.returncode == 0, (closed, p.stdout, p.stderr)
+        rows = scores_csv(here / "results")
+        assert {s: float(r["score"]) for s, r in rows.items()} == {"ada": 100, "bo": 100, "chen": 100}, (closed, rows)
+    for closed in ("<&-", "2>&-"):
+        p = subprocess.run(["bash", "-c", f"'{GRADE}' check {closed}"], cwd=here, env=env, capture_output=True,
+                           text=True, timeout=600)
+        assert p.returncode == 0 and "44/44" in p.stdout, (closed, p.stdout, p.stderr)
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="only root gives workers their own uid and mount namespace")

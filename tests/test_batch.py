@@ -389,3 +389,23 @@ def test_no_worker_is_started_ahead_after_the_last_of_a_known_list_of_jobs(tmp_p
             zygote.close()
         assert [r.score for r in results] == [r.max_score for r in results] and len(results) == len(jobs)
         assert Counting.started == spawns, (len(jobs), Counting.started)
+
+
+def test_a_file_that_cannot_be_read_when_its_turn_comes_is_the_graders_failure_with_a_reason(tmp_path):
+    """A submission found when grading started but unreadable when its turn comes (removed meanwhile, or a name
+    this process cannot spell: a Korean folder under a Latin-1 locale did that to a whole class) used to read as
+    the student's own error, "ada.py could not be read (No such file or directory)", and a result that is the
+    grader's failure had an empty reason in scores.csv. Now: the autograder's failure, the path for staff, and its
+    line in scores.csv says so."""
+    import csv as _csv
+    from autograder.runner import grade
+    from autograder.jobs import Job
+    from autograder.results import csv_text
+    results = []
+    gone = tmp_path / "ada.py"  # never written
+    grade(assignment.load("attention"), [Job("ada", gone)], results.append)
+    (r,) = results
+    assert r.error is not None and "autograder itself failed" in r.error.en
+    assert "could not read" in r.staff and "ada.py" in r.staff
+    rows = list(_csv.DictReader(csv_text([r], ["steps"]).splitlines()))
+    assert "autograder itself failed" in rows[0]["reason"]
