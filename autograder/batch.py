@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from . import discover
 from .assignment import PROJECT_ROOT, Assignment
 from .errors import UsageError
-from .messages import Message
+from .messages import GRADER_FAILED, Message
 from .jobs import Job
 from .results import (SubmissionResult, columns, csv_text, grades_csv_text, one_line, read_result, write_atomic,
                       write_result)
@@ -79,9 +79,8 @@ class Summary:
 def _start(slot: int, a: Assignment, timeout: float | None, events: queue.Queue,
            zygote_sock: "socket.socket | None" = None, cpu: int | None = None) -> Slot:
     r, w = os.pipe()
-    # The project's path as bytes: this process may decode file names with another encoding than the child's.
-    code = (f"import os, sys; sys.path.insert(0, os.fsdecode(bytes.fromhex({os.fsencode(PROJECT_ROOT).hex()!r}))); "
-            "from autograder.gradeproc import main; main()")
+    from .sandbox import path_prelude
+    code = path_prelude(str(PROJECT_ROOT)) + "from autograder.gradeproc import main; main()"
     # The options and limits travel along: a caller may grade with an Assignment whose [options] or [limits]
     # it has overridden.
     proc = subprocess.Popen([sys.executable, "-I", "-c", code, a.name, str(slot), str(w),
@@ -193,10 +192,7 @@ def _pump(slot: int, fd: int, events: queue.Queue) -> None:
 def _crashed(job: Job, a: Assignment, detail: str) -> SubmissionResult:
     return SubmissionResult(
         student=job.student, submission=shown_name(job.path.name) if job.path else "", assignment=a.name,
-        questions=a.question_ids, staff=detail,
-        error=Message("The autograder itself failed while grading this submission; your instructor has the "
-                      "details and will regrade it.",
-                      "이 제출물을 채점하는 중 채점기 자체에 오류가 발생했습니다. 담당 교수자가 확인 후 다시 채점합니다."))
+        questions=a.question_ids, staff=detail, error=GRADER_FAILED)
 
 
 class Progress:

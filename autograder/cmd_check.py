@@ -7,7 +7,7 @@ from typing import Any, Callable
 
 from . import assignment as assignments, discover
 from .errors import UsageError
-from .messages import Message, term
+from .messages import GRADER_FAILED, Message, term
 from .plugin import Job
 from .results import SubmissionResult, table
 
@@ -73,6 +73,13 @@ def select(a: assignments.Assignment, wanted: tuple[str, ...]) -> list[str] | No
     return picked
 
 
+CHECKER_FAILED = Message(
+    "The checker itself failed on this computer: this says nothing about your code (ask your instructor or TA "
+    "with the lines below; they come from the checker and your Python installation).",
+    "이 컴퓨터에서 검사 도구 자체가 실패했습니다. 코드의 문제가 아닙니다 (아래 내용을 담당 교수자나 조교에게 "
+    "보여 주세요. 검사 도구와 Python 설치에서 나온 내용입니다).")
+
+
 def main(*, path: Path | None, assignment_name: str | None = None, lang: str = "en",
          echo: Callable[[str], None] = print, questions: tuple[str, ...] = ()) -> int:
     from . import exam, plainworker
@@ -112,7 +119,12 @@ def main(*, path: Path | None, assignment_name: str | None = None, lang: str = "
         echo(f"{plainworker.label().text(lang)}\n")
     if note is not None:
         echo(f"{term('note', lang)}: {note.text(lang)}\n")
+    failed = r.error == GRADER_FAILED
+    if failed:  # on the student's own computer nobody else will look: say so, and show what went wrong
+        r.error = CHECKER_FAILED
     echo(table(r, lang, labels=a.question_labels(lang)))
+    if failed:
+        echo("\n".join(r.staff.strip().splitlines()[-12:]))
     if unsandboxed:  # kept with the result too (its `sandbox` field says the same: none, public only)
         r.notes.insert(0, plainworker.label())
     echo("")

@@ -43,7 +43,7 @@ from . import exam
 from .assignment import PROJECT_ROOT, Assignment
 from .checks import VISIBILITIES
 from .errors import UsageError
-from .messages import Message
+from .messages import GRADER_FAILED
 from .results import SubmissionResult, to_gradescope, write_atomic
 
 PYTHON_VERSION = "3.11"  # what this project is developed and tested with (otter's default is 3.13)
@@ -56,11 +56,6 @@ SKIP_DIRS = {"__pycache__", ".venv", "venv", "results", "tests", ".git", ".pytes
 SKIP_SUFFIXES = (".pyc", ".pyo", ".egg-info", ".orig", ".rej", ".swp")
 MAX_SUBMISSION_BYTES = 64 * 1024 * 1024  # copied from /autograder/submission before grading; the rest is dropped
 FIXED_TIME = (2020, 1, 1, 0, 0, 0)  # zip entry times: the same inputs give the same zip
-
-GRADING_FAILED = Message(
-    "The autograder itself failed while grading this submission; your instructor has the details and will "
-    "regrade it.",
-    "이 제출물을 채점하는 중 채점기 자체에 오류가 발생했습니다. 담당 교수자가 확인 후 다시 채점합니다.")
 
 
 @dataclass
@@ -156,7 +151,7 @@ def requirements() -> list[str]:
 
 def _fallback_results(lang: str) -> str:
     """results.json for a run in which our entry point could not even start (written by run_autograder)."""
-    r = SubmissionResult(student="submission", submission="", assignment="", error=GRADING_FAILED,
+    r = SubmissionResult(student="submission", submission="", assignment="", error=GRADER_FAILED,
                          staff="grade_submission.py wrote no results.json; the autograder's stdout has the traceback "
                                "(the environment may have failed to build: check the image build log).")
     return json.dumps(to_gradescope(r, lang), ensure_ascii=False)
@@ -352,7 +347,7 @@ def run_submission(root: Path, *, assignment_name: str, lang: str = "en",
                 raise RuntimeError(f"expected one result, got {len(summary.results)}")
             r = summary.results[0]
     except BaseException as e:  # noqa: BLE001 - Gradescope must get a results.json whatever happened
-        r = SubmissionResult(student=student, submission="", assignment=assignment_name, error=GRADING_FAILED,
+        r = SubmissionResult(student=student, submission="", assignment=assignment_name, error=GRADER_FAILED,
                              staff="".join(traceback.format_exception(e))[-8000:],
                              duration=time.monotonic() - started)
         if not isinstance(e, Exception):

@@ -198,3 +198,10 @@ def korean(text: str) -> str:
         before = text[:m.start()]
         return josa(before[-40:], _NEUTRAL_BASE[m.group(1)])[len(before[-40:]):]
     return _NEUTRAL.sub(neutral, text)
+
+
+# A job whose grading failed in the grader itself (never the student's code): the same words wherever it is made.
+GRADER_FAILED = Message(
+    "The autograder itself failed while grading this submission; your instructor has the details and will "
+    "regrade it.",
+    "이 제출물을 채점하는 중 채점기 자체에 오류가 발생했습니다. 담당 교수자가 확인 후 다시 채점합니다.")

@@ -22,7 +22,7 @@ from .assignment import Assignment, for_file, load
 from .checks import CheckFailure, CheckMeta, Reveal
 from .errors import SubmissionFormatError
 from .jobs import Job
-from .messages import Message, bilingual, rename_hint
+from .messages import GRADER_FAILED, Message, bilingual, rename_hint
 from .proxy import Submission
 from .results import CheckResult, SubmissionResult, write_atomic
 from .safetext import shown_name
@@ -446,10 +446,7 @@ class GradingPlugin:
         a = self.assignment
         result = SubmissionResult(student=job.student, submission=shown_name(job.path.name) if job.path else "",
                                   assignment=a.name, questions=a.question_ids, staff=detail[-8000:],
-                                  error=Message("The autograder itself failed while grading this submission; your "
-                                                "instructor has the details and will regrade it.",
-                                                "이 제출물을 채점하는 중 채점기 자체에 오류가 발생했습니다. 담당 "
-                                                "교수자가 확인 후 다시 채점합니다."))
+                                  error=GRADER_FAILED)
         for cleanup in (lambda: self.current.close() if self.current is not None else None,
                         lambda: remove_scratch(self.scratch, self.sub_uid) if self.scratch is not None else None,
                         self._end_closing,

@@ -324,7 +324,14 @@ def _become_worker(spec: dict[str, Any], wsock: socket.socket, keeper_pid: int, 
                        (resource.RLIMIT_NPROC, nproc),
                        # The budget plus one hanging call (proxy.py: a hang costs call_timeout, then a new worker).
                        (resource.RLIMIT_CPU, int(lim["total_timeout"] + lim["call_timeout"]) + 5)):
-        resource.setrlimit(res, (value, value))
+        try:
+            resource.setrlimit(res, (value, value))
+        except (ValueError, OSError):
+            # A hard limit below it that this process may not raise (a student's `ulimit -t 100`; no
+            # CAP_SYS_RESOURCE): the lower one holds. Failing here failed the worker's start, and `grade check`
+            # gave every file 0.
+            hard = resource.getrlimit(res)[1]
+            resource.setrlimit(res, (min(value, hard), min(value, hard)))
     if uid is not None:
         os.setgroups([])
         os.setgid(uid)
@@ -693,6 +700,32 @@ def start_shared_zygote(clients: int, full_warm_up: bool = True,
     return proc, [parent for parent, _ in pairs]
 
 
+def _package_dirs() -> list[str]:
+    """The folders in which this process finds torch and numpy (found, not imported). Where they are not where
+    `python -I` looks (PYTHONPATH, a `pip install --user`), a zygote or grader process started with -I could not
+    import torch, and a student's `grade check` gave 0/44 for every file."""
+    import importlib.util
+    out: list[str] = []
+    for name in ("torch", "numpy"):
+        try:
+            spec = importlib.util.find_spec(name)
+        except (ImportError, ValueError):
+            continue
+        for place in (spec.submodule_search_locations or []) if spec is not None else []:
+            folder = os.path.dirname(os.path.abspath(place))
+            if folder not in out:
+                out.append(folder)
+    return out
+
+
+def path_prelude(root: str) -> str:
+    """Code for `python -I -c` that puts the project first on sys.path and this process's torch and numpy folders
+    last (see _package_dirs). Paths go as bytes: the child may decode file names with another encoding."""
+    extra = [os.fsencode(d).hex() for d in _package_dirs()]
+    return (f"import os, sys; sys.path.insert(0, os.fsdecode(bytes.fromhex({os.fsencode(root).hex()!r}))); "
+            f"sys.path.extend(d for d in map(os.fsdecode, map(bytes.fromhex, {extra!r})) if d not in sys.path); ")
+
+
 def launch_zygote(args: str, pass_fds: list[int], stdin: Any = subprocess.DEVNULL) -> subprocess.Popen:
     """A clean `python -I` (nothing of the caller's environment but clean_env()) running zygote_main(<args>)."""
     root = confine.project_root()
@@ -700,9 +733,7 @@ def launch_zygote(args: str, pass_fds: list[int], stdin: Any = subprocess.DEVNUL
     env["PYTHONPATH"] = root  # -I ignores it; the path is passed explicitly below
     return subprocess.Popen(
         [sys.executable, "-I", "-c",
-         f"import os, sys; sys.path.insert(0, os.fsdecode(bytes.fromhex({os.fsencode(root).hex()!r}))); "
-         "from autograder.sandbox import zygote_main; "
-         f"zygote_main({args})"],
+         path_prelude(root) + f"from autograder.sandbox import zygote_main; zygote_main({args})"],
         pass_fds=pass_fds, env=env, stdin=stdin, cwd="/", stdout=subprocess.DEVNULL, stderr=None)
 
 

@@ -290,6 +290,33 @@ def test_a_locale_that_is_not_utf8_grades_korean_paths(here, locales):
     assert p.returncode == 0 and "44/44" in p.stdout, p.stdout + p.stderr
 
 
+def test_check_finds_torch_where_the_students_python_does(here):
+    """torch installed where `python -I` does not look (PYTHONPATH, as an HPC `module load` sets it; a
+    `pip install --user`): the sandbox's processes could not import it and `grade check` gave 0/44, saying
+    "your instructor has the details and will regrade it" to a student on their own computer."""
+    import sys
+    shutil.copy(REFERENCE, here / "attention.py")
+    site = [p for p in sys.path if p.endswith("site-packages") and Path(p, "torch").is_dir()]
+    base = Path(sys.base_prefix) / "bin" / "python3"
+    if not site or not base.exists() or Path(sys.prefix) == Path(sys.base_prefix):
+        pytest.skip("needs a virtual environment over a base Python")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "PYTEST", "VIRTUAL_ENV"))}
+    p = subprocess.run([str(base), str(ROOT / "cli.py"), "check"], cwd=here, capture_output=True, text=True,
+                       timeout=600, env={**env, "PYTHONPATH": site[0]})
+    assert p.returncode == 0 and "44/44" in p.stdout, p.stdout[-2000:] + p.stderr[-2000:]
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"), reason="needs root and setpriv")
+def test_check_under_a_low_hard_limit_it_cannot_raise(here):
+    """A shell with a hard CPU-time limit (`ulimit -t 100`) and no right to raise it: the worker asked for more
+    than that, failed to start, and `grade check` gave every file 0. The lower limit now holds."""
+    shutil.copy(REFERENCE, here / "attention.py")
+    p = subprocess.run(["bash", "-c", f"ulimit -t 100 && setpriv --bounding-set -sys_resource --inh-caps "
+                                      f"-sys_resource '{GRADE}' check"], cwd=here, capture_output=True, text=True,
+                       timeout=600, env={k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "PYTEST"))})
+    assert p.returncode == 0 and "44/44" in p.stdout, p.stdout[-2000:] + p.stderr[-2000:]
+
+
 def test_closed_standard_streams_change_no_grade(here):
     """A script or service that runs `grade` with stdin, stdout or stderr closed (`<&-`, `>&-`, `2>&-`): the
     grader's pipes and sockets then took those numbers and a worker's /dev/null or log overwrote them (two of three
