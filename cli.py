@@ -128,6 +128,12 @@ def batch(submissions_dir: Path, out_dir: Path, timeout: float | None, workers: 
                    f"(one JSON per student, scores.csv, grades.csv)")
     if s.reused or s.graded:
         click.echo(s.reuse_note(lang))
+    if s.graded and s.grader_failed == s.graded:  # nothing was graded: the machine or the grader, not the students
+        click.echo(f"오류: 채점한 {s.graded}개가 모두 채점기 자체의 오류로 끝났습니다. 원인은 {out_dir}/의 결과 파일에 "
+                   "있습니다 (staff 항목)." if lang == "ko" else
+                   f"error: all {s.graded} submissions graded ended in a failure of the grader itself, not of the "
+                   f"students' code; the cause is in the result files in {out_dir}/ (their staff entries).", err=True)
+        sys.exit(1)
 
 
 @grade.command()

@@ -56,6 +56,7 @@ class Summary:
     seconds: float = 0.0
     regraded: dict[str, int] = field(default_factory=dict)  # why earlier results were not reused -> how many
     kept: int = 0  # of `reused`: results left as they were because --only did not name them
+    grader_failed: int = 0  # of `graded`: jobs that failed in the grader itself (messages.GRADER_FAILED)
 
     def reuse_note(self, lang: str = "en") -> str:
         """What was reused and why, and why the rest was (re)graded, in one line."""
@@ -149,7 +150,10 @@ def _start_forked(n: int, a: Assignment, events: queue.Queue, cpus: list[int | N
         results_r, results_w = os.pipe()
         argv = ["grade-grader", a.name, str(i), str(results_w), "", json.dumps(a.options),
                 json.dumps(asdict(a.limits)), "", "" if cpus[i] is None else str(cpus[i])]
-        graders.append({"jobs": jobs_r, "results": results_w, "argv": argv, "env": env})
+        # A batch started with SIGINT ignored (`grade batch ... &` from a script) keeps it ignored in its graders:
+        # a Ctrl-C meant for the script killed them, and the jobs they had read as the grader's failures.
+        graders.append({"jobs": jobs_r, "results": results_w, "argv": argv, "env": env,
+                        "sigint_ignored": signal.getsignal(signal.SIGINT) is signal.SIG_IGN})
         ours.append((jobs_w, results_r))
         theirs += [jobs_r, results_w]
     status_r, status_w = os.pipe()
@@ -217,6 +221,29 @@ class Progress:
             self.echo("\n")
 
 
+def _preflight(a: Assignment, out: Path) -> None:
+    """What would make every job fail alike is said once, before any grading, as the user's to fix: hidden checks
+    this user cannot read (a run as root made them mode 700, then a run as another user got "the autograder itself
+    failed" for every student and exit status 0), a results folder that cannot be written (everything was graded,
+    then the CSV could not be written)."""
+    for d in a.check_dirs(False):
+        if d.is_dir() and not os.access(d, os.R_OK | os.X_OK):
+            raise UsageError(Message(
+                f"The checks in {d} cannot be read by this user (a run as root makes the hidden checks readable by "
+                f"root only). Run grade batch as root, or give the folder back to this user: chmod -R u+rX {d}",
+                f"이 사용자는 {d}의 검사를 읽을 수 없습니다 (root로 실행하면 비공개 검사를 root만 읽을 수 있게 "
+                f"바꿉니다). grade batch를 root로 실행하거나 폴더 권한을 되돌리세요: chmod -R u+rX {d}"))
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        import tempfile
+        fd, probe = tempfile.mkstemp(dir=out, prefix=".write-check-")
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as e:
+        raise UsageError(Message(f"Results cannot be written in {out} ({e.strerror or e}); choose another --out.",
+                                 f"{out}에 결과를 쓸 수 없습니다 ({e.strerror or e}). 다른 --out을 고르세요.")) from None
+
+
 def main(*, submissions: Path, out: Path, assignment: Assignment, workers: int = 2, timeout: float | None = None,
          lang: str = "en", force: bool = False, echo: Callable[[str], None] = print, tty: bool = False,
          only: list[str] | None = None, exam: "Plan | None" = None, details: bool = True) -> Summary:
@@ -230,7 +257,8 @@ def main(*, submissions: Path, out: Path, assignment: Assignment, workers: int =
     submissions, out = submissions.absolute(), out.absolute()
     if timeout:  # from here on the limit is part of the assignment: it travels to the graders and into the key
         assignment = replace(assignment, limits=replace(assignment.limits, total_timeout=float(timeout)))
-    found = discover.entries(submissions, assignment)
+    _preflight(assignment, out)
+    found = discover.entries(submissions, assignment, skip=out)
     if not found:
         raise UsageError(Message(f"{submissions} holds no submissions: there is nothing to grade.",
                                  f"{submissions}에 제출물이 없어 채점할 것이 없습니다."))
@@ -293,6 +321,7 @@ def main(*, submissions: Path, out: Path, assignment: Assignment, workers: int =
                  f"warning: {r.student}.json could not be written ({e}); its row is still in scores.csv\n")
         summary.results.append(keep_in_memory(r))
         summary.graded += 1
+        summary.grader_failed += r.error == GRADER_FAILED
         progress.update(r)
 
     def dispatch(slot: Slot) -> None:

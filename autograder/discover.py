@@ -170,13 +170,16 @@ def find(root: Path, assignment: Assignment) -> list[Job]:
     return [job for job, _origin in entries(root, assignment)]
 
 
-def entries(root: Path, assignment: Assignment) -> list[tuple[Job, dict[str, Any]]]:
+def entries(root: Path, assignment: Assignment, skip: Path | None = None) -> list[tuple[Job, dict[str, Any]]]:
     """Like find(), with where each job came from: {"folder": entry name} plus, for a Gradescope export, the
-    submitters and submission time from submission_metadata.yml (see export_id for how those jobs are named)."""
+    submitters and submission time from submission_metadata.yml (see export_id for how those jobs are named).
+    skip: a folder that is not a student's (the results folder, when it was put inside the submissions)."""
     meta = read_export_metadata(root)
     out: list[tuple[Job, dict[str, Any]]] = []
+    skipped = os.path.realpath(skip) if skip is not None else None
     listed = [e for e in sorted(root.iterdir())
-              if not e.name.startswith(".") and e.name not in (EXPORT_METADATA, "__pycache__")]
+              if not e.name.startswith(".") and e.name not in (EXPORT_METADATA, "__pycache__")
+              and (skipped is None or os.path.realpath(e) != skipped)]
     wanted: list[tuple[str, bool]] = []
     for entry in listed:
         info = meta.get(entry.name)

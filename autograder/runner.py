@@ -1,6 +1,7 @@
 """Run an assignment's checks over a sequence of submissions in one pytest session (one grader process)."""
 from __future__ import annotations
 
+import os
 import sys
 import warnings
 from typing import Callable, Iterable
@@ -33,6 +34,13 @@ def grade(assignment: Assignment, jobs: Iterable[Job], on_result: Callable[[Subm
              "--import-mode=importlib", f"--rootdir={assignment.dir}",
              f"--confcutdir={assignment.dir.parent}", "-o", "addopts="]
     warnings.filterwarnings("ignore", category=pytest.PytestAssertRewriteWarning)
-    code = pytest.main(args, plugins=[plugin])
+    # The user's pytest settings are for their own test runs, not this session: PYTEST_ADDOPTS=-v (an option that
+    # does not exist here without the terminal plugin) stopped `grade check` with a traceback, `-k x` deselected
+    # every check, and a plugin named in PYTEST_PLUGINS that is not installed crashed it.
+    saved = {k: os.environ.pop(k) for k in ("PYTEST_ADDOPTS", "PYTEST_PLUGINS") if k in os.environ}
+    try:
+        code = pytest.main(args, plugins=[plugin])
+    finally:
+        os.environ.update(saved)
     if code not in (0, 1):
         raise RuntimeError(f"the grading session ended with pytest exit code {int(code)}")

@@ -44,6 +44,9 @@ PR_SET_CHILD_SUBREAPER = 36
 UID_BASE = 61000  # workers run as a uid/gid in [UID_BASE, UID_BASE + UID_COUNT) when the grader is root
 UID_COUNT = 1000
 LOCK_DIR = "/run/attention-grader"
+# Where the locks go when /run cannot be written (a read-only /run in a container). Every grading run on the machine
+# meets the same refusal, so all of them agree on the same fallback.
+LOCK_DIR_FALLBACKS = ("/var/lib/attention-grader", "/dev/shm/attention-grader-locks", "/tmp/attention-grader-locks")
 _claimed: dict[int, int] = {}  # uid -> fd of the lock that reserves it for this process
 try:
     _libc = ctypes.CDLL(None, use_errno=True)
@@ -84,6 +87,27 @@ def is_root() -> bool:
     return hasattr(os, "geteuid") and os.geteuid() == 0  # Windows has no geteuid
 
 
+def lock_dir() -> str:
+    """The folder of the uid locks (root only): LOCK_DIR, or the first fallback that can be made and is root's
+    own folder (not a link, not another user's: /tmp and /dev/shm are anyone's to write in)."""
+    import stat
+    errors = []
+    for folder in (LOCK_DIR, *LOCK_DIR_FALLBACKS):
+        try:
+            os.makedirs(folder, mode=0o700, exist_ok=True)
+            st = os.lstat(folder)
+            if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid():
+                errors.append(f"{folder}: not this user's own folder")
+                continue
+            os.chmod(folder, 0o700)
+            probe = os.path.join(folder, ".write-check")
+            os.close(os.open(probe, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600))
+            return folder
+        except OSError as e:
+            errors.append(f"{folder}: {e.strerror or e}")
+    raise RuntimeError("no folder for the worker uids' locks could be made: " + "; ".join(errors))
+
+
 def claim_uid() -> int:
     """Reserve a worker uid no other live grader process uses (root only); held until this process exits.
 
@@ -91,12 +115,11 @@ def claim_uid() -> int:
     finished submission ends with killing every process of its uid.
     """
     import fcntl
-    os.makedirs(LOCK_DIR, mode=0o700, exist_ok=True)
-    os.chmod(LOCK_DIR, 0o700)
+    folder = lock_dir()
     for uid in range(UID_BASE, UID_BASE + UID_COUNT):
-        if uid in _claimed:
+        if uid in _claimed or _account(uid):
             continue
-        fd = os.open(os.path.join(LOCK_DIR, f"uid-{uid}.lock"), os.O_RDWR | os.O_CREAT, 0o600)
+        fd = os.open(os.path.join(folder, f"uid-{uid}.lock"), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
@@ -108,6 +131,19 @@ def claim_uid() -> int:
         remove_stale_scratch(uid)
         return uid
     raise RuntimeError("no free worker uid: too many grading processes on this machine")
+
+
+def _account(uid: int) -> bool:
+    """Whether `uid` is a user's account here (the passwd database, LDAP through NSS): claiming it would kill that
+    person's processes (kill_uid), and its files would be the submission's to read."""
+    try:
+        import pwd
+        pwd.getpwuid(uid)
+    except KeyError:
+        return False
+    except Exception:  # noqa: BLE001 - a broken NSS setup: not known to be an account
+        return False
+    return True
 
 
 def clean_env(home: str | None = None) -> dict[str, str]:
@@ -594,7 +630,7 @@ def _become_grader(g: dict[str, Any], sock: socket.socket) -> None:
             os.closerange(lo, fd)
             lo = fd + 1
     os.closerange(lo, 65536)
-    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGINT, signal.SIG_IGN if g.get("sigint_ignored") else signal.default_int_handler)
     os.chdir(confine.project_root())
     os.environ.clear()
     os.environ.update({k: v for k, v in g["env"].items() if k in GRADER_ENV})

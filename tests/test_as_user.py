@@ -11,6 +11,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -315,6 +316,78 @@ def test_check_under_a_low_hard_limit_it_cannot_raise(here):
                                       f"-sys_resource '{GRADE}' check"], cwd=here, capture_output=True, text=True,
                        timeout=600, env={k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "PYTEST"))})
     assert p.returncode == 0 and "44/44" in p.stdout, p.stdout[-2000:] + p.stderr[-2000:]
+
+
+def test_the_users_own_pytest_settings_do_not_reach_the_grading_session(here):
+    """PYTEST_ADDOPTS and PYTEST_PLUGINS in a student's shell are for their own test runs: `-v` stopped
+    `grade check` with a traceback (exit code 4), `-k x` deselected every check, a plugin that is not installed
+    crashed it."""
+    shutil.copy(REFERENCE, here / "attention.py")
+    for env in ({"PYTEST_ADDOPTS": "-v"}, {"PYTEST_ADDOPTS": "-q -rA -k nothing"},
+                {"PYTEST_PLUGINS": "not_an_installed_plugin"}):
+        p = grade("check", cwd=here, env=env)
+        assert p.returncode == 0 and "44/44" in p.stdout, (env, p.stdout[-1500:], p.stderr[-1500:])
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("unshare"), reason="needs root and unshare")
+def test_a_read_only_run_folder_or_results_folder(here):
+    """A container whose /run is read-only: the worker uids' locks could not be made there, `grade check` ended in
+    a raw OSError and `grade batch` gave every student "the autograder itself failed" with exit status 0; the
+    locks now go to a fallback folder. A read-only --out: everything was graded, then the CSV could not be
+    written; now it is refused before any grading, with the folder named."""
+    shutil.copy(REFERENCE, here / "attention.py")
+    (here / "submissions").mkdir()
+    shutil.copy(REFERENCE, here / "submissions" / "ada.py")
+    (here / "readonly").mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "PYTEST"))}
+
+    def in_namespace(mounts: str, command: str) -> subprocess.CompletedProcess:
+        return subprocess.run(["unshare", "-m", "--propagation", "private", "bash", "-c",
+                               f"{mounts} && '{GRADE}' {command}"], cwd=here, env=env, capture_output=True,
+                              text=True, timeout=600)
+    ro_run = "mount --bind /run /run && mount -o remount,ro,bind /run"
+    p = in_namespace(ro_run, "check")
+    assert p.returncode == 0 and "44/44" in p.stdout, p.stdout[-1500:] + p.stderr[-1500:]
+    p = in_namespace(ro_run, "batch submissions")
+    assert p.returncode == 0, p.stdout[-1500:] + p.stderr[-1500:]
+    assert float(scores_csv(here / "results")["ada"]["score"]) == 100
+    p = in_namespace("mount --bind readonly readonly && mount -o remount,ro,bind readonly",
+                     "batch submissions --out readonly --force")
+    assert p.returncode == 2 and "cannot be written in" in p.stderr and "readonly" in p.stderr, p.stderr[-1500:]
+    assert "1/1" not in p.stderr  # refused before any grading
+
+
+def test_a_batch_started_with_sigint_ignored_keeps_it_ignored(here):
+    """`grade batch ... &` from a script runs with SIGINT ignored; a Ctrl-C meant for the script then reached the
+    grader processes, which had turned it back on: the jobs they held became "the autograder itself failed"."""
+    subs = here / "submissions"
+    subs.mkdir()
+    for i in range(30):
+        shutil.copy(REFERENCE, subs / f"s{i:02d}.py")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "PYTEST"))}
+    proc = subprocess.Popen(["bash", "-c", f"trap '' INT; '{GRADE}' batch submissions"], cwd=here, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and len(list((here / "results").glob("*.json"))) < 3:
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGINT)  # as the terminal does to the whole group
+    out, err = proc.communicate(timeout=600)
+    assert proc.returncode == 0, err[-2000:]
+    rows = scores_csv(here / "results")
+    assert len(rows) == 30 and all(float(r["score"]) == 100 for r in rows.values()), \
+        {s: (r["score"], r["reason"]) for s, r in rows.items() if float(r["score"]) != 100}
+
+
+def test_results_inside_the_submissions_folder_are_not_a_student(here):
+    """`grade batch submissions --out submissions/results`, run twice: the second run graded the results folder
+    as a student named "results" (0/100)."""
+    subs = here / "submissions"
+    subs.mkdir()
+    shutil.copy(REFERENCE, subs / "ada.py")
+    for _ in range(2):
+        p = grade("batch", "submissions", "--out", "submissions/results", "--force", cwd=here)
+        assert p.returncode == 0, p.stderr[-1500:]
+    assert set(scores_csv(subs / "results")) == {"ada"}
 
 
 def test_closed_standard_streams_change_no_grade(here):

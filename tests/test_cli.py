@@ -61,3 +61,46 @@ def test_a_grader_failure_in_check_is_told_to_the_student_as_the_checkers_own_wi
     assert code == 1
     assert "checker itself failed on this computer" in out and "No module named 'x'" in out
     assert "will regrade" not in out
+
+
+def test_hidden_checks_this_user_cannot_read_are_refused_before_grading(tmp_path, monkeypatch):
+    """A run as root makes hidden/ readable by root only; a later run as another user then gave every student
+    "the autograder itself failed" with exit status 0. It is refused first, naming the folder and the fix.
+    (Root reads any folder, so the refusal is simulated here.)"""
+    import os
+    import pytest
+    from autograder import assignment, batch
+    from autograder.errors import UsageError
+    a = assignment.load("attention")
+    hidden = str(a.check_dirs(False)[-1])
+    real = os.access
+    monkeypatch.setattr(batch.os, "access", lambda p, mode: False if str(p) == hidden else real(p, mode))
+    (tmp_path / "subs").mkdir()
+    (tmp_path / "subs" / "ada.py").write_text(REFERENCE.read_text())
+    with pytest.raises(UsageError) as e:
+        batch.main(submissions=tmp_path / "subs", out=tmp_path / "out", assignment=a, echo=lambda *_: None)
+    assert hidden in e.value.message.en and "chmod -R u+rX" in e.value.message.en
+    assert not list((tmp_path / "out").glob("*.json"))
+
+
+def test_a_batch_in_which_every_job_failed_in_the_grader_exits_with_an_error(tmp_path, monkeypatch):
+    """When every submission graded ended in the grader's own failure, the batch says so and exits 1: before, it
+    printed a table of zeros and exited 0, as if the class had submitted nothing that worked."""
+    from click.testing import CliRunner
+    import cli
+    from autograder import batch
+    from autograder.messages import GRADER_FAILED
+    from autograder.results import SubmissionResult
+
+    def all_failed(**kw):
+        s = batch.Summary(graded=2, grader_failed=2)
+        s.results = [SubmissionResult(student=n, submission=f"{n}.py", assignment="attention", error=GRADER_FAILED)
+                     for n in ("ada", "bo")]
+        return s
+    monkeypatch.setattr(batch, "main", all_failed)
+    (tmp_path / "subs").mkdir()
+    (tmp_path / "subs" / "ada.py").write_text(REFERENCE.read_text())
+    r = CliRunner().invoke(cli.grade, ["batch", str(tmp_path / "subs"), "--assignment", "attention", "--out",
+                                       str(tmp_path / "out")])
+    assert r.exit_code == 1, r.output
+    assert "failure of the grader itself" in r.output

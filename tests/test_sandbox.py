@@ -412,3 +412,50 @@ def test_a_worker_that_cannot_set_itself_up_is_the_graders_failure_not_the_submi
     assert r.error is not None and "autograder itself failed" in r.error.en, r.error
     assert "could not be set up" in r.staff and "/dev/shm" in r.staff
     assert not any("while your file was being loaded" in str(c.message) for c in r.checks)
+
+
+def test_a_uid_that_is_a_users_account_is_never_claimed_for_workers(monkeypatch):
+    """The workers' uids (61000 and up) may be real accounts on a university machine (LDAP): claiming one killed
+    that person's processes (every process of a claimed uid is killed as leftovers). A uid the passwd database
+    knows is skipped, and the process of such a user lives on."""
+    import pwd
+    from autograder import sandbox
+    if not sandbox.is_root():
+        pytest.skip("uids are claimed only by root")
+    import fcntl
+
+    def lockable(uid: int) -> bool:  # what claim_uid would take first (other grading runs hold some)
+        if uid in sandbox._claimed:
+            return False
+        fd = os.open(os.path.join(sandbox.lock_dir(), f"uid-{uid}.lock"), os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except OSError:
+            return False
+        finally:
+            os.close(fd)
+    free = next(u for u in range(sandbox.UID_BASE, sandbox.UID_BASE + 1000) if lockable(u))
+    real = pwd.getpwuid
+
+    def getpwuid(uid):
+        if free <= uid <= free + 3:
+            return real(0)  # an account, as far as claim_uid can tell
+        return real(uid)
+    monkeypatch.setattr(pwd, "getpwuid", getpwuid)
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.setgid(free)
+            os.setuid(free)
+            time.sleep(30)
+        finally:
+            os._exit(0)
+    try:
+        time.sleep(0.2)
+        got = sandbox.claim_uid()
+        assert got > free + 3, got
+        assert os.waitpid(pid, os.WNOHANG) == (0, 0), "the account's process was killed"
+    finally:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
