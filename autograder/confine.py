@@ -668,18 +668,105 @@ class MemoryCgroup:
         return False
 
 
-def remove_stale_cgroups(prefix: str, live: Callable[[int], bool]) -> None:
-    """Remove cgroups named `prefix<pid>` whose keeper is gone (a grader killed before it cleaned up)."""
-    own = _own_cgroup()
-    if own is None:
-        return
+def _own_cpu_cgroup_v1() -> str | None:
+    """The folder of this process's cgroup in a v1 hierarchy that has the cpu controller, if one is mounted."""
     try:
-        names = os.listdir(own[0])
+        with open("/proc/self/cgroup") as f:
+            lines = f.read().splitlines()
     except OSError:
-        return
-    for n in names:
-        if n.startswith(prefix) and n[len(prefix):].isdigit() and not live(int(n[len(prefix):])):
+        return None
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        names = controllers.split(",")
+        if "cpu" in names:
+            for base in ("/sys/fs/cgroup/cpu", "/sys/fs/cgroup/" + ",".join(names), "/sys/fs/cgroup/cpu,cpuacct"):
+                folder = os.path.join(base, path.lstrip("/"))
+                if os.path.exists(os.path.join(folder, "cpu.cfs_quota_us")):
+                    return folder
+    return None
+
+
+class CpuCgroup:
+    """One cpu cgroup per submission: its processes together weigh one share of a core against every other
+    process or submission, and use at most `cores` cores (a CFS quota), however many processes or sessions they
+    make. Without it the kernel shares a core between sessions (autogroups): 40 spinning processes, each in a
+    session of its own and all moved onto the other grader's core, left the submission graded there 1/41 of its
+    core and its forward timed out, while their total stayed under the CPU budget. v1 (a cpu hierarchy of its
+    own) or v2 (cpu.max in the submission's memory cgroup, where the controller is enabled there)."""
+
+    PERIOD_US = 100_000
+
+    def __init__(self, folder: str, mode: str, owned: bool):
+        self.folder, self.mode, self.owned = folder, mode, owned
+
+    @classmethod
+    def create(cls, name: str, cores: float, memory: "MemoryCgroup | None" = None) -> "CpuCgroup | None":
+        quota = max(1000, int(cores * cls.PERIOD_US))
+        if memory is not None and memory.mode == "cgroup-v2":
+            cg = cls(memory.folder, "cgroup-v2", owned=False)
             try:
-                os.rmdir(os.path.join(own[0], n))
+                cg._write("cpu.max", f"{quota} {cls.PERIOD_US}")
             except OSError:
-                pass
+                return None
+            return cg
+        parent = _own_cpu_cgroup_v1()
+        if parent is None:
+            return None
+        folder = os.path.join(parent, name)
+        try:
+            os.mkdir(folder)
+        except FileExistsError:
+            pass
+        except OSError:
+            return None
+        cg = cls(folder, "cgroup-v1", owned=True)
+        try:
+            cg._write("cpu.cfs_period_us", str(cls.PERIOD_US))
+            cg._write("cpu.cfs_quota_us", str(quota))
+        except OSError:
+            cg.remove()
+            return None
+        return cg
+
+    def _write(self, key: str, value: str) -> None:
+        with open(os.path.join(self.folder, key), "w") as f:
+            f.write(value)
+
+    def join(self, pid: int) -> bool:
+        if not self.owned:  # v2: the memory cgroup's folder, which the worker joins for both
+            return True
+        try:
+            self._write("cgroup.procs", str(pid))
+            return True
+        except OSError:
+            return False
+
+    def remove(self) -> bool:
+        if not self.owned:
+            return True
+        for _ in range(200):  # processes killed a moment ago may still be leaving the group
+            try:
+                os.rmdir(self.folder)
+                return True
+            except FileNotFoundError:
+                return True
+            except OSError:
+                time.sleep(0.01)
+        return False
+
+
+def remove_stale_cgroups(prefix: str, live: Callable[[int], bool]) -> None:
+    """Remove cgroups named `prefix<pid>` whose keeper is gone (a grader killed before it cleaned up): memory, and
+    cpu where it is a hierarchy of its own (v1)."""
+    own = _own_cgroup()
+    for parent in ([own[0]] if own is not None else []) + [p for p in [_own_cpu_cgroup_v1()] if p is not None]:
+        try:
+            names = os.listdir(parent)
+        except OSError:
+            continue
+        for n in names:
+            if n.startswith(prefix) and n[len(prefix):].isdigit() and not live(int(n[len(prefix):])):
+                try:
+                    os.rmdir(os.path.join(parent, n))
+                except OSError:
+                    pass

@@ -325,20 +325,32 @@ class Submission:
         failure): a fresh worker, which ran none of the submission's code, does not fail on that import with the
         same "No module named ..." (it imports it, or fails otherwise: some installed modules, torch._dynamo say,
         cannot be imported in any worker, and naming one must not make the file the grader's failure). Asked once
-        per module; a probe that cannot run leaves it the grader's failure, as before."""
+        per module. A probe worker that cannot be started leaves it the grader's failure, as before; one that
+        started but did not answer in time or was lost says nothing about the import (the submission's own
+        processes, still running beside it, can starve it: a skeleton with 40 spinning processes and a raised
+        ModuleNotFoundError passed as the grader's failure instead of getting its 0), so the error stays the
+        submission's own."""
         if module not in self._imports_ok:
             ok = False
             try:
-                probe = self.spawn()
+                probe = self.spawn()  # a probe that cannot be started: the grader's failure
+            except Exception:
+                probe = None
+            if probe is not None:
                 try:
                     reply = probe.request("load", {"cells": [{"code": f"import {module}", "label": "<import check>"}],
                                                    "skip": []}, timeout=self.hang_limit())
                     value = reply.get("value") if isinstance(reply, dict) and reply.get("ok") is True else None
                     ok = well_formed("load", value) and not any(_env_failure(e) == module for e in value["errors"])
+                except WorkerLost:  # (a time-out included) inconclusive: not shown to be the grader's
+                    ok = True
+                except Exception:
+                    ok = False
                 finally:
-                    probe.kill(graceful=True, sweep_uid=False)  # the submission's own worker lives on
-            except Exception:
-                ok = False
+                    try:
+                        probe.kill(graceful=True, sweep_uid=False)  # the submission's own worker lives on
+                    except Exception:
+                        pass
             self._imports_ok[module] = ok
         return self._imports_ok[module]
 

@@ -398,7 +398,8 @@ def _become_worker(spec: dict[str, Any], wsock: socket.socket, keeper_pid: int, 
     worker.serve()
 
 
-def _isolate(spec: dict[str, Any], me: int) -> tuple[dict[str, str], "confine.MemoryCgroup | None"]:
+def _isolate(spec: dict[str, Any], me: int) \
+        -> tuple[dict[str, str], "confine.MemoryCgroup | None", "confine.CpuCgroup | None"]:
     """In the keeper, before the worker is forked (and as root, before anyone drops privileges): private
     namespaces, a tmpfs scratch, Python's folders made reachable, a memory cgroup. Each step that the kernel or
     our privileges refuse falls back, and the returned modes say what ran (they end up in the result)."""
@@ -420,7 +421,11 @@ def _isolate(spec: dict[str, Any], me: int) -> tuple[dict[str, str], "confine.Me
     modes["memory"] = cg.mode if cg is not None else "polled"
     if cg is not None:
         modes["cgroup"] = os.path.basename(cg.folder)
-    return modes, cg
+    cpu = None
+    if is_root() and spec.get("isolate", True):
+        cpu = confine.CpuCgroup.create(f"{CGROUP_PREFIX}{me}", lim.get("cpu_cores", 1.25), cg)
+    modes["cpu"] = f"{cpu.mode}, at most {lim.get('cpu_cores', 1.25):g} cores" if cpu is not None else "polled"
+    return modes, cg, cpu
 
 
 READY = b"ready"  # what a worker writes on its setup pipe once it is set up, before it runs the submission's code
@@ -467,8 +472,9 @@ def _keeper(spec: dict[str, Any], wsock: socket.socket, ksock: socket.socket) ->
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     me = os.getpid()
     try:
-        modes, cg = _isolate(spec, me)
+        modes, cg, cpu = _isolate(spec, me)
     except Exception as e:  # a kernel refusing something in a way not foreseen: grade with the polled budgets
+        cpu = None
         modes, cg = {"namespaces": "unknown", "scratch": "folder", "memory": "polled",
                      "error": f"{type(e).__name__}: {e}"[:200]}, None
     spec = {**spec, "modes": modes}
@@ -490,6 +496,9 @@ def _keeper(spec: dict[str, Any], wsock: socket.socket, ksock: socket.socket) ->
     os.close(ready_w)
     # The worker waits for its first request, which comes only after this hello: it is in the cgroup before
     # any student code runs.
+    if cpu is not None and not cpu.join(pid):  # (before the memory cgroup: v2 joins that folder for both)
+        cpu.remove()
+        cpu, modes["cpu"] = None, "polled"
     if cg is not None and not cg.join(pid):
         cg.remove()
         cg, modes["memory"] = None, "polled"
@@ -536,6 +545,8 @@ def _keeper(spec: dict[str, Any], wsock: socket.socket, ksock: socket.socket) ->
             _, status = os.waitpid(pid, 0)
         except ChildProcessError:
             pass
+    if cpu is not None:
+        cpu.remove()
     if cg is not None:
         cg.remove()
     try:

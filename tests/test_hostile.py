@@ -461,6 +461,8 @@ def test_containment_modes_are_recorded(graded):
             assert r.sandbox["scratch"] == "tmpfs"
         if confine._own_cgroup() is not None and r.sandbox["memory"] == "polled":
             pytest.fail("a memory cgroup could be created here, but the submission ran with polled accounting")
+        if confine._own_cpu_cgroup_v1() is not None:
+            assert r.sandbox["cpu"].startswith("cgroup-v1"), r.sandbox
     gs = json.loads((graded["out"] / "aa_bystander.json").read_text())
     assert gs["extra_data"]["sandbox"] == r.sandbox
 
@@ -506,3 +508,49 @@ def test_no_result_is_a_grader_failure(graded):
     """Crashes on demand end as the submission's own result, never as "the autograder itself failed"."""
     failed = [sid for sid, r in graded["results"].items() if r.error and "autograder itself failed" in r.error.en]
     assert failed == []
+
+
+SPIN = """
+import os as _os, subprocess as _sp, time as _time
+_mine = _os.sched_getaffinity(0)
+_os.sched_setaffinity(0, set(range(_os.cpu_count() or 1)) - _mine or _mine)  # the other grader's core
+_kids = [_sp.Popen(["/bin/sh", "-c", "while :; do :; done"], stdin=_sp.DEVNULL, stdout=_sp.DEVNULL,
+                   stderr=_sp.DEVNULL, start_new_session=True) for _ in range(40)]
+_os.sched_setaffinity(0, _mine)
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or (os.cpu_count() or 1) < 2, reason="two cores and root (workers' cgroups)")
+def test_spinning_processes_in_their_own_sessions_do_not_starve_the_submission_graded_beside(tmp_path):
+    """Red-team finding: 40 spinning processes, each in a session of its own (the kernel shares a core between
+    sessions) and moved onto the other grader's core, together under the 1.25-core budget, left the submission
+    graded there 1/41 of its core: a correct CausalAttention that needs a second of CPU timed out (20 s) and lost
+    all its points while the attacker kept 100. Each submission is one cpu cgroup now (one share, at most 1.25
+    cores). Also: the same spinners beside a raised ModuleNotFoundError starved the check that tells a
+    submission's own import failure from the grader's, and the untouched skeleton passed as the grader's failure."""
+    from conftest import REFERENCE, SKELETON, grade_sources
+    ref = REFERENCE.read_text()
+
+    def first_calls_of(src: str, cls: str, n: int, body: str) -> str:
+        """src with `body` run at the start of cls.forward's first n calls."""
+        line = "        b, num_tokens, d_in = x.shape" if cls != "SelfAttention_v1" else "        keys = x @ self.W_key"
+        i = src.index(f"class {cls}(")
+        j = src.index(line, i)
+        return (f"_calls_{cls} = [0]\n\n\n" + src[:j]
+                + f"        _calls_{cls}[0] += 1\n        if _calls_{cls}[0] <= {n}:\n{body}" + src[j:])
+    # The victim: a correct file whose CausalAttention needs 0.6 s of CPU on each of its first five calls.
+    slow = first_calls_of(ref, "CausalAttention", 5, "            _t = __import__('time').process_time()\n"
+                          "            while __import__('time').process_time() - _t < 0.6:\n                pass\n")
+    # The attacker: 40 spinners on the other core while it sleeps (its own grading goes on meanwhile).
+    hog = first_calls_of(ref, "SelfAttention_v1", 2, "            __import__('time').sleep(8)\n") + SPIN + \
+        "_time.sleep(12)\n"
+    results = grade_sources(tmp_path, {
+        "a_hog.py": hog,
+        "b_slow.py": slow,
+        "c_skeleton_starving.py": SKELETON.read_text() + SPIN.replace("set(range(_os.cpu_count() or 1)) - _mine or "
+                                                                      "_mine", "_mine")
+                                  + "raise ModuleNotFoundError(\"No module named 'matplotlib.pyplot'\")\n"})
+    assert results["b_slow"].score == 100, [(c.name, c.message.en) for c in results["b_slow"].checks
+                                            if c.status != "passed" and c.points]
+    skeleton = results["c_skeleton_starving"]
+    assert skeleton.score == 0 and skeleton.error is None, (skeleton.error, skeleton.staff[-800:])

@@ -136,7 +136,7 @@ def test_fallback_modes_still_count_shared_memory_and_say_so(tmp_path):
         with pytest.raises(Exception) as e:
             sub.start()
         assert "all its processes together used more than the 256 MB" in str(e.value.message)
-        assert sub.modes == {"namespaces": "none", "scratch": "folder", "memory": "polled"} | (
+        assert sub.modes == {"namespaces": "none", "scratch": "folder", "memory": "polled", "cpu": "polled"} | (
             {"python": sub.modes["python"]} if "python" in sub.modes else {})
         sub.close()
         remove_scratch(sc, uid)

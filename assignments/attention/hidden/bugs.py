@@ -36,6 +36,21 @@ DROPOUT_HINT = "Apply self.dropout once"
 TYPO = Message("the scores are divided by `d_k ** 0/5` (that is 1/5: a typo for `** 0.5`), which multiplies them by 5",
                "점수를 `d_k ** 0/5`(= 1/5, `** 0.5`의 오타)로 나눠 5배가 됨")
 
+MHA_CORE = """        scores = queries @ keys.transpose(2, 3)  # (b, h, T, T)
+        scores = scores.masked_fill(self.mask.bool()[:num_tokens, :num_tokens], -torch.inf)
+        weights = torch.softmax(scores / keys.shape[-1] ** 0.5, dim=-1)
+        weights = self.dropout(weights)
+
+        context = (weights @ values).transpose(1, 2)  # (b, T, h, hd)"""
+# MultiHeadAttention's heads one at a time, as learners write it: {drop} is what reaches `weights @ values`.
+HEAD_LOOP = """        per_head = []
+        for h in range(self.num_heads):
+            scores = queries[:, h] @ keys[:, h].transpose(1, 2)
+            scores = scores.masked_fill(self.mask.bool()[:num_tokens, :num_tokens], -torch.inf)
+            weights = torch.softmax({scores} / keys.shape[-1] ** 0.5, dim=-1)
+            per_head.append({drop} @ values[:, h])
+        context = torch.stack(per_head, dim=2)  # (b, T, h, hd)"""
+
 VARIANTS: list[Variant] = [
     # ---------------------------------------------------------------- 3.3 steps
     V("attention_scores_transposed", ch("attention_scores", "inputs @ inputs.T", "inputs.T @ inputs"),
@@ -205,6 +220,9 @@ VARIANTS: list[Variant] = [
       ch(MHA, FILL, "mask = torch.triu(torch.ones(num_tokens, num_tokens), diagonal=1)\n"
                     "        scores = scores.masked_fill(mask.bool(), -torch.inf)"),
       breaks=MHA, says=("register_buffer",), why="the mask is built in forward on the CPU"),
+    V("mha_head_loop_dropout_on_scores", ch(MHA, MHA_CORE, HEAD_LOOP.format(drop="weights",
+                                                                           scores="self.dropout(scores)")),
+      breaks=MHA, says=(DROPOUT_HINT,)),
     V("mha_qkv_bias_ignored", ch(MHA, "bias=qkv_bias", "bias=False"), breaks=MHA, says=("qkv_bias is ignored",)),
     V("mha_scale_by_d_out", ch(MHA, "keys.shape[-1] ** 0.5", "self.d_out ** 0.5"), breaks=MHA,
       en="the scores are scaled by sqrt(d_out); each head's keys have head_dim = d_out // num_heads features, so "
@@ -307,6 +325,9 @@ VARIANTS: list[Variant] = [
          "context = F.scaled_dot_product_attention(\n"
          "            queries, keys, values, is_causal=True, dropout_p=self.dropout.p if self.training else 0.0\n"
          "        ).transpose(1, 2)")),
+    # A loop over the heads, each head's weights through self.dropout in turn (seen in learners' code): the same
+    # dropout with its random draws made head by head. It lost the train-mode dropout point.
+    V("ok_head_loop_dropout", ch(MHA, MHA_CORE, HEAD_LOOP.format(drop="self.dropout(weights)", scores="scores"))),
     V("ok_extra_init_argument", ch(CA, "qkv_bias: bool = False):\n        super().__init__()",
                                    "qkv_bias: bool = False,\n                 verbose: bool = False):\n"
                                    "        super().__init__()\n        self.verbose = verbose"),
