@@ -266,19 +266,29 @@ def diagnose_module(table: Table, reference: Any, until: float, target: Any, got
     forward_right = same(output(reference, ctor, params, call, cls, prepare), got)
     if forward_right and same(output(reference, ctor, None, call, cls, prepare), got):
         return None  # the student's module is the reference's: the failure is not one of these bugs
+    found: list[Variant] = []
     for v in candidates:
         if time.monotonic() > until:
             return None
         if v.init == forward_right and same(output(table.module(v), ctor, None if v.init else params, call, cls,
                                                    prepare), got):
-            return named(v)
-    return None
+            found.append(v)
+    return _one(found)
+
+
+def _one(found: list[Variant]) -> Message | None:
+    """The diagnosis when exactly one cause explains the output. Two bugs that give the same numbers on this call
+    (scores divided by sqrt(d_out) or by head_dim: both 2 when d_out is 4 and there are 2 heads) cannot be told
+    apart here, and naming one of them named the wrong one; the checks on other shapes name it."""
+    causes = {v.cause for v in found if v.cause is not None}
+    return named(found[0]) if len(causes) == 1 else None
 
 
 def diagnose_function(table: Table, until: float, name: str, inputs: tuple, got: Any,
                       candidates: list[Variant] | None = None) -> Message | None:
     """The library bug that explains the student's top-level function `name` having returned `got` for `inputs`
     (`candidates`: the bugs to try, by default every library bug that reaches the function)."""
+    found: list[Variant] = []
     for v in table.candidates(name) if candidates is None else candidates:
         if time.monotonic() > until:
             return None
@@ -288,5 +298,5 @@ def diagnose_function(table: Table, until: float, name: str, inputs: tuple, got:
         except Exception:
             continue
         if same(out, got):
-            return named(v)
-    return None
+            found.append(v)
+    return _one(found)

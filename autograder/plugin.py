@@ -321,6 +321,11 @@ class GradingPlugin:
                                      f"문법 오류 ({loc_ko}):{code} {err.get('message')}. {w.get('file')}의 코드가 "
                                      "전혀 실행되지 않았습니다. 고친 뒤 다시 확인하세요."))
                 continue
+            inner = w.get("inner") if isinstance(w.get("inner"), dict) else None
+            if inner is not None and inner.get("line"):  # raised further in: in a function that line called
+                icode = f": `{inner.get('code')}`" if inner.get("code") else ""
+                loc += f"; raised in `{inner.get('function')}`, line {inner.get('line')}{icode}"
+                loc_ko += f"; `{inner.get('function')}`의 {inner.get('line')}번째 줄에서 발생{icode}"
             notes.append(Message(f"While loading your code ({loc}): {text}. Code after this point in the same "
                                  "statement did not run; later definitions were still loaded.",
                                  f"코드를 불러오는 중 오류 ({loc_ko}): {text}. 이 문장은 실행되지 않았고, "

@@ -603,6 +603,10 @@ class Submission:
             self._spelling[key] = misspelt_method(self.source, cls, wanted, self._classes)
         return self._spelling[key]
 
+    def source_text(self) -> str:
+        """The submission's code as the grader read it (every cell), for checks that name a pattern in it."""
+        return "\n".join(c.code for c in self.source.cells)
+
     def signature(self, name: str) -> list[dict[str, Any]]:
         self.require(name)
         return self.request("signature", what=name, owner=name, name=name)["params"]

@@ -181,7 +181,16 @@ class Worker:
                 try:
                     exec(compile(ast.Module(body=[stmt], type_ignores=[]), label, "exec"), self.ns)
                 except BaseException as e:
-                    errors.append(self.describe(e))
+                    err = self.describe(e)
+                    # The statement that failed, which is what did not run; where the exception came from (a
+                    # forward that a demo line called) as `inner`, when that is another line.
+                    lines = self.lines[label]
+                    top = {"file": label, "line": stmt.lineno, "function": "<module>",
+                           "code": _short(lines[stmt.lineno - 1].strip()) if 0 < stmt.lineno <= len(lines) else ""}
+                    if err.get("where") and err["where"].get("line") != stmt.lineno:
+                        top["inner"] = err["where"]
+                    err["where"] = top
+                    errors.append(err)
         return {"names": self.op_names(), "errors": errors[:20]}
 
     def op_names(self) -> dict[str, str]:

@@ -141,3 +141,18 @@ def test_expect_close_passes_exactly_when_values_agree(got, want, passes):
             checks.expect_close(g, w, "f(x)")
     with pytest.raises(checks.CheckFailure, match="dtype"):
         checks.expect_close(g.half(), w, "f(x)")
+
+
+def test_a_demo_line_that_fails_inside_forward_is_named_with_the_line_that_raised(tmp_path):
+    """A notebook-style file whose top-level demo line calls a module that raises: the load note quoted the
+    line inside forward (`b, num_tokens, d_in = x.shape`) as the one that did not run; it names the demo line,
+    which is what did not run, and where the exception came from."""
+    from conftest import REFERENCE
+    src = REFERENCE.read_text() + "\n\nca = CausalAttention(3, 2, 6, 0.0)\nprint(ca(torch.rand(6, 3)))  # no batch dim\n"
+    demo_line = src.splitlines().index("print(ca(torch.rand(6, 3)))  # no batch dim") + 1
+    r = grade_sources(tmp_path, {"ada.py": src})["ada"]
+    assert r.score == 100
+    (note,) = [n for n in r.notes if "While loading your code" in n.en]
+    assert f"line {demo_line}: `print(ca(torch.rand(6, 3)))" in note.en, note.en
+    assert "raised in `forward`" in note.en and "b, num_tokens, d_in = x.shape" in note.en, note.en
+    assert f"{demo_line}번째 줄" in note.ko and "`forward`의" in note.ko, note.ko

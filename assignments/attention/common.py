@@ -7,7 +7,8 @@ from typing import Any, Callable
 
 import torch
 
-from autograder.checks import CheckFailure, diagnosis, expect_close, expect_shape, expect_tensor, fail
+from autograder.checks import (CheckFailure, described, diagnosis, expect_close, expect_shape, expect_tensor,
+                               fail)
 from autograder.messages import Message, near_miss
 from autograder.proxy import step, taken
 
@@ -440,11 +441,20 @@ def check_mask_buffer(sub, cls: str) -> None:
     state = m.state()
     buffers = state["buffers"]
     if "mask" not in buffers:
+        if re.search(r"self\.mask\s*=\s*self\.register_buffer\(", sub.source_text()):
+            # Seen: the buffer is made, then replaced by None (register_buffer returns nothing).
+            fail(f"`self.mask = self.register_buffer(...)` in `{cls}` stores None: register_buffer returns "
+                 "nothing, so the assignment replaces the buffer it just made with None. Call "
+                 "self.register_buffer('mask', ...) on its own, without `self.mask =`.",
+                 f"`{cls}`의 `self.mask = self.register_buffer(...)`는 None을 저장합니다: register_buffer는 아무것도 "
+                 "반환하지 않아서, 방금 만든 버퍼를 None으로 바꿉니다. `self.mask =` 없이 "
+                 "self.register_buffer('mask', ...)만 호출하세요.")
         extra = f" (it has buffers {sorted(buffers)})" if buffers else ""
+        extra_ko = f" (등록된 버퍼: {sorted(buffers)})" if buffers else ""
         fail(f"`{cls}` has no registered buffer named `mask`{extra}. Create it in __init__ with "
              "self.register_buffer('mask', torch.triu(torch.ones(context_length, context_length), diagonal=1)) "
              "so it moves with .to(device).",
-             f"`{cls}`에 `mask`라는 버퍼가 등록되어 있지 않습니다{extra}. __init__에서 "
+             f"`{cls}`에 `mask`라는 버퍼가 등록되어 있지 않습니다{extra_ko}. __init__에서 "
              "self.register_buffer('mask', torch.triu(torch.ones(context_length, context_length), diagonal=1))로 "
              "만들어야 .to(device)와 함께 이동합니다.")
     mask = expect_tensor(buffers["mask"], f"{cls}.mask")
@@ -460,27 +470,35 @@ def check_mask_buffer(sub, cls: str) -> None:
         return
     keep = torch.equal(mask, torch.tril(torch.ones(ctx, ctx))) or torch.equal(mask, 1 - want)
     additive = torch.equal(mask, torch.zeros(ctx, ctx).masked_fill(want.bool(), -torch.inf))
-    if keep or additive:
-        # The same mask stored the other common ways: the positions to keep (tril, filled where `mask == 0`) or
-        # an additive -inf/0 mask. It is right exactly when the class uses it that way, which its behaviour
-        # shows: fresh calls must be causal (computed in the grader, as in the causality check).
-        try:
-            check_causality(sub, cls, seed=13)
-            return
-        except CheckFailure:
-            if additive:
-                raise
-    if keep:
+    if keep and _hides_each_tokens_past(m, ctx):
+        # The positions to keep, used as the positions to hide (`masked_fill(mask.bool(), -inf)`): each token sees
+        # only its future, and the last one nothing.
         fail(f"`{cls}.mask` marks the positions to keep (tril); the -inf fill needs the positions to hide: "
              "torch.triu(torch.ones(n, n), diagonal=1).",
              f"`{cls}.mask`가 남길 위치(tril)를 표시합니다. -inf로 채울 위치, 즉 "
              "torch.triu(torch.ones(n, n), diagonal=1)이어야 합니다.")
+    if keep or additive:
+        # The same mask stored the other common ways: the positions to keep (tril, filled where `mask == 0`) or an
+        # additive -inf/0 mask. Judged as the notebook's triu is: a bug elsewhere in forward is charged where it
+        # lives (a keep mask was charged, and told to become triu, for a softmax masked afterwards).
+        expect_working(sub, cls)
+        return
     if torch.equal(mask, torch.triu(torch.ones(ctx, ctx), diagonal=0)):
         fail(f"`{cls}.mask` also hides the diagonal (diagonal=0): a token must be able to attend to itself. "
              "Use diagonal=1.",
              f"`{cls}.mask`가 대각선까지 가립니다(diagonal=0). 토큰은 자기 자신을 볼 수 있어야 하므로 diagonal=1을 쓰세요.")
     fail(f"`{cls}.mask` is not torch.triu(torch.ones({ctx}, {ctx}), diagonal=1).",
          f"`{cls}.mask`가 torch.triu(torch.ones({ctx}, {ctx}), diagonal=1)과 다릅니다.")
+
+
+def _hides_each_tokens_past(m, ctx: int) -> bool:
+    """Whether the module's last token gets no output at all (NaN): what a mask of the positions to keep does when
+    the -inf fill uses it as the positions to hide. False when the call fails (the other checks say why)."""
+    try:
+        out = m(randn(424242, 2, ctx, 3))
+    except CheckFailure:
+        return False
+    return type(out) is torch.Tensor and out.dim() == 3 and out.shape[1] == ctx and bool(torch.isnan(out[:, -1]).all())
 
 
 def permuted_features(weights: dict, d_in: int, perm: torch.Tensor) -> dict:
@@ -558,10 +576,13 @@ def check_causality(sub, cls: str, seed: int, b: int = 2, T: int = 6, d_in: int 
             raise CheckFailure(named + what)
         raise CheckFailure(what + Message(
             "Look for: a mask that does not reach the softmax (`scores.masked_fill(...)` returns a new tensor: "
-            "assign it, or use masked_fill_), a softmax over another axis than the keys (dim=-1), or tokens mixed "
-            "by a reshape.",
+            "assign it, or use masked_fill_), the future filled with 0 instead of -inf (a score of 0 still gets "
+            "weight), weights masked after the softmax (the visible ones then no longer sum to 1), a softmax over "
+            "another axis than the keys (dim=-1), or tokens mixed by a reshape.",
             "확인할 것: softmax에 닿지 않는 마스크(`scores.masked_fill(...)`은 새 텐서를 반환하므로 대입하거나 "
-            "masked_fill_을 쓰세요), 키 축(dim=-1)이 아닌 축에 대한 softmax, reshape로 섞인 토큰."))
+            "masked_fill_을 쓰세요), -inf 대신 0으로 채운 미래 위치(점수 0도 가중치를 받음), softmax 뒤에 가린 "
+            "가중치(보이는 가중치의 합이 더 이상 1이 아님), 키 축(dim=-1)이 아닌 축에 대한 softmax, reshape로 섞인 "
+            "토큰."))
 
 
 def expect_responds(y1, y2, cls: str, what: str) -> None:
@@ -599,7 +620,8 @@ def check_eval_no_dropout(sub, cls: str, seed: int) -> None:
     got = expect_tensor(with_p(x, mode="eval", seed=1), f"{call_text(cls, d_in, d_out, T, 0.5, heads)}")
     expect_responds(got, expect_tensor(with_p(x * 2 + 1, mode="eval", seed=1), f"{cls}(...)(x)"), cls, "all")
     expect_close(got, without(x, mode="eval", seed=1),
-                 f"{call_text(cls, d_in, d_out, T, 0.5, heads)} in eval mode", explain=explain(sub, with_p, x, seed=1),
+                 described(call_text(cls, d_in, d_out, T, 0.5, heads), "in eval mode", "(eval 모드)"),
+                 explain=explain(sub, with_p, x, seed=1),
                  hint=Message("In eval mode dropout must do nothing: use the nn.Dropout module (self.dropout), "
                               "which follows model.eval(), not F.dropout(..., training=True).",
                               "eval 모드에서는 dropout이 아무 일도 하지 않아야 합니다. F.dropout(..., training=True) "

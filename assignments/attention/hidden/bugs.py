@@ -127,16 +127,25 @@ VARIANTS: list[Variant] = [
     V("causal_functional_dropout", ch(CA, "self.dropout(weights)",
                                       "torch.nn.functional.dropout(weights, self.dropout.p, training=True)"),
       breaks=CA,
-      en="dropout is F.dropout(..., training=True), which stays on in eval mode; use the nn.Dropout module "
-         "self.dropout, which follows model.eval()",
-      ko="dropout을 F.dropout(..., training=True)로 적용해 eval 모드에서도 켜져 있음; model.eval()을 따르는 "
-         "nn.Dropout 모듈 self.dropout을 쓰세요"),
+      en="dropout stays on in eval mode (F.dropout(..., training=True) does, and so does an nn.Dropout made "
+         "inside forward); use the nn.Dropout module self.dropout made in __init__, which follows model.eval()",
+      ko="dropout이 eval 모드에서도 켜져 있음 (F.dropout(..., training=True)도, forward 안에서 만든 nn.Dropout도 "
+         "그렇습니다); __init__에서 만든 nn.Dropout 모듈 self.dropout을 쓰세요. 이것은 model.eval()을 따릅니다"),
     V("causal_mask_after_softmax", ch(CA, f"        {FILL}\n", ""),
       ch(CA, "dim=-1)\n", "dim=-1)\n        keep = 1 - self.mask[:num_tokens, :num_tokens]\n"
                           "        weights = weights * keep\n"
                           "        weights = weights / weights.sum(dim=-1, keepdim=True)\n"),
       breaks=CA, says=("reach the softmax unmasked",), why="masks after the softmax and renormalises: same output"),
     V("causal_mask_plain_attribute", ch(CA, BUFFER, f"self.mask = {TRIU}"), breaks=CA, says=("register_buffer",)),
+    # register_buffer returns None: the buffer is made, then replaced by None (seen: told to call register_buffer).
+    V("causal_register_buffer_assigned", ch(CA, BUFFER, f"self.mask = {BUFFER}"), breaks=CA,
+      says=("register_buffer returns nothing",)),
+    # A mask of the positions to keep, used that way, with the weights masked after the softmax and not
+    # renormalised: the bug is the masking, not the mask (seen: told to make the mask triu).
+    V("causal_keep_mask_zeroed_after_softmax",
+      ch(CA, TRIU, "torch.tril(torch.ones(context_length, context_length))"), ch(CA, f"        {FILL}\n", ""),
+      ch(CA, "dim=-1)\n", "dim=-1)\n        weights = weights * self.mask[:num_tokens, :num_tokens]\n"),
+      breaks=CA, says=("weights masked after the softmax",), never_says=("marks the positions to keep",)),
     V("causal_softmax_dim1", ch(CA, "dim=-1", "dim=1"), breaks=CA,
       en="the softmax runs over dim=1 (the query axis of the (b, T, T) scores); normalise each row over the keys "
          "with dim=-1",
@@ -230,6 +239,12 @@ VARIANTS: list[Variant] = [
       ko="점수를 sqrt(d_out)으로 나눔; 각 헤드의 키는 head_dim = d_out // num_heads 차원이므로 "
          "sqrt(head_dim) = keys.shape[-1] ** 0.5로 나누세요",
       never_says=(DROPOUT_HINT,)),
+    V("mha_scale_by_head_dim_no_sqrt", ch(MHA, "keys.shape[-1] ** 0.5", "keys.shape[-1]"), breaks=MHA,
+      en="the scores are divided by head_dim itself instead of its square root; divide by keys.shape[-1] ** 0.5",
+      ko="점수를 head_dim의 제곱근이 아니라 head_dim 자체로 나눔; keys.shape[-1] ** 0.5로 나누세요",
+      # With the notebook's d_out=4 and 2 heads, head_dim = 2 = sqrt(d_out): that bug gives the same numbers there,
+      # and naming it named the wrong one (bugtable._one).
+      never_says=("sqrt(d_out)",)),
     V("mha_no_scaling", ch(MHA, SCALE, "scores"), breaks=MHA,
       en="the scores are not scaled before the softmax; divide them by sqrt(head_dim) = keys.shape[-1] ** 0.5",
       ko="softmax 전에 점수를 나누지 않음; sqrt(head_dim) = keys.shape[-1] ** 0.5로 나누세요",
