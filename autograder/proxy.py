@@ -268,6 +268,7 @@ class Submission:
         self.notes: list[Message] = []  # what the checks want the student to read at the top of the result
         self.graded_names: frozenset[str] = frozenset()  # the assignment's names: never offered as a rename
         self._spelling: dict[tuple[str, str], Message | None] = {}
+        self._signatures: dict[str, list[dict[str, Any]]] = {}  # see signature()
         self._classes: dict[str, list[str]] | None = None  # class_methods(source), read once when first needed
         self._env: dict[str, Any] | None = None
         self._imports_ok: dict[str, bool] = {}  # module -> a fresh worker imports it (see _student_made)
@@ -608,8 +609,12 @@ class Submission:
         return "\n".join(c.code for c in self.source.cells)
 
     def signature(self, name: str) -> list[dict[str, Any]]:
-        self.require(name)
-        return self.request("signature", what=name, owner=name, name=name)["params"]
+        """The parameters of `name` (a class's __init__), asked once per submission: the same code is loaded into
+        every worker it gets."""
+        if name not in self._signatures:
+            self.require(name)
+            self._signatures[name] = self.request("signature", what=name, owner=name, name=name)["params"]
+        return [dict(p) for p in self._signatures[name]]
 
     def new(self, name: str, *args: Any, seed: int | None = None, stand_in: dict[str, str] | None = None,
             **kwargs: Any) -> Remote:

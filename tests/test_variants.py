@@ -200,3 +200,12 @@ def test_a_bug_versions_output_is_computed_once_per_grader_process(monkeypatch):
     bugtable.output(R, drop, None, bugtable.Call((x,), {}, "train", None))
     bugtable.output(R, drop, None, bugtable.Call((x,), {}, "train", None))
     assert len(runs) == 5  # dropout with no seed depends on the random state: never remembered
+
+
+def test_a_wrong_default_of_qkv_bias_costs_only_the_signature_point(graded):
+    """SelfAttention_v2(d_in, d_out, qkv_bias=True) as the default: the signature check charges it and says so; the
+    other checks pass qkv_bias=False and judge the rest (it kept 2 of 15 points when every check built the class
+    with biases)."""
+    r = graded["v2_qkv_bias_default_true"]
+    lost = [c for c in r.checks if c.question == "SelfAttention_v2" and c.score < c.points]
+    assert len(lost) == 1 and "signature" in lost[0].nodeid, [(c.nodeid, c.message.en) for c in lost]

@@ -138,6 +138,10 @@ VARIANTS: list[Variant] = [
       breaks=CA, says=("reach the softmax unmasked",), why="masks after the softmax and renormalises: same output"),
     V("causal_mask_plain_attribute", ch(CA, BUFFER, f"self.mask = {TRIU}"), breaks=CA, says=("register_buffer",)),
     # register_buffer returns None: the buffer is made, then replaced by None (seen: told to call register_buffer).
+    # qkv_bias=True as the default (the notebook's is False): one word of the signature, charged there once (it
+    # cost 13 of SelfAttention_v2's 15 points: every check built the class with biases).
+    V("v2_qkv_bias_default_true", ch(V2, "qkv_bias: bool = False", "qkv_bias: bool = True"), breaks=V2,
+      says=("defaults `qkv_bias` to True",)),
     V("causal_register_buffer_assigned", ch(CA, BUFFER, f"self.mask = {BUFFER}"), breaks=CA,
       says=("register_buffer returns nothing",)),
     # A mask of the positions to keep, used that way, with the weights masked after the softmax and not
