@@ -276,12 +276,23 @@ def diagnose_module(table: Table, reference: Any, until: float, target: Any, got
     return _one(found)
 
 
+MAX_NAMED = 3  # causes named together when they give the same numbers; more say nothing certain
+
+
 def _one(found: list[Variant]) -> Message | None:
-    """The diagnosis when exactly one cause explains the output. Two bugs that give the same numbers on this call
-    (scores divided by sqrt(d_out) or by head_dim: both 2 when d_out is 4 and there are 2 heads) cannot be told
-    apart here, and naming one of them named the wrong one; the checks on other shapes name it."""
-    causes = {v.cause for v in found if v.cause is not None}
-    return named(found[0]) if len(causes) == 1 else None
+    """The diagnosis from the bugs that explain the output. Different bugs can give the same numbers on a call
+    (scores divided by sqrt(d_out) or by head_dim: both 2 when d_out is 4 and there are 2 heads; heads merged
+    without transposing back, or concatenated along the token axis): naming the first one named the wrong one for
+    some students, so all of them are named (the checks on other shapes tell them apart)."""
+    causes = list(dict.fromkeys(v.cause for v in found if v.cause is not None))
+    if len(causes) == 1:
+        return named(found[0])
+    if not causes or len(causes) > MAX_NAMED:
+        return None
+    return Message("Your output is exactly what the reference gives with any one of these mistakes (they give the "
+                   "same numbers here): " + "; or ".join(c.en for c in causes) + ".",
+                   "출력이 참조 구현에 다음 실수 중 하나를 넣었을 때의 결과와 정확히 같습니다 (여기서는 같은 값이 "
+                   "나옴): " + "; 또는 ".join(c.ko for c in causes) + ".")
 
 
 def diagnose_function(table: Table, until: float, name: str, inputs: tuple, got: Any,

@@ -70,7 +70,7 @@ SCHEMAS: dict[str, Callable[[Any], bool]] = {
     "to": lambda v: v is None,
     "probe_devices": lambda v: _fields(v, {"mixed": lambda m: _list_of(m, _tuple(_str, lambda d: _list_of(d, _str))),
                                            "out_device": _opt_str, "stay_behind": lambda s: _list_of(s, _str)},
-                                       {"causal_sdpa": lambda b: type(b) is bool}),
+                                       {"causal_sdpa": lambda b: type(b) is bool, "to_cpu": lambda b: type(b) is bool}),
     "env": lambda v: type(v) is dict,
 }
 

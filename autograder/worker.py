@@ -572,6 +572,7 @@ class DeviceSim(TorchFunctionMode):
         self.moved: "weakref.WeakValueDictionary[int, torch.Tensor]" = weakref.WeakValueDictionary()
         self.mixed: list[list[Any]] = []
         self.causal_sdpa = False  # scaled_dot_product_attention(is_causal=True) without attn_mask was called
+        self.to_cpu = False  # a tensor on the (simulated) device was moved to the CPU: .cpu(), .to("cpu")
 
     def move(self, t: torch.Tensor) -> torch.Tensor:
         self.moved[id(t)] = t
@@ -606,6 +607,8 @@ class DeviceSim(TorchFunctionMode):
             self.causal_sdpa = True  # its causal mask is made inside, on the inputs' device
         if name in ("cpu", "cuda"):  # Tensor.cpu(), Tensor.cuda(): a move named by the method
             explicit = name
+        if explicit == "cpu" and args and self.on(args[0]):
+            self.to_cpu = True
         indexing = name in _INDEXING and bool(args) and isinstance(args[0], torch.Tensor)
         if indexing:
             where = self._device
@@ -669,7 +672,7 @@ def probe_devices(m: nn.Module, shapes: list[list[int]], mode: str = "eval") -> 
     if isinstance(out, torch.Tensor):
         out_device = SIMULATED if sim.on(out) else out.device.type
     return {"mixed": sim.mixed[:20], "out_device": out_device, "stay_behind": leftovers[:20],
-            "causal_sdpa": sim.causal_sdpa}
+            "causal_sdpa": sim.causal_sdpa, "to_cpu": sim.to_cpu}
 
 
 # Imported by the zygote before any fork. A worker that runs as another user may not be able to read the

@@ -280,6 +280,14 @@ def _expect_attention_roles(req: _Ahead, y, weights: dict, cls: str) -> None:
         y0 = expect_tensor(req.ask(req.roles[1])["out"], f"{cls}(...)(x)")
         flat = y0.reshape(-1, y0.shape[-1]).double() if y0.dim() >= 1 else y0.double()
         if y0.dim() >= 2 and bool(torch.isfinite(flat).all()) and float((flat - flat[:1]).abs().max()) > 1e-5:
+            if type(y) is torch.Tensor and y.shape == y0.shape and torch.allclose(y.double(), y0.double()):
+                # Nothing changed at all: the values come from another weight (seen: `x @ self.W_key` typed twice).
+                fail(f"`{cls}`: its output did not change when W_value was set to zero, so forward does not use "
+                     "W_value: compute the values with it (values = x @ self.W_value, or self.W_value(x)), not "
+                     "with W_key or W_query. This check counts only for a working class.",
+                     f"`{cls}`: W_value를 0으로 해도 출력이 전혀 바뀌지 않았습니다. 즉 forward가 W_value를 쓰지 "
+                     "않습니다: 값(value)은 W_key나 W_query가 아니라 W_value로 계산하세요 (values = x @ "
+                     "self.W_value 또는 self.W_value(x)). 이 검사는 동작하는 클래스에만 점수를 줍니다.")
             fail(f"`{cls}`: with W_value zero its output still differs from token to token, so forward adds something "
                  "besides the attention-weighted values. This check counts only for a working class.",
                  f"`{cls}`: W_value를 0으로 해도 출력이 토큰마다 다릅니다. 즉 forward가 어텐션 가중치를 곱한 값(value) "
@@ -852,6 +860,39 @@ def check_wrapper_matches_heads(sub, seed: int, b: int, T: int, d_in: int, d_out
         "(created in order, nothing else drawing random numbers in between).",
         "torch.cat([head(x) for head in self.heads], dim=-1)이어야 하며, 헤드마다 새 CausalAttention을 순서대로 "
         "만들어야 합니다 (그 사이에 다른 난수 사용 없이)."))
+
+
+def check_wrapper_dropout(sub, seed: int = 2024, b: int = 3, T: int = 7, d_in: int = 5, d_out: int = 3,
+                          heads: int = 2, p: float = 0.5) -> None:
+    """In train mode the wrapper's heads drop out with the wrapper's `dropout`: its output equals that of its heads,
+    built one after another with that dropout and called in train mode in turn from the same seed. Judged against
+    the student's own CausalAttention (or the grader's stand-in where that does not work), so a dropout bug of the
+    heads is not charged here. Seen: heads built with dropout 0.0, or with qkv_bias and dropout swapped, kept
+    every wrapper point (no check ran the wrapper in train mode)."""
+    expect_working(sub, "MultiHeadAttentionWrapper")
+    x = randn(seed, b, T, d_in)
+    what = described(call_text("MultiHeadAttentionWrapper", d_in, d_out, T, p, heads), "in train mode",
+                     "(train 모드)")
+    _m, (res,) = build_then(sub, "MultiHeadAttentionWrapper", d_in, d_out, T, p, heads, seed=seed,
+                            steps=[step("call", x, mode="train", seed=seed + 7)])
+    got = expect_shape(res["out"], (b, T, heads * d_out), what)
+    try:
+        spec = stand_in(sub)
+        _singles, outs = sub.new_all(
+            spec["name"] if spec else head_class(sub), [((d_in, d_out, T, p), seed if i == 0 else None)
+                                                        for i in range(heads)],
+            [(0, step("call", x, mode="train", seed=seed + 7))] + [(i, step("call", x, mode="train"))
+                                                                   for i in range(1, heads)],
+            stand_in=spec or None)
+        want = torch.cat([expect_tensor(taken(o)["out"], "CausalAttention(...)(x)") for o in outs], dim=-1)
+    except CheckFailure as e:
+        raise CheckFailure(Message("The wrapper could not be judged because CausalAttention fails: ",
+                                   "CausalAttention이 실패해서 래퍼를 평가할 수 없습니다: ") + e.message) from None
+    expect_close(got, want, what, hint=Message(
+        "In train mode each head must drop out with the wrapper's dropout: pass dropout on to every head, in the "
+        "notebook's order of arguments: CausalAttention(d_in, d_out, context_length, dropout, qkv_bias).",
+        "train 모드에서는 각 헤드가 래퍼의 dropout으로 dropout해야 합니다: 노트북의 인자 순서대로 모든 헤드에 dropout을 "
+        "넘기세요: CausalAttention(d_in, d_out, context_length, dropout, qkv_bias)."))
 
 
 def raised(e: CheckFailure, *types: str) -> bool:

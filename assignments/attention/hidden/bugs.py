@@ -136,12 +136,29 @@ VARIANTS: list[Variant] = [
                           "        weights = weights * keep\n"
                           "        weights = weights / weights.sum(dim=-1, keepdim=True)\n"),
       breaks=CA, says=("reach the softmax unmasked",), why="masks after the softmax and renormalises: same output"),
+    # The registered mask moved back to the CPU in forward: the message named register_buffer, which it is.
+    V("causal_mask_cpu_in_forward", ch(CA, "self.mask.bool()[:num_tokens", "self.mask.cpu().bool()[:num_tokens"),
+      breaks=CA, says=("back to the CPU",)),
     V("causal_mask_plain_attribute", ch(CA, BUFFER, f"self.mask = {TRIU}"), breaks=CA, says=("register_buffer",)),
     # register_buffer returns None: the buffer is made, then replaced by None (seen: told to call register_buffer).
     # qkv_bias=True as the default (the notebook's is False): one word of the signature, charged there once (it
     # cost 13 of SelfAttention_v2's 15 points: every check built the class with biases).
     V("v2_qkv_bias_default_true", ch(V2, "qkv_bias: bool = False", "qkv_bias: bool = True"), breaks=V2,
       says=("defaults `qkv_bias` to True",)),
+    # Red-team round 2 (learner code): bugs that kept full marks.
+    V("v2_qkv_bias_unused", ch(V2, "keys = self.W_key(x)", "keys = x @ self.W_key.weight.T"),
+      ch(V2, "queries = self.W_query(x)", "queries = x @ self.W_query.weight.T"),
+      ch(V2, "values = self.W_value(x)", "values = x @ self.W_value.weight.T"), breaks=V2,
+      says=("forward does not use them",)),
+    V("causal_dropout_fixed_half", ch(CA, "nn.Dropout(dropout)", "nn.Dropout(0.5)"), breaks=CA,
+      says=("nn.Dropout(dropout)",)),
+    V("wrapper_heads_without_dropout", ch(WR, "CausalAttention(d_in, d_out, context_length, dropout, qkv_bias)",
+                                          "CausalAttention(d_in, d_out, context_length, 0.0, qkv_bias)"),
+      breaks=WR, says=("pass dropout on to every head",)),
+    V("causal_dropout_only_in_eval", ch(CA, "weights = self.dropout(weights)",
+                                        "weights = torch.nn.functional.dropout(weights, self.dropout.p, "
+                                        "training=not self.training)"),
+      breaks=CA, says=("dropout stays on in eval mode",), never_says=("the cause is not dropout",)),
     V("causal_register_buffer_assigned", ch(CA, BUFFER, f"self.mask = {BUFFER}"), breaks=CA,
       says=("register_buffer returns nothing",)),
     # A mask of the positions to keep, used that way, with the weights masked after the softmax and not
@@ -233,6 +250,16 @@ VARIANTS: list[Variant] = [
       ch(MHA, FILL, "mask = torch.triu(torch.ones(num_tokens, num_tokens), diagonal=1)\n"
                     "        scores = scores.masked_fill(mask.bool(), -torch.inf)"),
       breaks=MHA, says=("register_buffer",), why="the mask is built in forward on the CPU"),
+    # The heads' outputs joined along the token axis, then reshaped: the same numbers as merging the heads without
+    # transposing back, which was named instead (code the student does not have).
+    V("mha_head_loop_cat_tokens", ch(MHA, MHA_CORE, HEAD_LOOP.format(drop="self.dropout(weights)", scores="scores")
+                                     .replace("torch.stack(per_head, dim=2)  # (b, T, h, hd)",
+                                              "torch.cat(per_head, dim=1)  # (b, h * T, hd)")),
+      breaks=MHA,
+      en="the heads' outputs are concatenated along the token axis (torch.cat(..., dim=1)) and then reshaped, which "
+         "mixes tokens and heads; concatenate them on the last axis (dim=-1)",
+      ko="헤드 출력을 토큰 축으로 이어 붙인 뒤(torch.cat(..., dim=1)) reshape해서 토큰과 헤드가 섞임; dim=-1, 즉 "
+         "마지막 축으로 이어 붙이세요"),
     V("mha_head_loop_dropout_on_scores", ch(MHA, MHA_CORE, HEAD_LOOP.format(drop="weights",
                                                                            scores="self.dropout(scores)")),
       breaks=MHA, says=(DROPOUT_HINT,)),
@@ -247,8 +274,8 @@ VARIANTS: list[Variant] = [
       en="the scores are divided by head_dim itself instead of its square root; divide by keys.shape[-1] ** 0.5",
       ko="점수를 head_dim의 제곱근이 아니라 head_dim 자체로 나눔; keys.shape[-1] ** 0.5로 나누세요",
       # With the notebook's d_out=4 and 2 heads, head_dim = 2 = sqrt(d_out): that bug gives the same numbers there,
-      # and naming it named the wrong one (bugtable._one).
-      never_says=("sqrt(d_out)",)),
+      # and naming it alone named the wrong one (bugtable._one names both).
+      says=("head_dim itself",)),
     V("mha_no_scaling", ch(MHA, SCALE, "scores"), breaks=MHA,
       en="the scores are not scaled before the softmax; divide them by sqrt(head_dim) = keys.shape[-1] ** 0.5",
       ko="softmax 전에 점수를 나누지 않음; sqrt(head_dim) = keys.shape[-1] ** 0.5로 나누세요",

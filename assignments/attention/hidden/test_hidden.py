@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from assignments.attention.common import (ORDER_HINT, build, build_head, build_then, call_text,
-                                          check_eval_no_dropout, check_wrapper_matches_heads, expect_working,
-                                          explain, projection_names, randn, run_wrapper)
+                                          check_eval_no_dropout, check_wrapper_dropout, check_wrapper_matches_heads,
+                                          expect_working, explain, projection_names, randn, run_wrapper)
 from assignments.attention import common
 from assignments.attention.hidden import diagnose  # noqa: F401  (registers the grader's bug diagnosis)
 from autograder.checks import CheckFailure, check, described, expect_close, expect_shape, expect_tensor, fail
@@ -249,19 +249,20 @@ def neg_inf_fill(sub, cls, seed=5, b=2, T=5, d_in=4, d_out=4, heads=2):
 
 
 def dropout_train(sub, cls):
-    """Train mode with p=0.5 and the same seed: dropout on the attention weights, drawn like the reference."""
+    """Train mode with the same seed: dropout on the attention weights, drawn like the reference; with p=0.5, then
+    p=0.3 (a dropout made as nn.Dropout(0.5) whatever the argument passed every check at 0.5)."""
     expect_working(sub, cls)
-    for seed, b, T, d_in, d_out, heads, ctx in CONFIGS[cls][:2]:
-        ref = ref_build(cls, d_in, d_out, ctx, 0.5, heads, seed=seed)
+    for (seed, b, T, d_in, d_out, heads, ctx), p in zip(CONFIGS[cls][:2], (0.5, 0.3)):
+        ref = ref_build(cls, d_in, d_out, ctx, p, heads, seed=seed)
         x = make_input(cls, seed, b, T, d_in)
-        m, (res,) = built_with(sub, cls, ref, [step("call", x, mode="train", seed=seed + 7)], d_in, d_out, ctx, 0.5,
+        m, (res,) = built_with(sub, cls, ref, [step("call", x, mode="train", seed=seed + 7)], d_in, d_out, ctx, p,
                                heads, seed)
         got = taken(res)["out"]
         ref.train()
         manual_seed(seed + 7)
         with torch.no_grad():
             want = ref(x)
-        what = described(call_text(cls, d_in, d_out, ctx, 0.5, heads), "in train mode", "(train 모드)")
+        what = described(call_text(cls, d_in, d_out, ctx, p, heads), "in train mode", "(train 모드)")
         if cls == "MultiHeadAttention" and type(got) is torch.Tensor and got.shape == want.shape \
                 and torch.allclose(got, head_by_head_dropout(ref, x, seed + 7), atol=1e-4, rtol=1e-4):
             continue  # a loop over the heads: dropout on each head's weights in turn, drawn in that order
@@ -272,7 +273,8 @@ def dropout_train(sub, cls):
         except CheckFailure as e:
             if any(named):  # the diagnosis named the bug: its words say what to fix
                 raise
-            raise CheckFailure(e.message + dropout_hint(sub, m, ref, x, cls), e.staff, base=e.base) from None
+            raise CheckFailure(e.message + dropout_hint(sub, m, ref, x, cls, (d_in, d_out, ctx, heads, seed)),
+                               e.staff, base=e.base) from None
 
 
 class _HeadByHead(torch.nn.Module):
@@ -301,21 +303,63 @@ def head_by_head_dropout(ref, x, seed):
         ref.dropout = own
 
 
-def dropout_hint(sub, m, ref, x, cls) -> Message:
-    """What to look at when train mode differs: dropout itself only where eval mode is right."""
+def dropout_hint(sub, m, ref, x, cls, shape) -> Message:
+    """What to look at when train mode differs: dropout itself where eval mode is right, or where eval mode is
+    right only once dropout is 0 (dropout that stays on in eval mode: seen as `if not self.training:`)."""
     ref.eval()
     with torch.no_grad():
         want = ref(x)
     try:
         expect_close(m(x, mode="eval"), want, cls)
     except CheckFailure:
-        return Message("The output differs in eval mode too, so the cause is not dropout: see the checks with the "
-                       "reference's weights.",
-                       "eval 모드에서도 출력이 달라서 원인은 dropout이 아닙니다: 참조 가중치를 넣은 검사를 보세요.")
+        d_in, d_out, ctx, heads, seed = shape
+        try:
+            _m0, (res,) = built_with(sub, cls, ref, [step("call", x, mode="eval")], d_in, d_out, ctx, 0.0, heads,
+                                     seed)
+            expect_close(taken(res)["out"], want, cls)
+        except CheckFailure:
+            return Message("The output differs in eval mode too, so the cause is not dropout: see the checks with "
+                           "the reference's weights.",
+                           "eval 모드에서도 출력이 달라서 원인은 dropout이 아닙니다: 참조 가중치를 넣은 검사를 보세요.")
+        return Message("In eval mode the output is right only with dropout=0: dropout is applied in eval mode. It "
+                       "must follow model.train() and model.eval(): apply self.dropout (nn.Dropout(dropout), made in "
+                       "__init__) to the attention weights, without a condition of your own on self.training.",
+                       "eval 모드에서는 dropout=0일 때만 출력이 맞습니다: eval 모드에서 dropout이 적용됩니다. dropout은 "
+                       "model.train()과 model.eval()을 따라야 합니다: 직접 self.training 조건을 달지 말고 "
+                       "self.dropout(__init__에서 만든 nn.Dropout(dropout))을 어텐션 가중치에 적용하세요.")
     return Message("Apply self.dropout once, to the attention weights right after the softmax (not to the scores, "
                    "the values or the output), and create it as nn.Dropout(dropout).",
                    "self.dropout은 softmax 직후의 어텐션 가중치에 한 번만 적용하세요 (점수, 값, 출력에 적용하면 안 됨). "
                    "nn.Dropout(dropout)으로 만드세요.")
+
+
+def qkv_bias_used(sub, cls):
+    """With qkv_bias=True, forward uses the biases: other bias values give another output. Only where the biases
+    exist (whether they do is the public check's, for SelfAttention_v2)."""
+    expect_working(sub, cls)
+    seed, b, T, d_in, d_out, heads, ctx = CONFIGS[cls][0]
+    what = call_text(cls, d_in, d_out, ctx, 0.0, heads).replace(")(x)", ", qkv_bias=True)(x)")
+    ref = ref_build(cls, d_in, d_out, ctx, 0.0, heads, seed=seed, qkv_bias=True).eval()
+    m = build(sub, cls, d_in, d_out, ctx, 0.0, heads, seed=seed, qkv_bias=True)
+    have = {n for n, _shape, _grad in m.describe()["params"]}
+    biases = [n for n, _ in ref.named_parameters() if n.endswith(".bias") and "out_proj" not in n]
+    if any(n not in have for n in biases):
+        return  # no such biases: charged by the check that they exist
+    _bias_changes_output(m, ref, biases, cls, seed, b, T, d_in, what)
+
+
+def _bias_changes_output(m, ref, biases, cls, seed, b, T, d_in, what) -> None:
+    x = make_input(cls, seed + 20, b, T, d_in)
+    g = torch.Generator().manual_seed(seed)
+    outs = []
+    for scale in (0.0, 1.0):
+        m.load_state({n: torch.randn(*ref.get_parameter(n).shape, generator=g) * scale for n in biases})
+        outs.append(expect_tensor(m(x), what))
+    if not _changed(*outs):
+        fail(f"`{what}` gives the same output whatever its W_query, W_key, W_value biases are: forward does not "
+             "use them. Compute queries, keys and values with the nn.Linear layers (self.W_query(x), ...).",
+             f"`{what}`의 출력이 W_query, W_key, W_value의 bias 값과 상관없이 같습니다: forward가 bias를 쓰지 "
+             "않습니다. 쿼리, 키, 값을 nn.Linear 층으로 계산하세요 (self.W_query(x), ...).")
 
 
 def with_qkv_bias(sub, cls):
@@ -352,17 +396,7 @@ def with_qkv_bias(sub, cls):
              "nn.Linear(d_in, d_out, bias=qkv_bias)로 만드세요" +
              (". 그리고 모든 CausalAttention 헤드에 qkv_bias를 넘기세요." if where else "."))
     biases = [n for n, _ in ref.named_parameters() if n.endswith(".bias") and "out_proj" not in n]
-    x = make_input(cls, seed + 20, b, T, d_in)
-    g = torch.Generator().manual_seed(seed)
-    outs = []
-    for scale in (0.0, 1.0):
-        m.load_state({n: torch.randn(*ref.get_parameter(n).shape, generator=g) * scale for n in biases})
-        outs.append(expect_tensor(m(x), what))
-    if not _changed(*outs):
-        fail(f"`{what}` gives the same output whatever its W_query, W_key, W_value biases are: forward does not "
-             "use them. Compute queries, keys and values with the nn.Linear layers (self.W_query(x), ...).",
-             f"`{what}`의 출력이 W_query, W_key, W_value의 bias 값과 상관없이 같습니다: forward가 bias를 쓰지 "
-             "않습니다. 쿼리, 키, 값을 nn.Linear 층으로 계산하세요 (self.W_query(x), ...).")
+    _bias_changes_output(m, ref, biases, cls, seed, b, T, d_in, what)
 
 
 def _changed(a, b) -> bool:
@@ -406,6 +440,11 @@ def device_problems(sub, cls, seed=3, b=2, T=5, d_in=4, d_out=4, heads=2, head=F
     try:
         res = taken(make_then(step("probe_devices", shape))[1][0])
         internal_mask = res.get("causal_sdpa") is True and not res["mixed"] and not res["stay_behind"]
+        if res.get("to_cpu") is True and res["mixed"]:  # the cause of the mix, in the student's own terms
+            problems.append(Message("forward moves a tensor back to the CPU (.cpu() or .to('cpu')); keep every "
+                                    "tensor on x.device",
+                                    "forward가 텐서를 CPU로 되돌립니다(.cpu() 또는 .to('cpu')). 모든 텐서를 x.device에 "
+                                    "두세요"))
         problems += [Message(f"{op} got tensors on {' and '.join(devs)}",
                              f"{op}에 {', '.join(devs)} 장치의 텐서가 섞여 들어감") for op, devs in res["mixed"]]
         problems += [Message(f"{s} was not moved by .to(device)", f"{s}이(가) .to(device)로 옮겨지지 않음")
@@ -493,10 +532,12 @@ def gradients(sub, cls):
     for name, p in ref.named_parameters():
         got = grads.get(name)
         if got is None:
-            fail(f"No gradient reached `{cls}.{name}`: it is not used in forward, or it is not a trainable "
-                 "parameter.",
-                 f"`{cls}.{name}`에 그래디언트가 전달되지 않았습니다: forward에서 쓰이지 않거나 학습 가능한 "
-                 "파라미터가 아닙니다.")
+            fail(f"No gradient reached `{cls}.{name}`: it is not used in forward, it is not a trainable "
+                 "parameter, or the part of forward that uses it runs under torch.no_grad() (a helper decorated "
+                 "with @torch.no_grad()), .detach() or .data.",
+                 f"`{cls}.{name}`에 그래디언트가 전달되지 않았습니다: forward에서 쓰이지 않거나, 학습 가능한 "
+                 "파라미터가 아니거나, 그것을 쓰는 forward 부분이 torch.no_grad()(@torch.no_grad()를 붙인 도우미 "
+                 "함수), .detach(), .data 아래에서 실행됩니다.")
         expect_close(got, p.grad, f"{cls}.{name}.grad", atol=1e-4, rtol=1e-3,
                      explain=explain(sub, m, x, out=res["out"]))
 
@@ -557,10 +598,16 @@ def test_v2_seeded(sub):
     seeded(sub, "SelfAttention_v2")
 
 
-@check(question="SelfAttention_v2", points=4)
+@check(question="SelfAttention_v2", points=3)  # (4 until the bias check below took one: the question stays 15)
 def test_v2_equivalent(sub):
     """SelfAttention_v2 with the reference's weights copied in"""
     equivalent(sub, "SelfAttention_v2")
+
+
+@check(question="SelfAttention_v2", points=1)
+def test_v2_qkv_bias_used(sub):
+    """SelfAttention_v2(..., qkv_bias=True) uses its projections' biases in forward"""
+    qkv_bias_used(sub, "SelfAttention_v2")
 
 
 @check(question="SelfAttention_v2", points=2)
@@ -654,12 +701,18 @@ def test_wrapper_devices(sub):
 
 
 @check(question="MultiHeadAttentionWrapper", points=1)
+def test_wrapper_dropout(sub):
+    """MultiHeadAttentionWrapper passes dropout to its heads: in train mode it drops out as they do"""
+    check_wrapper_dropout(sub)
+
+
+@check(question="MultiHeadAttentionWrapper", points=1)
 def test_wrapper_qkv_bias(sub):
     """MultiHeadAttentionWrapper(..., qkv_bias=True) passes qkv_bias to its heads"""
     with_qkv_bias(sub, "MultiHeadAttentionWrapper")
 
 
-@check(question="MultiHeadAttentionWrapper", points=2)
+@check(question="MultiHeadAttentionWrapper", points=1)  # (2 until the dropout check took one: still 15)
 def test_wrapper_gradients(sub):
     """MultiHeadAttentionWrapper: gradients reach every head's weights"""
     seed, b, T, d_in, d_out, heads, ctx = CONFIGS["MultiHeadAttentionWrapper"][0]
