@@ -85,7 +85,8 @@ class ListHeads(nn.Module):
 def test_code_that_follows_the_device_is_clean(how):
     for mode in ("eval", "train"):
         assert worker.probe_devices(Attn(how), [[2, 5, 4]], mode) == {"mixed": [], "out_device": "meta",
-                                                                      "stay_behind": [], "causal_sdpa": False}
+                                                                      "stay_behind": [], "causal_sdpa": False,
+                                                                      "to_cpu": False}
 
 
 class Sdpa(nn.Module):
@@ -106,7 +107,7 @@ class Sdpa(nn.Module):
 
 def test_sdpa_is_causal_is_reported_and_a_cpu_attn_mask_is_not():
     res = worker.probe_devices(Sdpa("is_causal"), [[2, 5, 4]])
-    assert res == {"mixed": [], "out_device": "meta", "stay_behind": [], "causal_sdpa": True}, res
+    assert res == {"mixed": [], "out_device": "meta", "stay_behind": [], "causal_sdpa": True, "to_cpu": False}, res
     res = worker.probe_devices(Sdpa("cpu_mask"), [[2, 5, 4]])
     assert not res["causal_sdpa"] and res["mixed"] == [["scaled_dot_product_attention", ["cpu", "meta"]]], res
 
@@ -143,3 +144,23 @@ def test_the_zygote_warm_up_imports_no_compiler_stack():
             "print(sorted(m for m in ('sympy', 'torch._dynamo', 'torch._inductor') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]", out.stdout + out.stderr
+
+
+class MaskBackToCpu(nn.Module):
+    """A registered mask, moved back to the CPU in forward (seen in learners' code: `self.mask.cpu()[...]`)."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+        self.register_buffer("mask", torch.triu(torch.ones(5, 5), diagonal=1))
+
+    def forward(self, x):
+        s = self.lin(x) @ x.transpose(1, 2)
+        return s.masked_fill(self.mask.cpu()[:5, :5].bool(), -torch.inf).softmax(-1) @ x
+
+
+def test_a_tensor_moved_back_to_the_cpu_is_reported_as_such():
+    """The probe says that forward moved a tensor to the CPU, so that the message names `.cpu()` and not
+    register_buffer (which the student had used)."""
+    res = worker.probe_devices(MaskBackToCpu(), [[2, 5, 4]])
+    assert res["to_cpu"] is True and res["mixed"], res
