@@ -862,8 +862,7 @@ def check_wrapper_matches_heads(sub, seed: int, b: int, T: int, d_in: int, d_out
         "만들어야 합니다 (그 사이에 다른 난수 사용 없이)."))
 
 
-def check_wrapper_dropout(sub, seed: int = 2024, b: int = 3, T: int = 7, d_in: int = 5, d_out: int = 3,
-                          heads: int = 2, p: float = 0.5) -> None:
+def check_wrapper_dropout(sub, seed: int, b: int, T: int, d_in: int, d_out: int, heads: int, p: float = 0.5) -> None:
     """In train mode the wrapper's heads drop out with the wrapper's `dropout`: its output equals that of its heads,
     built one after another with that dropout and called in train mode in turn from the same seed. Judged against
     the student's own CausalAttention (or the grader's stand-in where that does not work), so a dropout bug of the

@@ -703,7 +703,8 @@ def test_wrapper_devices(sub):
 @check(question="MultiHeadAttentionWrapper", points=1)
 def test_wrapper_dropout(sub):
     """MultiHeadAttentionWrapper passes dropout to its heads: in train mode it drops out as they do"""
-    check_wrapper_dropout(sub)
+    seed, b, T, d_in, d_out, heads, _ctx = CONFIGS["MultiHeadAttentionWrapper"][0]
+    check_wrapper_dropout(sub, seed, b, T, d_in, d_out, heads)
 
 
 @check(question="MultiHeadAttentionWrapper", points=1)
