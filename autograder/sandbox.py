@@ -503,6 +503,8 @@ def _keeper(spec: dict[str, Any], wsock: socket.socket, ksock: socket.socket) ->
         cg.remove()
         cg, modes["memory"] = None, "polled"
         modes.pop("cgroup", None)
+        if cpu is not None and not cpu.owned:  # v2: its quota was that folder's
+            cpu, modes["cpu"] = None, "polled"
     setup_error = _worker_setup(ready_r)  # (it set itself up meanwhile)
     protocol.send(ksock, {"keeper": me, "worker": pid, "modes": modes,
                           "cgroup": cg.folder if cg is not None else None, "setup_error": setup_error})
