@@ -20,6 +20,9 @@ MAX_HUNG_LINES = 5  # top-level lines skipped because they never finished; more 
 WAIT_FACTOR = 2.0
 
 
+MAX_IMPORT_PROBES = 3  # fresh workers a submission may have started to tell its import failures from the grader's
+
+
 class EnvironmentFailure(RuntimeError):
     """The worker could not import a module that the grader's own Python can: the installation is not reachable
     from the sandbox (e.g. an interpreter under a mode-700 home). The grader's failure, reported to staff."""
@@ -37,10 +40,16 @@ def _env_failure(err: dict[str, Any]) -> str | None:
     if not m:
         return None
     roots = [os.path.realpath(p) for p in {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}]
+    parts = m.group(1).split(".")
+    if parts[0] in sys.builtin_module_names:
+        # A builtin module has no submodules: `import sys.getsizeof` is the student's typo, not the installation.
+        return m.group(1) if len(parts) == 1 else None
     path = None
-    for i, part in enumerate(m.group(1).split(".")):
-        if i == 0 and part in sys.builtin_module_names:
-            return m.group(1)
+    for i, part in enumerate(parts):
+        if path is None and i > 0:
+            # The name goes on below a module that is not a package (`import torch.nn.functional.softmax`):
+            # nothing by that name is installed anywhere, so the failure is the submission's own.
+            return None
         try:
             spec = PathFinder.find_spec(part, path)
         except Exception:
@@ -52,8 +61,6 @@ def _env_failure(err: dict[str, Any]) -> str | None:
         if i == 0 and not any(os.path.realpath(where or "/").startswith(r + os.sep) for r in roots):
             return None  # not part of the installation (e.g. the project's own reference folder)
         path = spec.submodule_search_locations
-        if path is None:
-            break
     return m.group(1)
 
 
@@ -332,7 +339,12 @@ class Submission:
         ModuleNotFoundError passed as the grader's failure instead of getting its 0), so the error stays the
         submission's own."""
         if module not in self._imports_ok:
+            if len(self._imports_ok) >= MAX_IMPORT_PROBES:
+                # A real installation problem shows in the first modules already; more probes are a submission's
+                # way to make the grader import one module after another at its own cost (each a fresh worker).
+                return True
             ok = False
+            started = time.monotonic()
             try:
                 probe = self.spawn()  # a probe that cannot be started: the grader's failure
             except Exception:
@@ -352,6 +364,7 @@ class Submission:
                         probe.kill(graceful=True, sweep_uid=False)  # the submission's own worker lives on
                     except Exception:
                         pass
+            self.waited += time.monotonic() - started  # asked because of the submission: its wall-clock allowance
             self._imports_ok[module] = ok
         return self._imports_ok[module]
 

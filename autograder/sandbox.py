@@ -428,6 +428,8 @@ def _isolate(spec: dict[str, Any], me: int) \
     return modes, cg, cpu
 
 
+WATCH_EVERY = 0.25  # seconds between the keeper's watchdog checks
+WAKE_HZ = 50  # the most times a second a keeper wakes to reap (see _keeper)
 READY = b"ready"  # what a worker writes on its setup pipe once it is set up, before it runs the submission's code
 SETUP_ERROR_CHARS = 2000
 SETUP_TIMEOUT = 60.0  # seconds a worker may take to set itself up (a few milliseconds here)
@@ -518,16 +520,24 @@ def _keeper(spec: dict[str, Any], wsock: socket.socket, ksock: socket.socket) ->
     watch = confine.Watchdog(lim["memory_mb"], lim.get("disk_mb", 256), spec["scratch"], lim.get("cpu_cores", 1.25),
                              cgroup=cg, tmpfs=modes["scratch"] == "tmpfs",
                              own_ipc="ipc" in modes["namespaces"].split(","), uid=spec.get("uid"))
+    # The keeper is outside the submission's cgroups, so its own CPU must stay small whatever the submission does:
+    # each child that ends wakes it (SIGCHLD), and a submission whose processes fork and end without pause (`while
+    # :; do ( : & ); done`) kept it busy a whole core, reaping and checking at every wakeup, beyond the submission's
+    # CPU quota. So it reaps at most WAKE_HZ times a second and runs the watchdog on its own cadence.
+    next_check = 0.0
     while status is None:
+        woke = time.monotonic()
         for p, st in _reap().items():
             if p == pid:
                 status = st
         if status is not None:
             break
-        over = watch.check()
-        if over is not None:
-            break
-        ready, _, _ = select.select([ksock, rfd], [], [], 0.25)
+        if woke >= next_check:
+            over = watch.check()
+            if over is not None:
+                break
+            next_check = time.monotonic() + WATCH_EVERY
+        ready, _, _ = select.select([ksock, rfd], [], [], max(0.0, next_check - time.monotonic()))
         if rfd in ready:
             os.read(rfd, 4096)
         if ksock in ready:
@@ -537,6 +547,17 @@ def _keeper(spec: dict[str, Any], wsock: socket.socket, ksock: socket.socket) ->
                 data = b""
             if not data or b"kill" in data:
                 break
+        pause = woke + 1.0 / WAKE_HZ - time.monotonic()
+        if pause > 0 and ksock not in ready:
+            # (a request to stop is never kept waiting; the worker's end is noticed at most 1/WAKE_HZ s late)
+            ready, _, _ = select.select([ksock], [], [], pause)
+            if ready:
+                try:
+                    data = ksock.recv(64)
+                except OSError:
+                    data = b""
+                if not data or b"kill" in data:
+                    break
     if status is None:
         status = _stop(pid)
     reaped = _kill_descendants()

@@ -425,6 +425,19 @@ CASES: tuple[Case, ...] = (
 
           raise ModuleNotFoundError("No module named 'torch._dynamo'")
           """)),
+    # Round 3: a dotted name that no installation has (a function imported as a module, a builtin's "submodule"):
+    # its first part is installed, and the fresh worker failed on it alike, so the skeleton passed as the
+    # grader's failure instead of getting its 0.
+    C("lie_env_failure_dotted", "the untouched skeleton with `import torch.nn.functional.softmax` and "
+      "`import sys.getsizeof` lines", 0, "checks", NOT_YET,
+      top("""
+
+          import torch.nn.functional.softmax
+          """),
+      top("""
+
+          import sys.getsizeof
+          """), base="skeleton"),
     C("lie_env_failure_call", "CausalAttention.forward raises ModuleNotFoundError(\"No module named 'torch.nn'\")",
       75, "checks", "No module named 'torch.nn'",
       first(f"{CA}.forward", """

@@ -6,6 +6,7 @@ heads) are rows of assignments/attention/hidden/bugs.py, checked by tests/test_v
 from __future__ import annotations
 
 import subprocess
+import time
 import sys
 from pathlib import Path
 
@@ -156,3 +157,40 @@ def test_a_demo_line_that_fails_inside_forward_is_named_with_the_line_that_raise
     assert f"line {demo_line}: `print(ca(torch.rand(6, 3)))" in note.en, note.en
     assert "raised in `forward`" in note.en and "b, num_tokens, d_in = x.shape" in note.en, note.en
     assert f"{demo_line}번째 줄" in note.ko and "`forward`의" in note.ko, note.ko
+
+
+def test_an_import_of_a_name_no_installation_has_is_the_students_own_error():
+    """`import torch.nn.functional.softmax` (a function, not a module), `import os.fake`, `import sys.getsizeof`:
+    no installation has such a module, so the failure is the submission's own. They passed for the grader's
+    failure (the first part is installed), and a skeleton with such a line avoided its 0."""
+    from autograder.proxy import _env_failure
+    for name in ("torch.nn.functional.softmax", "os.fake", "sys.getsizeof", "torch.nope", "no_such_module"):
+        assert _env_failure({"type": "ModuleNotFoundError", "message": f"No module named '{name}'"}) is None, name
+    for name in ("torch.nn.functional", "numpy", "torch._inductor"):  # installed: a failure to import is probed
+        assert _env_failure({"type": "ModuleNotFoundError", "message": f"No module named '{name}'"}) == name
+
+
+def test_import_probes_are_bounded_and_charged_to_the_submission():
+    """Each raised ModuleNotFoundError of an installed module started a fresh worker to see whether it is the
+    grader's failure, without limit and at the grader's expense (30 such lines: 16 s of grading). At most
+    proxy.MAX_IMPORT_PROBES now, the rest the submission's own, and their time counts against its allowance."""
+    from autograder import proxy
+    from autograder.sandbox import Limits, WorkerLost
+    from autograder.source import Cell, Source
+    started = []
+
+    class Probe:
+        def request(self, *a, **k):
+            time.sleep(0.01)
+            raise WorkerLost("no answer")
+
+        def kill(self, **k):
+            pass
+
+    def spawn():
+        started.append(1)
+        return Probe()
+    sub = proxy.Submission(Source("s.py", "py", [Cell("x = 1", "s.py")]), spawn, Limits())
+    answers = [sub._student_made(f"torch._inductor.m{i}") for i in range(6)]
+    assert len(started) == proxy.MAX_IMPORT_PROBES and all(answers)
+    assert sub.waited >= 0.01 * proxy.MAX_IMPORT_PROBES

@@ -459,3 +459,34 @@ def test_a_uid_that_is_a_users_account_is_never_claimed_for_workers(monkeypatch)
     finally:
         os.kill(pid, signal.SIGKILL)
         os.waitpid(pid, 0)
+
+
+def test_a_keeper_stays_cheap_however_fast_the_submissions_processes_come_and_go():
+    """Red-team finding: processes that fork and end without pause (`while :; do ( : & ); done`) woke the keeper
+    (a child subreaper, outside the submission's cgroups) at every child's end; it reaped and ran its watchdog each
+    time and used a whole core, beyond the submission's CPU quota. It now wakes at most sandbox.WAKE_HZ times a
+    second and checks on its own cadence."""
+    from autograder import sandbox
+    if not sandbox.is_root():
+        pytest.skip("the uid sweep and cgroups need root")
+    z = Zygote()
+    uid = sandbox.claim_uid()
+    try:
+        w = z.spawn(Limits(), make_scratch(uid), uid)
+        churn = ("import subprocess\n_p = [subprocess.Popen(['/bin/sh', '-c', 'while :; do ( : & ) ; done']) "
+                 "for _ in range(2)]\n")
+        w.request("load", {"cells": [{"code": churn, "label": "churn.py"}]}, 20)
+        hz = os.sysconf("SC_CLK_TCK")
+
+        def keeper_cpu() -> float:
+            with open(f"/proc/{w.keeper_pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            return (int(fields[11]) + int(fields[12])) / hz
+        time.sleep(0.5)
+        before, t = keeper_cpu(), time.monotonic()
+        time.sleep(3)
+        used = (keeper_cpu() - before) / (time.monotonic() - t)
+        w.kill()
+    finally:
+        z.close()
+    assert used < 0.25, f"the keeper used {used:.2f} of a core"

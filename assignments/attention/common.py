@@ -743,9 +743,18 @@ def stand_in(sub) -> dict[str, str] | None:
                 "(해당 검사 참고): 래퍼는 자기 코드로 점수를 받고, 헤드의 잘못은 CausalAttention에서만 감점됩니다."))
     if not _STAND_IN_USED[sub]:
         return None
+    return _stand_in_spec(sub)
+
+
+def _stand_in_spec(sub) -> dict[str, str]:
+    """new()'s stand_in: the grader's heads, under the name the student's wrapper builds."""
     head = head_class(sub)
     alias = "" if head == HEAD else f"\n{head} = {HEAD}\n"  # the wrapper builds the student's (misspelt) name
     return {"name": head, "source": STAND_IN_SOURCE + alias}
+
+
+def _changed_tensor(a: torch.Tensor, b: torch.Tensor) -> bool:
+    return a.shape != b.shape or not torch.allclose(a.double(), b.double(), atol=1e-6, rtol=1e-6, equal_nan=True)
 
 
 def fault_of(e: CheckFailure) -> str:
@@ -872,21 +881,35 @@ def check_wrapper_dropout(sub, seed: int, b: int, T: int, d_in: int, d_out: int,
     x = randn(seed, b, T, d_in)
     what = described(call_text("MultiHeadAttentionWrapper", d_in, d_out, T, p, heads), "in train mode",
                      "(train 모드)")
-    _m, (res,) = build_then(sub, "MultiHeadAttentionWrapper", d_in, d_out, T, p, heads, seed=seed,
-                            steps=[step("call", x, mode="train", seed=seed + 7)])
-    got = expect_shape(res["out"], (b, T, heads * d_out), what)
-    try:
-        spec = stand_in(sub)
-        _singles, outs = sub.new_all(
-            spec["name"] if spec else head_class(sub), [((d_in, d_out, T, p), seed if i == 0 else None)
-                                                        for i in range(heads)],
-            [(0, step("call", x, mode="train", seed=seed + 7))] + [(i, step("call", x, mode="train"))
-                                                                   for i in range(1, heads)],
-            stand_in=spec or None)
-        want = torch.cat([expect_tensor(taken(o)["out"], "CausalAttention(...)(x)") for o in outs], dim=-1)
-    except CheckFailure as e:
-        raise CheckFailure(Message("The wrapper could not be judged because CausalAttention fails: ",
-                                   "CausalAttention이 실패해서 래퍼를 평가할 수 없습니다: ") + e.message) from None
+
+    def wrapper_and_heads(spec: dict | None, forced: bool = False) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The wrapper in train mode, its heads built alone and called in turn in train mode, and the first head
+        in eval mode: over the student's own heads, or the grader's (`spec`, new()'s stand_in; build() passes it
+        itself where stand_in(sub) says so, `forced` here)."""
+        kw = {"stand_in": spec} if forced else {}
+        _m, (res,) = build_then(sub, "MultiHeadAttentionWrapper", d_in, d_out, T, p, heads, seed=seed,
+                                steps=[step("call", x, mode="train", seed=seed + 7)], **kw)
+        got = expect_shape(res["out"], (b, T, heads * d_out), what)
+        try:
+            _singles, outs = sub.new_all(
+                spec["name"] if spec else head_class(sub), [((d_in, d_out, T, p), seed if i == 0 else None)
+                                                            for i in range(heads)],
+                [(0, step("call", x, mode="train", seed=seed + 7))] + [(i, step("call", x, mode="train"))
+                                                                       for i in range(1, heads)]
+                + [(0, step("call", x, mode="eval"))], stand_in=spec or None)
+            want = torch.cat([expect_tensor(taken(o)["out"], "CausalAttention(...)(x)") for o in outs[:heads]], -1)
+            calm = expect_tensor(taken(outs[heads])["out"], "CausalAttention(...)(x)")
+        except CheckFailure as e:
+            raise CheckFailure(Message("The wrapper could not be judged because CausalAttention fails: ",
+                                       "CausalAttention이 실패해서 래퍼를 평가할 수 없습니다: ") + e.message) from None
+        return got, want, calm
+
+    spec = stand_in(sub)
+    got, want, calm = wrapper_and_heads(spec)
+    if spec is None and not _changed_tensor(want[..., :d_out], calm):
+        # The student's heads ignore dropout (charged under CausalAttention): over them, a wrapper that does not
+        # pass dropout on looks right. Judged over the grader's heads instead.
+        got, want, _calm = wrapper_and_heads(_stand_in_spec(sub), forced=True)
     expect_close(got, want, what, hint=Message(
         "In train mode each head must drop out with the wrapper's dropout: pass dropout on to every head, in the "
         "notebook's order of arguments: CausalAttention(d_in, d_out, context_length, dropout, qkv_bias).",

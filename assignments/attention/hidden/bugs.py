@@ -155,6 +155,12 @@ VARIANTS: list[Variant] = [
     V("wrapper_heads_without_dropout", ch(WR, "CausalAttention(d_in, d_out, context_length, dropout, qkv_bias)",
                                           "CausalAttention(d_in, d_out, context_length, 0.0, qkv_bias)"),
       breaks=WR, says=("pass dropout on to every head",)),
+    # Both at once: heads that ignore dropout hid a wrapper that does not pass it on (judged over the student's own
+    # heads, the two agree); the wrapper is then judged over the grader's heads.
+    V("causal_dropout_unused_and_wrapper_without_dropout", ch(CA, DROP, ""),
+      ch(WR, "CausalAttention(d_in, d_out, context_length, dropout, qkv_bias)",
+         "CausalAttention(d_in, d_out, context_length, 0.0, qkv_bias)"),
+      breaks=f"{CA},{WR}", says=("pass dropout on to every head",), why="two bugs, one in each class"),
     V("causal_dropout_only_in_eval", ch(CA, "weights = self.dropout(weights)",
                                         "weights = torch.nn.functional.dropout(weights, self.dropout.p, "
                                         "training=not self.training)"),
