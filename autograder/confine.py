@@ -148,10 +148,15 @@ def deny_keyrings() -> bool:
     return _libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0) == 0
 
 
-def landlock(scratch: str, read_paths: list[str]) -> int:
+def landlock(scratch: str, read_paths: list[str], gpu: bool = False) -> int:
     """Confine this process and its future children: read (and execute) only `read_paths` (see read_paths()),
     write only in `scratch` (and existing device files such as /dev/null), no TCP, no signals to or abstract
-    sockets of processes outside the sandbox. Returns the ABI version applied, 0 if none was."""
+    sockets of processes outside the sandbox. Returns the ABI version applied, 0 if none was.
+
+    gpu: torch was built for a GPU. The NVIDIA driver writes (and truncates) a file under /proc as CUDA starts:
+    without that right every worker's CUDA failed to start (cudaGetDeviceCount: error 304, "OS call failed"),
+    seen on an H100. /proc holds no file to create, and what a worker may write there the kernel decides by its
+    own uid (its own process's settings)."""
     abi = abi_version()
     _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)  # also a precondition of Landlock for an unprivileged process
     if abi < 1:
@@ -172,6 +177,8 @@ def landlock(scratch: str, read_paths: list[str]) -> int:
     read = EXECUTE | READ_FILE | READ_DIR
     rules = [(p, read) for p in read_paths]
     rules.append(("/dev", read | WRITE_FILE | IOCTL_DEV))  # /dev/null, /dev/urandom, GPUs; no new files
+    if gpu:
+        rules.append(("/proc", read | WRITE_FILE | TRUNCATE | IOCTL_DEV))
     rules.append((scratch, fs))
     try:
         for path, access in rules:

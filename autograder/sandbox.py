@@ -149,10 +149,9 @@ def _account(uid: int) -> bool:
 def clean_env(home: str | None = None) -> dict[str, str]:
     """The few variables a worker needs; nothing from the grader's environment leaks through."""
     env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "PYTHONHASHSEED": "0",
-           "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "PYTHONDONTWRITEBYTECODE": "1",
-           "CUDA_VISIBLE_DEVICES": os.environ.get("CUDA_VISIBLE_DEVICES", "")}
-    if not env["CUDA_VISIBLE_DEVICES"]:
-        del env["CUDA_VISIBLE_DEVICES"]
+           "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "PYTHONDONTWRITEBYTECODE": "1"}
+    if "CUDA_VISIBLE_DEVICES" in os.environ:  # set but empty hides every GPU: workers see what the graders see
+        env["CUDA_VISIBLE_DEVICES"] = os.environ["CUDA_VISIBLE_DEVICES"]
     if home:
         env["HOME"] = env["TMPDIR"] = home
     return env
@@ -372,8 +371,9 @@ def _become_worker(spec: dict[str, Any], wsock: socket.socket, keeper_pid: int, 
         os.setgroups([])
         os.setgid(uid)
         os.setuid(uid)
+    env = clean_env(scratch)  # read before the clear: CUDA_VISIBLE_DEVICES comes from the zygote's environment
     os.environ.clear()
-    os.environ.update(clean_env(scratch))
+    os.environ.update(env)
     # Set after the uid change (a credential change clears it): the worker dies with its keeper.
     _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     if os.getppid() != keeper_pid:
@@ -391,7 +391,8 @@ def _become_worker(spec: dict[str, Any], wsock: socket.socket, keeper_pid: int, 
     # Last step before student code: read only Python's own folders, write only the scratch folder (Landlock).
     from . import worker
     worker.SANDBOX.update(memory_mb=lim["memory_mb"], disk_mb=lim["disk_mb"], uid=uid, modes=spec.get("modes", {}),
-                          landlock=confine.landlock(scratch, _read_paths()), keyrings_denied=confine.deny_keyrings())
+                          landlock=confine.landlock(scratch, _read_paths(), gpu=worker.accelerator_built()),
+                          keyrings_denied=confine.deny_keyrings())
     worker = Worker(wsock, output_limit=lim["output_kb"] * 1024)
     os.write(ready, READY)
     os.close(ready)

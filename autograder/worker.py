@@ -424,7 +424,9 @@ class Worker:
                 pass
 
     def op_env(self) -> dict[str, Any]:
-        return {"cuda": torch.cuda.is_available(), "torch": torch.__version__,
+        if "cuda" not in SANDBOX:  # asked once a worker, when a check first wants to know (never in the zygote)
+            SANDBOX.update(zip(("cuda", "cuda_error"), probe_cuda()))
+        return {"cuda": SANDBOX["cuda"], "cuda_error": SANDBOX.get("cuda_error", ""), "torch": torch.__version__,
                 "landlock": SANDBOX.get("landlock", 0), "keyrings_denied": SANDBOX.get("keyrings_denied", False),
                 "uid": os.getuid() if hasattr(os, "getuid") else None}  # Windows has no uids (plainworker.py)
 
@@ -685,11 +687,40 @@ PRELOAD = ("math", "random", "numpy", "collections", "itertools", "functools", "
            "unittest.mock")
 
 
+def accelerator_built() -> bool:
+    """Whether this torch was built for a GPU (CUDA, ROCm or XPU), asked without starting one."""
+    xpu = getattr(torch, "xpu", None)
+    return bool(torch.backends.cuda.is_built() or (xpu is not None and getattr(xpu, "_is_compiled", bool)()))
+
+
+def probe_cuda() -> tuple[bool, str]:
+    """(whether this process can run on CUDA, why not where torch says it has a GPU but using it fails). A real
+    allocation and kernel, not just `torch.cuda.is_available()`: a process forked from one that had started CUDA
+    still counts the GPU and fails at its first use. About a second where there is a GPU; nothing without one."""
+    import warnings
+    try:
+        if not torch.backends.cuda.is_built():
+            return False, ""
+        with warnings.catch_warnings(record=True) as said:  # why torch counts no GPU ("CUDA initialization: ...")
+            warnings.simplefilter("always")
+            available = torch.cuda.is_available()
+        if not available:
+            return False, "; ".join(str(w.message) for w in said)[:500]
+        torch.ones(1, device="cuda").add_(1).cpu()
+        return True, ""
+    except Exception as e:  # noqa: BLE001 - any failure here means: this worker cannot use the GPU
+        return False, f"{type(e).__name__}: {e}"[:500]
+
+
 def warm_up(full: bool = True) -> None:
     """Import PRELOAD and run each kind of request once, so lazy imports inside torch happen before the fork.
 
-    full=False skips the first backward pass.
+    full=False skips the first backward pass, and so does a torch built for a GPU: autograd's first backward
+    counts the devices, which starts the GPU driver and autograd's device threads in this process, and a process
+    forked from it can then use neither (CUDA "initialization error"; "Unable to handle autograd's threading in
+    combination with fork-based multiprocessing" at the first backward). Nothing here may touch a GPU.
     """
+    full = full and not accelerator_built()
     import importlib
     for name in PRELOAD:
         try:

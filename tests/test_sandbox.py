@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 import time
 
 import torch
@@ -274,7 +275,8 @@ def test_python_under_a_mode_700_home_is_reachable_from_the_worker(tmp_path):
     venv = home / "venv"
     venv.mkdir(parents=True)
     os.chmod(home, 0o700)
-    subprocess.run(["mount", "--bind", str(ROOT / ".venv"), str(venv)], check=True)
+    # The environment running these tests (the repository's .venv under `make test`)
+    subprocess.run(["mount", "--bind", sys.prefix, str(venv)], check=True)
     try:
         src = REFERENCE.read_text().replace(
             "        return weights @ values  # (T, d_out)",
@@ -308,7 +310,8 @@ def test_one_zygote_serves_several_graders_and_a_dead_one_is_replaced(tmp_path):
             scratch = tmp_path / f"s{i}"
             scratch.mkdir()
             w = z.spawn(Limits(), str(scratch), None)
-            assert w.request("env", {}, timeout=60)["ok"]
+            # A request that starts no GPU: CUDA's driver holds a socket of its own in the worker that asks it.
+            assert w.request("names", {}, timeout=60)["ok"]
             assert w.cpu_seconds() is not None and w.cpu_seconds() > 0  # the worker's own CPU clock is read
             for pid in (w.worker_pid, w.keeper_pid):  # neither holds a socket to the zygote (or another grader)
                 fds = [os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")]
@@ -490,3 +493,71 @@ def test_a_keeper_stays_cheap_however_fast_the_submissions_processes_come_and_go
     finally:
         z.close()
     assert used < 0.25, f"the keeper used {used:.2f} of a core"
+
+
+# ------------------------------------------------------------------------------------ a torch built for a GPU
+#
+# On a GPU server the zygote's torch is a CUDA build. Its first backward pass counts the devices: that starts the
+# GPU driver and autograd's device threads in the zygote, and every worker forked from it then failed its first
+# backward ("autograd's threading in combination with fork-based multiprocessing") and every CUDA run ("CUDA
+# error: initialization error"): the reference got 88/100 there. tests/test_cuda.py grades on a real GPU.
+
+def test_warm_up_takes_no_backward_pass_where_torch_is_built_for_a_gpu(monkeypatch):
+    from autograder import worker
+    passes = []
+    monkeypatch.setattr(torch.Tensor, "backward", lambda self, *a, **k: passes.append(1))
+    monkeypatch.setattr(worker, "accelerator_built", lambda: True)
+    worker.warm_up(True)
+    assert passes == []
+    monkeypatch.setattr(worker, "accelerator_built", lambda: False)
+    worker.warm_up(True)
+    assert passes == [1]
+
+
+def test_a_gpu_hidden_from_the_grader_is_hidden_from_its_workers(monkeypatch):
+    from autograder.sandbox import clean_env
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")  # set and empty: no GPU (it was dropped, and workers saw one)
+    assert clean_env()["CUDA_VISIBLE_DEVICES"] == ""
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")
+    assert clean_env()["CUDA_VISIBLE_DEVICES"] == "1"
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
+    assert "CUDA_VISIBLE_DEVICES" not in clean_env()
+
+
+def test_a_worker_says_whether_it_can_use_cuda():
+    z = Zygote()
+    try:
+        sc = make_scratch(None)
+        sub = Submission(read(REFERENCE), lambda: z.spawn(Limits(), sc, None), Limits())
+        sub.start()
+        env = sub.env()
+        sub.close()
+        remove_scratch(sc)
+        assert env["cuda"] is torch.cuda.is_available(), env
+        assert env["cuda_error"] == "", env  # a GPU the grader sees and its worker cannot use is named here
+    finally:
+        z.close()
+
+
+def test_a_worker_sees_the_gpus_its_grader_was_given(monkeypatch):
+    """CUDA_VISIBLE_DEVICES reaches the worker as the grader had it: set and empty hides every GPU (a batch run
+    with it saw no GPU in its graders while its workers ran the submissions on one), "1" picks a GPU."""
+    from autograder.source import Cell, Source
+    code = "import os\ndef seen():\n    return os.environ.get('CUDA_VISIBLE_DEVICES', '(unset)')\n"
+    for value, want in (("", ""), ("1", "1"), (None, "(unset)")):
+        if value is None:
+            monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+        else:
+            monkeypatch.setenv("CUDA_VISIBLE_DEVICES", value)
+        z = Zygote()  # launched with the grader's environment of the moment
+        try:
+            sc = make_scratch(None)
+            sub = Submission(Source("seen.py", "py", [Cell(code, "seen.py")]), lambda: z.spawn(Limits(), sc, None),
+                             Limits())
+            sub.start()
+            got = sub.call("seen")
+            sub.close()
+            remove_scratch(sc)
+            assert got == want, (value, got)
+        finally:
+            z.close()

@@ -819,7 +819,8 @@ def _cuda_check(cls):
            name_ko=f"{cls}: 실제 GPU(CUDA)에서 실행")
     def run_on_cuda(sub):
         if not sub.env().get("cuda"):  # the grader sees a GPU that the sandboxed worker cannot use: our fault
-            raise RuntimeError("the grading machine has CUDA but the worker process cannot use it")
+            raise RuntimeError("the grading machine has CUDA but the worker process cannot use it: "
+                               + (sub.env().get("cuda_error") or "it sees no GPU"))
         seed, b, T, d_in, d_out, heads, ctx = CONFIGS[cls][0]
         # Seed and build on the CPU, then move: CUDA's generator draws different numbers.
         m = build(sub, cls, d_in, d_out, ctx, 0.0, heads, seed=seed).to("cuda")

@@ -1,0 +1,81 @@
+"""On a grading machine with a GPU (`grade batch` on a GPU server) the CUDA checks run for real, in the sandboxed
+worker, and move some of each question's device points to a run on CUDA against the reference (assignment.toml
+`[gpu] points`). Without CUDA every test here is skipped: CI and Gradescope's image have no GPU.
+
+What must hold there: a correct solution keeps 100/100 and earns the GPU points by passing the CUDA runs (not
+because they were skipped); a class that computes something else on CUDA loses its question's device points and
+no more; the other assignments' correct solutions keep full marks with `device="cuda:0"`.
+"""
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from conftest import REFERENCE, grade_sources
+
+pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU on this machine")
+
+REF = REFERENCE.read_text(encoding="utf-8")
+QUESTIONS = {"steps": 10, "SelfAttention_v1": 15, "SelfAttention_v2": 15, "CausalAttention": 25,
+             "MultiHeadAttentionWrapper": 15, "MultiHeadAttention": 20}
+
+
+def edit(text: str, old: str, new: str) -> str:
+    assert text.count(old) == 1, old
+    return text.replace(old, new)
+
+
+# Right on the CPU (and under the grader's simulated device), wrong on a real GPU.
+CUDA_ONLY_WRONG = edit(REF, "        return weights @ values  # (b, T, d_out)\n",
+                       "        return (weights @ values) * (2.0 if x.is_cuda else 1.0)  # (b, T, d_out)\n")
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("cuda")
+    return tmp, grade_sources(tmp, {"reference.py": REF, "cuda_only_wrong.py": CUDA_ONLY_WRONG})
+
+
+def gpu_lines(r):
+    return {c.name: c for c in r.checks if "GPU" in c.name}
+
+
+def test_reference_earns_the_gpu_points_by_running_on_cuda(graded):
+    tmp, results = graded
+    r = results["reference"]
+    assert r.error is None and r.score == 100, [(c.name, c.staff) for c in r.checks if c.status != "passed"]
+    lines = gpu_lines(r)
+    assert "GPU: not checked on a real GPU (no GPU on the grading machine)" not in lines, lines
+    ran = {n: (c.status, c.points) for n, c in lines.items() if "runs on a real GPU (CUDA)" in n}
+    assert ran == {"SelfAttention_v1 runs on a real GPU (CUDA)": ("passed", 0.0),
+                   "SelfAttention_v2 runs on a real GPU (CUDA)": ("passed", 0.0),
+                   "CausalAttention runs on a real GPU (CUDA)": ("passed", 1.0),
+                   "MultiHeadAttentionWrapper runs on a real GPU (CUDA)": ("passed", 0.0),
+                   "MultiHeadAttention runs on a real GPU (CUDA)": ("passed", 1.0)}, ran
+    assert {q: m for q, (_s, m) in r.by_question().items()} == QUESTIONS
+    data = json.loads((tmp / "results" / "reference.json").read_text())
+    assert data["score"] == 100 and not any("simulation only" in t.get("output", "") for t in data["tests"])
+
+
+def test_a_class_wrong_only_on_cuda_loses_its_device_points_there_only(graded):
+    _tmp, results = graded
+    r = results["cuda_only_wrong"]
+    by_q = {q: s for q, (s, _m) in r.by_question().items()}
+    lost = {c.name: c.points - c.score for c in r.checks if c.score < c.points}
+    assert by_q["CausalAttention"] == QUESTIONS["CausalAttention"] - 2, lost  # its device points, GPU part included
+    assert lost["CausalAttention runs on a real GPU (CUDA)"] == 1.0, lost
+    spill = {q: s for q, s in by_q.items() if q not in ("CausalAttention", "MultiHeadAttentionWrapper")
+             and s != QUESTIONS[q]}
+    assert not spill, (spill, lost)
+    msg = next(c.message.en for c in r.checks if c.name == "CausalAttention runs on a real GPU (CUDA)")
+    assert "CUDA" in msg, msg
+
+
+@pytest.mark.parametrize("name", ["mha_intermediates", "transformer_block"])
+def test_other_assignments_keep_full_marks_on_a_gpu(tmp_path, name):
+    src = (REFERENCE.parent / f"{name}.py").read_text(encoding="utf-8")
+    r = grade_sources(tmp_path, {"reference.py": src}, name=name)["reference"]
+    assert r.error is None and r.score == r.max_score, [(c.name, c.staff, c.message and c.message.en)
+                                                        for c in r.checks if c.status != "passed"]
