@@ -159,6 +159,33 @@ def test_each_student_is_graded_against_their_own_variant(graded, variants):
     assert r["dana"].score == 0 and r["chen"].score == 0
 
 
+def test_window_mask_earns_nothing_by_replaying_a_mask_the_grader_sent(work, papers, variants):
+    """Red team: ada's correct answer, except that SDPA keeps every mask it is given and window_mask(T) ignores
+    MASK_WINDOW and rebuilds the band of the kept mask. The masked SDPA check used to send the paper's own window mask, so the
+    replay earned test_window_mask's 10 points; a mask sent to the worker now says nothing about the paper."""
+    code = solved("ada", variants["ada"])
+    keep = "        if mask is not None:\n            scores = scores.masked_fill"
+    assert code.count(keep) == 1 and code.count("def window_mask(T, window=None):") == 1
+    code = code.replace(keep, "        if mask is not None:\n            _SEEN[mask.shape[-1]] = (mask != 0).long()\n"
+                                "            scores = scores.masked_fill")
+    code = code.replace("def window_mask(T, window=None):",
+                        "_SEEN = {}\n\n\ndef window_mask(T, window=None):\n"
+                        "    kept = next(iter(_SEEN.values()), torch.ones(1, 1))\n"
+                        "    w = int(kept[-1].sum())  # the band's width, read off the last row\n"
+                        "    i, j = torch.arange(T).unsqueeze(1), torch.arange(T).unsqueeze(0)\n"
+                        "    return ((j <= i) & (i - j < w)).long()\n\n\ndef _unused(T, window=None):")
+    subs = work / "replay"
+    subs.mkdir()
+    (subs / "ada.py").write_text(code, encoding="utf-8")
+    p = grade("batch", "replay", "--assignment", "midterm", "--roster", "roster.csv", "--secret-file",
+              "exam.secret", "--out", "replay_results", cwd=work)
+    assert p.returncode == 0, p.stderr
+    r = SubmissionResult.from_dict(json.loads((work / "replay_results" / "ada.json").read_text())["extra_data"]["internal"])
+    ok = passed(r)
+    assert ok["test_sdpa_values"] and ok["test_sdpa_values_masked"], ok  # its SDPA is right
+    assert not ok["test_window_mask"], ok
+
+
 def test_not_on_roster_gets_a_clear_error(graded):
     frank = graded["results"]["frank"]
     assert frank.error is not None and "roster" in frank.error.en and "명단" in frank.error.ko

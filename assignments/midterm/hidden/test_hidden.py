@@ -133,7 +133,10 @@ def _qkv(v: dict, seed: int):
 def _sdpa_against_ref(sub, v: dict, masked: bool, seed: int) -> None:
     Q, K, V = _qkv(v, seed)
     T = Q.shape[-2]
-    mask = ref.window_mask(T, int(v["mask_window"])) if masked else None
+    # Not the paper's window mask: what the worker is sent it can keep, and window_mask(T) must not be able to
+    # return it (a red team's answer replayed it and earned test_window_mask without reading MASK_WINDOW). A
+    # seeded mask of 0s and 1s, each row keeping its diagonal, that says nothing about any variant.
+    mask = ((randn(seed + 3, T, T) > 0) | torch.eye(T, dtype=torch.bool)).long() if masked else None
     what = "ScaledDotProductAttention()(Q, K, V" + (", mask=mask)" if masked else ")")
     out, attn = call_sdpa(build_sdpa(sub), Q, K, V, mask, what=what)
     want_out, want_attn = ref.ScaledDotProductAttention()(Q, K, V, mask)
@@ -153,7 +156,7 @@ def test_sdpa_values(sub, options):
 
 @check(question="ScaledDotProductAttention", points=8)
 def test_sdpa_values_masked(sub, options):
-    """ScaledDotProductAttention with a window mask: mask == 0 -> -1e9"""
+    """ScaledDotProductAttention with a mask: mask == 0 -> -1e9"""
     _sdpa_against_ref(sub, variant(options), masked=True, seed=41)
 
 
