@@ -150,7 +150,8 @@ def batch(submissions_dir: Path, out_dir: Path, timeout: float | None, workers: 
               help="Exams: ROSTER.csv; it and the secret go into the zip (which is then staff-only).")
 @click.option("--secret-file", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Exams: the secret the papers were made with (default: $GRADE_EXAM_SECRET).")
-@click.option("--try-as", default=None, help="With --try: the submitter's id (their email's local part).")
+@click.option("--try-as", default=None, help="With --try: the submitter's id (their email's local part), or their full email where the roster "
+                   "lists full emails.")
 @LANG
 def gradescope(assignment_name: str, output: Path | None, hidden_visibility: str | None, try_path: Path | None,
                roster: Path | None, secret_file: Path | None, try_as: str | None, lang: str) -> None:

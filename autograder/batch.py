@@ -262,6 +262,8 @@ def main(*, submissions: Path, out: Path, assignment: Assignment, workers: int =
     if not found:
         raise UsageError(Message(f"{submissions} holds no submissions: there is nothing to grade.",
                                  f"{submissions}에 제출물이 없어 채점할 것이 없습니다."))
+    if exam is not None:
+        exam.bind(found)  # a roster's full addresses decide whose id each export folder is graded under
     jobs = [job for job, _origin in found]
     keep = _others(jobs, only, out) if only is not None else set()
     force = force or only is not None  # the named ones are regraded in place

@@ -135,6 +135,14 @@ def variant_for(secret: bytes, exam: str, student: str, choices: dict[str, list]
 class Student:
     id: str
     extra_minutes: float = 0.0
+    email: str = ""  # the roster's full address, where its id is one: only that account is this student
+
+
+def submitter_emails(origin: dict[str, Any] | None) -> list[str]:
+    """The submitters' full addresses (lower case) that a Gradescope export or zip gives, else []."""
+    people = (origin or {}).get("submitters") or []
+    return [e for e in (str(p.get("email") or "").strip().lower() for p in people if isinstance(p, dict))
+            if "@" in e]
 
 
 def read_roster(path: Path) -> dict[str, Student]:
@@ -161,7 +169,8 @@ def read_roster(path: Path) -> dict[str, Student]:
                 from None
         if sid in out:
             raise ExamError(f"{path}, line {n}: the id {sid!r} appears twice")
-        out[sid] = Student(sid, extra)
+        raw = row.get("id", "")
+        out[sid] = Student(sid, extra, raw.lower() if "@" in raw else "")
     if not out:
         raise ExamError(f"{path}: the roster lists nobody")
     return out
@@ -292,6 +301,40 @@ class Plan:
         if sid not in self.students:
             return None
         return variant_for(self.secret, self.assignment.name, sid, self.cfg.variants)
+
+    def bound_id(self, student: str, emails: list[str]) -> str:
+        """The id a submission from `emails` is graded under. Where the roster gives a student's full address,
+        only that address is that student: a submission from it is theirs whatever its export id (`chen-2` when
+        another account `chen@elsewhere` came first), and one from another address whose local part is the
+        same is not (it gets an id of its full address, which no roster lists). Without addresses (a folder of
+        files named by the instructor, or a roster of plain ids) the id stays as it is."""
+        if not self.students or not emails:
+            return student
+        by_email = {s.email: s.id for s in self.students.values() if s.email}
+        claimed = sorted({by_email[e] for e in emails if e in by_email})
+        if len(claimed) == 1:
+            return claimed[0]
+        base = re.sub(r"-\d+$", "", normalize_id(student))  # discover's "-2" for a clash of local parts
+        listed = self.students.get(base) or self.students.get(normalize_id(student))
+        if listed is not None and listed.email and not claimed:
+            from .discover import student_id
+            return student_id(emails[0].replace("@", "-at-"))
+        return student
+
+    def bind(self, found: list) -> None:
+        """`grade batch`: rename the jobs of a Gradescope export as bound_id() says, before anything is keyed by
+        their ids. A roster student's own address wins the id over an account that took it first."""
+        if not self.students or not any(s.email for s in self.students.values()):
+            return
+        wanted = [(job, self.bound_id(job.student, submitter_emails(origin))) for job, origin in found]
+        taken: set[str] = set()
+        # the ids that a roster address claims first, then the rest, each made unique with "-2", "-3"...
+        for job, want in sorted(wanted, key=lambda jw: jw[1] not in self.students):
+            sid, n = want, 2
+            while sid in taken:
+                sid, n = f"{want}-{n}", n + 1
+            taken.add(sid)
+            job.student = sid
 
     def prepare(self, job) -> None:
         """Give the job its variant (the checks read it as options["variant"]), or an error if not listed."""

@@ -309,11 +309,14 @@ def _copy_submission(src: Path, dst: Path) -> list[str]:
     return dropped
 
 
+def _people(meta: dict[str, Any]) -> list[dict[str, str]]:
+    users = meta.get("users") if isinstance(meta.get("users"), list) else []
+    return [{k: str(u.get(k) or "") for k in ("name", "sid", "email")} for u in users if isinstance(u, dict)]
+
+
 def _student(meta: dict[str, Any]) -> str:
     from .discover import export_id
-    users = meta.get("users") if isinstance(meta.get("users"), list) else []
-    people = [{k: str(u.get(k) or "") for k in ("name", "sid", "email")} for u in users if isinstance(u, dict)]
-    return export_id({"submitters": people}) or "submission"
+    return export_id({"submitters": _people(meta)}) or "submission"
 
 
 def run_submission(root: Path, *, assignment_name: str, lang: str = "en",
@@ -335,12 +338,16 @@ def run_submission(root: Path, *, assignment_name: str, lang: str = "en",
               if v is not None}
     try:
         a = assignments.load(assignment_name)
+        plan = exam.gradescope_plan(a, {})
+        if plan is not None and plan.students is not None:  # the zip carries a roster
+            # its full addresses decide whose paper this is (exam.Plan.bound_id)
+            student = plan.bound_id(student, exam.submitter_emails({"submitters": _people(meta)}))
+            plan.times = {student: str(meta.get("created_at") or "")}
         with tempfile.TemporaryDirectory(prefix="grade-") as tmp:  # 0700: workers (other uids) cannot look in
             subs = Path(tmp) / "submissions"
             dropped = _copy_submission(root / "submission", subs / student)
             if dropped:
                 echo(f"not copied (links, dot files, or over {MAX_SUBMISSION_BYTES >> 20} MB): {', '.join(dropped)}")
-            plan = exam.gradescope_plan(a, {student: str(meta.get("created_at") or "")})
             summary = batch.main(submissions=subs, out=Path(tmp) / "out", assignment=a, workers=1, lang=lang,
                                  force=True, echo=echo, exam=plan)
             if len(summary.results) != 1:
@@ -383,10 +390,11 @@ def try_zip(zip_path: Path, submission: Path, *, timeout: float | None = None, t
             shutil.copy2(submission, sub / submission.name)
         (root / "results").mkdir()
         now = datetime.datetime.now(datetime.timezone.utc).isoformat()
+        who = try_as.split("@", 1)[0] if try_as else ""  # an id, or the full address a roster lists
         (root / "submission_metadata.json").write_text(json.dumps({
             "id": 0, "created_at": now, "assignment": {"title": "local try"}, "submission_method": "upload",
-            "users": [{"name": try_as or "Local Try", "email": f"{try_as or 'local.try'}@example.com",
-                       "sid": try_as or "0", "id": 0}],
+            "users": [{"name": who or "Local Try", "sid": who or "0", "id": 0,
+                       "email": try_as if try_as and "@" in try_as else f"{try_as or 'local.try'}@example.com"}],
             "previous_submissions": []}), encoding="utf-8")
         # Its own session, so that a time-out stops everything it started (its zygote and graders included); its
         # output decoded leniently (file names it echoes need not be UTF-8).

@@ -294,6 +294,50 @@ def test_gradescope_zip_picks_the_variant(work, graded, variants):
     assert p.returncode == 2 and "--roster" in p.stderr
 
 
+def test_an_account_with_a_roster_students_local_part_is_not_that_student(work, papers, variants):
+    """Red team: chen@evil.example submits chen's answer first in the export, 25 minutes after the end (on time only
+    with chen's 30 extra minutes); the real chen@uni.example (the roster lists her full address) submits 20 minutes
+    after the end. The impostor took the id `chen`, chen's variant, time and 100/100, and chen became `chen-2`,
+    "not on the roster". Now the roster's address decides: chen is chen, the other account is not on the roster."""
+    subs = work / "impostor"
+    files = {"submission_1001": ("chen@evil.example", solved("chen", variants["chen"]), END + dt.timedelta(minutes=25)),
+             "submission_1002": ("ada@uni.example", solved("ada", variants["ada"]), END - dt.timedelta(minutes=5)),
+             "submission_1003": ("Chen@Uni.Example", solved("chen", variants["chen"]), END + dt.timedelta(minutes=20))}
+    meta = []
+    for folder, (email, code, when) in files.items():
+        (subs / folder).mkdir(parents=True)
+        (subs / folder / "midterm.py").write_text(code, encoding="utf-8")
+        meta.append(f"{folder}:\n  :submitters:\n  - :name: x\n    :sid: '1'\n    :email: {email}\n"
+                    f"  :created_at: {when.strftime('%Y-%m-%d %H:%M:%S.123456000 %z')}\n")
+    (subs / "submission_metadata.yml").write_text("".join(meta))
+    p = grade("batch", "impostor", "--assignment", "midterm", "--roster", "roster.csv", "--secret-file",
+              "exam.secret", "--out", "impostor_results", cwd=work)
+    assert p.returncode == 0, p.stderr
+    out = work / "impostor_results"
+    r = {f.stem: SubmissionResult.from_dict(json.loads(f.read_text())["extra_data"]["internal"])
+         for f in out.glob("*.json")}
+    assert sorted(r) == ["ada", "chen", "chen-at-evil.example"], sorted(r)
+    assert r["chen"].origin["folder"] == "submission_1003" and r["chen"].score == 100
+    assert r["chen"].exam["extra_minutes"] == 30 and r["chen"].exam["late"] == 0
+    other = r["chen-at-evil.example"]
+    assert other.error is not None and "roster" in other.error.en and other.score == 0
+    assert r["ada"].score == 100  # a roster of bare ids still matches by local part
+
+
+def test_the_zip_takes_a_roster_students_paper_only_from_their_address(work, graded, variants):
+    (work / "chen_answer.py").write_text(solved("chen", variants["chen"]))
+    p = grade("gradescope", "--assignment", "midterm", "--roster", "roster.csv", "--secret-file", "exam.secret",
+              "-o", "exam2.zip", "--try", "chen_answer.py", "--try-as", "chen", cwd=work)  # chen@example.com
+    assert p.returncode == 0, p.stderr
+    data = json.loads(p.stdout)
+    assert data["score"] == 0 and "roster" in json.dumps(data), data["extra_data"]
+    p = grade("gradescope", "--assignment", "midterm", "--roster", "roster.csv", "--secret-file", "exam.secret",
+              "-o", "exam2.zip", "--try", "chen_answer.py", "--try-as", "chen@uni.example", cwd=work)
+    assert p.returncode == 0, p.stderr
+    data = json.loads(p.stdout)
+    assert data["score"] == 100 and data["extra_data"]["student"] == "chen", data["extra_data"]
+
+
 # ---------------------------------------------------------------------------------------------- audit
 
 def test_audit(work, graded):
