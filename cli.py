@@ -104,9 +104,12 @@ def batch(submissions_dir: Path, out_dir: Path, timeout: float | None, workers: 
             a = assignment.load(assignment_name)
         else:
             from autograder import discover
-            a = discover.recognise(_here(submissions_dir), assignment.names())
+            notes: list = []
+            a = discover.recognise(_here(submissions_dir), assignment.names(), notes)
             click.echo(f"과제: {a.name} (파일을 보고 알아냄; 직접 고르려면 --assignment NAME)" if lang == "ko" else
                        f"assignment: {a.name} (recognised from the files; --assignment NAME to choose)", err=True)
+            for n in notes:
+                click.echo(("참고: " if lang == "ko" else "note: ") + n.text(lang), err=True)
         plan = exam.plan(a, _here(roster), _here(secret_file))
         if plan is not None and plan.students is None and plan.cfg.variants:
             click.echo(f"참고: {a.name}은(는) 변형이 있는 시험인데 --roster가 없어서 모든 제출물을 기본 변형으로 "

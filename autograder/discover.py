@@ -129,40 +129,61 @@ def _gradable(folder: Path) -> list[Path]:
             and not any(part.startswith(".") or part == "__pycache__" for part in p.relative_to(folder).parts)]
 
 
-def recognise(root: Path, names: list[str]) -> Assignment:
+def recognise(root: Path, names: list[str], notes: list[Message] | None = None) -> Assignment:
     """The one assignment the submissions in `root` answer, recognised from their files as `grade check` does.
 
-    Refuses (UsageError, with the fix) an empty folder, a folder where nothing is recognised, and one that
-    mixes assignments: grading with the wrong checks would give everyone 0 without a word."""
+    Each entry backs every assignment its files are recognised as (a folder with an old exam paper beside the
+    lab backs both). The assignment backed by the most entries wins if no other is backed as often and at most
+    one entry in ten (or a single one) backs only others; those are named in `notes` (graded as the rest are,
+    their results say what is missing). One student's stray file or wrong upload no longer refuses the whole
+    batch (a red team's finding). Refuses (UsageError, with the fix) an empty folder, a folder where nothing is recognised, and
+    one that really mixes assignments: grading with the wrong checks would give everyone 0 without a word."""
     from . import assignment as assignments
     entries = [e for e in sorted(root.iterdir()) if not e.name.startswith(".")
                and e.name not in (EXPORT_METADATA, "__pycache__") and not e.is_symlink()]
     if not entries:
         raise UsageError(Message(f"{root} is empty: there is nothing to grade.",
                                  f"{root} 폴더가 비어 있어 채점할 것이 없습니다."))
-    seen: dict[str, list[str]] = {}
     load = assignments.cached_loader()
+    votes: dict[str, set[str]] = {}
     for e in entries:
         files = [e] if e.is_file() and e.suffix in GRADABLE else _gradable(e) if e.is_dir() else []
         found = {a.name for a in (assignments.recognise(f, load) for f in files[:20]) if a is not None}
-        for n in found:
-            seen.setdefault(n, []).append(e.name)
+        if found:
+            votes[e.name] = found
     hint_en = f"pass --assignment NAME (one of: {', '.join(names)})"
     hint_ko = f"--assignment NAME을 지정하세요 ({', '.join(names)} 중 하나)"
-    if not seen:
+    if not votes:
         raise UsageError(Message(
             f"Cannot tell which assignment the submissions in {root} answer (no file is named like "
             f"attention.py and none defines an assignment's classes); {hint_en}.",
             f"{root}의 제출물이 어느 과제인지 알 수 없습니다 (과제 파일 이름도 아니고 과제의 클래스도 정의하지 "
             f"않습니다). {hint_ko}."))
-    if len(seen) > 1:
+    backing: dict[str, int] = {}
+    for found in votes.values():
+        for n in found:
+            backing[n] = backing.get(n, 0) + 1
+    ranked = sorted(backing, key=lambda n: (-backing[n], n))
+    top = ranked[0] if len(ranked) == 1 or backing[ranked[0]] > backing[ranked[1]] else ""
+    odd = [entry for entry, found in votes.items() if top not in found]
+    if not top or len(odd) >= backing[top] or len(odd) > max(1, backing[top] // 10):
+        seen: dict[str, list[str]] = {}
+        for entry, found in votes.items():
+            for n in found:
+                seen.setdefault(n, []).append(entry)
         listed = "; ".join(f"{n}: {', '.join(v[:3])}{' ...' if len(v) > 3 else ''}" for n, v in sorted(seen.items()))
         raise UsageError(Message(
             f"The submissions in {root} mix assignments ({listed}). Put each assignment in its own folder, or "
             f"{hint_en} to grade them all as one.",
             f"{root}의 제출물에 여러 과제가 섞여 있습니다 ({listed}). 과제마다 폴더를 나누거나, 모두 한 과제로 "
             f"채점하려면 {hint_ko}."))
-    return assignments.load(next(iter(seen)))
+    if odd and notes is not None:
+        shown = ", ".join(f"{shown_name(e)} ({'/'.join(sorted(votes[e]))})" for e in odd[:5]) + \
+            (" ..." if len(odd) > 5 else "")
+        notes.append(Message(f"{len(odd)} submission(s) look like another assignment and are graded as {top} like "
+                             f"the rest: {shown}.",
+                             f"제출물 {len(odd)}개는 다른 과제처럼 보이지만 나머지처럼 {top}(으)로 채점합니다: {shown}."))
+    return assignments.load(top)
 
 
 def find(root: Path, assignment: Assignment) -> list[Job]:

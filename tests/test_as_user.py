@@ -189,6 +189,28 @@ def test_assignment_is_recognised_from_the_files(here):
     assert data["score"] == 100 and data["extra_data"]["assignment"] == "mha_intermediates"
 
 
+def test_one_students_stray_file_or_wrong_upload_does_not_refuse_the_batch(here):
+    """Red team: one student's folder held an old exam paper (old/midterm.py) beside attention.py, and the whole
+    class's `grade batch submissions` was refused as mixing assignments. Now that folder backs both, the class
+    is graded as attention; a student who uploaded another assignment's file is graded with the rest and named."""
+    subs = here / "subs"
+    (subs / "mallory" / "old").mkdir(parents=True)
+    for sid in ("ada", "bo", "chen"):
+        shutil.copy(REFERENCE, subs / f"{sid}.py")
+    shutil.copy(REFERENCE, subs / "mallory" / "attention.py")
+    shutil.copy(REFERENCE.parent / "midterm.py", subs / "mallory" / "old" / "midterm.py")
+    p = grade("batch", "subs", "--out", "out", cwd=here)
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert "assignment: attention" in p.stderr and "note:" not in p.stderr
+    assert json.loads((here / "out" / "mallory.json").read_text(encoding="utf-8"))["score"] == 100
+    shutil.copy(REFERENCE.parent / "midterm.py", subs / "zed.py")
+    p = grade("batch", "subs", "--out", "out2", cwd=here)
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert "note: 1 submission(s) look like another assignment" in p.stderr and "zed.py (midterm)" in p.stderr
+    assert json.loads((here / "out2" / "zed.json").read_text(encoding="utf-8"))["score"] == 0
+    assert json.loads((here / "out2" / "ada.json").read_text(encoding="utf-8"))["score"] == 100
+
+
 def test_mixed_unknown_and_empty_folders_are_refused(here):
     """Item 5: a folder that mixes assignments, one nothing is recognised in, and an empty one are errors (exit 2)
     naming the fix; none of them writes results."""
