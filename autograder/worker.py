@@ -72,7 +72,12 @@ def _short(s: str) -> str:
 class Worker:
     def __init__(self, sock: socket.socket, output_limit: int = 64 * 1024):
         self.sock = sock
-        self.ns: dict[str, Any] = {"__name__": "submission", "__builtins__": __builtins__}
+        # A real module, registered under its name: @dataclass, typing.get_type_hints and enum look a class's
+        # module up in sys.modules (a top-level @dataclass failed to load in a plain dict and cost its question).
+        module = types.ModuleType("submission")
+        module.__dict__["__builtins__"] = __builtins__
+        sys.modules["submission"] = module
+        self.ns: dict[str, Any] = module.__dict__
         self.objects: dict[int, Any] = {}
         self.stand_ins: dict[str, type] = {}  # source -> class (op_new's stand_in)
         self.lines: dict[str, list[str]] = {}

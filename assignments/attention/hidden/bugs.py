@@ -327,6 +327,13 @@ VARIANTS: list[Variant] = [
                                    "context_length, dropout, qkv_bias))"),
       ch(WR, "dim=-1)", "dim=2)"), ch(MHA, "return self.out_proj(context)  # (b, T, d_out)\n",
                                       "return self.out_proj(context)  # (b, T, d_out)\n" + DEMO)),
+    # A top-level @dataclass (learners keep a config in one): it failed to load in the worker's plain namespace
+    # (dataclasses looks the class's module up in sys.modules) and cost MultiHeadAttention all 20 points.
+    V("ok_dataclass_config", ch("", "import torch.nn as nn\n", "import torch.nn as nn\nfrom dataclasses import "
+                                "dataclass\n\n\n@dataclass\nclass HeadConfig:\n    num_heads: int\n    head_dim: int\n"),
+      ch(MHA, "self.head_dim = d_out // num_heads", "self.cfg = HeadConfig(num_heads, d_out // num_heads)\n"
+                                                    "        self.head_dim = self.cfg.head_dim"),
+      why="seen in a learner's repository"),
     V("ok_einsum", ch(V2, "queries @ keys.T", 'torch.einsum("qd,kd->qk", queries, keys)'),
       ch(CA, "queries @ keys.transpose(1, 2)", 'torch.einsum("bqd,bkd->bqk", queries, keys)'),
       ch(CA, "return weights @ values", 'return torch.einsum("bqk,bkd->bqd", weights, values)'),
