@@ -126,24 +126,42 @@ def for_file(filename: str, load: Callable[[str], Assignment] = load) -> Assignm
 _DEFINED = re.compile(r"^(?:class|def)\s+([A-Za-z_]\w*)", re.MULTILINE)
 
 
+def _key(name: str) -> str:
+    return name.replace("_", "").lower()
+
+
+def _near(a: str, b: str) -> bool:
+    """Names equal once case and underscores are set aside (SelfAttentionV1, selfattention_v1), or one swap of
+    two neighbouring letters apart (CasualAttention, MutliHeadAttentionWrapper): how learners miss a name."""
+    if a == b:
+        return True
+    if len(a) != len(b) or len(a) < 8:
+        return False
+    diff = [i for i in range(len(a)) if a[i] != b[i]]
+    return len(diff) == 2 and diff[1] == diff[0] + 1 and a[diff[0]] == b[diff[1]] and a[diff[1]] == b[diff[0]]
+
+
 def for_source(path: Path, load: Callable[[str], Assignment] = load) -> Assignment | None:
     """The assignment a file answers, from what it defines at the top level (a file named after the student).
 
     The names are read with a pattern, not a parser, so a file with a syntax error is still recognised. An
-    assignment counts when at least half the names its questions ask for are defined, and more of them than of
-    any other assignment's."""
+    assignment counts when at least half of its questions have a name defined (as written, or missed as learners
+    miss them: case, underscores, two letters swapped), and more of them than of any other assignment's. By
+    question, not by name: a lab file with the five classes and none of the fourteen step functions (they are
+    written inline in a notebook) is the lab's."""
     from .source import read  # reading never runs the file
     try:
         text = "\n".join(c.code for c in read(path).cells)
     except Exception:  # noqa: BLE001 - unreadable files are reported when they are graded
         return None
-    defined = set(_DEFINED.findall(text))
+    defined = {_key(n) for n in _DEFINED.findall(text)}
     scored = []
     for n in names():
         a = load(n)
-        wanted = {x for q in a.questions for x in q.names}
-        if wanted:
-            scored.append((len(wanted & defined) / len(wanted), a))
+        asked = {frozenset(_key(x) for x in q.names) for q in a.questions if q.names}
+        if asked:
+            hit = sum(1 for q in asked if any(_near(x, d) for x in q for d in defined))
+            scored.append((hit / len(asked), a))
     scored.sort(key=lambda t: -t[0])
     if not scored or scored[0][0] < 0.5 or (len(scored) > 1 and scored[1][0] == scored[0][0]):
         return None

@@ -189,6 +189,28 @@ def test_assignment_is_recognised_from_the_files(here):
     assert data["score"] == 100 and data["extra_data"]["assignment"] == "mha_intermediates"
 
 
+def test_a_class_of_learners_files_with_only_the_classes_is_recognised(here):
+    """Learners' files named after them, with the five classes (some misnamed as learners do) and none of the
+    step functions (written inline in their notebooks): `grade batch subs` refused every one of 40 real files
+    ("Cannot tell which assignment"), since it counted names (5 of 19) instead of questions (5 of 6)."""
+    import re
+    steps = re.findall(r"^def (\w+)\(", REFERENCE.read_text(encoding="utf-8"), re.MULTILINE)
+    assert len(steps) >= 10
+    only_classes = REFERENCE.read_text(encoding="utf-8")
+    for fn in steps:
+        only_classes = re.sub(rf"^def {fn}\(", f"def _{fn}(", only_classes, flags=re.MULTILINE)
+    (here / "subs").mkdir()
+    (here / "subs" / "kim.py").write_text(only_classes, encoding="utf-8")
+    (here / "subs" / "lee.py").write_text(only_classes.replace("class SelfAttention_v1(", "class SelfAttentionV1(")
+                                          .replace("class CausalAttention(", "class CasualAttention("), encoding="utf-8")
+    p = grade("batch", "subs", "--out", "out", cwd=here)
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert "assignment: attention" in p.stderr
+    data = json.loads((here / "out" / "kim.json").read_text(encoding="utf-8"))
+    assert data["extra_data"]["assignment"] == "attention"
+    assert data["score"] == 90, data["score"]  # the five classes' points; the steps' 10 are not there
+
+
 def test_one_students_stray_file_or_wrong_upload_does_not_refuse_the_batch(here):
     """Red team: one student's folder held an old exam paper (old/midterm.py) beside attention.py, and the whole
     class's `grade batch submissions` was refused as mixing assignments. Now that folder backs both, the class
