@@ -279,6 +279,7 @@ class Submission:
         self._classes: dict[str, list[str]] | None = None  # class_methods(source), read once when first needed
         self._env: dict[str, Any] | None = None
         self._imports_ok: dict[str, bool] = {}  # module -> a fresh worker imports it (see _student_made)
+        self.memo: dict[Any, Any] = {}  # what the checks learn once per submission (e.g. how weights are named)
 
     # ------------------------------------------------------------------ lifecycle
 

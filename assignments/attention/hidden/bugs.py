@@ -334,6 +334,12 @@ VARIANTS: list[Variant] = [
       ch(MHA, "self.head_dim = d_out // num_heads", "self.cfg = HeadConfig(num_heads, d_out // num_heads)\n"
                                                     "        self.head_dim = self.cfg.head_dim"),
       why="seen in a learner's repository"),
+    # Projections named as learners name them (W_q, W_k, W_v; out_proj as last_layer): the grader copies the
+    # reference's weights by role and creation order (test_hidden.match_params); each lost 6 to 10 points.
+    V("ok_projection_names", *(ch(CA, f"self.{a}", f"self.{b}") for a, b in
+                               (("W_query", "W_q"), ("W_key", "W_k"), ("W_value", "W_v"))),
+      why="seen in learners' repositories"),
+    V("ok_out_proj_renamed", ch(MHA, "self.out_proj", "self.last_layer"), why="seen in a learner's repository"),
     V("ok_einsum", ch(V2, "queries @ keys.T", 'torch.einsum("qd,kd->qk", queries, keys)'),
       ch(CA, "queries @ keys.transpose(1, 2)", 'torch.einsum("bqd,bkd->bqk", queries, keys)'),
       ch(CA, "return weights @ values", 'return torch.einsum("bqk,bkd->bqd", weights, values)'),

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from assignments.attention.common import (ORDER_HINT, build, build_head, build_then, call_text,
+from assignments.attention.common import (ORDER_HINT, _role, build, build_head, build_then, call_text,
                                           check_eval_no_dropout, check_wrapper_dropout, check_wrapper_matches_heads,
                                           expect_working, explain, projection_names, randn, run_wrapper)
 from assignments.attention import common
@@ -109,20 +109,85 @@ def make_input(cls, seed, b, T, d_in):
 
 def transplant(m, ref, cls):
     """Copy the reference's parameters into the student's module by name and shape; fail if any is missing.
+    Projections named otherwise (W_q, q_proj, last_layer for out_proj) get them through param_map.
 
     Parameters only: the student's buffers (their own mask) stay as they built them. A mask is code, not a
     weight: a correct module may store it another way (tril and `== 0`, a bool or additive mask), and copying the
     reference's `mask` over it would break that module, or mend a wrong one and blame its initialisation."""
-    transplant_report(m, ref, cls, m.load_state(ref_params(ref)))
+    report = m.load_state(ref_params(ref, known_map(m.sub, cls, ref)))
+    if unnamed(report, ref) and param_map(m.sub, cls, m, ref):
+        report = m.load_state(ref_params(ref, param_map(m.sub, cls, m, ref)))
+    transplant_report(m, ref, cls, report)
 
 
-def ref_params(ref) -> dict:
-    return {k: v.detach() for k, v in ref.named_parameters()}
+def ref_params(ref, names: dict[str, str] | None = None) -> dict:
+    """The reference's parameters, under the student's names where param_map found them other."""
+    names = names or {}
+    return {names.get(k, k): v.detach() for k, v in ref.named_parameters()}
+
+
+def unnamed(report, ref) -> bool:
+    """Whether a load_state report says some reference parameter has no parameter of that name."""
+    return bool({n for n, _ in ref.named_parameters()} & set(report.get("missing") or ()))
+
+
+def _split_name(name: str) -> tuple[str, str]:
+    """("heads.0.", "weight") for heads.0.W_query.weight: where a parameter sits and which of its layer's it is."""
+    parts = name.split(".")
+    return ".".join(parts[:-2]) + ("." if len(parts) > 2 else ""), parts[-1]
+
+
+def match_params(have: list[tuple[str, tuple]], want: list[tuple[str, tuple]]) -> dict[str, str]:
+    """The reference's name -> the student's, for a module whose layers are named otherwise than the notebook's:
+    the same name where there is one; else the same role (query, key, value: W_q, Wq, q_proj, query...) at the
+    same place (heads.N.), the same kind (weight, bias) and shape; else, for what is left, the order they were
+    created in with the same shapes (out_proj as last_layer, fc_out). {} where every name is the notebook's or
+    no complete one-to-one match exists (then the checks say which names are missing, as before)."""
+    left = dict(have)
+    out: dict[str, str] = {}
+    for n, shape in want:
+        if left.get(n) == shape:
+            out[n] = n
+            del left[n]
+    for n, shape in want:
+        role = _role(n) if n not in out else None
+        if role is None:
+            continue
+        where, kind = _split_name(n)
+        found = [h for h, hs in left.items() if hs == shape and _split_name(h) == (where, kind) and _role(h) == role]
+        if len(found) == 1:
+            out[n] = found[0]
+            del left[found[0]]
+    rest = [(n, shape) for n, shape in want if n not in out]
+    if len(rest) != len(left) or any(hs != shape or _split_name(h)[0] != _split_name(n)[0]
+                                     for (h, hs), (n, shape) in zip(left.items(), rest)):
+        return {}
+    out.update((n, h) for (h, _hs), (n, _shape) in zip(left.items(), rest))
+    return {n: h for n, h in out.items() if n != h}
+
+
+def _map_key(cls, ref) -> tuple:
+    return ("param_map", cls, tuple((n, tuple(p.shape)) for n, p in ref.named_parameters()))
+
+
+def known_map(sub, cls, ref) -> dict[str, str]:
+    """param_map as found before for this class and these shapes, without asking the worker: {} if never found."""
+    return sub.memo.get(_map_key(cls, ref)) or {}
+
+
+def param_map(sub, cls, m, ref) -> dict[str, str]:
+    """match_params for the student's module `m` (built like `ref`), asked of the worker once per class and shapes."""
+    key = _map_key(cls, ref)
+    if key not in sub.memo:
+        have = [(n, tuple(shape)) for n, shape, _grad in m.describe()["params"]]
+        sub.memo[key] = match_params(have, [(n, tuple(p.shape)) for n, p in ref.named_parameters()])
+    return sub.memo[key]
 
 
 def transplant_report(m, ref, cls, report) -> None:
     """transplant's verdict on the worker's load_state report."""
-    needed = {n for n, _ in ref.named_parameters()}
+    names = known_map(m.sub, cls, ref)
+    needed = {names.get(n, n) for n, _ in ref.named_parameters()}
     missing = sorted(needed & set(report["missing"]))
     shapes = [(n, s, r) for n, s, r in report["mismatched"] if n in needed]
     if missing or shapes:
@@ -145,7 +210,12 @@ def built_with(sub, cls, ref, calls, d_in, d_out, ctx, dropout, heads, seed, **k
     (m, the calls' replies, each to be taken with proxy.taken in order). Fails where they would one by one: the
     constructor, a weight that could not be copied in, then each call as it is taken."""
     m, res = build_then(sub, cls, d_in, d_out, ctx, dropout, heads, seed=seed,
-                        steps=[step("load_state", ref_params(ref)), *calls], lenient=True, **kw)
+                        steps=[step("load_state", ref_params(ref, known_map(sub, cls, ref))), *calls], lenient=True,
+                        **kw)
+    if unnamed(taken(res[0]), ref) and param_map(sub, cls, m, ref):  # layers named otherwise: again, by that map
+        m, res = build_then(sub, cls, d_in, d_out, ctx, dropout, heads, seed=seed,
+                            steps=[step("load_state", ref_params(ref, param_map(sub, cls, m, ref))), *calls],
+                            lenient=True, **kw)
     transplant_report(m, ref, cls, taken(res[0]))
     return m, res[1:]
 
@@ -218,7 +288,7 @@ def neg_inf_fill(sub, cls, seed=5, b=2, T=5, d_in=4, d_out=4, heads=2):
         ref.W_value.weight.mul_(1.0 / scale)  # keeps the output near 1
     g = torch.Generator().manual_seed(seed)
     x = (0.5 + torch.rand(b, T, d_in, generator=g)) * scale
-    report, res = m.seq(step("load_state", ref_params(ref)), step("call", x))  # the same names as above: loads
+    report, res = m.seq(step("load_state", ref_params(ref, known_map(sub, cls, ref))), step("call", x))  # as above
     transplant_report(m, ref, cls, report)
     with torch.no_grad():
         want = ref(x)
@@ -341,19 +411,26 @@ def qkv_bias_used(sub, cls):
     what = call_text(cls, d_in, d_out, ctx, 0.0, heads).replace(")(x)", ", qkv_bias=True)(x)")
     ref = ref_build(cls, d_in, d_out, ctx, 0.0, heads, seed=seed, qkv_bias=True).eval()
     m = build(sub, cls, d_in, d_out, ctx, 0.0, heads, seed=seed, qkv_bias=True)
-    have = {n for n, _shape, _grad in m.describe()["params"]}
+    have, names = _params_and_names(m, ref)
     biases = [n for n, _ in ref.named_parameters() if n.endswith(".bias") and "out_proj" not in n]
-    if any(n not in have for n in biases):
+    if any(names.get(n, n) not in have for n in biases):
         return  # no such biases: charged by the check that they exist
-    _bias_changes_output(m, ref, biases, cls, seed, b, T, d_in, what)
+    _bias_changes_output(m, ref, biases, cls, seed, b, T, d_in, what, names)
 
 
-def _bias_changes_output(m, ref, biases, cls, seed, b, T, d_in, what) -> None:
+def _params_and_names(m, ref) -> tuple[dict[str, tuple], dict[str, str]]:
+    """The student's parameters (name -> shape, as created), and match_params for them (projections named
+    otherwise)."""
+    listed = {n: tuple(shape) for n, shape, _grad in m.describe()["params"]}
+    return listed, match_params(list(listed.items()), [(n, tuple(p.shape)) for n, p in ref.named_parameters()])
+
+
+def _bias_changes_output(m, ref, biases, cls, seed, b, T, d_in, what, names) -> None:
     x = make_input(cls, seed + 20, b, T, d_in)
     g = torch.Generator().manual_seed(seed)
     outs = []
     for scale in (0.0, 1.0):
-        m.load_state({n: torch.randn(*ref.get_parameter(n).shape, generator=g) * scale for n in biases})
+        m.load_state({names.get(n, n): torch.randn(*ref.get_parameter(n).shape, generator=g) * scale for n in biases})
         outs.append(expect_tensor(m(x), what))
     if not _changed(*outs):
         fail(f"`{what}` gives the same output whatever its W_query, W_key, W_value biases are: forward does not "
@@ -370,8 +447,9 @@ def with_qkv_bias(sub, cls):
     what = call_text(cls, d_in, d_out, ctx, 0.0, heads).replace(")(x)", ", qkv_bias=True)(x)")
     ref = ref_build(cls, d_in, d_out, ctx, 0.0, heads, seed=seed, qkv_bias=True).eval()
     m = build(sub, cls, d_in, d_out, ctx, 0.0, heads, seed=seed, qkv_bias=True)
-    have = {n for n, _shape, _grad in m.describe()["params"]}
-    missing = [n for n, _ in ref.named_parameters() if n.endswith(".bias") and "out_proj" not in n and n not in have]
+    have, names = _params_and_names(m, ref)
+    missing = [n for n, _ in ref.named_parameters()
+               if n.endswith(".bias") and "out_proj" not in n and names.get(n, n) not in have]
     if cls == "MultiHeadAttentionWrapper":
         # The wrapper's part is passing qkv_bias on; what the heads do with it is CausalAttention's (judged there,
         # against the reference). A head built alone with qkv_bias=True and no bias: nothing to tell here.
@@ -382,10 +460,14 @@ def with_qkv_bias(sub, cls):
                 return
         else:
             return
-    names = None if cls == "MultiHeadAttentionWrapper" else projection_names(have)
-    if missing and names is not None:
-        fail(f"`{what}` has no bias in W_query, W_key, W_value: {names.en}.",
-             f"`{what}`의 W_query, W_key, W_value에 bias가 없습니다: {names.ko}.")
+    unnamed_ = None if cls == "MultiHeadAttentionWrapper" else projection_names(have)
+    if unnamed_ is not None and match_params(
+            [(n, shape) for n, shape in have.items() if n.endswith(".weight")],
+            [(n, tuple(p.shape)) for n, p in ref.named_parameters() if n.endswith(".weight")]):
+        unnamed_ = None  # named otherwise, but the grader finds them (match_params): the bias is what is missing
+    if missing and unnamed_ is not None:
+        fail(f"`{what}` has no bias in W_query, W_key, W_value: {unnamed_.en}.",
+             f"`{what}`의 W_query, W_key, W_value에 bias가 없습니다: {unnamed_.ko}.")
     if missing:
         where = "its heads' " if cls == "MultiHeadAttentionWrapper" else ""
         fail(f"`{what}` has no bias in {where}W_query, W_key, W_value (no parameter {', '.join(missing[:3])}): "
@@ -396,7 +478,7 @@ def with_qkv_bias(sub, cls):
              "nn.Linear(d_in, d_out, bias=qkv_bias)로 만드세요" +
              (". 그리고 모든 CausalAttention 헤드에 qkv_bias를 넘기세요." if where else "."))
     biases = [n for n, _ in ref.named_parameters() if n.endswith(".bias") and "out_proj" not in n]
-    _bias_changes_output(m, ref, biases, cls, seed, b, T, d_in, what)
+    _bias_changes_output(m, ref, biases, cls, seed, b, T, d_in, what, names)
 
 
 def _changed(a, b) -> bool:
@@ -529,8 +611,9 @@ def gradients(sub, cls):
              "torch.no_grad() or .data in forward.",
              f"`{cls}`의 출력이 파라미터와 연결되어 있지 않습니다 (grad_fn 없음). forward에서 .detach(), "
              "torch.no_grad(), .data를 쓰지 마세요.")
+    names = known_map(sub, cls, ref)
     for name, p in ref.named_parameters():
-        got = grads.get(name)
+        got = grads.get(names.get(name, name))
         if got is None:
             fail(f"No gradient reached `{cls}.{name}`: it is not used in forward, it is not a trainable "
                  "parameter, or the part of forward that uses it runs under torch.no_grad() (a helper decorated "
