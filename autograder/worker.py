@@ -290,7 +290,7 @@ class Worker:
                 # As out.backward(grad_output), bit for bit (1.0 * g is exact), without importing sympy on the
                 # first call (a tensor gradient sends backward through torch's symbolic-shapes checks).
                 (out * grad_output.to(out.device)).sum().backward()
-                result["grads"] = {n: p.grad for n, p in target.named_parameters()}
+                result["grads"] = {n: p.grad for n, p in all_parameters(target)}
         return result
 
     def callee_frame(self, tb: Any, target: Any, names: list[str]) -> dict[str, Any] | None:
@@ -338,13 +338,13 @@ class Worker:
     def op_state(self, handle: int) -> dict[str, Any]:
         m = self._obj(handle)
         persistent = set(m.state_dict().keys())
-        return {"params": {n: p for n, p in m.named_parameters()},
+        return {"params": dict(all_parameters(m)),
                 "buffers": {n: b for n, b in m.named_buffers()},
                 "persistent": sorted(n for n, _ in m.named_buffers() if n in persistent)}
 
     def op_load_state(self, handle: int, tensors: dict[str, torch.Tensor]) -> dict[str, Any]:
         m = self._obj(handle)
-        own = dict(m.named_parameters())
+        own = dict(all_parameters(m))
         own.update(dict(m.named_buffers()))
         loaded, mismatched = [], []
         with torch.no_grad():
@@ -364,7 +364,7 @@ class Worker:
         info: dict[str, Any] = {"type": type(m).__name__, "attrs": {}}
         if isinstance(m, nn.Module):
             info["modules"] = [[n, type(c).__name__] for n, c in m.named_modules() if n]
-            info["params"] = [[n, list(p.shape), p.requires_grad] for n, p in m.named_parameters()]
+            info["params"] = [[n, list(p.shape), p.requires_grad] for n, p in all_parameters(m)]
             # Tensors kept as plain attributes (not parameters or buffers): what .to(device) leaves behind.
             info["tensors"] = [[f"{n}.{a}" if n else a, list(t.shape)] for n, c in m.named_modules()
                                for a, t in list(vars(c).items()) if type(t) is torch.Tensor][:64]
@@ -434,6 +434,30 @@ class Worker:
         return {"cuda": SANDBOX["cuda"], "cuda_error": SANDBOX.get("cuda_error", ""), "torch": torch.__version__,
                 "landlock": SANDBOX.get("landlock", 0), "keyrings_denied": SANDBOX.get("keyrings_denied", False),
                 "uid": os.getuid() if hasattr(os, "getuid") else None}  # Windows has no uids (plainworker.py)
+
+
+def all_parameters(m: Any) -> list[tuple[str, Any]]:
+    """m.named_parameters(), then those of modules it keeps in plain lists, tuples or dicts (heads in a Python list
+    instead of nn.ModuleList), named as if registered (heads.0.W_query.weight). The grader sets and reads the
+    weights such a module computes with, and the missing registration costs points once, where it is checked
+    (the structure and device checks), not in every check that sets weights (a learner's plain list of heads lost
+    all 15 of the wrapper's points)."""
+    if not isinstance(m, nn.Module):
+        return []
+    out = list(m.named_parameters())
+    seen = {id(p) for _, p in out}
+    for name, owner in list(m.named_modules())[:256]:
+        for attr, held in list(vars(owner).items())[:256]:
+            items = list(held.items()) if type(held) is dict else \
+                list(enumerate(held)) if type(held) in (list, tuple) else []
+            if not items or len(items) > 64 or not all(isinstance(x, nn.Module) for _, x in items):
+                continue
+            for key, child in items:
+                for n, p in child.named_parameters():
+                    if id(p) not in seen:
+                        seen.add(id(p))
+                        out.append((".".join(x for x in (name, attr, str(key), n) if x), p))
+    return out
 
 
 _PLAIN_DTYPES = frozenset((torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int64, torch.int32,

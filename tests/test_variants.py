@@ -123,6 +123,19 @@ def test_hidden_messages_show_no_expected_values(graded):
     assert not leaks, leaks
 
 
+def test_heads_in_a_plain_list_cost_only_what_the_list_breaks(graded):
+    """A learner's wrapper with its heads in a Python list computes the right values; what the list breaks is
+    registration: .parameters(), state_dict and .to(device). It lost all 15 points, told its output did not depend
+    on its weights (the grader could not set them). Now the structure and device checks charge it, by name."""
+    r = graded["wrapper_plain_list"]
+    lost = {c.name: c.points - c.score for c in r.checks
+            if c.question == "MultiHeadAttentionWrapper" and c.score < c.points}
+    assert set(lost) == {"MultiHeadAttentionWrapper keeps num_heads separate CausalAttention modules in an nn.ModuleList",
+                         "MultiHeadAttentionWrapper moves all its heads with .to(device)"}, lost
+    said = " ".join(c.message.en for c in r.checks if c.question == "MultiHeadAttentionWrapper" and c.message)
+    assert "nn.ModuleList" in said and "does not change when its weights change" not in said, said
+
+
 def test_constant_output_earns_no_property_points(graded):
     """Causality and eval-mode dropout hold for a constant; they must not pay for one."""
     checks = {c.nodeid.split("::")[-1]: c for c in graded["causal_constant_output"].checks}

@@ -780,6 +780,15 @@ def test_wrapper_devices(sub):
     expect_working(sub, "MultiHeadAttentionWrapper")
     problems = device_problems(sub, "MultiHeadAttentionWrapper")
     if problems and not device_problems(sub, "CausalAttention", head=True):
+        seed, b, T, d_in, d_out, heads, ctx = CONFIGS["MultiHeadAttentionWrapper"][0]
+        held = build(sub, "MultiHeadAttentionWrapper", d_in, d_out, ctx, 0.0, heads, seed=seed).describe("heads")
+        kind = (held["attrs"].get("heads") or {}).get("type")
+        if kind in ("list", "tuple", "dict"):  # the cause, in the student's terms (the structure check's too)
+            fail(f"`MultiHeadAttentionWrapper` does not follow .to(device): `self.heads` is a plain {kind}, which "
+                 ".to(device) does not move (nor .parameters() or state_dict see). Wrap it: nn.ModuleList([...]).",
+                 f"`MultiHeadAttentionWrapper`가 .to(device)를 따르지 않습니다: `self.heads`가 일반 {kind}이라서 "
+                 ".to(device)가 옮기지 않습니다 (.parameters()와 state_dict도 보지 못함). nn.ModuleList([...])로 "
+                 "감싸세요.")
         fail_devices("MultiHeadAttentionWrapper", problems)
 
 
