@@ -597,8 +597,9 @@ class Submission:
             self.request("names")
         if name in self.names:
             return
-        guess = rename_hint(name, [n for n, k in self.names.items()
-                                   if (k == kind or k != "value") and n not in self.graded_names],
+        # Only a name of the same kind (a class for a class): a learner's helper class `BaseNormalizer` was offered
+        # as the rename of the step function `renormalize`.
+        guess = rename_hint(name, [n for n, k in self.names.items() if k == kind and n not in self.graded_names],
                             self.graded_names)
         if guess:
             raise CheckFailure(Message(

@@ -63,6 +63,9 @@ VARIANTS: list[Variant] = [
     V("steps_scaled_softmax_no_sqrt", ch("scaled_softmax", "attn_scores / d_k ** 0.5", "attn_scores / d_k"),
       breaks="steps", en="scaled_softmax divides the scores by d_k instead of its square root; divide by d_k ** 0.5",
       ko="scaled_softmax가 점수를 d_k의 제곱근이 아니라 d_k로 나눔; d_k ** 0.5로 나누세요"),
+    V("steps_renormalize_missing_beside_a_class", ch("renormalize", "", "class BaseNormalizer:\n    pass\n"),
+      breaks="steps", says=("`renormalize` is not defined",), never_says=("Rename `BaseNormalizer`",),
+      why="seen in a learner's repository: a helper class was offered as the rename of a missing step function"),
     V("steps_renormalize_no_keepdim", ch("renormalize", "sum(dim=-1, keepdim=True)", "sum(dim=-1)"),
       breaks="steps",
       en="renormalize divides by sum(dim=-1) without keepdim=True, so column j is divided by the sum of row j; use "
@@ -164,7 +167,7 @@ VARIANTS: list[Variant] = [
     V("causal_dropout_only_in_eval", ch(CA, "weights = self.dropout(weights)",
                                         "weights = torch.nn.functional.dropout(weights, self.dropout.p, "
                                         "training=not self.training)"),
-      breaks=CA, says=("dropout stays on in eval mode",), never_says=("the cause is not dropout",)),
+      breaks=CA, says=("dropout stays on in eval mode",), never_says=("dropout cannot be judged",)),
     V("causal_register_buffer_assigned", ch(CA, BUFFER, f"self.mask = {BUFFER}"), breaks=CA,
       says=("register_buffer returns nothing",)),
     # A mask of the positions to keep, used that way, with the weights masked after the softmax and not
@@ -282,6 +285,10 @@ VARIANTS: list[Variant] = [
       # With the notebook's d_out=4 and 2 heads, head_dim = 2 = sqrt(d_out): that bug gives the same numbers there,
       # and naming it alone named the wrong one (bugtable._one names both).
       says=("head_dim itself",)),
+    V("mha_scale_by_tokens", ch(MHA, "keys.shape[-1] ** 0.5", "keys.shape[-2] ** 0.5"), breaks=MHA,
+      en="the scores are scaled by sqrt(num_tokens) (keys.shape[-2]); scale by sqrt(head_dim) = keys.shape[-1] ** 0.5",
+      ko="점수를 sqrt(num_tokens)(keys.shape[-2])로 나눔; sqrt(head_dim) = keys.shape[-1] ** 0.5로 나누세요",
+      never_says=(DROPOUT_HINT,), why="seen in a learner's repository: only the causality hint (the mask) was given"),
     V("mha_no_scaling", ch(MHA, SCALE, "scores"), breaks=MHA,
       en="the scores are not scaled before the softmax; divide them by sqrt(head_dim) = keys.shape[-1] ** 0.5",
       ko="softmax 전에 점수를 나누지 않음; sqrt(head_dim) = keys.shape[-1] ** 0.5로 나누세요",

@@ -388,9 +388,11 @@ def dropout_hint(sub, m, ref, x, cls, shape) -> Message:
                                      seed)
             expect_close(taken(res)["out"], want, cls)
         except CheckFailure:
-            return Message("The output differs in eval mode too, so the cause is not dropout: see the checks with "
-                           "the reference's weights.",
-                           "eval 모드에서도 출력이 달라서 원인은 dropout이 아닙니다: 참조 가중치를 넣은 검사를 보세요.")
+            return Message("The output differs in eval mode too, so dropout cannot be judged until that is fixed: "
+                           "see the checks with the reference's weights (then make sure self.dropout is applied to "
+                           "the attention weights).",
+                           "eval 모드에서도 출력이 달라서 그것을 고치기 전에는 dropout을 판단할 수 없습니다: 참조 "
+                           "가중치를 넣은 검사를 보세요 (그다음 self.dropout이 어텐션 가중치에 적용되는지 확인하세요).")
         return Message("In eval mode the output is right only with dropout=0: dropout is applied in eval mode. It "
                        "must follow model.train() and model.eval(): apply self.dropout (nn.Dropout(dropout), made in "
                        "__init__) to the attention weights, without a condition of your own on self.training.",
