@@ -445,13 +445,18 @@ def all_parameters(m: Any) -> list[tuple[str, Any]]:
     if not isinstance(m, nn.Module):
         return []
     out = list(m.named_parameters())
-    seen = {id(p) for _, p in out}
+    seen = None
     for name, owner in list(m.named_modules())[:256]:
         for attr, held in list(vars(owner).items())[:256]:
-            items = list(held.items()) if type(held) is dict else \
-                list(enumerate(held)) if type(held) in (list, tuple) else []
-            if not items or len(items) > 64 or not all(isinstance(x, nn.Module) for _, x in items):
+            kind = type(held)
+            if (kind is not list and kind is not tuple and kind is not dict) or not held or len(held) > 64 \
+                    or attr.startswith("_"):  # nn.Module's own _parameters, _modules...: registered already
                 continue
+            items = list(held.items()) if kind is dict else list(enumerate(held))
+            if not all(isinstance(x, nn.Module) for _, x in items):
+                continue
+            if seen is None:
+                seen = {id(p) for _, p in out}
             for key, child in items:
                 for n, p in child.named_parameters():
                     if id(p) not in seen:
