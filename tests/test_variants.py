@@ -115,6 +115,16 @@ def test_key_before_query_keeps_equivalence_and_gets_the_order_hint(graded):
     assert "in that order" in seeded and "W_query, W_key, W_value" in seeded, seeded
 
 
+def test_renamed_projections_created_key_first_lose_only_the_seeded_checks(graded):
+    """q_linear, k_linear, v_linear, out (created key first): the weights are copied in by role, so only the
+    checks that build with the notebook's seeds fail, with the creation-order hint."""
+    r = graded["mha_linear_names_key_first"]
+    failed = sorted(c.name for c in r.checks if c.question == "MultiHeadAttention" and c.status != "passed"
+                    and c.points > 0)
+    assert failed == ["MultiHeadAttention on hidden seeds, shapes and head counts",
+                      "MultiHeadAttention(3, 4, 6, 0.0, num_heads=2) with seed 123 prints the notebook's values"], failed
+
+
 def test_hidden_messages_show_no_expected_values(graded):
     value = re.compile(r"(expected|기댓값) (-?\d+\.\d+|-?inf|nan)")
     leaks = [(name, c.name, c.message.en) for name in BUGS for c in graded[name].checks

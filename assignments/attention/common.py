@@ -212,14 +212,15 @@ def expect_working(sub, cls: str, seed: int = 71) -> None:
 def _role(name: str) -> str | None:
     """"query", "key" or "value" for a parameter named like one of the three projections (W_value.weight,
     heads.1.W_query.bias, w_values, v_proj.weight...), else None."""
-    parts = [p for p in name.lower().split(".") if not p.isdigit() and p not in ("heads", "weight", "bias")]
+    parts = [p for p in name.split(".") if not p.isdigit() and p.lower() not in ("heads", "weight", "bias")]
     attr = parts[-1] if parts else ""
-    for role, short in (("query", ("w_q", "wq", "q", "q_proj", "to_q", "query_proj")),
-                        ("key", ("w_k", "wk", "k", "k_proj", "to_k", "key_proj")),
-                        ("value", ("w_v", "wv", "v", "v_proj", "to_v", "value_proj"))):
-        if role in attr or attr in short:
-            return role
-    return None
+    # Its words (q_linear, linear_q, queryLayer, Wq, to_q): one of them names a role, and no other role is named
+    # (a fused qkv projection is none of the three).
+    words = {w.lower() for w in re.findall(r"[A-Z]+[a-z]*|[a-z]+|\d+", attr)} | {attr.lower().replace("_", "")}
+    found = {role for role, names in (("query", ("q", "wq", "query", "queries")), ("key", ("k", "wk", "key", "keys")),
+                                      ("value", ("v", "wv", "value", "values")))
+             if words & set(names) or role in attr.lower()}
+    return found.pop() if len(found) == 1 else None
 
 
 class _OffPlan(Exception):

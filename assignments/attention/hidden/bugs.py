@@ -285,6 +285,22 @@ VARIANTS: list[Variant] = [
       # With the notebook's d_out=4 and 2 heads, head_dim = 2 = sqrt(d_out): that bug gives the same numbers there,
       # and naming it alone named the wrong one (bugtable._one names both).
       says=("head_dim itself",)),
+    V("mha_double_in_train_mode", ch(MHA, "        return self.out_proj(context)  # (b, T, d_out)\n",
+                                      "        y = self.out_proj(context)  # (b, T, d_out)\n"
+                                      "        return y.double() if self.training else y\n"), breaks=MHA,
+      says=("dtype",), never_says=("internal error",),
+      why="red team: a float64 output in train mode was the grader's internal error (its dropout check compared "
+          "dtypes unguarded)"),
+    V("mha_linear_names_key_first", *(ch(MHA, f"self.{a}", f"self.{b}") for a, b in
+                                      (("W_query", "q_linear"), ("W_key", "k_linear"), ("W_value", "v_linear"),
+                                       ("out_proj", "out"))),
+      ch(MHA, "        self.q_linear = nn.Linear(d_in, d_out, bias=qkv_bias)\n"
+              "        self.k_linear = nn.Linear(d_in, d_out, bias=qkv_bias)\n",
+         "        self.k_linear = nn.Linear(d_in, d_out, bias=qkv_bias)\n"
+         "        self.q_linear = nn.Linear(d_in, d_out, bias=qkv_bias)\n"), breaks=MHA, init=True,
+      says=("in that order",),
+      why="red team: projections named q_linear... created key first lost the checks with the reference's weights "
+          "too (they went by creation order), told that forward was wrong"),
     V("mha_scale_by_tokens", ch(MHA, "keys.shape[-1] ** 0.5", "keys.shape[-2] ** 0.5"), breaks=MHA,
       en="the scores are scaled by sqrt(num_tokens) (keys.shape[-2]); scale by sqrt(head_dim) = keys.shape[-1] ** 0.5",
       ko="점수를 sqrt(num_tokens)(keys.shape[-2])로 나눔; sqrt(head_dim) = keys.shape[-1] ** 0.5로 나누세요",
@@ -347,6 +363,10 @@ VARIANTS: list[Variant] = [
                                (("W_query", "W_q"), ("W_key", "W_k"), ("W_value", "W_v"))),
       why="seen in learners' repositories"),
     V("ok_out_proj_renamed", ch(MHA, "self.out_proj", "self.last_layer"), why="seen in a learner's repository"),
+    V("ok_linear_names", *(ch(MHA, f"self.{a}", f"self.{b}") for a, b in
+                           (("W_query", "q_linear"), ("W_key", "k_linear"), ("W_value", "v_linear"),
+                            ("out_proj", "out"))),
+      why="red team: q_linear was not taken for the query, and weights went by creation order"),
     V("ok_einsum", ch(V2, "queries @ keys.T", 'torch.einsum("qd,kd->qk", queries, keys)'),
       ch(CA, "queries @ keys.transpose(1, 2)", 'torch.einsum("bqd,bkd->bqk", queries, keys)'),
       ch(CA, "return weights @ values", 'return torch.einsum("bqk,bkd->bqd", weights, values)'),
