@@ -435,7 +435,10 @@ def check_signature(sub, cls: str) -> None:
                  f"`{cls}.__init__`의 `qkv_bias` 기본값이 True입니다. 노트북의 기본값은 False라서 "
                  f"`{cls}({', '.join(want[:want.index('qkv_bias')])})`는 bias 없는 투영을 만듭니다. (다른 검사는 "
                  "qkv_bias=False를 넘겨서 나머지를 평가합니다.)")
-        sub.new(cls, *SMOKE[cls], seed=0)  # the signature earns its point once the class can be built and works
+        # the signature earns its point once the class can be built and works (a wrapper with the grader's heads
+        # where the student's do not work: their fault is CausalAttention's)
+        spec = stand_in(sub) if cls == "MultiHeadAttentionWrapper" else None
+        sub.new(cls, *SMOKE[cls], seed=0, stand_in=spec or None)
         expect_working(sub, cls)
         return
     renames = []
@@ -679,8 +682,20 @@ def build_head(sub, d_in: int, d_out: int, ctx: int, dropout: float = 0.0, seed:
     is judged with where that does not work."""
     spec = stand_in(sub)
     if spec:
-        return sub.new(spec["name"], d_in, d_out, ctx, dropout, *more, seed=seed, stand_in=spec)
+        return sub.new(spec["name"], *head_args(sub, spec, d_in, d_out, ctx, dropout, *more), seed=seed,
+                       stand_in=spec)
     return sub.new(head_class(sub), d_in, d_out, ctx, dropout, *more, seed=seed)
+
+
+def head_args(sub, spec: dict | None, d_in: int, d_out: int, ctx: int, dropout: float, *more) -> tuple:
+    """A head's constructor arguments: in the notebook's order, or, for the stand-in (spec), in the order of the
+    student's own head, which the stand-in takes (see _stand_in_for)."""
+    given = (d_in, d_out, ctx, dropout, *more)
+    names = _stand_in_names(sub, head_class(sub)) if spec else {}
+    if not names:
+        return given
+    by_role = dict(zip(HEAD_ARGS, given))
+    return tuple(by_role[r] for r in names if r in by_role)
 
 
 # The grader's stand-in head. Where the student's CausalAttention does not work (it raises, returns a constant, is
@@ -747,11 +762,67 @@ def stand_in(sub) -> dict[str, str] | None:
     return _stand_in_spec(sub)
 
 
+HEAD_ARGS = ("d_in", "d_out", "context_length", "dropout", "qkv_bias")
+
+
 def _stand_in_spec(sub) -> dict[str, str]:
-    """new()'s stand_in: the grader's heads, under the name the student's wrapper builds."""
+    """new()'s stand_in: the grader's heads, under the name the student's wrapper builds, taking the arguments in
+    the order and under the names of the student's own head (a learner's CausalAttention(d_in, d_out, dropout,
+    context_length) is built by their wrapper in that order: the notebook's order crashed the stand-in, and the
+    wrapper, right for its own heads, got 0/15)."""
     head = head_class(sub)
     alias = "" if head == HEAD else f"\n{head} = {HEAD}\n"  # the wrapper builds the student's (misspelt) name
-    return {"name": head, "source": STAND_IN_SOURCE + alias}
+    return {"name": head, "source": _stand_in_for(sub, head) + alias}
+
+
+def _stand_in_names(sub, head: str) -> dict[str, str]:
+    """The notebook's argument -> the student's head's name for it, in the student's order; {} where the
+    arguments are the notebook's, cannot be told apart, or the student's wrapper does not build its heads that way
+    (a wrapper that follows the notebook beside a head that does not: the head's fault, charged there only). Then
+    the stand-in takes the notebook's. Decided once per submission."""
+    key = ("stand_in_names", head)
+    if key not in sub.memo:
+        named = _head_names(sub, head)
+        if named:
+            alias = "" if head == HEAD else f"\n{head} = {HEAD}\n"
+            try:  # the wrapper builds such heads (the call the notebook's wrapper makes)
+                sub.new("MultiHeadAttentionWrapper", 3, 2, 4, 0.0, 2, seed=0,
+                        stand_in={"name": head, "source": _reordered(named) + alias})
+            except CheckFailure:
+                named = {}
+        sub.memo[key] = named
+    return sub.memo[key]
+
+
+def _head_names(sub, head: str) -> dict[str, str]:
+    try:
+        params = [p["name"] for p in sub.signature(head) if p["kind"] == "POSITIONAL_OR_KEYWORD"]
+    except CheckFailure:
+        return {}
+    roles: list[str] = []
+    for name in params:
+        role = name if name in HEAD_ARGS else next((w for w in HEAD_ARGS if _renamed(w, name)), "")
+        if not role or role in roles or not name.isidentifier():
+            return {}
+        roles.append(role)
+    if roles == list(HEAD_ARGS[:len(roles)]) and params == roles or not set(HEAD_ARGS[:4]) <= set(roles):
+        return {}
+    return dict(zip(roles, params))
+
+
+def _stand_in_for(sub, head: str) -> str:
+    named = _stand_in_names(sub, head)
+    return _reordered(named) if named else STAND_IN_SOURCE
+
+
+def _reordered(named: dict[str, str]) -> str:
+    """The stand-in's source, taking the arguments in the order and under the names of `named`."""
+    own = ", ".join(f"{n}=False" if r == "qkv_bias" else n for r, n in named.items())
+    take = ", ".join(named.get(r, "False") for r in HEAD_ARGS)
+    return STAND_IN_SOURCE.replace(
+        "    def __init__(self, d_in, d_out, context_length, dropout, qkv_bias=False):\n        super().__init__()\n",
+        f"    def __init__(self, {own}):\n        super().__init__()\n"
+        f"        d_in, d_out, context_length, dropout, qkv_bias = {take}\n")
 
 
 def _changed_tensor(a: torch.Tensor, b: torch.Tensor) -> bool:
@@ -859,7 +930,8 @@ def check_wrapper_matches_heads(sub, seed: int, b: int, T: int, d_in: int, d_out
         # One after another, then each called (one round trip): as build_head and h(x) one by one would.
         spec = stand_in(sub)
         _singles, outs = sub.new_all(spec["name"] if spec else head_class(sub),
-                                     [((d_in, d_out, ctx, 0.0), seed if i == 0 else None) for i in range(heads)],
+                                     [(head_args(sub, spec, d_in, d_out, ctx, 0.0), seed if i == 0 else None)
+                                      for i in range(heads)],
                                      [(i, step("call", x)) for i in range(heads)], stand_in=spec or None)
         want = torch.cat([expect_tensor(taken(o)["out"], "CausalAttention(...)(x)") for o in outs], dim=-1)
     except CheckFailure as e:
@@ -893,8 +965,8 @@ def check_wrapper_dropout(sub, seed: int, b: int, T: int, d_in: int, d_out: int,
         got = expect_shape(res["out"], (b, T, heads * d_out), what)
         try:
             _singles, outs = sub.new_all(
-                spec["name"] if spec else head_class(sub), [((d_in, d_out, T, p), seed if i == 0 else None)
-                                                            for i in range(heads)],
+                spec["name"] if spec else head_class(sub), [(head_args(sub, spec, d_in, d_out, T, p),
+                                                             seed if i == 0 else None) for i in range(heads)],
                 [(0, step("call", x, mode="train", seed=seed + 7))] + [(i, step("call", x, mode="train"))
                                                                        for i in range(1, heads)]
                 + [(0, step("call", x, mode="eval"))], stand_in=spec or None)

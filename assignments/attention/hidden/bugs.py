@@ -344,6 +344,19 @@ VARIANTS: list[Variant] = [
     V("mha_missing", ch(MHA, "", ""), breaks=MHA, says=("`MultiHeadAttention` is not defined",),
       never_says=("`MultiHeadAttentionWrapper` is defined", "is not defined, but `MultiHeadAttentionWrapper`"),
       why="seen: a missing class was told to rename another graded class"),
+    # CausalAttention taking (d_in, d_out, dropout, context_length): its own question loses; a wrapper that builds
+    # such heads in that order is right for them (it got 0/15: the stand-in heads took the notebook's order), and
+    # one that builds them in the notebook's order is right by the notebook (neither may lose a wrapper point).
+    V("causal_args_swapped_wrapper_follows",
+      ch(CA, "context_length: int, dropout: float, qkv_bias", "dropout: float, context_length: int, qkv_bias"),
+      ch(WR, "CausalAttention(d_in, d_out, context_length, dropout, qkv_bias)",
+         "CausalAttention(d_in, d_out, dropout, context_length, qkv_bias)"), breaks=CA,
+      says=("the notebook's signature is",),
+      why="seen in a learner's repository: the wrapper, right for its own heads, got 0/15"),
+    V("causal_args_swapped_wrapper_notebook",
+      ch(CA, "context_length: int, dropout: float, qkv_bias", "dropout: float, context_length: int, qkv_bias"),
+      breaks=CA, says=("the notebook's signature is",),
+      why="the wrapper follows the notebook: the heads' fault is CausalAttention's only"),
     # ---------------------------------------------------------------- different but correct
     V("ok_demo_code_and_loops", ch(WR, f"self.heads = {HEADS}", "self.heads = nn.ModuleList()\n        for _ in "
                                    "range(num_heads):\n            self.heads.append(CausalAttention(d_in, d_out, "
@@ -362,6 +375,9 @@ VARIANTS: list[Variant] = [
     V("ok_projection_names", *(ch(CA, f"self.{a}", f"self.{b}") for a, b in
                                (("W_query", "W_q"), ("W_key", "W_k"), ("W_value", "W_v"))),
       why="seen in learners' repositories"),
+    V("ok_v2_projection_names", *(ch(V2, f"self.{a}", f"self.{b}") for a, b in
+                                  (("W_query", "W_q"), ("W_key", "W_k"), ("W_value", "W_v"))),
+      why="seen in learners' notebooks: the qkv_bias check looked for W_query.bias by name"),
     V("ok_out_proj_renamed", ch(MHA, "self.out_proj", "self.last_layer"), why="seen in a learner's repository"),
     V("ok_linear_names", *(ch(MHA, f"self.{a}", f"self.{b}") for a, b in
                            (("W_query", "q_linear"), ("W_key", "k_linear"), ("W_value", "v_linear"),

@@ -517,8 +517,8 @@ def device_problems(sub, cls, seed=3, b=2, T=5, d_in=4, d_out=4, heads=2, head=F
         if head:
             spec = common.stand_in(sub)
             name = spec["name"] if spec else common.head_class(sub)
-            return sub.new_seq(name, d_in, d_out, T, 0.0, steps=list(steps), seed=seed, stand_in=spec or None,
-                               lenient=True)
+            return sub.new_seq(name, *common.head_args(sub, spec, d_in, d_out, T, 0.0), steps=list(steps),
+                               seed=seed, stand_in=spec or None, lenient=True)
         return build_then(sub, cls, d_in, d_out, T, 0.0, heads, seed=seed, steps=list(steps), lenient=True)
 
     shape = (b, T, d_in)

@@ -5,7 +5,7 @@ and look at the mask fill, dropout, devices and gradients.
 """
 import torch
 
-from assignments.attention.common import (BATCH, INPUTS, build, check_causality, check_eval_no_dropout,
+from assignments.attention.common import (BATCH, INPUTS, _role, build, check_causality, check_eval_no_dropout,
                                           check_heads_structure, check_mask_buffer, check_rejects_bad_heads,
                                           check_short_sequence, check_signature, check_wrapper_matches_heads,
                                           confirm_figures, expect_working, explain, projection_names)
@@ -141,7 +141,10 @@ def test_mha_notebook(sub):
 def test_v2_qkv_bias(sub):
     """SelfAttention_v2(..., qkv_bias=True) gives the three projections a bias"""
     params = {n for n, _, _ in build(sub, "SelfAttention_v2", 3, 2, seed=1, qkv_bias=True).describe()["params"]}
-    missing = [f"{w}.bias" for w in ("W_query", "W_key", "W_value") if f"{w}.bias" not in params]
+    # By role where the projections are named otherwise (W_q, q_proj, query): each of the three has a bias.
+    biased = {_role(n) for n in params if n.endswith(".bias")}
+    missing = [f"{w}.bias" for w, role in (("W_query", "query"), ("W_key", "key"), ("W_value", "value"))
+               if f"{w}.bias" not in params and role not in biased]
     names = projection_names(params)
     if missing and names is not None:
         fail(f"qkv_bias=True should create {', '.join(missing)}: {names.en}.",
