@@ -138,11 +138,19 @@ class Student:
     email: str = ""  # the roster's full address, where its id is one: only that account is this student
 
 
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+
+
+def email_key(email: str) -> str:
+    """An address as compared with the roster's: ASCII letters in lower case, everything else as it is (Python's
+    lower() maps the Kelvin sign U+212A to 'k': an account '\u212aim@uni.example' was taken for kim@uni.example)."""
+    return email.strip().translate(_ASCII_LOWER)
+
+
 def submitter_emails(origin: dict[str, Any] | None) -> list[str]:
-    """The submitters' full addresses (lower case) that a Gradescope export or zip gives, else []."""
+    """The submitters' full addresses (see email_key) that a Gradescope export or zip gives, else []."""
     people = (origin or {}).get("submitters") or []
-    return [e for e in (str(p.get("email") or "").strip().lower() for p in people if isinstance(p, dict))
-            if "@" in e]
+    return [e for e in (email_key(str(p.get("email") or "")) for p in people if isinstance(p, dict)) if "@" in e]
 
 
 def read_roster(path: Path) -> dict[str, Student]:
@@ -170,7 +178,7 @@ def read_roster(path: Path) -> dict[str, Student]:
         if sid in out:
             raise ExamError(f"{path}, line {n}: the id {sid!r} appears twice")
         raw = row.get("id", "")
-        out[sid] = Student(sid, extra, raw.lower() if "@" in raw else "")
+        out[sid] = Student(sid, extra, email_key(raw) if "@" in raw else "")
     if not out:
         raise ExamError(f"{path}: the roster lists nobody")
     return out
@@ -312,6 +320,8 @@ class Plan:
             return student
         by_email = {s.email: s.id for s in self.students.values() if s.email}
         claimed = sorted({by_email[e] for e in emails if e in by_email})
+        if len(emails) > 1:  # a group is nobody's paper (staff decide): an id that no roster lists
+            return student if normalize_id(student) not in self.students else f"{student}-group"
         if len(claimed) == 1:
             return claimed[0]
         base = re.sub(r"-\d+$", "", normalize_id(student))  # discover's "-2" for a clash of local parts
@@ -333,6 +343,12 @@ class Plan:
             sid, n = want, 2
             while sid in taken:
                 sid, n = f"{want}-{n}", n + 1
+            if sid != want and want in self.students and job.error is None:  # two submissions claim one student
+                job.error = Message(
+                    f"Another submission in this export is also `{want}`'s (the same address); it was graded as "
+                    f"`{want}`. Your instructor will decide which one counts.",
+                    f"이 내보내기에 `{want}`의 다른 제출물(같은 주소)이 있어 그것을 `{want}`(으)로 채점했습니다. 어느 "
+                    "것을 인정할지는 담당 교수자가 정합니다.")
             taken.add(sid)
             job.student = sid
 

@@ -324,6 +324,42 @@ def test_an_account_with_a_roster_students_local_part_is_not_that_student(work, 
     assert r["ada"].score == 100  # a roster of bare ids still matches by local part
 
 
+def test_lookalike_addresses_groups_and_double_claims_take_no_roster_students_paper(work, papers):
+    """Red team: an address with the Kelvin sign (U+212A, which Python's lower() makes 'k') was taken for
+    kim@uni.example, with her variant and extra time; a group with a roster student was graded as that student; of
+    two submissions from one roster address the second silently left the roster. Now the lookalike is not kim,
+    the group is nobody's paper, and the second claim says why it was not graded."""
+    (work / "roster_kim.csv").write_text("id,extra_minutes\nada,0\nkim@uni.example,30\n")
+    c = exam.require(assignment.load("midterm"))
+    kim = solved("kim", exam.variant_for(SECRET.encode(), "midterm", "kim", c.variants))
+    subs = work / "lookalike"
+    late = END + dt.timedelta(minutes=25)
+    files = {"submission_1": [("\u212aim@uni.example", late)],
+             "submission_2": [("kim@uni.example", END - dt.timedelta(minutes=2))],
+             "submission_3": [("KIM@uni.example", END - dt.timedelta(minutes=1))],
+             "submission_4": [("ada@uni.example", late), ("kim@uni.example", late)]}
+    meta = []
+    for folder, people in files.items():
+        (subs / folder).mkdir(parents=True)
+        (subs / folder / "midterm.py").write_text(kim, encoding="utf-8")
+        meta.append(f"{folder}:\n  :submitters:\n" + "".join(
+            f"  - :name: x\n    :sid: '1'\n    :email: \"{email}\"\n" for email, _ in people)
+            + f"  :created_at: {people[0][1].strftime('%Y-%m-%d %H:%M:%S.123456000 %z')}\n")
+    (subs / "submission_metadata.yml").write_text("".join(meta), encoding="utf-8")
+    p = grade("batch", "lookalike", "--assignment", "midterm", "--roster", "roster_kim.csv", "--secret-file",
+              "exam.secret", "--out", "lookalike_results", cwd=work)
+    assert p.returncode == 0, p.stderr
+    r = {f.stem: SubmissionResult.from_dict(json.loads(f.read_text())["extra_data"]["internal"])
+         for f in (work / "lookalike_results").glob("*.json")}
+    assert r["kim"].origin["folder"] == "submission_2" and r["kim"].score == 100, r["kim"].origin
+    assert r["kim"].exam["late"] == 0 and r["kim"].exam["extra_minutes"] == 30
+    others = {v.origin["folder"]: v for k, v in r.items() if k != "kim"}
+    assert sorted(others) == ["submission_1", "submission_3", "submission_4"], sorted(others)
+    assert all(v.error is not None and v.score == 0 for v in others.values()), {k: v.error for k, v in others.items()}
+    assert "roster" in others["submission_1"].error.en and "roster" in others["submission_4"].error.en
+    assert "Another submission in this export is also `kim`'s" in others["submission_3"].error.en
+
+
 def test_the_zip_takes_a_roster_students_paper_only_from_their_address(work, graded, variants):
     (work / "chen_answer.py").write_text(solved("chen", variants["chen"]))
     p = grade("gradescope", "--assignment", "midterm", "--roster", "roster.csv", "--secret-file", "exam.secret",
