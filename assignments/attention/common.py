@@ -1,6 +1,7 @@
 """Check logic shared by the public and hidden attention checks. Public: it holds no reference code or hidden value."""
 from __future__ import annotations
 
+import keyword
 import re
 import weakref
 from typing import Any, Callable
@@ -802,8 +803,8 @@ def _head_names(sub, head: str) -> dict[str, str]:
     roles: list[str] = []
     for name in params:
         role = name if name in HEAD_ARGS else next((w for w in HEAD_ARGS if _renamed(w, name)), "")
-        if not role or role in roles or not name.isidentifier():
-            return {}
+        if not role or role in roles or not name.isidentifier() or keyword.iskeyword(name) or name == "self":
+            return {}  # (names from a forged __signature__ could not be parameters of the stand-in)
         roles.append(role)
     if roles == list(HEAD_ARGS[:len(roles)]) and params == roles or not set(HEAD_ARGS[:4]) <= set(roles):
         return {}
