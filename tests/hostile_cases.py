@@ -520,6 +520,15 @@ CASES: tuple[Case, ...] = (
     # and structure need output that depends on the input and the weights). Only the three step figures of 3.3
     # match (1 point of checks each, worth half: the steps question holds 20 points of checks for its 10); the
     # newer step functions are left unimplemented.
+    # Red team, round 5 (the wrapper's stand-in heads): each scores what its control without the trick scores.
+    K("stand_in_patch_dropout", "a wrapper that builds its heads with dropout 0.0 patches the grader's stand-in "
+      "class to drop nothing either", 96, "checks", "dropout"),
+    K("stand_in_patch_first_head", "a wrapper calling only heads[0] patches the stand-in class to reseed and take "
+      "no gradients", 67, None, ""),
+    K("stand_in_forged_signature", "a forged __signature__ on a broken head chooses the order the stand-in takes",
+      60, None, ""),
+    K("heads_unjoinable_shapes", "heads built alone return one token fewer: the grader cannot join them", 93,
+      "checks", "cannot be put side by side"),
     K("lie_hardcoded", "a notebook whose functions return the notebook's printed tensors", 1.5, "checks", NOT_YET),
     # Reseeding with 123 breaks the v2 figure (seed 789, 3) and the hidden same-seed checks of v1, v2,
     # CausalAttention and MultiHeadAttention (4 + 4 + 3 + 3): 100 - 17.

@@ -675,7 +675,8 @@ def head_class(sub) -> str:
     CasualAttention; the CausalAttention checks already say to rename it). Call after building something."""
     if HEAD in sub.names:
         return HEAD
-    return near_miss(HEAD, [n for n, k in sub.names.items() if k == "class" and n not in SIGNATURES]) or HEAD
+    return near_miss(HEAD, [n for n, k in sub.names.items() if k == "class" and n not in SIGNATURES
+                            and n.isidentifier() and not keyword.iskeyword(n)]) or HEAD
 
 
 def build_head(sub, d_in: int, d_out: int, ctx: int, dropout: float = 0.0, seed: int | None = None, *more):
@@ -771,7 +772,7 @@ def _stand_in_spec(sub) -> dict[str, str]:
     the order and under the names of the student's own head (a learner's CausalAttention(d_in, d_out, dropout,
     context_length) is built by their wrapper in that order: the notebook's order crashed the stand-in, and the
     wrapper, right for its own heads, got 0/15)."""
-    head = head_class(sub)
+    head = head_class(sub)  # (an identifier: no line of the stand-in's source is made from anything else)
     alias = "" if head == HEAD else f"\n{head} = {HEAD}\n"  # the wrapper builds the student's (misspelt) name
     return {"name": head, "source": _stand_in_for(sub, head) + alias}
 
@@ -795,10 +796,26 @@ def _stand_in_names(sub, head: str) -> dict[str, str]:
     return sub.memo[key]
 
 
+def _source_init_args(sub, head: str) -> list[str] | None:
+    """The parameters of `class head`'s __init__ as the submission's source writes them (the last definition),
+    read in the grader: a signature asked of the worker is the submission's to forge (__signature__)."""
+    import ast
+    found = None
+    for cell in sub.source.cells:
+        try:
+            tree = ast.parse(cell.code)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            continue
+        for node in tree.body:
+            if isinstance(node, ast.ClassDef) and node.name == head:
+                init = [f for f in node.body if isinstance(f, ast.FunctionDef) and f.name == "__init__"]
+                found = [a.arg for a in init[-1].args.posonlyargs + init[-1].args.args][1:] if init else None
+    return found
+
+
 def _head_names(sub, head: str) -> dict[str, str]:
-    try:
-        params = [p["name"] for p in sub.signature(head) if p["kind"] == "POSITIONAL_OR_KEYWORD"]
-    except CheckFailure:
+    params = _source_init_args(sub, head)
+    if not params:
         return {}
     roles: list[str] = []
     for name in params:
@@ -901,6 +918,18 @@ def check_heads_structure(sub, heads: int = 3) -> None:
     expect_working(sub, "MultiHeadAttentionWrapper")
 
 
+def side_by_side(outs: list) -> torch.Tensor:
+    """The heads' outputs joined on the last axis, as the wrapper must join them; heads whose outputs cannot be
+    joined (other shapes, dtypes or devices) fail as CausalAttention's fault, not as the grader's error."""
+    got = [expect_tensor(o, "CausalAttention(...)(x)") for o in outs]
+    if any(t.shape[:-1] != got[0].shape[:-1] or t.dtype != got[0].dtype or t.device != got[0].device for t in got):
+        fail("CausalAttention heads built one after another give outputs that cannot be put side by side: "
+             + ", ".join(f"{tuple(t.shape)} {str(t.dtype).replace('torch.', '')}" for t in got) + ".",
+             "차례로 만든 CausalAttention 헤드들의 출력을 나란히 이어 붙일 수 없습니다: "
+             + ", ".join(f"{tuple(t.shape)} {str(t.dtype).replace('torch.', '')}" for t in got) + ".")
+    return torch.cat(got, dim=-1)
+
+
 def check_wrapper_matches_heads(sub, seed: int, b: int, T: int, d_in: int, d_out: int, heads: int,
                                 ctx: int | None = None, figure: torch.Tensor | None = None) -> None:
     """The wrapper must equal the concatenation of `heads` CausalAttentions built one after another.
@@ -934,7 +963,7 @@ def check_wrapper_matches_heads(sub, seed: int, b: int, T: int, d_in: int, d_out
                                      [(head_args(sub, spec, d_in, d_out, ctx, 0.0), seed if i == 0 else None)
                                       for i in range(heads)],
                                      [(i, step("call", x)) for i in range(heads)], stand_in=spec or None)
-        want = torch.cat([expect_tensor(taken(o)["out"], "CausalAttention(...)(x)") for o in outs], dim=-1)
+        want = side_by_side([taken(o)["out"] for o in outs])
     except CheckFailure as e:
         raise CheckFailure(Message("The wrapper could not be judged because CausalAttention fails: ",
                                    "CausalAttention이 실패해서 래퍼를 평가할 수 없습니다: ") + e.message) from None
@@ -971,7 +1000,7 @@ def check_wrapper_dropout(sub, seed: int, b: int, T: int, d_in: int, d_out: int,
                 [(0, step("call", x, mode="train", seed=seed + 7))] + [(i, step("call", x, mode="train"))
                                                                        for i in range(1, heads)]
                 + [(0, step("call", x, mode="eval"))], stand_in=spec or None)
-            want = torch.cat([expect_tensor(taken(o)["out"], "CausalAttention(...)(x)") for o in outs[:heads]], -1)
+            want = side_by_side([taken(o)["out"] for o in outs[:heads]])
             calm = expect_tensor(taken(outs[heads])["out"], "CausalAttention(...)(x)")
         except CheckFailure as e:
             raise CheckFailure(Message("The wrapper could not be judged because CausalAttention fails: ",
