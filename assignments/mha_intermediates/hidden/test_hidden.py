@@ -390,8 +390,12 @@ def test_x_raw_dropout(sub, options):
 
     def own_dropout():
         attention, v = own(got, "attention", "V_split")
+        # With the module's own dropout probability: one fixed in __init__ (nn.Dropout(p=0.1)) is the init
+        # check's to charge, not this one's (it was charged twice).
+        held = c.m.describe("dropout")["attrs"].get("dropout") or {}
+        q = held.get("p") if type(held.get("p")) is float and 0.0 <= held["p"] < 1.0 else p
         manual_seed(seed_call)
-        return R.weigh_values(attention, v, nn.Dropout(p).train())
+        return R.weigh_values(attention, v, nn.Dropout(q).train())
     judge(got, want, "x_raw", case_what("self", "train", dropout_p=p), own_dropout,
           hint=Message("In train mode x_raw = self.dropout(attention) @ V_split: dropout acts on the attention "
                        "weights (after the softmax), once, through the nn.Dropout module.",

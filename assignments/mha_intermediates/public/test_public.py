@@ -134,7 +134,10 @@ def test_scores_scaling(sub, options):
     out = forward_dict(m, x, x, x, what=what)
     q, k, scores = entry(out, "Q_split", what), entry(out, "K_split", what), entry(out, "scores", what)
     try:
-        raw = torch.matmul(q, k.transpose(-2, -1))
+        if k.dim() >= 2 and q.dim() >= 2 and k.shape[-2] == q.shape[-1] != k.shape[-1]:
+            raw = torch.matmul(q, k)  # K_split returned already transposed, (..., d_head, T): the split's to judge
+        else:
+            raw = torch.matmul(q, k.transpose(-2, -1))
     except RuntimeError:
         fail("scores could not be judged: Q_split and K_split cannot be multiplied (see the split checks).",
              "Q_split과 K_split을 곱할 수 없어 scores를 평가할 수 없습니다 (분할 검사를 보세요).")
