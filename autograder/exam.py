@@ -332,23 +332,36 @@ class Plan:
         return student
 
     def bind(self, found: list) -> None:
-        """`grade batch`: rename the jobs of a Gradescope export as bound_id() says, before anything is keyed by
-        their ids. A roster student's own address wins the id over an account that took it first."""
-        if not self.students or not any(s.email for s in self.students.values()):
+        """`grade batch`: decide whose paper each job of the submissions folder is, before anything is keyed by
+        their ids. A roster student's own address wins the id over an account that took it first (bound_id); a
+        student's several submissions (an export's `-2` folder: a resubmission) are one claim, of which the latest
+        (created_at) is graded and the others are told so; a "-N" made unique never takes an id that the roster
+        owns (it was given to one student's second folder, and the roster student of that id left the roster)."""
+        if not self.students:
             return
-        wanted = [(job, self.bound_id(job.student, submitter_emails(origin))) for job, origin in found]
+        rows = []
+        for job, origin in found:
+            emails = submitter_emails(origin)
+            want = self.bound_id(job.student, emails)
+            if want not in self.students and len(emails) <= 1 and (origin or {}).get("submitters"):
+                base = re.sub(r"-\d+$", "", want)
+                listed = self.students.get(base)
+                if listed is not None and base != want and (not listed.email or listed.email in emails):
+                    want = base  # the same student's other folder
+            when = parse_time(str((origin or {}).get("created_at") or ""))
+            rows.append((job, want, when.timestamp() if when is not None else float("-inf")))
         taken: set[str] = set()
-        # the ids that a roster address claims first, then the rest, each made unique with "-2", "-3"...
-        for job, want in sorted(wanted, key=lambda jw: jw[1] not in self.students):
+        # claims of roster ids first, the latest of each first; then the rest; each made unique with "-2", "-3"...
+        for job, want, _when in sorted(rows, key=lambda r: (r[1] not in self.students, -r[2])):
             sid, n = want, 2
-            while sid in taken:
+            while sid in taken or (sid != want and sid in self.students):
                 sid, n = f"{want}-{n}", n + 1
-            if sid != want and want in self.students and job.error is None:  # two submissions claim one student
+            if sid != want and want in self.students and job.error is None:  # a student's earlier submission
                 job.error = Message(
-                    f"Another submission in this export is also `{want}`'s (the same address); it was graded as "
-                    f"`{want}`. Your instructor will decide which one counts.",
-                    f"이 내보내기에 `{want}`의 다른 제출물(같은 주소)이 있어 그것을 `{want}`(으)로 채점했습니다. 어느 "
-                    "것을 인정할지는 담당 교수자가 정합니다.")
+                    f"This is an earlier submission of `{want}`'s: the latest one in this export was graded as "
+                    f"`{want}`. Your instructor can grade this one instead.",
+                    f"`{want}`의 이전 제출물입니다: 이 내보내기에서 가장 최근 제출물을 `{want}`(으)로 채점했습니다. "
+                    "담당 교수자가 이 제출물을 대신 채점할 수 있습니다.")
             taken.add(sid)
             job.student = sid
 

@@ -328,7 +328,7 @@ def test_lookalike_addresses_groups_and_double_claims_take_no_roster_students_pa
     """Red team: an address with the Kelvin sign (U+212A, which Python's lower() makes 'k') was taken for
     kim@uni.example, with her variant and extra time; a group with a roster student was graded as that student; of
     two submissions from one roster address the second silently left the roster. Now the lookalike is not kim,
-    the group is nobody's paper, and the second claim says why it was not graded."""
+    the group is nobody's paper, and of kim's two submissions the latest is graded, the other told why not."""
     (work / "roster_kim.csv").write_text("id,extra_minutes\nada,0\nkim@uni.example,30\n")
     c = exam.require(assignment.load("midterm"))
     kim = solved("kim", exam.variant_for(SECRET.encode(), "midterm", "kim", c.variants))
@@ -351,13 +351,46 @@ def test_lookalike_addresses_groups_and_double_claims_take_no_roster_students_pa
     assert p.returncode == 0, p.stderr
     r = {f.stem: SubmissionResult.from_dict(json.loads(f.read_text())["extra_data"]["internal"])
          for f in (work / "lookalike_results").glob("*.json")}
-    assert r["kim"].origin["folder"] == "submission_2" and r["kim"].score == 100, r["kim"].origin
+    # kim's latest submission is graded (submission_3, a minute after submission_2, from KIM@: the same address)
+    assert r["kim"].origin["folder"] == "submission_3" and r["kim"].score == 100, r["kim"].origin
     assert r["kim"].exam["late"] == 0 and r["kim"].exam["extra_minutes"] == 30
     others = {v.origin["folder"]: v for k, v in r.items() if k != "kim"}
-    assert sorted(others) == ["submission_1", "submission_3", "submission_4"], sorted(others)
+    assert sorted(others) == ["submission_1", "submission_2", "submission_4"], sorted(others)
     assert all(v.error is not None and v.score == 0 for v in others.values()), {k: v.error for k, v in others.items()}
     assert "roster" in others["submission_1"].error.en and "roster" in others["submission_4"].error.en
-    assert "Another submission in this export is also `kim`'s" in others["submission_3"].error.en
+    assert "This is an earlier submission of `kim`'s" in others["submission_2"].error.en
+
+
+def test_a_resubmission_is_graded_latest_and_never_takes_another_students_id(work, papers):
+    """Red team (exam day): eve submitted her untouched paper, then a correct answer; eve-2 (another student)
+    submitted once. eve's older folder was graded, her newer refused, and the refused one took the id `eve-2`,
+    knocking the real eve-2 off the roster. Now eve's latest is graded, the older is told so under an id nobody
+    owns, and eve-2 is graded as herself."""
+    (work / "roster_eve.csv").write_text("id,extra_minutes\neve@uni.example,0\neve-2@uni.example,20\n")
+    c = exam.require(assignment.load("midterm"))
+    answer = {sid: solved(sid, exam.variant_for(SECRET.encode(), "midterm", sid, c.variants)) for sid in ("eve", "eve-2")}
+    untouched = (ROOT / "student_template" / "midterm.py").read_text(encoding="utf-8")
+    files = {"submission_1002": ("eve@uni.example", untouched, END - dt.timedelta(minutes=30)),
+             "submission_1010": ("eve@uni.example", answer["eve"], END - dt.timedelta(minutes=2)),
+             "submission_1020": ("eve-2@uni.example", answer["eve-2"], END - dt.timedelta(minutes=1))}
+    subs, meta = work / "resubmitted", []
+    for folder, (email, code, when) in files.items():
+        (subs / folder).mkdir(parents=True)
+        (subs / folder / "midterm.py").write_text(code, encoding="utf-8")
+        meta.append(f"{folder}:\n  :submitters:\n  - :name: x\n    :sid: '1'\n    :email: {email}\n"
+                    f"  :created_at: {when.strftime('%Y-%m-%d %H:%M:%S.123456000 %z')}\n")
+    (subs / "submission_metadata.yml").write_text("".join(meta), encoding="utf-8")
+    p = grade("batch", "resubmitted", "--assignment", "midterm", "--roster", "roster_eve.csv", "--secret-file",
+              "exam.secret", "--out", "resubmitted_results", cwd=work)
+    assert p.returncode == 0, p.stderr
+    r = {f.stem: SubmissionResult.from_dict(json.loads(f.read_text())["extra_data"]["internal"])
+         for f in (work / "resubmitted_results").glob("*.json")}
+    assert r["eve"].origin["folder"] == "submission_1010" and r["eve"].score == 100
+    assert r["eve-2"].origin["folder"] == "submission_1020" and r["eve-2"].score == 100
+    assert r["eve-2"].exam["extra_minutes"] == 20
+    older = [v for k, v in r.items() if k not in ("eve", "eve-2")]
+    assert len(older) == 1 and older[0].origin["folder"] == "submission_1002"
+    assert "earlier submission of `eve`'s" in older[0].error.en
 
 
 def test_the_zip_takes_a_roster_students_paper_only_from_their_address(work, graded, variants):
