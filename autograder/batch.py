@@ -276,7 +276,7 @@ def main(*, submissions: Path, out: Path, assignment: Assignment, workers: int =
     todo: list[Job] = []
     base = grading_settings(assignment, lang)
     # An exam grades each student against their own variant (and window): that is part of their settings.
-    settings_of = lambda job: base if exam is None else {**base, "exam": exam.tag(job)}  # noqa: E731
+    settings_of = lambda job: base if exam is None else {**base, "exam": exam.tag(job, origins.get(job.student))}  # noqa: E731
     settings = {job.student: settings_of(job) for job in jobs}
     graders = {sid: settings_key(s) for sid, s in settings.items()}
     for job in jobs:

@@ -153,20 +153,34 @@ def submitter_emails(origin: dict[str, Any] | None) -> list[str]:
     return [e for e in (email_key(str(p.get("email") or "")) for p in people if isinstance(p, dict)) if "@" in e]
 
 
+MAX_EXTRA_MINUTES = 7 * 24 * 60  # a week: anything beyond is a typo, not an accommodation
+
+
+def _column(header: str) -> str:
+    """A roster column's name as read: case, spaces and hyphens aside (`Extra Minutes` is extra_minutes)."""
+    name = re.sub(r"[\s\-]+", "_", header.strip().lower())
+    return "extra_minutes" if name in ("extra_minutes", "extra_time", "extra_mins", "extra", "minutes") else name
+
+
 def read_roster(path: Path) -> dict[str, Student]:
     """ROSTER.csv: a column `id` (as grade batch names students; an email is reduced to its local part) and an
-    optional `extra_minutes`."""
+    optional `extra_minutes` (also read as `Extra Minutes`, `extra_time`); other columns (names) are ignored."""
     try:
         text = path.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as e:
         raise ExamError(f"cannot read the roster {path} ({e})") from None
     rows = list(csv.DictReader(io.StringIO(text)))
-    heads = [h.strip().lower() for h in (csv.DictReader(io.StringIO(text)).fieldnames or [])]
+    fields = csv.DictReader(io.StringIO(text)).fieldnames or []
+    heads = [_column(h) for h in fields]
     if "id" not in heads:
-        raise ExamError(f"{path}: the roster needs a column `id` (optional: extra_minutes); found {heads}")
+        sep = next((f"{c!r}" for c in (";", "\t", "|") if len(fields) == 1 and c in fields[0]), "")
+        raise ExamError(f"{path}: the roster needs a column `id` (optional: extra_minutes); found {fields}"
+                        + (f" (the columns look separated by {sep}: save it as comma-separated CSV)" if sep else ""))
+    if heads.count("extra_minutes") > 1:
+        raise ExamError(f"{path}: more than one column reads as extra_minutes ({fields}); keep one")
     out: dict[str, Student] = {}
     for n, row in enumerate(rows, start=2):
-        row = {(k or "").strip().lower(): (v or "").strip() for k, v in row.items()}
+        row = {_column(k or ""): (v or "").strip() for k, v in row.items() if isinstance(k, str)}
         sid = normalize_id(row.get("id", ""))
         if not sid:
             continue
@@ -175,6 +189,9 @@ def read_roster(path: Path) -> dict[str, Student]:
         except ValueError:
             raise ExamError(f"{path}, line {n}: extra_minutes {row.get('extra_minutes')!r} is not a number") \
                 from None
+        if not (0 <= extra <= MAX_EXTRA_MINUTES):  # NaN fails this too: it stopped grade batch part way
+            raise ExamError(f"{path}, line {n}: extra_minutes {row.get('extra_minutes')!r} is not between 0 and "
+                            f"{MAX_EXTRA_MINUTES} (a week)")
         if sid in out:
             raise ExamError(f"{path}, line {n}: the id {sid!r} appears twice")
         raw = row.get("id", "")
@@ -190,7 +207,11 @@ def literal(value: Any) -> str:
     """A variant value as Python source: lists become tuples (shapes)."""
     if isinstance(value, list):
         return "(" + ", ".join(literal(v) for v in value) + ("," if len(value) == 1 else "") + ")"
-    return repr(value)
+    try:
+        text = repr(value)
+    except ValueError:  # an int over Python's digit limit, written as 0xfff... in a student's file
+        return f"<an integer of {value.bit_length()} bits>"
+    return text if len(text) <= 200 else text[:200] + "..."
 
 
 def render(text: str, v: dict[str, Any], student: str) -> str:
@@ -380,11 +401,14 @@ class Plan:
             return
         job.options = {"variant": v}
 
-    def tag(self, job) -> str:
-        """Part of the batch's resume key: a result is reused only for the same variant."""
+    def tag(self, job, origin: dict[str, Any] | None = None) -> str:
+        """Part of the batch's resume key: a result is reused only for the same variant, extra time, submission
+        time and submitters (an identical file resubmitted late kept the first one's lateness, and after a roster
+        change a result kept another account's origin)."""
         sid = normalize_id(job.student)
         extra = self.students[sid].extra_minutes if self.students and sid in self.students else 0.0
-        key = [job.options or {}, extra, self.times.get(job.student, "")]
+        key = [job.options or {}, extra, self.times.get(job.student, ""), str((origin or {}).get("created_at") or ""),
+               submitter_emails(origin), str((origin or {}).get("folder") or "")]
         return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:8]
 
     def stamp(self, r, origin: dict[str, Any], path: Path | None = None) -> None:

@@ -431,7 +431,10 @@ def test_a_file_the_parser_cannot_take_is_reported_by_the_audit_not_fatal(tmp_pa
     deep = "_x = " + "-" * 100_000 + "1\n"
     files = {"ada": ("ada.py", solved("ada", variants["ada"])),
              "bo": ("bo.ipynb", notebook(solved("ada", variants["ada"]), deep)),
-             "dana": ("dana.py", solved("dana", variants["dana"]) + "\nz = (\n")}  # a plain syntax error
+             "dana": ("dana.py", solved("dana", variants["dana"]) + "\nz = (\n"),  # a plain syntax error
+             # a constant over Python's 4300-digit limit for repr: the audit stopped with a traceback for everyone
+             "chen": ("chen.py", re.sub(r"(?m)^NUM_HEADS = .*$", "NUM_HEADS = 0x" + "f" * 4000,
+                                        solved("chen", variants["chen"])))}
     out = tmp_path / "results"
     out.mkdir()
     for sid, (name, text) in files.items():
@@ -444,6 +447,7 @@ def test_a_file_the_parser_cannot_take_is_reported_by_the_audit_not_fatal(tmp_pa
     assert "bo.ipynb, code cell 2" in found[("unparsed", ("bo",))] and "MemoryError" in found[("unparsed", ("bo",))]
     assert "SyntaxError" in found[("unparsed", ("dana",))]
     assert not any(k == "other_variant" and "dana" in s for k, s in found)  # nothing else said of dana
+    assert "bits>" in found[("other_variant", ("chen",))], found  # its own finding, the value shortened
     p = grade("exam", "audit", str(out), cwd=tmp_path)
     assert p.returncode == 0 and "unparsed" in p.stdout and "other_variant" in p.stdout, p.stderr[-2000:]
 
@@ -466,3 +470,18 @@ def test_audit_similarity_separates_copies_from_independent_answers(variants):
     assert padded.count("pass") > 20
     compile(padded, "padded", "exec")
     assert share(own, exam.winnow(exam.tokens(padded)) - base) >= 0.8
+
+
+def test_a_roster_reads_as_instructors_write_it_and_refuses_what_would_stop_grading(tmp_path):
+    """Red team (exam day): `ID,Extra Minutes` lost bo's extra time without a word; a semicolon roster was refused
+    with no hint why; extra_minutes of nan, inf or 1e12 stopped `grade batch` part way with a traceback."""
+    def roster(text: str):
+        (tmp_path / "r.csv").write_text(text, encoding="utf-8")
+        return exam.read_roster(tmp_path / "r.csv")
+    assert roster("ID,Extra Minutes,Name\nbo,15,Bo\n")["bo"].extra_minutes == 15
+    assert roster("id,extra_time\nbo,5\n")["bo"].extra_minutes == 5
+    with pytest.raises(exam.ExamError, match="separated by ';'"):
+        roster("id;extra_minutes\nbo;15\n")
+    for bad in ("nan", "inf", "1e12", "-5"):
+        with pytest.raises(exam.ExamError, match="line 2: extra_minutes .* is not between 0 and"):
+            roster(f"id,extra_minutes\nbo,{bad}\n")
