@@ -166,7 +166,7 @@ def recognise(root: Path, names: list[str], notes: list[Message] | None = None) 
     ranked = sorted(backing, key=lambda n: (-backing[n], n))
     top = ranked[0] if len(ranked) == 1 or backing[ranked[0]] > backing[ranked[1]] else ""
     odd = [entry for entry, found in votes.items() if top not in found]
-    if not top or len(odd) >= backing[top] or len(odd) > max(1, backing[top] // 10):
+    if not top or len(odd) >= backing[top] or len(odd) > max(1, len(votes) // 10):  # one in ten, or one
         seen: dict[str, list[str]] = {}
         for entry, found in votes.items():
             for n in found:

@@ -231,6 +231,17 @@ def test_one_students_stray_file_or_wrong_upload_does_not_refuse_the_batch(here)
     assert "note: 1 submission(s) look like another assignment" in p.stderr and "zed.py (midterm)" in p.stderr
     assert json.loads((here / "out2" / "zed.json").read_text(encoding="utf-8"))["score"] == 0
     assert json.loads((here / "out2" / "ada.json").read_text(encoding="utf-8"))["score"] == 100
+    # One entry in ten (as the README says): 2 of 20 may look like another assignment; 3 of 20 refuse.
+    from autograder import assignment, discover
+    for n in range(4, 18):
+        shutil.copy(REFERENCE, subs / f"s{n:02d}.py")
+    shutil.copy(REFERENCE.parent / "midterm.py", subs / "zz.py")
+    assert len(list(subs.iterdir())) == 20
+    notes: list = []
+    assert discover.recognise(subs, assignment.names(), notes).name == "attention" and "2 submission(s)" in notes[0].en
+    shutil.copy(REFERENCE.parent / "midterm.py", subs / "s04.py")
+    with pytest.raises(Exception, match="mix assignments"):
+        discover.recognise(subs, assignment.names(), [])
 
 
 def test_mixed_unknown_and_empty_folders_are_refused(here):
