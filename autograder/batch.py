@@ -287,6 +287,10 @@ def main(*, submissions: Path, out: Path, assignment: Assignment, workers: int =
                 summary.results.append(keep_in_memory(kept))
                 summary.reused += 1
                 summary.kept += 1
+                continue
+            # no result yet (a submission new since the last run): graded too, or the CSVs "with everyone" lacked it
+            todo.append(job)
+            summary.regraded["new"] = summary.regraded.get("new", 0) + 1
             continue
         prev = None if force else read_result(out / f"{job.student}.json")
         # Reuse only what the same checks, options, limits, language (and variant) produced for the same file.

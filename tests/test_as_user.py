@@ -244,6 +244,21 @@ def test_one_students_stray_file_or_wrong_upload_does_not_refuse_the_batch(here)
         discover.recognise(subs, assignment.names(), [])
 
 
+def test_only_grades_a_submission_new_since_the_last_run_too(here):
+    """`--only ada` after a new student's file arrived: the new one was left out of both CSVs without a word,
+    though the README promises them "with everyone". It is graded too."""
+    subs = here / "subs"
+    subs.mkdir()
+    for sid in ("ada", "bo"):
+        shutil.copy(REFERENCE, subs / f"{sid}.py")
+    assert grade("batch", "subs", "--out", "out", cwd=here).returncode == 0
+    shutil.copy(REFERENCE, subs / "zoe.py")
+    p = grade("batch", "subs", "--out", "out", "--only", "ada", cwd=here)
+    assert p.returncode == 0, p.stderr[-3000:]
+    rows = {r["student"]: r for r in csv.DictReader((here / "out" / "scores.csv").open(encoding="utf-8"))}
+    assert sorted(rows) == ["ada", "bo", "zoe"] and rows["zoe"]["score"] == "100.0", rows
+
+
 def test_mixed_unknown_and_empty_folders_are_refused(here):
     """Item 5: a folder that mixes assignments, one nothing is recognised in, and an empty one are errors (exit 2)
     naming the fix; none of them writes results."""
