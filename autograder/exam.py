@@ -391,6 +391,14 @@ class Plan:
         if job.error is not None:
             return
         v = self.variant(job.student)
+        if v is None and "+" in job.student:  # an export's id for several submitters
+            job.error = Message(
+                f"`{job.student}` is a group submission: an exam paper is one student's, so there is no paper to "
+                "grade it against; your instructor will decide.",
+                f"`{job.student}`은(는) 그룹 제출물입니다: 시험지는 한 학생의 것이라 채점할 시험지가 없습니다. "
+                "담당 교수자가 정합니다.")
+            job.options = {"exam": NOT_ON_ROSTER}
+            return
         if v is None:
             job.error = Message(
                 f"`{job.student}` is not on this exam's roster, so there is no paper to grade this submission "

@@ -357,7 +357,7 @@ def test_lookalike_addresses_groups_and_double_claims_take_no_roster_students_pa
     others = {v.origin["folder"]: v for k, v in r.items() if k != "kim"}
     assert sorted(others) == ["submission_1", "submission_2", "submission_4"], sorted(others)
     assert all(v.error is not None and v.score == 0 for v in others.values()), {k: v.error for k, v in others.items()}
-    assert "roster" in others["submission_1"].error.en and "roster" in others["submission_4"].error.en
+    assert "roster" in others["submission_1"].error.en and "group submission" in others["submission_4"].error.en
     assert "This is an earlier submission of `kim`'s" in others["submission_2"].error.en
 
 
