@@ -367,8 +367,9 @@ class Plan:
             if want not in self.students and len(emails) <= 1 and (origin or {}).get("submitters"):
                 base = re.sub(r"-\d+$", "", want)
                 listed = self.students.get(base)
-                if listed is not None and base != want and (not listed.email or listed.email in emails):
-                    want = base  # the same student's other folder
+                local = normalize_id(emails[0].split("@", 1)[0]) if emails else ""
+                if listed is not None and base != want and local == base and (not listed.email or listed.email in emails):
+                    want = base  # the same student's other folder (the "-2" is the export's, not their address's)
             when = parse_time(str((origin or {}).get("created_at") or ""))
             rows.append((job, want, when.timestamp() if when is not None else float("-inf")))
         taken: set[str] = set()

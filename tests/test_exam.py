@@ -485,3 +485,28 @@ def test_a_roster_reads_as_instructors_write_it_and_refuses_what_would_stop_grad
     for bad in ("nan", "inf", "1e12", "-5"):
         with pytest.raises(exam.ExamError, match="line 2: extra_minutes .* is not between 0 and"):
             roster(f"id,extra_minutes\nbo,{bad}\n")
+
+
+def test_an_account_named_like_a_resubmission_is_not_that_student(work, papers):
+    """eve-2@other.example (not on the roster) submitted after eve: with a roster of bare ids, its export id `eve-2`
+    must not be taken for eve's second folder, which would grade it, the later one, as eve."""
+    (work / "roster_bare.csv").write_text("id,extra_minutes\neve,0\n")
+    c = exam.require(assignment.load("midterm"))
+    answer = solved("eve", exam.variant_for(SECRET.encode(), "midterm", "eve", c.variants))
+    untouched = (ROOT / "student_template" / "midterm.py").read_text(encoding="utf-8")
+    files = {"submission_1": ("eve@uni.example", answer, END - dt.timedelta(minutes=10)),
+             "submission_2": ("eve-2@other.example", untouched, END - dt.timedelta(minutes=1))}
+    subs, meta = work / "named_like", []
+    for folder, (email, code, when) in files.items():
+        (subs / folder).mkdir(parents=True)
+        (subs / folder / "midterm.py").write_text(code, encoding="utf-8")
+        meta.append(f"{folder}:\n  :submitters:\n  - :name: x\n    :sid: '1'\n    :email: {email}\n"
+                    f"  :created_at: {when.strftime('%Y-%m-%d %H:%M:%S.123456000 %z')}\n")
+    (subs / "submission_metadata.yml").write_text("".join(meta), encoding="utf-8")
+    p = grade("batch", "named_like", "--assignment", "midterm", "--roster", "roster_bare.csv", "--secret-file",
+              "exam.secret", "--out", "named_like_results", cwd=work)
+    assert p.returncode == 0, p.stderr
+    r = {f.stem: SubmissionResult.from_dict(json.loads(f.read_text())["extra_data"]["internal"])
+         for f in (work / "named_like_results").glob("*.json")}
+    assert r["eve"].origin["folder"] == "submission_1" and r["eve"].score == 100
+    assert r["eve-2"].error is not None and "roster" in r["eve-2"].error.en
