@@ -521,14 +521,74 @@ CASES: tuple[Case, ...] = (
     # match (1 point of checks each, worth half: the steps question holds 20 points of checks for its 10); the
     # newer step functions are left unimplemented.
     # Red team, round 5 (the wrapper's stand-in heads): each scores what its control without the trick scores.
-    K("stand_in_patch_dropout", "a wrapper that builds its heads with dropout 0.0 patches the grader's stand-in "
-      "class to drop nothing either", 96, "checks", "dropout"),
-    K("stand_in_patch_first_head", "a wrapper calling only heads[0] patches the stand-in class to reseed and take "
-      "no gradients", 67, None, ""),
-    K("stand_in_forged_signature", "a forged __signature__ on a broken head chooses the order the stand-in takes",
-      60, None, ""),
-    K("heads_unjoinable_shapes", "heads built alone return one token fewer: the grader cannot join them", 93,
-      "checks", "cannot be put side by side"),
+    C("stand_in_patch_dropout", "heads without dropout; the wrapper builds its heads with dropout 0.0 and patches "
+      "the grader's stand-in head class to drop nothing either (it was kept in the worker and shared with the "
+      "builds that give the expected values)", 96, "checks", "dropout",
+      sub(CA, "        weights = self.dropout(weights)\n", ""),
+      first(f"{WR}.__init__", """
+          C = CausalAttention
+          if getattr(C, "__module__", "") == "grader_stand_in" and not getattr(C, "_pd", False):
+              _orig = C.__init__
+              def _init(self, *a, **k):
+                  _orig(self, *a, **k)
+                  self.dropout = nn.Dropout(0.0)
+              C.__init__ = _init
+              C._pd = True
+          """),
+      sub(WR, "CausalAttention(d_in, d_out, context_length, dropout, qkv_bias)",
+          "CausalAttention(d_in, d_out, context_length, 0.0, qkv_bias)")),
+    C("stand_in_patch_first_head", "a broken head (the stand-in is used) and a wrapper calling only heads[0] that "
+      "patches the stand-in class to reseed and take no gradients, so that its heads look alike", 67, None, "",
+      sub(CA, "return weights @ values  # (b, T, d_out)", "raise RuntimeError('head broken')"),
+      first(f"{WR}.__init__", """
+          C = CausalAttention
+          if getattr(C, "__module__", "") == "grader_stand_in" and not getattr(C, "_pw", False):
+              _orig = C.__init__
+              def _init(self, *a, **k):
+                  torch.manual_seed(1234)
+                  _orig(self, *a, **k)
+                  for p in self.parameters():
+                      p.requires_grad_(False)
+              C.__init__ = _init
+              C._pw = True
+          """),
+      sub(WR, "[head(x) for head in self.heads]", "[self.heads[0](x) for head in self.heads]")),
+    C("stand_in_forged_signature", "a broken head whose __init__ takes the notebook's order but whose "
+      "__signature__ says (d_in, d_out, dropout, context_length, qkv_bias); the wrapper builds its heads in the "
+      "forged order", 60, None, "",
+      sub(CA, "return weights @ values  # (b, T, d_out)", "raise RuntimeError('head broken')"),
+      sub(WR, "CausalAttention(d_in, d_out, context_length, dropout, qkv_bias)",
+          "CausalAttention(d_in, d_out, dropout, context_length, qkv_bias)"),
+      end("""
+
+          import inspect as _insp
+          _P = _insp.Parameter
+          CausalAttention.__init__.__signature__ = _insp.Signature(
+              [_P(n, _P.POSITIONAL_OR_KEYWORD) for n in ("self", "d_in", "d_out", "dropout", "context_length")]
+              + [_P("qkv_bias", _P.POSITIONAL_OR_KEYWORD, default=False)])
+          """)),
+    C("heads_unjoinable_shapes", "CausalAttention heads built one after another outside the student's wrapper "
+      "return one token fewer: the grader cannot put them side by side", 93, "checks",
+      "cannot be put side by side",
+      first(CA, """
+          _consecutive = 0
+          _in_wrapper = False
+          """),
+      sub(f"{CA}.__init__", "        super().__init__()\n",
+          "        super().__init__()\n"
+          "        if not CausalAttention._in_wrapper:\n"
+          "            CausalAttention._consecutive += 1\n"
+          "        self._odd = CausalAttention._consecutive >= 2 and not CausalAttention._in_wrapper\n"),
+      sub(CA, "    def forward(self, x: torch.Tensor) -> torch.Tensor:  # x: (b, T, d_in)\n",
+          "    def forward(self, x):\n"
+          "        CausalAttention._consecutive = 0\n"
+          "        out = self._fwd(x)\n"
+          "        return out[:, :-1] if self._odd else out\n\n"
+          "    def _fwd(self, x: torch.Tensor) -> torch.Tensor:  # x: (b, T, d_in)\n"),
+      sub(f"{WR}.__init__", "        self.heads = nn.ModuleList(", "        CausalAttention._in_wrapper = True\n"
+                                                                  "        self.heads = nn.ModuleList("),
+      sub(f"{WR}.__init__", "for _ in range(num_heads)]\n        )\n",
+          "for _ in range(num_heads)]\n        )\n        CausalAttention._in_wrapper = False\n")),
     K("lie_hardcoded", "a notebook whose functions return the notebook's printed tensors", 1.5, "checks", NOT_YET),
     # Reseeding with 123 breaks the v2 figure (seed 789, 3) and the hidden same-seed checks of v1, v2,
     # CausalAttention and MultiHeadAttention (4 + 4 + 3 + 3): 100 - 17.
