@@ -44,6 +44,29 @@ def renamed(code: str) -> str:
     return code.replace("\n\n\n", "\n\n# my own work\n\n")
 
 
+def write_export(subs: Path, files: dict[str, tuple]) -> None:
+    """A Gradescope-export-like folder: per submission folder (email or tuple of emails, midterm.py's code, time),
+    and the submission_metadata.yml that names them."""
+    meta = []
+    for folder, (emails, code, when) in files.items():
+        (subs / folder).mkdir(parents=True)
+        (subs / folder / "midterm.py").write_text(code, encoding="utf-8")
+        people = "".join(f"  - :name: x\n    :sid: '1'\n    :email: \"{e}\"\n"
+                         for e in ((emails,) if isinstance(emails, str) else emails))
+        meta.append(f"{folder}:\n  :submitters:\n{people}"
+                    f"  :created_at: {when.strftime('%Y-%m-%d %H:%M:%S.123456000 %z')}\n")
+    (subs / "submission_metadata.yml").write_text("".join(meta), encoding="utf-8")
+
+
+def graded_export(work: Path, folder: str, roster: str) -> dict[str, SubmissionResult]:
+    """`grade batch FOLDER --assignment midterm --roster ROSTER` in `work`, and its results by id."""
+    p = grade("batch", folder, "--assignment", "midterm", "--roster", roster, "--secret-file", "exam.secret",
+              "--out", f"{folder}_results", cwd=work)
+    assert p.returncode == 0, p.stderr
+    return {f.stem: SubmissionResult.from_dict(json.loads(f.read_text())["extra_data"]["internal"])
+            for f in (work / f"{folder}_results").glob("*.json")}
+
+
 @pytest.fixture(scope="module")
 def work(tmp_path_factory) -> Path:
     w = tmp_path_factory.mktemp("exam")
@@ -79,13 +102,7 @@ def graded(work, papers, variants) -> dict:
              "submission_4": ("dana@uni.example", (papers / "dana" / "midterm.py").read_text(),
                               END - dt.timedelta(minutes=1)),
              "submission_5": ("frank@uni.example", solved("ada", variants["ada"]), END - dt.timedelta(minutes=1))}
-    meta = []
-    for folder, (email, code, when) in files.items():
-        (subs / folder).mkdir(parents=True)
-        (subs / folder / "midterm.py").write_text(code, encoding="utf-8")
-        meta.append(f"{folder}:\n  :submitters:\n  - :name: x\n    :sid: '1'\n    :email: {email}\n"
-                    f"  :created_at: {when.strftime('%Y-%m-%d %H:%M:%S.123456000 %z')}\n")
-    (subs / "submission_metadata.yml").write_text("".join(meta))
+    write_export(subs, files)
     p = grade("batch", "export", "--assignment", "midterm", "--roster", "roster.csv", "--secret-file",
               "exam.secret", "--out", "results", cwd=work)
     assert p.returncode == 0, p.stderr
@@ -303,19 +320,8 @@ def test_an_account_with_a_roster_students_local_part_is_not_that_student(work, 
     files = {"submission_1001": ("chen@evil.example", solved("chen", variants["chen"]), END + dt.timedelta(minutes=25)),
              "submission_1002": ("ada@uni.example", solved("ada", variants["ada"]), END - dt.timedelta(minutes=5)),
              "submission_1003": ("Chen@Uni.Example", solved("chen", variants["chen"]), END + dt.timedelta(minutes=20))}
-    meta = []
-    for folder, (email, code, when) in files.items():
-        (subs / folder).mkdir(parents=True)
-        (subs / folder / "midterm.py").write_text(code, encoding="utf-8")
-        meta.append(f"{folder}:\n  :submitters:\n  - :name: x\n    :sid: '1'\n    :email: {email}\n"
-                    f"  :created_at: {when.strftime('%Y-%m-%d %H:%M:%S.123456000 %z')}\n")
-    (subs / "submission_metadata.yml").write_text("".join(meta))
-    p = grade("batch", "impostor", "--assignment", "midterm", "--roster", "roster.csv", "--secret-file",
-              "exam.secret", "--out", "impostor_results", cwd=work)
-    assert p.returncode == 0, p.stderr
-    out = work / "impostor_results"
-    r = {f.stem: SubmissionResult.from_dict(json.loads(f.read_text())["extra_data"]["internal"])
-         for f in out.glob("*.json")}
+    write_export(subs, files)
+    r = graded_export(work, "impostor", "roster.csv")
     assert sorted(r) == ["ada", "chen", "chen-at-evil.example"], sorted(r)
     assert r["chen"].origin["folder"] == "submission_1003" and r["chen"].score == 100
     assert r["chen"].exam["extra_minutes"] == 30 and r["chen"].exam["late"] == 0
@@ -334,23 +340,12 @@ def test_lookalike_addresses_groups_and_double_claims_take_no_roster_students_pa
     kim = solved("kim", exam.variant_for(SECRET.encode(), "midterm", "kim", c.variants))
     subs = work / "lookalike"
     late = END + dt.timedelta(minutes=25)
-    files = {"submission_1": [("\u212aim@uni.example", late)],
-             "submission_2": [("kim@uni.example", END - dt.timedelta(minutes=2))],
-             "submission_3": [("KIM@uni.example", END - dt.timedelta(minutes=1))],
-             "submission_4": [("ada@uni.example", late), ("kim@uni.example", late)]}
-    meta = []
-    for folder, people in files.items():
-        (subs / folder).mkdir(parents=True)
-        (subs / folder / "midterm.py").write_text(kim, encoding="utf-8")
-        meta.append(f"{folder}:\n  :submitters:\n" + "".join(
-            f"  - :name: x\n    :sid: '1'\n    :email: \"{email}\"\n" for email, _ in people)
-            + f"  :created_at: {people[0][1].strftime('%Y-%m-%d %H:%M:%S.123456000 %z')}\n")
-    (subs / "submission_metadata.yml").write_text("".join(meta), encoding="utf-8")
-    p = grade("batch", "lookalike", "--assignment", "midterm", "--roster", "roster_kim.csv", "--secret-file",
-              "exam.secret", "--out", "lookalike_results", cwd=work)
-    assert p.returncode == 0, p.stderr
-    r = {f.stem: SubmissionResult.from_dict(json.loads(f.read_text())["extra_data"]["internal"])
-         for f in (work / "lookalike_results").glob("*.json")}
+    files = {"submission_1": ("\u212aim@uni.example", kim, late),
+             "submission_2": ("kim@uni.example", kim, END - dt.timedelta(minutes=2)),
+             "submission_3": ("KIM@uni.example", kim, END - dt.timedelta(minutes=1)),
+             "submission_4": (("ada@uni.example", "kim@uni.example"), kim, late)}
+    write_export(subs, files)
+    r = graded_export(work, "lookalike", "roster_kim.csv")
     # kim's latest submission is graded (submission_3, a minute after submission_2, from KIM@: the same address)
     assert r["kim"].origin["folder"] == "submission_3" and r["kim"].score == 100, r["kim"].origin
     assert r["kim"].exam["late"] == 0 and r["kim"].exam["extra_minutes"] == 30
@@ -373,18 +368,8 @@ def test_a_resubmission_is_graded_latest_and_never_takes_another_students_id(wor
     files = {"submission_1002": ("eve@uni.example", untouched, END - dt.timedelta(minutes=30)),
              "submission_1010": ("eve@uni.example", answer["eve"], END - dt.timedelta(minutes=2)),
              "submission_1020": ("eve-2@uni.example", answer["eve-2"], END - dt.timedelta(minutes=1))}
-    subs, meta = work / "resubmitted", []
-    for folder, (email, code, when) in files.items():
-        (subs / folder).mkdir(parents=True)
-        (subs / folder / "midterm.py").write_text(code, encoding="utf-8")
-        meta.append(f"{folder}:\n  :submitters:\n  - :name: x\n    :sid: '1'\n    :email: {email}\n"
-                    f"  :created_at: {when.strftime('%Y-%m-%d %H:%M:%S.123456000 %z')}\n")
-    (subs / "submission_metadata.yml").write_text("".join(meta), encoding="utf-8")
-    p = grade("batch", "resubmitted", "--assignment", "midterm", "--roster", "roster_eve.csv", "--secret-file",
-              "exam.secret", "--out", "resubmitted_results", cwd=work)
-    assert p.returncode == 0, p.stderr
-    r = {f.stem: SubmissionResult.from_dict(json.loads(f.read_text())["extra_data"]["internal"])
-         for f in (work / "resubmitted_results").glob("*.json")}
+    write_export(work / "resubmitted", files)
+    r = graded_export(work, "resubmitted", "roster_eve.csv")
     assert r["eve"].origin["folder"] == "submission_1010" and r["eve"].score == 100
     assert r["eve-2"].origin["folder"] == "submission_1020" and r["eve-2"].score == 100
     assert r["eve-2"].exam["extra_minutes"] == 20
@@ -496,17 +481,7 @@ def test_an_account_named_like_a_resubmission_is_not_that_student(work, papers):
     untouched = (ROOT / "student_template" / "midterm.py").read_text(encoding="utf-8")
     files = {"submission_1": ("eve@uni.example", answer, END - dt.timedelta(minutes=10)),
              "submission_2": ("eve-2@other.example", untouched, END - dt.timedelta(minutes=1))}
-    subs, meta = work / "named_like", []
-    for folder, (email, code, when) in files.items():
-        (subs / folder).mkdir(parents=True)
-        (subs / folder / "midterm.py").write_text(code, encoding="utf-8")
-        meta.append(f"{folder}:\n  :submitters:\n  - :name: x\n    :sid: '1'\n    :email: {email}\n"
-                    f"  :created_at: {when.strftime('%Y-%m-%d %H:%M:%S.123456000 %z')}\n")
-    (subs / "submission_metadata.yml").write_text("".join(meta), encoding="utf-8")
-    p = grade("batch", "named_like", "--assignment", "midterm", "--roster", "roster_bare.csv", "--secret-file",
-              "exam.secret", "--out", "named_like_results", cwd=work)
-    assert p.returncode == 0, p.stderr
-    r = {f.stem: SubmissionResult.from_dict(json.loads(f.read_text())["extra_data"]["internal"])
-         for f in (work / "named_like_results").glob("*.json")}
+    write_export(work / "named_like", files)
+    r = graded_export(work, "named_like", "roster_bare.csv")
     assert r["eve"].origin["folder"] == "submission_1" and r["eve"].score == 100
     assert r["eve-2"].error is not None and "roster" in r["eve-2"].error.en
