@@ -65,7 +65,7 @@ class PlainPool:
         self.workers: list[PlainWorkerProcess] = []
 
     def spawn(self, limits: Any, scratch: str, uid: int | None = None, start_timeout: float = START_TIMEOUT,
-              **_ignored: Any) -> "PlainWorkerProcess":
+              gpu: bool = True, **_ignored: Any) -> "PlainWorkerProcess":
         from .sandbox import WorkerLost
         listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         try:
@@ -77,6 +77,8 @@ class PlainPool:
             env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "GRADE_"))}
             env.update({"PYTHONPATH": root, "PYTHONHASHSEED": "0", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
                         "PYTHONDONTWRITEBYTECODE": "1", "PYTHONIOENCODING": "utf-8"})
+            if not gpu:  # as sandbox.Zygote.spawn(gpu=False): no GPU for this worker
+                env["CUDA_VISIBLE_DEVICES"] = ""
             log = open(os.path.join(scratch, "output.log"), "wb")
             try:
                 proc = subprocess.Popen([sys.executable, "-m", "autograder.plainworker", str(port),

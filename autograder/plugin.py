@@ -63,6 +63,10 @@ class GradingPlugin:
         self.ahead: Spawning | None = None
         self.sub_uid = self.uid  # the uid of the submission being graded (its worker, its scratch folder)
         self.closing: list = []  # (worker, scratch, uid) of finished submissions, being torn down
+        # The worker that sees the GPU (Submission.gpu), started only where a check runs on a real GPU: a uid and
+        # a scratch folder of its own, so that neither worker's end (its uid swept) stops the other.
+        self.gpu_uid: int | None = None
+        self.gpu_scratch: str | None = None
         self.loop = loop
         self.zygote = zygote
         self.current: Submission | None = None
@@ -259,8 +263,16 @@ class GradingPlugin:
                     return first.wait()
                 except WorkerLost:
                     pass  # (the zygote is replaced by the next request if it died)
-            return zyg.spawn(limits, scratch, uid)
+            return zyg.spawn(limits, scratch, uid, gpu=False)
         sub = Submission(source, spawn, limits)
+
+        def gpu_spawn():  # for the checks that run on a real GPU (Submission.gpu); this worker sees none
+            if self.gpu_scratch is None:
+                if self.uid is not None and self.gpu_uid is None:
+                    self.gpu_uid = claim_uid()
+                self.gpu_scratch = make_scratch(self.gpu_uid)
+            return zyg.spawn(limits, self.gpu_scratch, self.gpu_uid, gpu=True)
+        sub.gpu_spawn = gpu_spawn
         sub.graded_names = a.graded_names
         self.current = sub
         try:
@@ -284,7 +296,7 @@ class GradingPlugin:
             uid = self.uids[1] if self.sub_uid == self.uids[0] else self.uids[0]
             scratch = make_scratch(uid)
             try:
-                self.ahead = self.zygote.start_spawn(limits, scratch, uid)
+                self.ahead = self.zygote.start_spawn(limits, scratch, uid, gpu=False)
             except WorkerLost:
                 remove_scratch(scratch, uid)
         except Exception:  # (no free uid, ...): the next submission starts its worker itself, as before
@@ -368,6 +380,7 @@ class GradingPlugin:
         if self.scratch is not None:
             remove_scratch(self.scratch, self.sub_uid)
             self.scratch = None
+        self._remove_gpu_scratch()
         for item in items:
             rec = self.records.get(item.nodeid)
             if rec is None:  # never ran: the submission could not be loaded
@@ -445,6 +458,12 @@ class GradingPlugin:
         outcome = "passed" if exc is None else "skipped" if exc.errisinstance(pytest.skip.Exception) else "failed"
         self.records[item.nodeid] = self._classify(item, call, outcome)
 
+    def _remove_gpu_scratch(self) -> None:
+        """(after Submission.close() has stopped the worker that saw the GPU)"""
+        scratch, self.gpu_scratch = self.gpu_scratch, None
+        if scratch is not None:
+            remove_scratch(scratch, self.gpu_uid)
+
     def _crashed(self, job: Job, items: list[pytest.Item], started: float, detail: str) -> SubmissionResult:
         """The result of a job whose grading failed in the grader itself: it reads as the grader's failure (the
         instructor gets the traceback), and this process is left clean for the next job (fresh zygote)."""
@@ -454,6 +473,7 @@ class GradingPlugin:
                                   error=GRADER_FAILED)
         for cleanup in (lambda: self.current.close() if self.current is not None else None,
                         lambda: remove_scratch(self.scratch, self.sub_uid) if self.scratch is not None else None,
+                        self._remove_gpu_scratch,
                         self._end_closing,
                         lambda: self._discard(self.ahead),
                         lambda: self.zygote.close() if self.zygote is not None else None):

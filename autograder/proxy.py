@@ -280,6 +280,12 @@ class Submission:
         self._env: dict[str, Any] | None = None
         self._imports_ok: dict[str, bool] = {}  # module -> a fresh worker imports it (see _student_made)
         self.memo: dict[Any, Any] = {}  # what the checks learn once per submission (e.g. how weights are named)
+        # Where the machine has a GPU, the worker above sees none (plugin.py), so that code which picks its device
+        # at import (`device = "cuda" if torch.cuda.is_available() else "cpu"` in a notebook) is graded the same
+        # on a GPU server as on a CPU-only one; the checks that run on the GPU use gpu(), a second worker started
+        # with this spawn, which sees what the grader sees. None: this worker is the one to use (see gpu()).
+        self.gpu_spawn: Callable[[], WorkerProcess] | None = None
+        self._gpu: Submission | None = None
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -397,9 +403,26 @@ class Submission:
                            "skipped"}
 
     def close(self) -> None:
+        if self._gpu is not None:
+            self._gpu.close()
         if self.worker is not None:
             self.ended.append(self.worker.kill(graceful=True))
             self.worker = None
+
+    def gpu(self) -> "Submission":
+        """The submission as the checks that run on a real GPU see it: its own worker (started once, when first
+        asked), which sees the GPUs the grader sees. It shares this one's hangs (a class that hung is not called
+        there either), what the checks learned, the notes and the student's prints; its requests count against
+        its own budget. Without gpu_spawn, this submission itself."""
+        if self.gpu_spawn is None:
+            return self
+        if self._gpu is None:
+            g = Submission(self.source, self.gpu_spawn, self.limits)
+            g.graded_names, g.hung, g.skip, g.memo = self.graded_names, self.hung, self.skip, self.memo
+            g.notes, g.staff_notes, g.output, g.not_implemented = (self.notes, self.staff_notes, self.output,
+                                                                    self.not_implemented)
+            self._gpu = g
+        return self._gpu  # (its first request starts its worker)
 
     def hang_limit(self) -> float:
         """Seconds one request may take before it counts as a hang: the assignment's call_timeout.

@@ -372,6 +372,8 @@ def _become_worker(spec: dict[str, Any], wsock: socket.socket, keeper_pid: int, 
         os.setgid(uid)
         os.setuid(uid)
     env = clean_env(scratch)  # read before the clear: CUDA_VISIBLE_DEVICES comes from the zygote's environment
+    if spec.get("gpu") is False:  # set and empty before anything starts CUDA: this worker sees no GPU
+        env["CUDA_VISIBLE_DEVICES"] = ""
     os.environ.clear()
     os.environ.update(env)
     # Set after the uid change (a credential change clears it): the worker dies with its keeper.
@@ -391,7 +393,8 @@ def _become_worker(spec: dict[str, Any], wsock: socket.socket, keeper_pid: int, 
     # Last step before student code: read only Python's own folders, write only the scratch folder (Landlock).
     from . import worker
     worker.SANDBOX.update(memory_mb=lim["memory_mb"], disk_mb=lim["disk_mb"], uid=uid, modes=spec.get("modes", {}),
-                          landlock=confine.landlock(scratch, _read_paths(), gpu=worker.accelerator_built()),
+                          landlock=confine.landlock(scratch, _read_paths(),
+                                                    gpu=worker.accelerator_built() and spec.get("gpu") is not False),
                           keyrings_denied=confine.deny_keyrings())
     worker = Worker(wsock, output_limit=lim["output_kb"] * 1024)
     os.write(ready, READY)
@@ -858,19 +861,21 @@ class Zygote:
         self.sock = parent
 
     def spawn(self, limits: Limits, scratch: str, uid: int | None, start_timeout: float = 90.0,
-              isolate: bool = True) -> "WorkerProcess":
+              isolate: bool = True, gpu: bool = True) -> "WorkerProcess":
         """isolate=False skips namespaces, the tmpfs scratch and the cgroup: the fallback a kernel without them
-        gets (tests use it to check that the fallbacks still hold)."""
-        return self.start_spawn(limits, scratch, uid, isolate).wait(start_timeout)
+        gets (tests use it to check that the fallbacks still hold). gpu=False hides every GPU from the worker
+        (CUDA_VISIBLE_DEVICES set and empty), whatever the grader sees."""
+        return self.start_spawn(limits, scratch, uid, isolate, gpu).wait(start_timeout)
 
-    def start_spawn(self, limits: Limits, scratch: str, uid: int | None, isolate: bool = True) -> "Spawning":
+    def start_spawn(self, limits: Limits, scratch: str, uid: int | None, isolate: bool = True,
+                    gpu: bool = True) -> "Spawning":
         """Ask for a worker and return at once: Spawning.wait() gives it once it is ready. `grade batch` asks for
         the next submission's worker while it grades this one (see plugin.py)."""
         wa, wb = socket.socketpair()
         ka, kb = socket.socketpair()
         # The scratch path as bytes: the zygote decodes text as UTF-8, this process with its locale's encoding.
         spec = {"limits": asdict(limits), "scratch": os.fsencode(scratch).hex(), "uid": uid, "isolate": isolate,
-                "cpus": self.cpus}
+                "cpus": self.cpus, "gpu": bool(gpu)}
         if self.proc is not None and self.proc.poll() is not None:  # it died (killed, out of memory): later
             self.sock.close()                                       # submissions need one
             self._launch()

@@ -23,19 +23,28 @@ QUESTIONS = {"steps": 10, "SelfAttention_v1": 15, "SelfAttention_v2": 15, "Causa
 
 
 def edit(text: str, old: str, new: str) -> str:
-    assert text.count(old) == 1, old
-    return text.replace(old, new)
+    """The first `old` (CausalAttention's, where MultiHeadAttention has the same line) made `new`."""
+    assert old in text, old
+    return text.replace(old, new, 1)
 
 
 # Right on the CPU (and under the grader's simulated device), wrong on a real GPU.
 CUDA_ONLY_WRONG = edit(REF, "        return weights @ values  # (b, T, d_out)\n",
                        "        return (weights @ values) * (2.0 if x.is_cuda else 1.0)  # (b, T, d_out)\n")
 
+# A notebook habit: the device picked once at import, the mask sent there in forward. Right wherever the module
+# and its input sit on that device; .to() does not move what forward uses.
+FILL = "scores = scores.masked_fill(self.mask.bool()[:num_tokens, :num_tokens], -torch.inf)"
+GLOBAL_DEVICE = edit(edit(REF, "import torch.nn as nn\n", "import torch.nn as nn\n"
+                          "device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"),
+                     FILL, FILL.replace("self.mask.bool()", "self.mask.to(device).bool()"))
+
 
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("cuda")
-    return tmp, grade_sources(tmp, {"reference.py": REF, "cuda_only_wrong.py": CUDA_ONLY_WRONG})
+    return tmp, grade_sources(tmp, {"reference.py": REF, "cuda_only_wrong.py": CUDA_ONLY_WRONG,
+                                    "global_device.py": GLOBAL_DEVICE})
 
 
 def gpu_lines(r):
@@ -79,3 +88,15 @@ def test_other_assignments_keep_full_marks_on_a_gpu(tmp_path, name):
     r = grade_sources(tmp_path, {"reference.py": src}, name=name)["reference"]
     assert r.error is None and r.score == r.max_score, [(c.name, c.staff, c.message and c.message.en)
                                                         for c in r.checks if c.status != "passed"]
+
+
+def test_a_notebook_global_device_loses_only_the_simulated_device_point(graded):
+    """Its worker sees no GPU, so `device` is the CPU there and every CPU check passes (it failed them all on a
+    GPU server: 76/100); the run on a real GPU, in the worker that sees one, passes too (module, mask and input
+    all on CUDA). What it loses is what a CPU-only machine charges: .to() leaves its mask's device behind."""
+    _tmp, results = graded
+    r = results["global_device"]
+    lost = {c.name: c.points - c.score for c in r.checks if c.score < c.points}
+    assert r.error is None and set(lost) == {"CausalAttention keeps every tensor on the input's "
+                                             "device"}, lost
+    assert r.score == 99, lost

@@ -547,6 +547,56 @@ def test_a_worker_says_whether_it_can_use_cuda():
         z.close()
 
 
+def test_the_graded_worker_sees_no_gpu_and_its_gpu_companion_sees_the_graders(monkeypatch):
+    """Code that picks its device at import (`device = "cuda" if torch.cuda.is_available() else "cpu"`, common in
+    notebooks) fails every CPU check where its worker sees a GPU: the submission's worker hides every GPU
+    (gpu=False), and the checks that run on a real GPU ask Submission.gpu(), a second worker that sees what the
+    grader sees, shares what the first learned (hangs, prints, notes) and stops with it."""
+    from autograder.source import Cell, Source
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")
+    code = "import os\ndef seen():\n    print('seen', os.getpid())\n    return os.environ.get('CUDA_VISIBLE_DEVICES', '(unset)')\n"
+    z = Zygote()
+    sc, gsc = make_scratch(None), make_scratch(None)
+    try:
+        sub = Submission(Source("seen.py", "py", [Cell(code, "seen.py")]),
+                         lambda: z.spawn(Limits(), sc, None, gpu=False), Limits())
+        assert sub.gpu() is sub  # no companion asked for: the one worker
+        sub.gpu_spawn = lambda: z.spawn(Limits(), gsc, None, gpu=True)
+        assert sub.call("seen") == ""  # hidden, though the grader was given GPU 1
+        gpu = sub.gpu()
+        assert gpu is sub.gpu() and gpu is not sub
+        assert gpu.call("seen") == "1"
+        assert gpu.hung is sub.hung and gpu.memo is sub.memo and gpu.notes is sub.notes
+        printed = sub.take_output()
+        assert printed.count("seen ") == 2 and len(set(printed.split())) == 3, printed  # two workers' prints
+        assert sub.worker.worker_pid != gpu.worker.worker_pid
+        companion = gpu.worker
+        sub.close()
+        assert gpu.worker is None and not companion.alive
+    finally:
+        remove_scratch(sc)
+        remove_scratch(gsc)
+        z.close()
+
+
+def test_a_notebook_global_device_is_the_cpu_in_the_graded_worker(tmp_path, monkeypatch):
+    """Through `grade batch`: the submission's worker sees no GPU even where the grader is given one, so a class
+    that reads the GPUs at import computes on the CPU like the checks' inputs (on a GPU server a notebook-global
+    `device` sent the mask to CUDA and cost every CPU check: 76/100 there, 98 on a CPU-only machine)."""
+    from conftest import grade_sources
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")  # (this machine has no GPU: only what the worker is told)
+    ref = REFERENCE.read_text()
+    fill = "scores = scores.masked_fill(self.mask.bool()[:num_tokens, :num_tokens], -torch.inf)"
+    assert ref.count(fill) >= 1
+    told = ref.replace("import torch.nn as nn\n", "import torch.nn as nn\nimport os\n"
+                       "SCALE = 1.0 if os.environ.get('CUDA_VISIBLE_DEVICES') == '' else 2.0\n", 1)
+    # (on the GPU, in the worker that sees one, the CUDA checks' run: there it is told the grader's GPU)
+    told = told.replace(fill, fill + "\n        scores = scores * (1.0 if scores.is_cuda else SCALE)", 1)
+    results = grade_sources(tmp_path, {"ref.py": ref, "told.py": told})
+    assert results["ref"].score == 100
+    assert results["told"].score == 100, [c.name for c in results["told"].checks if c.score < c.max_score]
+
+
 def test_a_worker_sees_the_gpus_its_grader_was_given(monkeypatch):
     """CUDA_VISIBLE_DEVICES reaches the worker as the grader had it: set and empty hides every GPU (a batch run
     with it saw no GPU in its graders while its workers ran the submissions on one), "1" picks a GPU."""

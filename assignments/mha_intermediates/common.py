@@ -175,7 +175,10 @@ def check_signature(sub) -> None:
 def check_device_argument(sub) -> None:
     """The notes build the layer with device=device (the GPU when there is one) and then call it on CPU tensors:
     `device` is accepted and the layers stay where they are. Same seed with and without it, same output."""
-    dev = "cuda:0" if sub.env().get("cuda") else "cpu"
+    if torch.cuda.is_available() and sub.gpu().env().get("cuda"):  # the worker that sees the GPU (Submission.gpu)
+        sub, dev = sub.gpu(), "cuda:0"
+    else:
+        dev = "cpu"
     x = randn(5, 2, 4, 12)
     what = call_text(12, 3, dropout_p=0.0, device=dev)
     plain_out = forward_dict(build_mha(sub, 12, 3, seed=9, dropout_p=0.0), x, x, x, what=call_text(12, 3))

@@ -508,10 +508,10 @@ def device_problems(sub, cls, seed=3, b=2, T=5, d_in=4, d_out=4, heads=2, head=F
        replacing the module's (T, T) buffers must change its output. Not asked of a forward that the simulation
        saw make its mask itself (scaled_dot_product_attention(is_causal=True)) with nothing left behind.
     """
-    def make():
+    def make(s=sub):  # (s: sub.gpu() for the real GPU)
         if head:
-            return build_head(sub, d_in, d_out, T, seed=seed)
-        return build(sub, cls, d_in, d_out, T, 0.0, heads, seed=seed)
+            return build_head(s, d_in, d_out, T, seed=seed)
+        return build(s, cls, d_in, d_out, T, 0.0, heads, seed=seed)
 
     def make_then(*steps):  # make() and then the steps, in one round trip
         if head:
@@ -547,12 +547,14 @@ def device_problems(sub, cls, seed=3, b=2, T=5, d_in=4, d_out=4, heads=2, head=F
     x = randn(seed, *shape)
     m, outs = make_then(step("call", x), step("describe"))
     y = expect_tensor(taken(outs[0])["out"], f"{cls}(...)(x)")
-    if sub.env().get("cuda"):
+    if HAS_CUDA:  # in the worker that sees the GPU (sub's sees none: Submission.gpu)
         try:
-            on_gpu = make().to("cuda")(x, device="cuda")
-            if _changed(y, expect_tensor(on_gpu, f"{cls}(...)(x) on CUDA")):
-                problems.append(Message("on a real GPU the output differs from the CPU's",
-                                        "실제 GPU에서 출력이 CPU와 다름"))
+            gpu = sub.gpu()
+            if gpu.env().get("cuda"):
+                on_gpu = make(gpu).to("cuda")(x, device="cuda")
+                if _changed(y, expect_tensor(on_gpu, f"{cls}(...)(x) on CUDA")):
+                    problems.append(Message("on a real GPU the output differs from the CPU's",
+                                            "실제 GPU에서 출력이 CPU와 다름"))
         except CheckFailure as e:
             problems.append(Message(f"on a real GPU: {e.message.en}", f"실제 GPU에서: {e.message.ko}"))
     if internal_mask:
@@ -915,13 +917,17 @@ def _cuda_check(cls):
     @check(question=cls, points=GPU_POINTS.get(cls, 0), name=f"{cls} runs on a real GPU (CUDA)",
            name_ko=f"{cls}: 실제 GPU(CUDA)에서 실행")
     def run_on_cuda(sub):
-        if not sub.env().get("cuda"):  # the grader sees a GPU that the sandboxed worker cannot use: our fault
+        gpu = sub.gpu()  # a worker of its own that sees the GPU (sub's sees none)
+        if not gpu.env().get("cuda"):  # the grader sees a GPU that the sandboxed worker cannot use: our fault
             raise RuntimeError("the grading machine has CUDA but the worker process cannot use it: "
-                               + (sub.env().get("cuda_error") or "it sees no GPU"))
+                               + (gpu.env().get("cuda_error") or "it sees no GPU"))
         seed, b, T, d_in, d_out, heads, ctx = CONFIGS[cls][0]
-        # Seed and build on the CPU, then move: CUDA's generator draws different numbers.
-        m = build(sub, cls, d_in, d_out, ctx, 0.0, heads, seed=seed).to("cuda")
+        # Build on the CPU with the reference's weights (by role, as the value checks copy them: a question of
+        # devices, not of the order the layers were created in), then move.
+        m = build(gpu, cls, d_in, d_out, ctx, 0.0, heads, seed=seed)
         ref = ref_build(cls, d_in, d_out, ctx, 0.0, heads, seed=seed).eval()
+        transplant(m, ref, cls)
+        m = m.to("cuda")
         x = make_input(cls, seed, b, T, d_in)
         out = m(x, device="cuda")
         with torch.no_grad():
