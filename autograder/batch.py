@@ -56,6 +56,7 @@ class Summary:
     seconds: float = 0.0
     regraded: dict[str, int] = field(default_factory=dict)  # why earlier results were not reused -> how many
     kept: int = 0  # of `reused`: results left as they were because --only did not name them
+    set_aside: list[str] = field(default_factory=list)  # ids with a result file here and no submission (_set_aside)
     grader_failed: int = 0  # of `graded`: jobs that failed in the grader itself (messages.GRADER_FAILED)
 
     def reuse_note(self, lang: str = "en") -> str:
@@ -425,8 +426,40 @@ def main(*, submissions: Path, out: Path, assignment: Assignment, workers: int =
         # Always, even when the loop above failed: the CSVs hold every result this run got.
         write_atomic(out / "scores.csv", csv_text(summary.results, assignment.question_ids))
         write_atomic(out / "grades.csv", grades_csv_text(summary.results, assignment.question_ids))  # for an LMS
+    summary.set_aside = _set_aside(out, {job.student for job in jobs})
+    if summary.set_aside:
+        n = len(summary.set_aside)
+        shown = ", ".join(discover.student_id(i) for i in summary.set_aside[:5]) + (" ..." if n > 5 else "")
+        echo(f"{n}개 결과는 {submissions.name}에 제출물이 없어 {SET_ASIDE}/ 폴더로 옮겼습니다: {shown}\n" if lang == "ko"
+             else f"moved {n} result{'s' * (n > 1)} with no submission in {submissions.name} any more to "
+                  f"{SET_ASIDE}/: {shown}\n")
     summary.seconds = time.monotonic() - started
     return summary
+
+
+SET_ASIDE = "no_submission"
+
+
+def _set_aside(out: Path, ids: set[str]) -> list[str]:
+    """Move the result files of ids this run has no submission for (a folder removed or renamed since an earlier
+    run into the same --out) to out/no_submission/, and return those ids. Left in place, `grade report`, the exam
+    audit and an upload of the folder counted a grade nobody had a submission for any more (the CSVs already
+    held only this run's). Moved, never deleted; only files that read as results."""
+    moved = []
+    try:
+        names = sorted(p for p in out.glob("*.json") if p.stem not in ids)
+    except OSError:
+        return moved
+    for p in names:
+        if read_result(p) is None:
+            continue
+        try:
+            (out / SET_ASIDE).mkdir(exist_ok=True)
+            os.replace(p, out / SET_ASIDE / p.name)
+            moved.append(p.stem)
+        except OSError:
+            pass  # (a read-only results disk: left where it is)
+    return moved
 
 
 def _others(jobs: list[Job], only: list[str], out: Path) -> set[str]:

@@ -65,6 +65,37 @@ def test_reuse_only_when_file_checks_and_options_are_unchanged(tmp_path):
     assert batch.main(submissions=subs, out=out, assignment=other, force=True, **quiet).graded == 2
 
 
+def test_a_result_whose_submission_is_gone_is_moved_out_of_the_results_folder(tmp_path):
+    """A student's file removed (or renamed) after a run into the same --out: their old result used to stay
+    beside the new ones, and `grade report`, the exam audit and an upload of the folder counted it. It is moved to
+    no_submission/ (never deleted), said on the terminal, and not moved back by a run that still lacks it; a file
+    that is not a result stays where it is."""
+    from autograder import report
+    subs, out = tmp_path / "subs", tmp_path / "out"
+    make(subs, 3)
+    a = assignment.load("attention")
+    said = []
+    batch.main(submissions=subs, out=out, assignment=a, echo=said.append)
+    assert not (out / batch.SET_ASIDE).exists()
+    (out / "notes.json").write_text('{"not": "a result"}')
+    (subs / "s01.py").unlink()  # withdrawn
+    (subs / "s02.py").rename(subs / "s02b.py")  # renamed: graded under its new id
+    said.clear()
+    again = batch.main(submissions=subs, out=out, assignment=a, echo=said.append)
+    assert again.set_aside == ["s01", "s02"]
+    assert sorted(p.name for p in out.glob("*.json")) == ["notes.json", "s00.json", "s02b.json"]
+    assert sorted(p.name for p in (out / batch.SET_ASIDE).iterdir()) == ["s01.json", "s02.json"]
+    assert json.loads((out / batch.SET_ASIDE / "s01.json").read_text())["score"] == 0.0  # moved whole
+    assert any("moved 2 results" in m and "s01, s02" in m and batch.SET_ASIDE in m for m in said), said
+    loaded, not_results = report.load(out)
+    assert sorted(x.r.student for x in loaded) == ["s00", "s02b"]
+    assert [b["file"] for b in not_results] == ["notes.json"]
+    rows = (out / "scores.csv").read_text().splitlines()[1:]
+    assert sorted(r.split(",")[0] for r in rows) == ["s00", "s02b"]
+    third = batch.main(submissions=subs, out=out, assignment=a, echo=lambda _m: None, only=["s00"])
+    assert third.set_aside == [] and (out / batch.SET_ASIDE / "s01.json").exists()
+
+
 def test_progress_line_has_count_rate_and_eta():
     lines = []
     p = batch.Progress(4, lines.append, tty=False)
