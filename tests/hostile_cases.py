@@ -1007,6 +1007,29 @@ CASES: tuple[Case, ...] = (
           _real = _protocol.pack
           _protocol.pack = _pack
           """)),
+    # Red team, round 7: a few KB of JSON naming one blob many times asked the grader for that many copies (one 200 MB
+    # blob named 60 times: 12 GB; the kernel killed the grader, and the result read as the grader's failure).
+    C("sys_crash_blob_reuse", "patches the worker so that every reply after loading names one 4 MB blob 64 times "
+      "(256 MB in the grader from a 4 MB frame)", 0, "checks", "sent a malformed reply",
+      top(r"""
+          import autograder.protocol as _protocol
+
+          _sent = [0]
+
+
+          def _pack(obj):
+              _sent[0] += 1
+              if _sent[0] == 1:  # the load reply goes through, so that the checks start
+                  return _real(obj)
+              one = '{"$t": 0, "dtype": "uint8", "shape": [4194304], "device": "cpu"}'
+              body = '{"ok": true, "value": {"out": [' + ", ".join([one] * 64) + '], "records": []}}'
+              head = ("[4194304]\n" + body).encode()
+              return _protocol._HEAD.pack(len(head), 4194304) + head + bytes(4194304)
+
+
+          _real = _protocol.pack
+          _protocol.pack = _pack
+          """)),
     C("sys_crash_deep_folders", "leaves a 1,500-deep chain of folders (deeper than PATH_MAX and Python's recursion "
       "limit), ending in a mode-000 folder, in its scratch folder; the attention code is right", 100, None, "",
       top("""

@@ -61,6 +61,8 @@ MALFORMED = [
     (b'[4]\n{"$t": 0, "dtype": "float32", "shape": [3]}', b"\0" * 4, "does not match"),  # size mismatch
     (b'[8]\n{"$t": 0, "dtype": "object", "shape": [1]}', b"\0" * 8, "malformed tensor"),  # dtype not allowed
     (b'[4]\n{"$t": 5, "dtype": "float32", "shape": [1]}', b"\0" * 4, "missing blob"),  # no such blob
+    (b'[4]\n[{"$t": 0, "dtype": "float32", "shape": [1]}, {"$t": 0, "dtype": "uint8", "shape": [4]}]', b"\0" * 4,
+     "already used"),  # one blob named twice: a copy each time (a 3 KB head naming 200 MB 60 times: 12 GB)
     (b'[]\n{"$reduce": "os.system"}', b"", "unknown tag"),  # no pickle-like tags
     (b'[]\n{"a": 1, "$reduce": "os.system"}', b"", "unknown tag"),  # nor beside plain keys
     (b'[]\n[{"x": {"$reduce": 1}}]', b"", "unknown tag"),  # nor nested
