@@ -58,7 +58,56 @@ def graded(tmp_path_factory):
         "example_broken.py": EXAMPLES / "broken.py",
     }
     files.update({f"{v.name}.py": v.source() for v in bugs.VARIANTS})
+    files.update({f"{name}.py": edit(REF.read_text(encoding="utf-8"), old, new) for name, (old, new) in FAKES.items()})
     return grade_sources(tmp_path_factory.mktemp(NAME), files, name=NAME)
+
+
+def edit(text: str, old: str, new: str) -> str:
+    assert text.count(old) == 1, old
+    return text.replace(old, new)
+
+
+# Red team, round 7: parts that compute no attention, kept out of the property checks' points.
+FAKES = {
+    # no attention and no feed-forward: only the two LayerNorms, placed where the structural checks look
+    "fake_block": ("        if self.norm_first:  # pre-norm: normalise what goes into each sub-layer\n",
+                   "        if self.norm_first:\n            return x + self.norm2(self.norm1(x) + 1.0)\n"
+                   "        return self.norm2(self.norm1(x * 2.0) + x)\n"
+                   "        if self.norm_first:  # pre-norm: normalise what goes into each sub-layer\n"),
+    # an attention that maps each token alone (with all four weights); the block around it is right
+    "fake_attn": ("        b, n, _ = x.shape\n        q = self._heads(",
+                  "        return self.W_o(torch.tanh(self.W_q(x)) * self.W_k(x) + self.W_v(x))\n"
+                  "        b, n, _ = x.shape\n        q = self._heads("),
+}
+
+
+def test_a_block_without_attention_or_feed_forward_earns_only_its_shape_and_structure(graded):
+    """x + norm2(norm1(x) + 1): it called norm1 and norm2 where the checks look and earned the residual, LayerNorm
+    placement, causality and eval-mode dropout points (15.75 of 36) without any attention or feed-forward."""
+    r = graded["fake_block"]
+    block = {c.name: c for c in r.checks if c.question == "TransformerBlock"}
+    earned = sorted(n for n, c in block.items() if c.score > 0)
+    assert by_question(r)["TransformerBlock"] <= 3.75, earned
+    assert all("shape" in n or "holds attn" in n for n in earned), earned
+    msg = block["Both residual connections carry the input past their sub-layer"].message.en
+    assert "does not use its self-attention" in msg, msg
+    assert lost(r) == {"TransformerBlock"}, lost(r)
+
+
+def test_an_attention_that_maps_each_token_alone_earns_no_causality_or_eval_dropout(graded):
+    """W_o(tanh(W_q x) * W_k x + W_v x) is trivially causal and drops nothing in eval mode: those points need
+    tokens that mix. The block around it is right, and keeps its residual, LayerNorm and dropout points."""
+    r = graded["fake_attn"]
+    attn = {c.name: c for c in r.checks if c.question == "MultiHeadSelfAttention"}
+    earned = sorted(n for n, c in attn.items() if c.score > 0)
+    assert all("shape" in n or "has W_q" in n for n in earned), earned
+    assert "changing token 0 changed no other token's output" in \
+        attn["MultiHeadSelfAttention(..., causal=True): future tokens do not change earlier outputs"].message.en
+    block = {c.name: c.score == c.points for c in r.checks if c.question == "TransformerBlock"}
+    assert block["Both residual connections carry the input past their sub-layer"]
+    assert block["LayerNorm placement: pre-norm normalises the sub-layer inputs; post-norm normalises the residual sums"]
+    assert block["TransformerBlock(..., dropout=0.5) in eval mode gives what the same block with dropout=0.0 gives"]
+    assert lost(r) <= {"MultiHeadSelfAttention", "TransformerBlock"}, lost(r)
 
 
 def failures(r):

@@ -81,33 +81,47 @@ def check_params(m, want: dict[str, tuple[int, ...]], cls: str) -> None:
 
 # ---------------------------------------------------------------------------------------------- properties
 
-def expect_working(m, d: int, seed: int, what: str, causal: bool = True) -> None:
-    """Causality holds trivially for a layer that does nothing (returns its input, zeros or a constant), so the
-    causality checks also need this evidence from fresh calls: the output changes with the input and with the
-    weights."""
+CAUSALITY = ("its causality earns nothing", "코잘(causal) 검사 점수를 받을 수 없습니다")
+
+
+def differs(a, b) -> bool:
+    """Whether two outputs differ in some finite value (shapes alike, floating point)."""
+    if type(a) is not torch.Tensor or type(b) is not torch.Tensor or a.shape != b.shape or not a.is_floating_point():
+        return False
+    both = torch.isfinite(a) & torch.isfinite(b)
+    return bool(both.any()) and float((a.double() - b.double())[both].abs().max()) > 1e-6
+
+
+def expect_working(m, d: int, seed: int, what: str, causal: bool | None = True, mixes: bool = True,
+                   earns: tuple[str, str] = CAUSALITY) -> None:
+    """Causality holds trivially for a layer that does nothing (returns its input, zeros or a constant) or that
+    computes each token's output from that token alone, and so does ignoring dropout in eval mode: those checks
+    also need this evidence from fresh calls: the output changes with the input, with the weights and (mixes:
+    an attention layer or a block) the outputs of tokens 1.. change with token 0. `earns`: what the check would
+    have earned, said in the failure (English, Korean)."""
     x = randn(seed, 2, 5, d)
     y = call(m, x, what, causal=causal)
-
-    def differs(a: torch.Tensor, b: torch.Tensor) -> bool:
-        if type(b) is not torch.Tensor or a.shape != b.shape or not a.is_floating_point():
-            return False
-        both = torch.isfinite(a) & torch.isfinite(b)
-        return bool(both.any()) and float((a.double() - b.double())[both].abs().max()) > 1e-6
-
     if not differs(y, call(m, x * 2 + 1, what, causal=causal)):
-        fail(f"`{what}` gave the same output for two different inputs: it does not depend on its input, so its "
-             "causality earns nothing.",
-             f"서로 다른 두 입력에 대해 `{what}`의 출력이 같습니다: 입력에 의존하지 않으므로 코잘(causal) 검사 점수를 받을 수 "
-             "없습니다.")
+        fail(f"`{what}` gave the same output for two different inputs: it does not depend on its input, so "
+             f"{earns[0]}.",
+             f"서로 다른 두 입력에 대해 `{what}`의 출력이 같습니다: 입력에 의존하지 않으므로 {earns[1]}.")
+    if mixes and y.dim() == 3 and y.shape[:2] == (2, 5):
+        x0 = x.clone()
+        x0[:, 0] = randn(seed + 2, 2, d) * 2
+        if not differs(y[:, 1:], call(m, x0, what, causal=causal)[:, 1:]):
+            fail(f"`{what}`: changing token 0 changed no other token's output, so each output is computed from its "
+                 f"own token alone: no attention mixes the tokens, and {earns[0]}.",
+                 f"`{what}`: 토큰 0을 바꿔도 다른 토큰의 출력이 바뀌지 않았습니다. 각 출력이 자기 토큰만으로 "
+                 f"계산되므로 토큰을 섞는 어텐션이 없고, {earns[1]}.")
     params = {n: t for n, t in m.state()["params"].items() if type(t) is torch.Tensor and t.is_floating_point()}
     if params:
         g = torch.Generator().manual_seed(seed + 1)
         m.load_state({n: torch.randn(*t.shape, generator=g).to(t.dtype) for n, t in params.items()})
         if differs(y, call(m, x, what, causal=causal)):
             return
-    fail(f"`{what}` gives the same output when its weights change: it does not compute with them, so its "
-         "causality earns nothing.",
-         f"가중치를 바꿔도 `{what}`의 출력이 같습니다: 가중치로 계산하지 않으므로 코잘(causal) 검사 점수를 받을 수 없습니다.")
+    fail(f"`{what}` gives the same output when its weights change: it does not compute with them, so "
+         f"{earns[0]}.",
+         f"가중치를 바꿔도 `{what}`의 출력이 같습니다: 가중치로 계산하지 않으므로 {earns[1]}.")
 
 
 def causal_leak(m, d: int, seed: int, what: str, b: int = 2, T: int = 6) -> float:

@@ -24,7 +24,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from assignments.transformer_block.common import (CONFIG, attn_text, block_text, build_attn, build_block,
+from assignments.transformer_block.common import (CONFIG, differs, expect_working, attn_text, block_text, build_attn, build_block,
                                                   blame_part, build_ffn, build_transformer, call, ffn_text,
                                                   randn, transformer_out)
 from assignments.transformer_block.hidden.diagnose import explain  # also registers the grader's bug diagnosis
@@ -330,6 +330,9 @@ def test_attn_dropout_placement(sub):
         attn_train(sub, d, h, seed, causal)
 
 
+EVAL = ("ignoring dropout in eval mode earns nothing", "eval 모드에서 dropout을 끄는 검사 점수를 받을 수 없습니다")
+
+
 def attn_eval(sub, d=12, h=3, seed=641):
     """MultiHeadSelfAttention(d, h, 0.5) in eval mode against the same layer built with dropout=0.0."""
     layer = ref_layer(d, h, 2 * d, seed=seed)
@@ -339,11 +342,9 @@ def attn_eval(sub, d=12, h=3, seed=641):
         m = build_attn(sub, d, h, p, seed=seed)
         load(m, attn_state(layer.self_attn), f"MultiHeadSelfAttention({d}, {h}, {p})")
         outs.append(call(m, x, attn_text(d, h, p), seed=seed + 2))
-    if not close(outs[1], ref_attn(layer, x)) and close(outs[1], call(m, x * 2 + 1, attn_text(d, h), seed=seed + 2)):
-        fail(f"`{attn_text(d, h)}` gave the same output for two different inputs: it does not depend on its input, "
-             "so ignoring dropout in eval mode earns nothing.",
-             f"서로 다른 두 입력에 대해 `{attn_text(d, h)}`의 출력이 같습니다: 입력에 의존하지 않으므로 eval 모드에서 "
-             "dropout을 끄는 검사 점수를 받을 수 없습니다.")
+    # Evidence first: a layer that ignores its input or its weights, or maps each token alone, drops nothing in
+    # eval mode trivially (a per-token W_o(tanh(W_q x) * W_k x + W_v x) earned this).
+    expect_working(build_attn(sub, d, h, 0.0, seed=seed), d, seed + 3, attn_text(d, h), causal=False, earns=EVAL)
     if not close(outs[0], outs[1]):
         what = attn_text(d, h, 0.5)
         fail(f"`{what}` in eval mode differs from the same layer built with dropout=0.0: the dropout is still "
@@ -385,6 +386,10 @@ def test_ffn_eval_ignores_dropout(sub):
 
 
 def ffn_eval(sub):
+    # Evidence first: a feed-forward network that returns its input (or ignores its weights) drops nothing in eval
+    # mode trivially.
+    expect_working(build_ffn(sub, 8, 16, 0.0, seed=711), 8, 713, ffn_text(8, 16), causal=None, mixes=False,
+                   earns=EVAL)
     layer = ref_layer(8, 2, 16, seed=711)
     x = randn(712, 2, 5, 8)
     outs = []
@@ -618,12 +623,61 @@ def test_block_pre_norm_causal(sub):
         judge_block(sub, d, h, d_ff, seed + 10, norm_first=True, causal=True)
 
 
+PROPERTIES = ("its residual connections, LayerNorm placement and eval-mode dropout earn nothing",
+              "잔차 연결, LayerNorm 위치, eval 모드 dropout 검사 점수를 받을 수 없습니다")
+
+
+def block_evidence(sub, nf: bool, d: int = 12, h: int = 3, d_ff: int = 20, seed: int = 861) -> None:
+    """What the block's property checks (residual connections, LayerNorm placement, eval-mode dropout) need
+    first, asked once per norm_first: with PyTorch's weights, the output mixes the tokens and changes with its
+    attention's weights and with its feed-forward's. A block that only calls norm1 and norm2 where the checks
+    look (x + norm2(norm1(x) + 1)) satisfied all three without any attention or feed-forward (red team)."""
+    key = ("block_evidence", nf)
+    if key not in sub.memo:
+        try:
+            _block_evidence(sub, nf, d, h, d_ff, seed)
+            sub.memo[key] = None
+        except CheckFailure as e:
+            sub.memo[key] = e
+    if sub.memo[key] is not None:
+        raise CheckFailure(sub.memo[key].message, sub.memo[key].staff)
+
+
+def _block_evidence(sub, nf, d, h, d_ff, seed):
+    layer = ref_layer(d, h, d_ff, nf, seed)
+    what = block_text(d, h, d_ff, norm_first=nf)
+    m = build_block(sub, d, h, d_ff, 0.0, nf, seed=seed)
+    load_block(sub, m, block_state(layer), d, h, d_ff)
+    x = randn(seed + 1, 2, 5, d)
+    y = call(m, x, what)
+    for prefix, en, ko in (("attn.", "self-attention", "셀프 어텐션"), ("ff.", "feed-forward network", "피드포워드 네트워크")):
+        own = {n: t for n, t in m.state()["params"].items()
+               if n.startswith(prefix) and type(t) is torch.Tensor and t.is_floating_point() and t.dim() == 2}
+        g = torch.Generator().manual_seed(seed + 2)
+        m.load_state({n: torch.randn(*t.shape, generator=g).to(t.dtype) for n, t in own.items()})
+        if not own or not differs(y, call(m, x, what)):
+            fail(f"`{what}` gives the same output whatever the weights of its {en} (self.{prefix[:-1]}): the block "
+                 f"does not use its {en}, so {PROPERTIES[0]}.",
+                 f"`{what}`의 출력이 {ko}(self.{prefix[:-1]})의 가중치와 상관없이 같습니다: 블록이 {ko}을(를) 쓰지 "
+                 f"않으므로 {PROPERTIES[1]}.")
+        m.load_state(own)
+    try:  # fresh calls: the output depends on the input and its tokens are mixed
+        expect_working(m, d, seed + 3, what, causal=None, earns=PROPERTIES)
+    except CheckFailure:
+        try:
+            expect_working(build_attn(sub, d, h, 0.0, seed=seed), d, seed + 4, attn_text(d, h), causal=False)
+        except CheckFailure:
+            return  # its own attention mixes nothing either: charged in that question, not again here
+        raise
+
+
 @check(question="TransformerBlock", points=5)
 def test_block_residual_connections(sub):
     """Both residual connections carry the input past their sub-layer"""
     d, h, d_ff, seed = 12, 3, 20, 811
     x = randn(seed + 1, 2, 6, d)
     for nf in (False, True):
+        block_evidence(sub, nf)
         for silenced, names, what_en, what_ko in (
                 ("attn", ("attn.W_o.weight", "attn.W_o.bias"), "self-attention", "셀프 어텐션"),
                 ("ff", ("ff.linear2.weight", "ff.linear2.bias"), "feed-forward network", "피드포워드 네트워크")):
@@ -652,6 +706,7 @@ def test_block_layernorm_placement(sub):
     d, h, d_ff, seed = 12, 3, 20, 821
     x = randn(seed + 1, 2, 6, d)
     for nf in (False, True):
+        block_evidence(sub, nf)
         layer = ref_layer(d, h, d_ff, nf, seed)
         m = build_block(sub, d, h, d_ff, 0.0, nf, seed=seed)
         load_block(sub, m, block_state(layer), d, h, d_ff)
@@ -696,6 +751,7 @@ def test_block_eval_ignores_dropout(sub):
     d, h, d_ff, seed = 12, 3, 20, 831
     x = randn(seed + 1, 2, 6, d)
     for nf in (False, True):
+        block_evidence(sub, nf)
         layer = ref_layer(d, h, d_ff, nf, seed)
         outs = []
         for p in (0.5, 0.0):
