@@ -146,7 +146,8 @@ def for_source(path: Path, load: Callable[[str], Assignment] = load) -> Assignme
 
     The names are read with a pattern, not a parser, so a file with a syntax error is still recognised. An
     assignment counts when at least half of its questions have a name defined (as written, or missed as learners
-    miss them: case, underscores, two letters swapped), and more of them than of any other assignment's. By
+    miss them: case, underscores, two letters swapped; or under a name the assignment accepts, its aliases), and
+    more of them than of any other assignment's. By
     question, not by name: a lab file with the five classes and none of the fourteen step functions (they are
     written inline in a notebook) is the lab's."""
     from .source import read  # reading never runs the file
@@ -158,7 +159,10 @@ def for_source(path: Path, load: Callable[[str], Assignment] = load) -> Assignme
     scored = []
     for n in names():
         a = load(n)
-        asked = {frozenset(_key(x) for x in q.names) for q in a.questions if q.names}
+        # A question's names and the other names the assignment accepts for them (mha_intermediates' class as the
+        # blog's MultiHeadAttention: without it a class of such files was taken for the midterm and got 19/100).
+        asked = {frozenset(_key(x) for x in (*q.names, *(al for al, to in a.aliases.items() if to in q.names)))
+                 for q in a.questions if q.names}
         if asked:
             hit = sum(1 for q in asked if any(_near(x, d) for x in q for d in defined))
             scored.append((hit / len(asked), a))

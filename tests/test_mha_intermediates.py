@@ -316,6 +316,20 @@ def test_grade_check_recognises_the_file(tmp_path, filename, source, code):
         assert "31/31" in p.stdout
 
 
+def test_a_file_under_the_blogs_class_name_is_recognised_as_this_lab(tmp_path):
+    """The class under its accepted alias (the blog's MultiHeadAttention), in a file named after the student: the
+    alias counts for its question. Without it the midterm (which has a MultiHeadAttention) matched more of its
+    questions, and a whole class of such files was graded as the midterm: 19/100."""
+    from autograder import assignment
+    text = REF.read_text(encoding="utf-8")
+    assert text.count("class MultiHeadedAttention(") == 1
+    f = tmp_path / "kim_lab2.py"
+    f.write_text(text.replace("class MultiHeadedAttention(", "class MultiHeadAttention("), encoding="utf-8")
+    assert assignment.for_source(f).name == "mha_intermediates"
+    f.write_text(text, encoding="utf-8")
+    assert assignment.for_source(f).name == "mha_intermediates"
+
+
 def test_weights_that_cannot_be_copied_are_named_in_both_languages(graded):
     """A layer under another name: the value checks fail saying which parameters are missing, in English and in
     Korean with no English prose (the list used to be English inside the Korean message)."""
