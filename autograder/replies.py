@@ -46,6 +46,7 @@ _ERROR = lambda e: _fields(e, {"type": _str, "message": _str},  # noqa: E731
 _NAMES = lambda v: _dict_of(v, _str)  # noqa: E731
 _ATTR = lambda a: a is None or _fields(a, {"type": _str}, {  # noqa: E731
     "len": lambda n: type(n) is int, "items": lambda i: _list_of(i, _str),
+    "kinds": lambda k: _list_of(k, lambda c: _list_of(c, _str)),
     "same_object": lambda b: type(b) is bool, "value": _anything, "p": lambda p: type(p) in (int, float)})
 
 SCHEMAS: dict[str, Callable[[Any], bool]] = {

@@ -379,6 +379,7 @@ class Worker:
             if isinstance(v, (list, tuple, nn.ModuleList, nn.Sequential)):
                 entry["len"] = len(v)
                 entry["items"] = [type(x).__name__ for x in v][:64]
+                entry["kinds"] = [[c.__name__ for c in type(x).__mro__][:8] for x in v][:64]  # (subclasses)
                 entry["same_object"] = len({id(x) for x in v}) < len(v)
             if type(v) in (int, float, bool, str) or isinstance(v, torch.Tensor):
                 entry["value"] = v

@@ -146,6 +146,20 @@ def test_heads_in_a_plain_list_cost_only_what_the_list_breaks(graded):
     assert "nn.ModuleList" in said and "does not change when its weights change" not in said, said
 
 
+@pytest.mark.parametrize("name, question, check", [
+    ("heads_renamed", "MultiHeadAttentionWrapper",
+     "MultiHeadAttentionWrapper keeps num_heads separate CausalAttention modules in an nn.ModuleList"),
+    ("mask_buffer_renamed", "CausalAttention", "CausalAttention registers the buffer `mask` = triu(ones, diagonal=1)"),
+])
+def test_a_container_or_buffer_under_another_name_costs_its_structure_check_only(graded, name, question, check):
+    """Heads kept as self.attention_heads, the mask as the buffer causal_mask: the grader finds the weights and
+    the mask under those names, so only the check of the notebook's name charges it (the heads cost four checks,
+    two of them saying that the heads were not registered)."""
+    r = graded[name]
+    lost = {c.name for c in r.checks if c.score < c.points}
+    assert lost == {check}, lost
+
+
 def test_constant_output_earns_no_property_points(graded):
     """Causality and eval-mode dropout hold for a constant; they must not pay for one."""
     checks = {c.nodeid.split("::")[-1]: c for c in graded["causal_constant_output"].checks}

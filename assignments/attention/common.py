@@ -483,6 +483,14 @@ def check_mask_buffer(sub, cls: str) -> None:
                  f"`{cls}`의 `self.mask = self.register_buffer(...)`는 None을 저장합니다: register_buffer는 아무것도 "
                  "반환하지 않아서, 방금 만든 버퍼를 None으로 바꿉니다. `self.mask =` 없이 "
                  "self.register_buffer('mask', ...)만 호출하세요.")
+        square = sorted(n for n, t in buffers.items() if type(t) is torch.Tensor and t.dim() >= 2
+                        and tuple(t.shape[-2:]) == (ctx, ctx) and all(d == 1 for d in t.shape[:-2]))
+        if len(square) == 1:  # registered (it moves with .to(device)), under another name than the notebook's
+            fail(f"`{cls}` registers its mask as the buffer `{square[0]}`; the notebook (and everything that reads "
+                 f"the mask by name, such as a saved state_dict) calls it `mask`: "
+                 "self.register_buffer('mask', ...).",
+                 f"`{cls}`가 마스크를 `{square[0]}`라는 버퍼로 등록합니다. 노트북(그리고 저장된 state_dict처럼 이름으로 "
+                 "마스크를 읽는 모든 것)은 `mask`라고 부릅니다: self.register_buffer('mask', ...).")
         extra = f" (it has buffers {sorted(buffers)})" if buffers else ""
         extra_ko = f" (등록된 버퍼: {sorted(buffers)})" if buffers else ""
         fail(f"`{cls}` has no registered buffer named `mask`{extra}. Create it in __init__ with "
@@ -897,9 +905,15 @@ def check_heads_structure(sub, heads: int = 3) -> None:
     info = m.describe("heads")
     h = info["attrs"].get("heads")
     if h is None:
+        held = sorted(n for n, kind in info.get("modules", []) if "." not in n and kind in ("ModuleList", "Sequential"))
+        if len(held) == 1:  # the heads, registered, under another name
+            fail(f"`MultiHeadAttentionWrapper` keeps its heads in `self.{held[0]}`; the notebook calls the list "
+                 "`self.heads` (what code that reads the heads, and a saved state_dict, use).",
+                 f"`MultiHeadAttentionWrapper`가 헤드를 `self.{held[0]}`에 둡니다. 노트북은 이 리스트를 `self.heads`라고 "
+                 "부릅니다 (헤드를 읽는 코드와 저장된 state_dict가 쓰는 이름).")
         fail("`MultiHeadAttentionWrapper` has no attribute `heads`.",
              "`MultiHeadAttentionWrapper`에 `heads` 속성이 없습니다.")
-    if h["type"] != "ModuleList":
+    if h["type"] not in ("ModuleList", "Sequential"):  # (an nn.Sequential registers its heads too)
         fail(f"`self.heads` is a {h['type']}, so PyTorch does not see the heads' weights (no .parameters(), "
              "no .to(device), nothing in state_dict). Wrap the list: nn.ModuleList([...]).",
              f"`self.heads`가 {h['type']}이라서 PyTorch가 헤드의 가중치를 보지 못합니다 (.parameters(), .to(device), "
@@ -912,7 +926,9 @@ def check_heads_structure(sub, heads: int = 3) -> None:
              "one set of weights. Build a new CausalAttention for each head.",
              "`self.heads`에 같은 모듈이 여러 번 들어 있습니다 (예: [head] * num_heads). 모든 헤드가 가중치를 "
              "공유하게 됩니다. 헤드마다 새 CausalAttention을 만드세요.")
-    if any(t not in (HEAD, head_class(sub)) for t in h.get("items", [])):
+    # Each a CausalAttention: that class, the student's own under another name, or a subclass of either.
+    kinds = h.get("kinds") or [[t] for t in h.get("items", [])]
+    if any(not {HEAD, head_class(sub)} & set(k) for k in kinds):
         fail(f"Each head should be a CausalAttention; found {sorted(set(h.get('items', [])))}.",
              f"각 헤드는 CausalAttention이어야 합니다. 현재: {sorted(set(h.get('items', [])))}.")
     expect_working(sub, "MultiHeadAttentionWrapper")

@@ -105,23 +105,24 @@ def expect_working(m, d: int, seed: int, what: str, causal: bool | None = True, 
         fail(f"`{what}` gave the same output for two different inputs: it does not depend on its input, so "
              f"{earns[0]}.",
              f"서로 다른 두 입력에 대해 `{what}`의 출력이 같습니다: 입력에 의존하지 않으므로 {earns[1]}.")
-    if mixes and y.dim() == 3 and y.shape[:2] == (2, 5):
+    params = {n: t for n, t in m.state()["params"].items() if type(t) is torch.Tensor and t.is_floating_point()}
+    y_new = None
+    if params:
+        g = torch.Generator().manual_seed(seed + 1)
+        m.load_state({n: torch.randn(*t.shape, generator=g).to(t.dtype) for n, t in params.items()})
+        y_new = call(m, x, what, causal=causal)
+    if not differs(y, y_new):
+        fail(f"`{what}` gives the same output when its weights change: it does not compute with them, so "
+             f"{earns[0]}.",
+             f"가중치를 바꿔도 `{what}`의 출력이 같습니다: 가중치로 계산하지 않으므로 {earns[1]}.")
+    if mixes and y_new.dim() == 3 and y_new.shape[:2] == (2, 5):  # (with the new weights)
         x0 = x.clone()
         x0[:, 0] = randn(seed + 2, 2, d) * 2
-        if not differs(y[:, 1:], call(m, x0, what, causal=causal)[:, 1:]):
+        if not differs(y_new[:, 1:], call(m, x0, what, causal=causal)[:, 1:]):
             fail(f"`{what}`: changing token 0 changed no other token's output, so each output is computed from its "
                  f"own token alone: no attention mixes the tokens, and {earns[0]}.",
                  f"`{what}`: 토큰 0을 바꿔도 다른 토큰의 출력이 바뀌지 않았습니다. 각 출력이 자기 토큰만으로 "
                  f"계산되므로 토큰을 섞는 어텐션이 없고, {earns[1]}.")
-    params = {n: t for n, t in m.state()["params"].items() if type(t) is torch.Tensor and t.is_floating_point()}
-    if params:
-        g = torch.Generator().manual_seed(seed + 1)
-        m.load_state({n: torch.randn(*t.shape, generator=g).to(t.dtype) for n, t in params.items()})
-        if differs(y, call(m, x, what, causal=causal)):
-            return
-    fail(f"`{what}` gives the same output when its weights change: it does not compute with them, so "
-         f"{earns[0]}.",
-         f"가중치를 바꿔도 `{what}`의 출력이 같습니다: 가중치로 계산하지 않으므로 {earns[1]}.")
 
 
 def causal_leak(m, d: int, seed: int, what: str, b: int = 2, T: int = 6) -> float:

@@ -383,6 +383,35 @@ VARIANTS: list[Variant] = [
                            (("W_query", "q_linear"), ("W_key", "k_linear"), ("W_value", "v_linear"),
                             ("out_proj", "out"))),
       why="red team: q_linear was not taken for the query, and weights went by creation order"),
+    V("ok_fused_qkv", ch(MHA, "self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)\n"
+                              "        self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)\n"
+                              "        self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)",
+                         "self.qkv = nn.Linear(d_in, 3 * d_out, bias=qkv_bias)"),
+      ch(MHA, "keys = self.W_key(x)  # (b, T, d_out)\n        queries = self.W_query(x)\n"
+              "        values = self.W_value(x)", "queries, keys, values = self.qkv(x).chunk(3, dim=-1)"),
+      ch(CA, "self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)\n"
+             "        self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)\n"
+             "        self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)",
+         "self.W_qkv = nn.Linear(d_in, 3 * d_out, bias=qkv_bias)"),
+      ch(CA, "keys = self.W_key(x)  # (b, T, d_out)\n        queries = self.W_query(x)\n"
+             "        values = self.W_value(x)", "queries, keys, values = self.W_qkv(x).split(self.d_out, dim=-1)"),
+      why="fidelity round 7 (nanoGPT's fused projection): the weights were not copied in, and every check that "
+          "copies them failed (7 to 10 points)"),
+    V("ok_heads_sequential", ch(WR, "self.heads = nn.ModuleList(\n            [", "self.heads = nn.Sequential(\n            *["),
+      why="fidelity round 7: an nn.Sequential registers its heads as a ModuleList does, and was told that PyTorch "
+          "does not see their weights"),
+    V("ok_head_subclass", ch("", "class MultiHeadAttentionWrapper(nn.Module):",
+                             "class Head(CausalAttention):\n    pass\n\n\nclass MultiHeadAttentionWrapper(nn.Module):"),
+      ch(WR, "[CausalAttention(", "[Head("),
+      why="fidelity round 7: heads of a subclass of CausalAttention were refused by their class's name"),
+    V("heads_renamed", ch(WR, "self.heads", "self.attention_heads"), breaks=WR,
+      says=("keeps its heads in `self.attention_heads`",),
+      why="the structure check only: the weights are found under the other name (it cost four checks, two of "
+          "them saying the heads were not registered)"),
+    V("mask_buffer_renamed", ch(CA, 'self.register_buffer("mask"', 'self.register_buffer("causal_mask"'),
+      ch(CA, "self.mask.bool()", "self.causal_mask.bool()"), breaks=CA,
+      says=("registers its mask as the buffer `causal_mask`",),
+      why="the buffer check only, which said the mask would not move with .to(device)"),
     V("ok_einsum", ch(V2, "queries @ keys.T", 'torch.einsum("qd,kd->qk", queries, keys)'),
       ch(CA, "queries @ keys.transpose(1, 2)", 'torch.einsum("bqd,bkd->bqk", queries, keys)'),
       ch(CA, "return weights @ values", 'return torch.einsum("bqk,bkd->bqd", weights, values)'),

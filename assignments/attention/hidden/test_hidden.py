@@ -122,8 +122,38 @@ def transplant(m, ref, cls):
 
 def ref_params(ref, names: dict[str, str] | None = None) -> dict:
     """The reference's parameters, under the student's names where param_map found them other."""
+    return as_student(names, {k: v.detach() for k, v in ref.named_parameters()})
+
+
+def target(name: str) -> str:
+    """The student's parameter a param_map value names: "qkv.weight#1/3" (the second third of a fused query, key
+    and value projection) is qkv.weight."""
+    return name.split("#", 1)[0]
+
+
+def piece(tensor, name: str):
+    """The part of the student's `tensor` that a param_map value names (all of it, or one third of a fused one)."""
+    if "#" not in name or type(tensor) is not torch.Tensor:
+        return tensor
+    i, n = (int(v) for v in name.split("#", 1)[1].split("/"))
+    rows = tensor.shape[0] // n if tensor.dim() else 0
+    return tensor[i * rows:(i + 1) * rows]
+
+
+def as_student(names: dict[str, str] | None, tensors: dict) -> dict:
+    """{reference name: tensor} under the student's names (param_map); the pieces of a fused projection joined in
+    their order (query, key, value)."""
     names = names or {}
-    return {names.get(k, k): v.detach() for k, v in ref.named_parameters()}
+    out, fused = {}, {}
+    for k, v in tensors.items():
+        to = names.get(k, k)
+        if "#" in to:
+            fused.setdefault(target(to), []).append((int(to.split("#", 1)[1].split("/")[0]), v))
+        else:
+            out[to] = v
+    for to, parts in fused.items():
+        out[to] = torch.cat([v for _i, v in sorted(parts, key=lambda t: t[0])])
+    return out
 
 
 def unnamed(report, ref) -> bool:
@@ -142,7 +172,44 @@ def match_params(have: list[tuple[str, tuple]], want: list[tuple[str, tuple]]) -
     the same name where there is one; else the same role (query, key, value: W_q, Wq, q_proj, query...) at the
     same place (heads.N.), the same kind (weight, bias) and shape; else, for what is left, the order they were
     created in with the same shapes (out_proj as last_layer, fc_out). {} where every name is the notebook's or
-    no complete one-to-one match exists (then the checks say which names are missing, as before)."""
+    no complete one-to-one match exists (then the checks say which names are missing, as before).
+
+    A container under another name (the wrapper's heads as self.attention_heads) is read as the notebook's when
+    it alone holds what the notebook's would, shape for shape: its missing name costs the structure check only."""
+    moved = _container_rename(have, want)  # the notebook's container -> the student's, e.g. "heads." -> "attn_heads."
+    back = {v: k for k, v in moved.items()}
+    have = [(_renamed(h, back), shape) for h, shape in have]
+    return {n: h for n, h in ((n, _renamed(h, moved)) for n, h in _match_params(have, want).items()) if n != h}
+
+
+def _renamed(name: str, prefixes: dict[str, str]) -> str:
+    for old, new in prefixes.items():
+        if name.startswith(old):
+            return new + name[len(old):]
+    return name
+
+
+def _container_rename(have: list[tuple[str, tuple]], want: list[tuple[str, tuple]]) -> dict[str, str]:
+    def containers(names):  # "heads." for heads.0.W_query.weight: a top-level list of modules
+        out: dict[str, list] = {}
+        for n, shape in names:
+            parts = n.split(".")
+            if len(parts) > 2 and parts[1].isdigit():
+                out.setdefault(parts[0] + ".", []).append((".".join(parts[1:2]), tuple(shape)))
+        return {k: sorted(v) for k, v in out.items()}
+    mine, theirs = containers(have), containers(want)
+    moved = {}
+    for top, held in theirs.items():
+        if top in mine:
+            continue
+        same = [t for t, h in mine.items() if t not in theirs and h == held]
+        if len(same) == 1:
+            moved[top] = same[0]
+    return moved
+
+
+def _match_params(have: list[tuple[str, tuple]], want: list[tuple[str, tuple]]) -> dict[str, str]:
+    """match_params with every name the same where it can be (identities included)."""
     left = dict(have)
     out: dict[str, str] = {}
     for n, shape in want:
@@ -158,12 +225,26 @@ def match_params(have: list[tuple[str, tuple]], want: list[tuple[str, tuple]]) -
         if len(found) == 1:
             out[n] = found[0]
             del left[found[0]]
+    # One projection computing all three (nn.Linear(d_in, 3 * d_out), split into query, key and value in that
+    # order, as learners from nanoGPT write it): each role is a third of its rows.
+    for where, kind in sorted({_split_name(n) for n, _ in want if n not in out}):
+        trio = {_role(n): (n, shape) for n, shape in want if n not in out and _split_name(n) == (where, kind)}
+        if not all(r in trio for r in ("query", "key", "value")) or len({trio[r][1] for r in ("query", "key",
+                                                                                              "value")}) != 1:
+            continue
+        shape = trio["query"][1]
+        fused = (3 * shape[0], *shape[1:])
+        found = [h for h, hs in left.items() if hs == fused and _split_name(h) == (where, kind) and _role(h) is None]
+        if len(found) == 1:
+            for i, r in enumerate(("query", "key", "value")):
+                out[trio[r][0]] = f"{found[0]}#{i}/3"
+            del left[found[0]]
     rest = [(n, shape) for n, shape in want if n not in out]
     if len(rest) != len(left) or any(hs != shape or _split_name(h)[0] != _split_name(n)[0]
                                      for (h, hs), (n, shape) in zip(left.items(), rest)):
         return {}
     out.update((n, h) for (h, _hs), (n, _shape) in zip(left.items(), rest))
-    return {n: h for n, h in out.items() if n != h}
+    return out
 
 
 def _map_key(cls, ref) -> tuple:
@@ -187,7 +268,7 @@ def param_map(sub, cls, m, ref) -> dict[str, str]:
 def transplant_report(m, ref, cls, report) -> None:
     """transplant's verdict on the worker's load_state report."""
     names = known_map(m.sub, cls, ref)
-    needed = {names.get(n, n) for n, _ in ref.named_parameters()}
+    needed = {target(names.get(n, n)) for n, _ in ref.named_parameters()}
     missing = sorted(needed & set(report["missing"]))
     shapes = [(n, s, r) for n, s, r in report["mismatched"] if n in needed]
     if missing or shapes:
@@ -418,7 +499,7 @@ def qkv_bias_used(sub, cls):
     m = build(sub, cls, d_in, d_out, ctx, 0.0, heads, seed=seed, qkv_bias=True)
     have, names = _params_and_names(m, ref)
     biases = [n for n, _ in ref.named_parameters() if n.endswith(".bias") and "out_proj" not in n]
-    if any(names.get(n, n) not in have for n in biases):
+    if any(target(names.get(n, n)) not in have for n in biases):
         return  # no such biases: charged by the check that they exist
     _bias_changes_output(m, ref, biases, cls, seed, b, T, d_in, what, names)
 
@@ -435,7 +516,8 @@ def _bias_changes_output(m, ref, biases, cls, seed, b, T, d_in, what, names) -> 
     g = torch.Generator().manual_seed(seed)
     outs = []
     for scale in (0.0, 1.0):
-        m.load_state({names.get(n, n): torch.randn(*ref.get_parameter(n).shape, generator=g) * scale for n in biases})
+        m.load_state(as_student(names, {n: torch.randn(*ref.get_parameter(n).shape, generator=g) * scale
+                                        for n in biases}))
         outs.append(expect_tensor(m(x), what))
     if not _changed(*outs):
         fail(f"`{what}` gives the same output whatever its W_query, W_key, W_value biases are: forward does not "
@@ -454,7 +536,7 @@ def with_qkv_bias(sub, cls):
     m = build(sub, cls, d_in, d_out, ctx, 0.0, heads, seed=seed, qkv_bias=True)
     have, names = _params_and_names(m, ref)
     missing = [n for n, _ in ref.named_parameters()
-               if n.endswith(".bias") and "out_proj" not in n and names.get(n, n) not in have]
+               if n.endswith(".bias") and "out_proj" not in n and target(names.get(n, n)) not in have]
     if cls == "MultiHeadAttentionWrapper":
         # The wrapper's part is passing qkv_bias on; what the heads do with it is CausalAttention's (judged there,
         # against the reference). A head built alone with qkv_bias=True and no bias: nothing to tell here.
@@ -620,7 +702,7 @@ def gradients(sub, cls):
              "torch.no_grad(), .data를 쓰지 마세요.")
     names = known_map(sub, cls, ref)
     for name, p in ref.named_parameters():
-        got = grads.get(names.get(name, name))
+        got = piece(grads.get(target(names.get(name, name))), names.get(name, name))
         if got is None:
             fail(f"No gradient reached `{cls}.{name}`: it is not used in forward, it is not a trainable "
                  "parameter, or the part of forward that uses it runs under torch.no_grad() (a helper decorated "
@@ -829,7 +911,11 @@ def test_wrapper_gradients(sub):
         return type(g) is torch.Tensor and not bool((g == 0).all())
 
     grads = res.get("grads") or {}
-    missing = [name for name, _ in ref.named_parameters() if not reached(grads.get(name))]
+    # By the student's names where they are others (heads kept as self.attention_heads, W_q): match_params.
+    names = match_params([(n, tuple(g.shape)) for n, g in grads.items() if type(g) is torch.Tensor],
+                         [(n, tuple(p.shape)) for n, p in ref.named_parameters()])
+    missing = [name for name, _ in ref.named_parameters()
+               if not reached(piece(grads.get(target(names.get(name, name))), names.get(name, name)))]
     head_grads = None
     if missing:
         try:  # the same gradient missing in one head built alone is CausalAttention's fault, not the wrapper's
