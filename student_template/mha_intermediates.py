@@ -28,12 +28,15 @@ SCALING / 스케일링 (read this / 꼭 읽으세요)
 MASKS / 마스크
     A mask holds 1 (or True) where a query may look at a key and 0 (or False) where it may not. Scores at
     positions with mask == 0 become -1e9 (not -inf) before the softmax, so that a row with nothing to look at
-    stays finite. The mask broadcasts against the scores: (n_Q, n_K), (n_batch, n_Q, n_K) or
-    (n_batch, 1, 1, n_K) must all work.
+    stays finite. The mask broadcasts against the scores: (n_Q, n_K) or (n_batch, n_Q, n_K) against
+    ScaledDotProductAttention's (n_batch, n_Q, n_K) scores; (n_Q, n_K), (n_batch, 1, n_Q, n_K) or
+    (n_batch, 1, 1, n_K) against MultiHeadedAttention's (n_batch, n_head, n_Q, n_K) scores (the head axis
+    needs its 1).
     마스크는 쿼리가 키를 볼 수 있는 위치에 1(또는 True), 볼 수 없는 위치에 0(또는 False)을 담습니다.
     softmax 전에 mask == 0인 위치의 점수를 -inf가 아닌 -1e9로 바꿔서, 볼 것이 하나도 없는 행도 유한한 값을
-    갖게 합니다. 마스크는 점수에 브로드캐스트됩니다: (n_Q, n_K), (n_batch, n_Q, n_K), (n_batch, 1, 1, n_K)
-    모두 동작해야 합니다.
+    갖게 합니다. 마스크는 점수에 브로드캐스트됩니다: ScaledDotProductAttention의 (n_batch, n_Q, n_K) 점수에는
+    (n_Q, n_K) 또는 (n_batch, n_Q, n_K), MultiHeadedAttention의 (n_batch, n_head, n_Q, n_K) 점수에는
+    (n_Q, n_K), (n_batch, 1, n_Q, n_K) 또는 (n_batch, 1, 1, n_K) (헤드 축 자리에 1이 필요합니다).
 """
 import math
 
