@@ -249,6 +249,18 @@ def test_grade_check_recognises_the_file(tmp_path, filename, source, code):
         assert "37/37" in p.stdout
 
 
+def test_grade_batch_prints_no_warnings_of_the_graders_own(tmp_path):
+    """The references built in the grader (nn.Transformer) made torch print its fast-path advice ("UserWarning:
+    enable_nested_tensor is True, ...") on the instructor's terminal: nothing there is about a student."""
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    shutil.copy(REF, subs / "kim.py")
+    p = subprocess.run([sys.executable, str(ROOT / "cli.py"), "batch", "subs", "--out", "res", "--workers", "1",
+                        "--assignment", NAME], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "kim" in p.stdout + p.stderr and "Warning" not in p.stdout + p.stderr, p.stderr
+
+
 def test_weight_copy_failure_is_korean_in_korean(graded):
     """--lang ko: the list of what PyTorch's weights could not be copied into (names missing, shapes that differ) is
     Korean too, not "no parameter named ..." / "PyTorch's is ..." inside the Korean sentence."""
