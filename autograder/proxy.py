@@ -619,6 +619,17 @@ class Submission:
         if self.worker is None:
             self.request("names")
         if name in self.names:
+            if self.names[name] == "value" and kind in ("function", "class"):
+                # (learners compute the notebook's steps at the top level: attention_scores = inputs @ inputs.T)
+                what_en, what_ko = ("a function", "함수") if kind == "function" else ("a class", "클래스")
+                raise CheckFailure(Message(
+                    f"`{name}` in your file is a value computed at the top level (a tensor, a number...), not "
+                    f"{what_en}: the grader calls `{name}(...)` as the notebook defines it. Put the computation in "
+                    + (f"`def {name}(...):` and return its result." if kind == "function" else f"`class {name}`."),
+                    f"파일의 `{name}`은(는) 최상단에서 계산한 값(텐서, 숫자 등)이지 {what_ko}가 아닙니다: 채점기는 "
+                    f"노트북처럼 `{name}(...)`을 호출합니다. 계산을 "
+                    + (f"`def {name}(...):` 안에 넣고 결과를 반환하세요." if kind == "function"
+                       else f"`class {name}` 안에 넣으세요.")))
             return
         # Only a name of the same kind (a class for a class): a learner's helper class `BaseNormalizer` was offered
         # as the rename of the step function `renormalize`.

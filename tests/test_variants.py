@@ -150,11 +150,14 @@ def test_heads_in_a_plain_list_cost_only_what_the_list_breaks(graded):
     ("heads_renamed", "MultiHeadAttentionWrapper",
      "MultiHeadAttentionWrapper keeps num_heads separate CausalAttention modules in an nn.ModuleList"),
     ("mask_buffer_renamed", "CausalAttention", "CausalAttention registers the buffer `mask` = triu(ones, diagonal=1)"),
+    ("mha_arguments_reordered", "MultiHeadAttention",
+     "MultiHeadAttention.__init__ takes (d_in, d_out, context_length, dropout, num_heads, qkv_bias)"),
 ])
-def test_a_container_or_buffer_under_another_name_costs_its_structure_check_only(graded, name, question, check):
-    """Heads kept as self.attention_heads, the mask as the buffer causal_mask: the grader finds the weights and
-    the mask under those names, so only the check of the notebook's name charges it (the heads cost four checks,
-    two of them saying that the heads were not registered)."""
+def test_a_name_or_order_other_than_the_notebooks_costs_its_own_check_only(graded, name, question, check):
+    """Heads kept as self.attention_heads, the mask as the buffer causal_mask, num_heads before dropout: the grader
+    finds the weights and the mask under those names and passes each argument by its name, so only the check of the
+    notebook's name or order charges it (the heads cost four checks, two of them saying that the heads were not
+    registered; the order cost all 20 points of MultiHeadAttention)."""
     r = graded[name]
     lost = {c.name for c in r.checks if c.score < c.points}
     assert lost == {check}, lost

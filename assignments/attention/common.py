@@ -68,7 +68,25 @@ def _ctor(sub, cls: str, d_in: int, d_out: int, ctx: int, dropout: float, heads:
     if "qkv_bias" not in kw and "qkv_bias" in SIGNATURES.get(cls, ()) and _bias_by_default(sub, cls):
         kw = {**kw, "qkv_bias": False}  # the notebook's default, charged once by the signature check
     extra = {"stand_in": spec} if cls == "MultiHeadAttentionWrapper" and (spec := stand_in(sub)) else {}
+    if _reordered_names(sub, cls, len(args), kw):  # the notebook's names in another order: each value by its name
+        return (), dict(zip(SIGNATURES[cls], args)) | kw, extra
     return args, kw, extra
+
+
+def _reordered_names(sub, cls: str, placed: int, kw: dict) -> bool:
+    """Whether `cls.__init__` has the notebook's names for its first `placed` arguments, in another order
+    (num_heads before dropout): passed by position they land on the wrong names ("got multiple values for
+    argument 'num_heads'", and every check of a right MultiHeadAttention failed). The signature check charges
+    the order, once."""
+    if cls not in SIGNATURES:
+        return False
+    try:
+        params = sub.signature(cls)
+    except CheckFailure:
+        return False
+    got = [p.get("name") for p in params if p.get("kind") == "POSITIONAL_OR_KEYWORD"]
+    want = SIGNATURES[cls]
+    return all(w in got for w in (*want[:placed], *kw)) and got[:placed] != want[:placed]
 
 
 def _bias_by_default(sub, cls: str) -> bool:
@@ -442,6 +460,16 @@ def check_signature(sub, cls: str) -> None:
         sub.new(cls, *SMOKE[cls], seed=0, stand_in=spec or None)
         expect_working(sub, cls)
         return
+    if [g for g in got if g in want] != [w for w in want if w in got]:  # the notebook's names, another order
+        guess = [f"`{near_miss(m, got)}` -> `{m}`" for m in want if m not in got and near_miss(m, got)]
+        en = f" Rename: {', '.join(guess)}." if guess else ""
+        ko = f" 이름 바꾸기: {', '.join(guess)}." if guess else ""
+        fail(f"`{cls}.__init__` takes ({', '.join(got)}): the notebook's arguments in another order; the "
+             f"notebook's signature is ({', '.join(want)}), and its calls pass them by position.{en} (The other "
+             "checks pass each argument by its name.)",
+             f"`{cls}.__init__`의 인자가 ({', '.join(got)})입니다: 노트북의 인자가 다른 순서로 있습니다. 노트북의 "
+             f"시그니처는 ({', '.join(want)})이고, 노트북의 호출은 위치로 넘깁니다.{ko} (다른 검사는 각 인자를 이름으로 "
+             "넘깁니다.)")
     renames = []
     for w, g in zip(want, got):
         if w != g:
@@ -491,6 +519,16 @@ def check_mask_buffer(sub, cls: str) -> None:
                  "self.register_buffer('mask', ...).",
                  f"`{cls}`가 마스크를 `{square[0]}`라는 버퍼로 등록합니다. 노트북(그리고 저장된 state_dict처럼 이름으로 "
                  "마스크를 읽는 모든 것)은 `mask`라고 부릅니다: self.register_buffer('mask', ...).")
+        if not square:
+            # No mask to keep: forward makes it on the input's device, scaled_dot_product_attention(is_causal=True)
+            # with nothing mask-shaped left as a plain attribute (the README's "none at all"). Whether it then
+            # masks the future is the causality checks'.
+            x_shape = (2, ctx, 3)
+            probe = m.probe_devices(x_shape)
+            plain = [n for n, shape in m.describe().get("tensors", []) if len(shape) >= 2
+                     and tuple(shape[-2:]) == (ctx, ctx)]
+            if probe.get("causal_sdpa") is True and not probe.get("mixed") and not plain:
+                return
         extra = f" (it has buffers {sorted(buffers)})" if buffers else ""
         extra_ko = f" (등록된 버퍼: {sorted(buffers)})" if buffers else ""
         fail(f"`{cls}` has no registered buffer named `mask`{extra}. Create it in __init__ with "
@@ -694,14 +732,31 @@ def build_head(sub, d_in: int, d_out: int, ctx: int, dropout: float = 0.0, seed:
     if spec:
         return sub.new(spec["name"], *head_args(sub, spec, d_in, d_out, ctx, dropout, *more), seed=seed,
                        stand_in=spec)
-    return sub.new(head_class(sub), d_in, d_out, ctx, dropout, *more, seed=seed)
+    return sub.new(head_class(sub), *head_args(sub, None, d_in, d_out, ctx, dropout, *more), seed=seed)
+
+
+def _in_own_order(sub, cls: str, names: tuple, values: tuple) -> tuple:
+    """`values` (for `names`, in the notebook's order) placed as `cls.__init__` takes them, where its first
+    arguments are the notebook's names in another order (dropout before context_length): the heads the grader
+    builds beside a wrapper are then the heads the wrapper builds. Else as given."""
+    try:
+        params = sub.signature(cls)
+    except CheckFailure:
+        return tuple(values)
+    got = [p.get("name") for p in params if p.get("kind") == "POSITIONAL_OR_KEYWORD"][:len(names)]
+    if got == list(names) or sorted(got) != sorted(names):
+        return tuple(values)
+    by_name = dict(zip(names, values))
+    return tuple(by_name[g] for g in got)
 
 
 def head_args(sub, spec: dict | None, d_in: int, d_out: int, ctx: int, dropout: float, *more) -> tuple:
     """A head's constructor arguments: in the notebook's order, or, for the stand-in (spec), in the order of the
     student's own head, which the stand-in takes (see _stand_in_for)."""
     given = (d_in, d_out, ctx, dropout, *more)
-    names = _stand_in_names(sub, head_class(sub)) if spec else {}
+    if not spec:
+        return _in_own_order(sub, head_class(sub), HEAD_ARGS[:len(given)], given)
+    names = _stand_in_names(sub, head_class(sub))
     if not names:
         return given
     by_role = dict(zip(HEAD_ARGS, given))
@@ -759,6 +814,17 @@ def stand_in(sub) -> dict[str, str] | None:
         try:
             expect_working(sub, head)
             _STAND_IN_USED[sub] = False
+            if _wrapper_misplaces_head_args(sub, head):
+                _STAND_IN_USED[sub] = True
+                sub.notes.append(Message(
+                    f"MultiHeadAttentionWrapper was graded with the grader's stand-in heads in place of your `{head}`, "
+                    "which takes its arguments in another order than the notebook's, the order your wrapper passes "
+                    "them in: the wrapper's own code earns its points, and the order costs points under "
+                    "CausalAttention only.",
+                    f"MultiHeadAttentionWrapper는 `{head}` 대신 채점기의 대체 헤드로 채점했습니다. `{head}`는 인자를 "
+                    "노트북과 다른 순서로 받는데, 래퍼는 노트북의 순서로 넘깁니다: 래퍼는 자기 코드로 점수를 받고, "
+                    "순서는 CausalAttention에서만 감점됩니다."))
+                return _stand_in_spec(sub)
         except CheckFailure:
             _STAND_IN_USED[sub] = True
             sub.notes.append(Message(
@@ -773,6 +839,18 @@ def stand_in(sub) -> dict[str, str] | None:
 
 
 HEAD_ARGS = ("d_in", "d_out", "context_length", "dropout", "qkv_bias")
+
+
+def _wrapper_misplaces_head_args(sub, head: str) -> bool:
+    """Whether the student's head takes the notebook's arguments in another order (the grader builds it by name,
+    so it works) while their wrapper passes them in the notebook's order: the wrapper is right for the notebook's
+    head, and its own heads get the wrong numbers (the heads' fault, CausalAttention's signature)."""
+    try:
+        params = sub.signature(head)
+    except CheckFailure:
+        return False
+    got = [p.get("name") for p in params if p.get("kind") == "POSITIONAL_OR_KEYWORD"][:4]
+    return sorted(got) == sorted(HEAD_ARGS[:4]) and got != list(HEAD_ARGS[:4]) and not _stand_in_names(sub, head)
 
 
 def _stand_in_spec(sub) -> dict[str, str]:

@@ -66,6 +66,10 @@ VARIANTS: list[Variant] = [
     V("steps_renormalize_missing_beside_a_class", ch("renormalize", "", "class BaseNormalizer:\n    pass\n"),
       breaks="steps", says=("`renormalize` is not defined",), never_says=("Rename `BaseNormalizer`",),
       why="seen in a learner's repository: a helper class was offered as the rename of a missing step function"),
+    V("steps_scores_as_a_value", ch("attention_scores", "", "attention_scores = torch.rand(6, 6)\n"),
+      breaks="steps", says=("`attention_scores` in your file is a value computed at the top level",),
+      why="learners round 5: the notebook's step computed at the top level under the step's name was reported as a "
+          "crash of their function"),
     V("steps_renormalize_no_keepdim", ch("renormalize", "sum(dim=-1, keepdim=True)", "sum(dim=-1)"),
       breaks="steps",
       en="renormalize divides by sum(dim=-1) without keepdim=True, so column j is divided by the sum of row j; use "
@@ -462,6 +466,24 @@ VARIANTS: list[Variant] = [
          "context = F.scaled_dot_product_attention(\n"
          "            queries, keys, values, is_causal=True, dropout_p=self.dropout.p if self.training else 0.0\n"
          "        ).transpose(1, 2)")),
+    # The same, and no mask buffer at all (the README's "none at all"): the buffer check failed it (learners round 5).
+    V("ok_sdpa_no_buffer", ch("", "import torch.nn as nn\n", "import torch.nn as nn\nimport torch.nn.functional as F\n"),
+      ch(MHA, "        self.register_buffer(\"mask\", torch.triu(torch.ones(context_length, context_length), "
+              "diagonal=1))\n", ""),
+      ch(MHA, "scores = queries @ keys.transpose(2, 3)  # (b, h, T, T)\n"
+              f"        {FILL}\n"
+              "        weights = torch.softmax(scores / keys.shape[-1] ** 0.5, dim=-1)\n"
+              "        weights = self.dropout(weights)\n\n"
+              "        context = (weights @ values).transpose(1, 2)",
+         "context = F.scaled_dot_product_attention(\n"
+         "            queries, keys, values, is_causal=True, dropout_p=self.dropout.p if self.training else 0.0\n"
+         "        ).transpose(1, 2)")),
+    # The notebook's names in another order (num_heads before dropout): every check of the class failed ("got
+    # multiple values for argument 'num_heads'"); the signature check alone charges the order (learners round 5).
+    V("mha_arguments_reordered", ch(MHA, "context_length: int, dropout: float, num_heads: int,",
+                                    "context_length: int, num_heads: int, dropout: float,"), breaks=MHA,
+      says=("the notebook's arguments in another order",),
+      why="the signature check only: every other check passes the arguments by name"),
     # A loop over the heads, each head's weights through self.dropout in turn (seen in learners' code): the same
     # dropout with its random draws made head by head. It lost the train-mode dropout point.
     V("ok_head_loop_dropout", ch(MHA, MHA_CORE, HEAD_LOOP.format(drop="self.dropout(weights)", scores="scores"))),
