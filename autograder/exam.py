@@ -491,7 +491,7 @@ MIN_FINGERPRINTS = 8  # below this, too little of a student's own code remains t
 
 @dataclass
 class Finding:
-    kind: str  # other_variant | similar | late | unparsed
+    kind: str  # other_variant | rebinds | similar | hidden_code | not_compared | late | unparsed
     students: list[str]
     detail: str
     score: float = 0.0
@@ -543,6 +543,43 @@ def _constants(tree: ast.Module) -> dict[str, Any]:
     return out
 
 
+def _rebinds(cells: list, keys: set[str]) -> str | None:
+    """Where a file sets a variant constant other than as the paper's block does (`NAME = literal` at the top
+    level): a tuple or other target, a value that is not a literal, an augmented assignment, a loop or import
+    under that name, `global NAME`, or globals(). None if nowhere. (The audit reads the block without running the
+    file: such a file can show one student's values there and run with others.)"""
+    from .source import Unparsable, parse
+    for c in cells:
+        try:
+            tree = parse(c.code, c.label)
+        except Unparsable:
+            continue
+        plain = {id(n) for n in tree.body if isinstance(n, ast.Assign) and len(n.targets) == 1
+                 and isinstance(n.targets[0], ast.Name) and _is_literal(n.value)}
+        for node in ast.walk(tree):
+            line = getattr(node, "lineno", "?")
+            if isinstance(node, (ast.Global, ast.Nonlocal)) and keys & set(node.names):
+                return f"global {sorted(keys & set(node.names))[0]} on line {line}"
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "globals":
+                return f"globals() on line {line}"
+            if isinstance(node, ast.alias) and (node.asname or node.name) in keys:
+                return f"import as {node.asname or node.name} on line {line}"
+            if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor, ast.With,
+                                 ast.AsyncWith, ast.NamedExpr, ast.Delete)) and id(node) not in plain:
+                for sub in ast.walk(node):
+                    if isinstance(sub, ast.Name) and isinstance(sub.ctx, (ast.Store, ast.Del)) and sub.id in keys:
+                        return f"{sub.id} on line {getattr(sub, 'lineno', line)}"
+    return None
+
+
+def _is_literal(node: ast.AST) -> bool:
+    try:
+        ast.literal_eval(node)
+        return True
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return False
+
+
 def _as_constants(v: dict[str, Any]) -> dict[str, Any]:
     return {k.upper(): (tuple(x) if isinstance(x, list) else x) for k, x in v.items()}
 
@@ -566,6 +603,7 @@ def winnow(toks: list[str], k: int = K_GRAM, w: int = WINDOW) -> set[int]:
 
 def audit(results_dir: Path, *, threshold: float = 0.8) -> list[Finding]:
     """`grade exam audit`: read a graded exam's results and the files they point to."""
+    from . import similarity
     from .results import read_result
     results = [r for p in sorted(results_dir.glob("*.json")) if (r := read_result(p)) is not None]
     graded = [r for r in results if r.exam]
@@ -595,6 +633,13 @@ def audit(results_dir: Path, *, threshold: float = 0.8) -> list[Finding]:
         if not own:
             continue
         keys = list(_as_constants(own))
+        moved = _rebinds(cells[sid], set(keys))
+        if moved:
+            # What its code ran with is not what the block shows: no claim about anyone's paper from the block (a
+            # block with dana's values and bo's own set right after it framed dana).
+            findings.append(Finding("rebinds", [sid], f"{sid} sets its variant constants outside the paper's block "
+                                    f"({moved}): the block's values are not necessarily those its code ran with"))
+            continue
         found = {k: have.get(k) for k in keys if k in have}
         if found == {k: _as_constants(own)[k] for k in found}:
             continue
@@ -612,6 +657,15 @@ def audit(results_dir: Path, *, threshold: float = 0.8) -> list[Finding]:
         base = winnow(tokens(paper(a, variants.get(sid) or {}, sid) if variants.get(sid) else ""))
         base |= winnow(tokens(template(a, ".py").read_text(encoding="utf-8")))
         prints[sid] = winnow(tokens(code)) - base
+    scores = {r.student: r.score for r in graded}
+    for sid in sorted(prints):  # code the comparison cannot read as code: said, never silently passed over
+        hidden = next((h for c in cells[sid] if (h := similarity.hidden_code(c.code))), None)
+        if hidden:
+            findings.append(Finding("hidden_code", [sid], f"{sid} runs code held in a string ({hidden}): what "
+                                    "runs is not what the comparison reads"))
+        elif len(prints[sid]) < MIN_FINGERPRINTS and (scores.get(sid) or 0) > 0:
+            findings.append(Finding("not_compared", [sid], f"{sid} scored {scores[sid]:g} with too little code of "
+                                    f"its own to compare ({len(prints[sid])} fingerprints besides the paper's)"))
     ids = sorted(prints)
     for i, x in enumerate(ids):
         for y in ids[i + 1:]:
@@ -636,7 +690,8 @@ def audit(results_dir: Path, *, threshold: float = 0.8) -> list[Finding]:
 def audit_text(findings: list[Finding]) -> str:
     if not findings:
         return "no findings: no other student's variant, no near-identical files, no late submission"
-    order = {"other_variant": 0, "similar": 1, "late": 2, "unparsed": 3}
+    order = {"other_variant": 0, "rebinds": 0, "similar": 1, "hidden_code": 1, "not_compared": 1, "late": 2,
+             "unparsed": 3}
     lines = [f"{f.kind:<14} {' '.join(f.students):<30} {f.detail}"
              for f in sorted(findings, key=lambda f: (order.get(f.kind, 9), -f.score, f.students))]
     return "\n".join(lines) + f"\n{len(findings)} finding(s)"

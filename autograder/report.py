@@ -223,6 +223,21 @@ def _given_code(assignment: str) -> list[str]:
     return cells
 
 
+def _not_comparable(codes: dict[str, list[str]], fps: dict, base: set[int], loaded: list[Loaded]) -> list[dict]:
+    """Submissions the comparison cannot read as code, said rather than passed over: code run from a string
+    (exec(base64...) of a copy), or a graded score with too little code of its own to compare."""
+    scores = {x.r.student: x.r.score for x in loaded}
+    out = []
+    for sid, cells in sorted(codes.items()):
+        hidden = next((h for c in cells if (h := similarity.hidden_code(c))), None)
+        own = len(set(fps[sid].hashes) - base) if sid in fps else 0
+        if hidden:
+            out.append({"id": sid, "reason": f"runs code held in a string: {hidden}"})
+        elif own < similarity.MIN_FINGERPRINTS and (scores.get(sid) or 0) > 0:
+            out.append({"id": sid, "reason": f"scored {scores[sid]:g} with {own} fingerprints of its own"})
+    return out
+
+
 def find_sources(loaded: list[Loaded], submissions: Path, assignment: Assignment) \
         -> tuple[dict[str, list[str]], list[dict[str, str]]]:
     """Each student's code cells, found in `submissions` the way `grade batch` found them (same ids, same file),
@@ -233,8 +248,19 @@ def find_sources(loaded: list[Loaded], submissions: Path, assignment: Assignment
     paths = {job.student: job.path for job, _origin in discover.entries(submissions, assignment)}
     codes: dict[str, list[str]] = {}
     skipped: list[dict[str, str]] = []
+    root = submissions.resolve()
     for x in loaded:
         path = paths.get(x.r.student)
+        graded = (x.r.exam or {}).get("path") if isinstance(x.r.exam, dict) else None
+        if isinstance(graded, str) and graded:
+            # The file an exam graded, as its result names it (a student's later export folder under the id the
+            # roster binds, which the folder's own name does not give): where it lies in this submissions folder.
+            try:
+                g = Path(graded).resolve()
+                if g.is_file() and g.is_relative_to(root):
+                    path = g
+            except (OSError, ValueError):
+                pass
         if path is None:
             skipped.append({"id": x.r.student, "reason": "no gradable file for this id in the submissions folder"})
             continue
@@ -353,6 +379,7 @@ INDEX_KO = {
     "Exam variants (worst first)": "시험 변형 (낮은 순)", "variant": "변형", "students": "학생 수",
     "Similar submissions": "비슷한 제출물", "Not computed:": "계산하지 않음:", "score": "점수", "shared": "공유 지문",
     "side by side": "나란히 보기", "No pair above the threshold.": "기준을 넘는 쌍이 없습니다.", "Left out:": "제외:",
+    "Not compared as code (look at these by hand):": "코드로 비교하지 못함 (직접 확인하세요):",
     "Checks": "검사", "check": "검사", "points": "배점", "shown": "공개", "pass rate": "통과율",
     "difficulty": "난이도", "discrimination": "변별도", "failed": "실패", "public": "공개 검사",
     CHECKS_NOTE: "통과율: 통과한 학생의 비율; 난이도: 얻은 점수의 평균 비율; 변별도: 이 검사와 나머지 점수 사이의 상관 "
@@ -449,6 +476,9 @@ def render_index(d: dict[str, Any], figs: dict[str, str], title: str) -> str:
             b.append("</table>")
         else:
             b.append(f"<p>{tr('No pair above the threshold.')}</p>")
+        if sim.get("flagged"):
+            b.append(f"<p>{tr('Not compared as code (look at these by hand):')} " + "; ".join(
+                f"{_student_link(s['id'], pages)} ({esc(s['reason'])})" for s in sim["flagged"]) + "</p>")
         if sim.get("skipped"):
             b.append(f"<p class=muted>{tr('Left out:')} " + "; ".join(f"{esc(s['id'])} ({esc(s['reason'])})"
                                                               for s in sim["skipped"]) + "</p>")
@@ -621,10 +651,11 @@ def main(*, results: Path, out: Path | None = None, submissions: Path | None = N
     else:
         codes, skipped = find_sources(loaded, submissions, a)
         pairs, fps, base = similarity.similar_pairs(codes, _given_code(a.name), threshold)
-        sim.update(computed=True, compared=len(codes), skipped=skipped)
+        sim.update(computed=True, compared=len(codes), skipped=skipped, flagged=_not_comparable(codes, fps, base, loaded))
         stems = {x.r.student: x.page for x in loaded}  # safe as file names, unlike an id read from a file
-        for p in pairs:
-            name = f"similar/{stems[p.a]}--{stems[p.b]}.html"
+        for n, p in enumerate(pairs, start=1):
+            # Numbered: ids may hold "--" themselves, and (x, y--z) and (x--y, z) shared one page.
+            name = f"similar/{n:03d}-{stems[p.a]}--{stems[p.b]}.html"
             data["similar"].append({"a": p.a, "b": p.b, "score": p.score, "shared": p.shared, "page": name})
             pair_pages.append((name, render_pair(p.a, p.b, p.score, codes, fps, base)))
     data["similarity"] = sim

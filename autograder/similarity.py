@@ -6,6 +6,7 @@ every submission first, so two untouched skeletons share nothing.
 """
 from __future__ import annotations
 
+import ast
 import hashlib
 import io
 import keyword
@@ -17,6 +18,8 @@ from itertools import combinations
 K = 25  # tokens per k-gram: shorter runs are noise (copydetect's default noise threshold)
 WINDOW = 6  # a shared run of K + WINDOW - 1 = 30 tokens is always detected
 THRESHOLD = 0.8  # Dice coefficient of the two fingerprint sets from which a pair is reported
+MAX_PLACES = 256  # positions kept per fingerprint for highlighting
+MAX_TOKENS = 200_000  # of a submission, compared (a lab's answer has a few thousand; 200,000 take about 3 s)
 MIN_FINGERPRINTS = 8  # a submission with fewer of its own is too small to call a copy of anything
 _FALLBACK = re.compile(r"#[^\n]*|[A-Za-z_]\w*|\d[\w.]*|\"(?:\\.|[^\"\\\n])*\"|'(?:\\.|[^'\\\n])*'|\S")
 _SKIP = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT,
@@ -57,11 +60,14 @@ def _normalise(text: str, kind: int) -> str:
     return text
 
 
-def tokens(code: str, cell: int = 0) -> list[Token]:
-    """Normalised tokens of one cell; code that Python cannot tokenize (a syntax error) falls back to a regex."""
+def tokens(code: str, cell: int = 0, limit: int = MAX_TOKENS) -> list[Token]:
+    """Normalised tokens of one cell (the first `limit`); code that Python cannot tokenize (a syntax error) falls
+    back to a regex."""
     out: list[Token] = []
     try:
         for t in tokenize.generate_tokens(io.StringIO(code).readline):
+            if len(out) >= limit:
+                return out
             if t.type in _SKIP or t.type in (getattr(tokenize, "FSTRING_MIDDLE", -1),
                                              getattr(tokenize, "FSTRING_END", -1)):
                 continue
@@ -72,6 +78,8 @@ def tokens(code: str, cell: int = 0) -> list[Token]:
     except Exception:  # noqa: BLE001 - a syntax error, or text too odd for the tokenizer: never the caller's crash
         out = []
     for lineno, line in enumerate(code.splitlines(), start=1):
+        if len(out) >= limit:
+            break
         for m in _FALLBACK.finditer(line):
             s = m.group(0)
             if s.startswith("#") or s in _NO_OPS:
@@ -84,7 +92,9 @@ def tokens(code: str, cell: int = 0) -> list[Token]:
 
 def fingerprint(cells: list[str]) -> Fingerprints:
     """Winnowing: hash every k-gram, keep the smallest hash of each window of WINDOW consecutive k-grams."""
-    toks = [t for i, code in enumerate(cells) for t in tokens(code, i)]
+    toks: list[Token] = []
+    for i, code in enumerate(cells):
+        toks += tokens(code, i, MAX_TOKENS - len(toks))
     grams = [int.from_bytes(hashlib.blake2b(" ".join(t.text for t in toks[i:i + K]).encode(), digest_size=8)
                             .digest(), "big") for i in range(len(toks) - K + 1)]
     fp = Fingerprints(tokens=toks)
@@ -94,12 +104,45 @@ def fingerprint(cells: list[str]) -> Fingerprints:
         j = min(range(len(window)), key=lambda x: (window[x], -x))  # rightmost minimum, as in the paper
         picked.add(w + j)
     for i in sorted(picked):
-        fp.hashes.setdefault(grams[i], []).append(i)
-    # Every position of a selected hash, so highlighting shows each place the shared code occurs.
+        at = fp.hashes.setdefault(grams[i], [])
+        if len(at) < MAX_PLACES:
+            at.append(i)
+    # Every position of a selected hash, so highlighting shows each place the shared code occurs: looked up in a
+    # set (a list made a file of one repeated token quadratic: a 2 MB `[0, 0, ...]` held `grade report` for the
+    # class over an hour), and at most MAX_PLACES of them (one hash of such a file is at a million places).
+    seen = {g: set(at) for g, at in fp.hashes.items()}
     for i, g in enumerate(grams):
-        if g in fp.hashes and i not in fp.hashes[g]:
+        at = seen.get(g)
+        if at is not None and i not in at and len(at) < MAX_PLACES:
+            at.add(i)
             fp.hashes[g].append(i)
     return fp
+
+
+RUNS_STRINGS = {"exec", "eval", "compile", "__import__"}  # builtins that run (or load) code held in a string
+LONG_STRING = 2000  # characters: a string that can hold a program
+
+
+def hidden_code(code: str) -> str | None:
+    """Where `code` runs code held in a string (exec, eval, compile) or carries a string long enough to be a
+    program, in words ("exec(...) on line 12"); None if it does neither. Such code is not what the comparison
+    reads: a copy inside exec(base64...) left its file nothing of its own to compare, and went unreported. A
+    method of the same name (model.eval()) is not one of those builtins."""
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            f = node.func
+            name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) and \
+                isinstance(f.value, ast.Name) and f.value.id in ("builtins", "__builtins__") else None
+            if name in RUNS_STRINGS:
+                return f"{name}(...) on line {node.lineno}"
+        elif isinstance(node, ast.Constant) and isinstance(node.value, (str, bytes)) \
+                and len(node.value) > LONG_STRING:
+            return f"a string of {len(node.value):,} characters on line {node.lineno}"
+    return None
 
 
 @dataclass(frozen=True)

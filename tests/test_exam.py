@@ -437,6 +437,39 @@ def test_a_file_the_parser_cannot_take_is_reported_by_the_audit_not_fatal(tmp_pa
     assert p.returncode == 0 and "unparsed" in p.stdout and "other_variant" in p.stdout, p.stderr[-2000:]
 
 
+def test_the_audit_says_what_it_cannot_compare_and_is_not_framed_by_a_block_the_code_overrides(tmp_path, variants):
+    """Red team (round 8): bo's paper with ada's answer behind exec(base64...) scored 100 and the audit said
+    nothing (a string is one token: nothing of bo's own to compare); carl's block held dana's values, set right
+    after to his own by a tuple assignment, and the audit said carl's constants match dana's paper (framing dana).
+    Now: bo is reported as running code held in a string, carl as setting his constants outside the block, and no
+    one's paper is named."""
+    import base64
+    from autograder.results import write_result
+    v = variants
+    classes = solved("ada", v["ada"]).split("# ---- END OF EXAM VARIANT ----", 1)[1]
+    bo_paper = solved("bo", v["bo"]).split("class MultiHeadAttention", 1)[0]
+    hidden = bo_paper + f"import base64\nexec(base64.b64decode({base64.b64encode(classes.encode())!r}))\n"
+    dana_block = {k.upper(): (tuple(x) if isinstance(x, list) else x) for k, x in v["dana"].items()}
+    carl = solved("bo", v["bo"])
+    for k, x in dana_block.items():
+        carl = re.sub(rf"(?m)^{k} = .*$", f"{k} = {x!r}", carl, count=1)
+    carl = carl.replace("# ---- END OF EXAM VARIANT ----",
+                        "# ---- END OF EXAM VARIANT ----\nNUM_HEADS, _ = " + repr(v["bo"]["num_heads"]) + ", None", 1)
+    files = {"ada": ("ada.py", solved("ada", v["ada"]), v["ada"]), "bo": ("bo.py", hidden, v["bo"]),
+             "carl": ("carl.py", carl, v["bo"]), "dana": ("dana.py", solved("dana", v["dana"]), v["dana"])}
+    out = tmp_path / "results"
+    out.mkdir()
+    for sid, (name, text, variant) in files.items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+        write_result(out, SubmissionResult(student=sid, submission=name, assignment="midterm", questions=[],
+                                           exam={"variant": variant, "path": str(tmp_path / name)}), "en")
+    found = {(f.kind, tuple(sorted(f.students))): f.detail for f in exam.audit(out)}
+    assert "exec(...)" in found[("hidden_code", ("bo",))], found
+    assert "NUM_HEADS on line" in found[("rebinds", ("carl",))], found
+    assert not any(k == "other_variant" for k, _who in found), found  # (ada, carl and dana share the reference's
+    # code: their "similar" findings are this test's making)
+
+
 def test_audit_similarity_separates_copies_from_independent_answers(variants):
     """Is a renamed copy of the reference answer near-identical to it, and an independently written correct
     answer (same variant, same forced names) not?"""

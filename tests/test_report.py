@@ -211,6 +211,38 @@ def test_renamed_copy_is_flagged_and_untouched_skeletons_are_not(synthetic):
     assert "\u202e" not in hostile and "\u2066" not in hostile and "⟨U+202E⟩" in hostile and "⟨U+2066⟩" in hostile
 
 
+def test_similarity_is_linear_in_a_padded_file_and_says_what_it_cannot_compare(tmp_path):
+    """Red team (round 8): a 2 MB list of zeros in one student's file kept `grade report` busy for the class over
+    an hour (each position was looked up in a list); ids holding "--" gave two pairs one page (x with y--z, x--y
+    with z); a copy run from exec(base64...) had nothing of its own to compare and was passed over in silence."""
+    import base64
+    code = "_PAD = [" + ", ".join(["0"] * 300_000) + "]\n"
+    fp = similarity.fingerprint([code])
+    assert len(fp.tokens) == similarity.MAX_TOKENS
+    assert max(len(at) for at in fp.hashes.values()) <= similarity.MAX_PLACES
+    assert similarity.hidden_code("model.eval()\nx = eval('1')\n") == "eval(...) on line 2"
+    assert similarity.hidden_code("m.eval()\nimport builtins\nbuiltins.exec('pass')\n") == "exec(...) on line 3"
+    assert similarity.hidden_code(REFERENCE.read_text()) is None
+    ref = REFERENCE.read_text()
+    other = renamed_copy(SKELETON.read_text().replace("raise NotImplementedError", "return None  # mine")) + ref
+    sources = {"x": ref, "y--z": renamed_copy(ref), "x--y": other, "z": other,
+               "hid": f"import base64\nexec(base64.b64decode({base64.b64encode(ref.encode())!r}))\n"}
+    results, subs = tmp_path / "results", tmp_path / "subs"
+    subs.mkdir()
+    for sid, text in sources.items():
+        (subs / f"{sid}.py").write_text(text)
+        sha = hashlib.sha256((subs / f"{sid}.py").read_bytes()).hexdigest()
+        write_result(results, synthetic_result(sid, (True, True, True, True), sha), "en")
+    report.main(results=results, out=tmp_path / "out", submissions=subs, echo=lambda _m: None)
+    data = json.loads((tmp_path / "out" / "report.json").read_text())
+    pages = [p["page"] for p in data["similar"]]
+    assert {("x", "y--z"), ("x--y", "z")} <= {(p["a"], p["b"]) for p in data["similar"]}
+    assert len(set(pages)) == len(pages)
+    flagged = {f["id"]: f["reason"] for f in data["similarity"]["flagged"]}
+    assert set(flagged) == {"hid"} and "exec(...) on line 2" in flagged["hid"], flagged
+    assert "Not compared as code" in (tmp_path / "out" / "index.html").read_text()
+
+
 def test_given_notebook_cells_are_the_base_too():
     """A notebook that only ran the given cells is not a copy of another such notebook."""
     nb = ROOT / "student_template" / "attention.ipynb"
