@@ -438,6 +438,9 @@ class Plan:
                     + (f": {info['penalty']:g} point(s) off)." if info["penalty"] else ")."),
                     f"종료 시각보다 {late:g}분 늦게 제출했습니다 ({self.cfg.late_policy} 규정"
                     + (f": {info['penalty']:g}점 감점)." if info["penalty"] else ").")))
+        if self.cfg.start is not None and t is not None and t < self.cfg.start:
+            # Before the exam opened: the paper was out early (nothing is taken off; the audit says so).
+            info.update(submitted_at=t.isoformat(), early=round((self.cfg.start - t).total_seconds() / 60, 2))
         has_template = template(self.assignment, ".py").is_file()  # not in a Gradescope zip
         if self.students is not None and info["variant"] is not None and has_template:
             info["paper"] = fingerprint(paper(self.assignment, info["variant"], sid))
@@ -491,7 +494,7 @@ MIN_FINGERPRINTS = 8  # below this, too little of a student's own code remains t
 
 @dataclass
 class Finding:
-    kind: str  # other_variant | rebinds | similar | hidden_code | not_compared | late | unparsed
+    kind: str  # other_variant | rebinds | similar | hidden_code | not_compared | early | late | unparsed
     students: list[str]
     detail: str
     score: float = 0.0
@@ -677,8 +680,12 @@ def audit(results_dir: Path, *, threshold: float = 0.8) -> list[Finding]:
                 findings.append(Finding("similar", [x, y], f"{x} and {y} share {share:.0%} of their own code's "
                                         f"fingerprints ({len(px & py)} of {min(len(px), len(py))})",
                                         round(share, 3)))
-    # 3. late submissions
+    # 3. late submissions, and any made before the exam opened
     for r in graded:
+        if r.exam.get("early"):
+            findings.append(Finding("early", [r.student], f"{r.student} submitted {r.exam['early']:g} minute(s) "
+                                    "before the exam opened ([exam] start): the paper was out early",
+                                    float(r.exam["early"])))
         if r.exam.get("late"):
             findings.append(Finding("late", [r.student], f"{r.student} submitted {r.exam['late']:g} minute(s) "
                                     f"late (extra time {r.exam.get('extra_minutes', 0):g} min, policy "
@@ -690,8 +697,8 @@ def audit(results_dir: Path, *, threshold: float = 0.8) -> list[Finding]:
 def audit_text(findings: list[Finding]) -> str:
     if not findings:
         return "no findings: no other student's variant, no near-identical files, no late submission"
-    order = {"other_variant": 0, "rebinds": 0, "similar": 1, "hidden_code": 1, "not_compared": 1, "late": 2,
-             "unparsed": 3}
+    order = {"other_variant": 0, "rebinds": 0, "similar": 1, "hidden_code": 1, "not_compared": 1, "early": 2,
+             "late": 2, "unparsed": 3}
     lines = [f"{f.kind:<14} {' '.join(f.students):<30} {f.detail}"
              for f in sorted(findings, key=lambda f: (order.get(f.kind, 9), -f.score, f.students))]
     return "\n".join(lines) + f"\n{len(findings)} finding(s)"

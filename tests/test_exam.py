@@ -470,6 +470,27 @@ def test_the_audit_says_what_it_cannot_compare_and_is_not_framed_by_a_block_the_
     # code: their "similar" findings are this test's making)
 
 
+def test_a_submission_made_before_the_exam_opened_is_reported_by_the_audit(tmp_path):
+    """[exam] start was read and never used (red team, round 8): a submission dated before the exam opened,
+    a paper out early, passed unremarked. It is recorded (nothing is taken off) and the audit reports it."""
+    from autograder.results import write_result
+    a = assignment.load("midterm")
+    cfg = exam.require(a)
+    plan = exam.Plan(a, cfg)
+    early = SubmissionResult(student="ada", submission="ada.py", assignment="midterm", questions=[])
+    plan.stamp(early, {"created_at": (cfg.start - dt.timedelta(minutes=45)).isoformat()})
+    on_time = SubmissionResult(student="bo", submission="bo.py", assignment="midterm", questions=[])
+    plan.stamp(on_time, {"created_at": (cfg.start + dt.timedelta(minutes=5)).isoformat()})
+    assert early.exam["early"] == 45 and "early" not in on_time.exam
+    out = tmp_path / "results"
+    out.mkdir()
+    for r in (early, on_time):
+        write_result(out, r, "en")
+    found = {(f.kind, tuple(f.students)): f.detail for f in exam.audit(out)}
+    assert "45 minute(s) before the exam opened" in found[("early", ("ada",))], found
+    assert not any("bo" in who for _k, who in found), found
+
+
 def test_audit_similarity_separates_copies_from_independent_answers(variants):
     """Is a renamed copy of the reference answer near-identical to it, and an independently written correct
     answer (same variant, same forced names) not?"""
