@@ -147,9 +147,9 @@ def for_source(path: Path, load: Callable[[str], Assignment] = load) -> Assignme
     The names are read with a pattern, not a parser, so a file with a syntax error is still recognised. An
     assignment counts when at least half of its questions have a name defined (as written, or missed as learners
     miss them: case, underscores, two letters swapped; or under a name the assignment accepts, its aliases), and
-    more of them than of any other assignment's. By
-    question, not by name: a lab file with the five classes and none of the fourteen step functions (they are
-    written inline in a notebook) is the lab's."""
+    a larger share of them than of any other assignment's (of equal shares, more questions). By question, not by
+    name: a lab file with the five classes and none of the fourteen step functions (they are written inline in a
+    notebook) is the lab's."""
     from .source import read  # reading never runs the file
     try:
         text = "\n".join(c.code for c in read(path).cells)
@@ -165,9 +165,11 @@ def for_source(path: Path, load: Callable[[str], Assignment] = load) -> Assignme
                  for q in a.questions if q.names}
         if asked:
             hit = sum(1 for q in asked if any(_near(x, d) for x in q for d in defined))
-            scored.append((hit / len(asked), a))
-    scored.sort(key=lambda t: -t[0])
-    if not scored or scored[0][0] < 0.5 or (len(scored) > 1 and scored[1][0] == scored[0][0]):
+            scored.append(((hit / len(asked), hit), a))
+    # The largest share of an assignment's questions; of equal shares, more questions (the midterm's answer has all
+    # 3 of its questions, and the 2 of mha_intermediates through its alias and ScaledDotProductAttention).
+    scored.sort(key=lambda t: (-t[0][0], -t[0][1]))
+    if not scored or scored[0][0][0] < 0.5 or (len(scored) > 1 and scored[1][0] == scored[0][0]):
         return None
     return scored[0][1]
 
