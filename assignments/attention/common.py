@@ -457,8 +457,14 @@ def check_signature(sub, cls: str) -> None:
         # the signature earns its point once the class can be built and works (a wrapper with the grader's heads
         # where the student's do not work: their fault is CausalAttention's)
         spec = stand_in(sub) if cls == "MultiHeadAttentionWrapper" else None
-        sub.new(cls, *SMOKE[cls], seed=0, stand_in=spec or None)
-        expect_working(sub, cls)
+        try:
+            sub.new(cls, *SMOKE[cls], seed=0, stand_in=spec or None)
+            expect_working(sub, cls)
+        except CheckFailure as e:  # (the signature itself is right: say so, and why it earns nothing yet)
+            raise CheckFailure(Message(f"`{cls}.__init__` has the notebook's signature; it earns this point once "
+                                       "the class works: ",
+                                       f"`{cls}.__init__`의 시그니처는 노트북과 같습니다. 클래스가 동작하면 이 점수를 "
+                                       "받습니다: ") + e.message, e.staff) from None
         return
     if [g for g in got if g in want] != [w for w in want if w in got]:  # the notebook's names, another order
         guess = [f"`{near_miss(m, got)}` -> `{m}`" for m in want if m not in got and near_miss(m, got)]
@@ -489,10 +495,13 @@ def check_signature(sub, cls: str) -> None:
              f"Give {extra} a default value or remove it: the notebook's calls do not pass it.",
              f"`{cls}.__init__`의 인자가 ({', '.join(got)})입니다. 노트북의 시그니처는 ({', '.join(want)})입니다. "
              f"{extra}에 기본값을 주거나 없애세요: 노트북의 호출은 이 인자를 넘기지 않습니다.")
+    # What no rename above gives (a missing qkv_bias beside head_num for num_heads): to add.
+    renamed_to = {w for w, g in zip(want, got) if w != g} if not guess else {m for m in missing if near_miss(m, got)}
+    unguessed = ", ".join(f"`{m}`" for m in missing if m not in renamed_to)
     fail(f"`{cls}.__init__` takes ({', '.join(got)}); the notebook's signature is ({', '.join(want)}). "
-         f"Rename: {todo}.",
+         f"Rename: {todo}." + (f" Add {unguessed}." if unguessed else ""),
          f"`{cls}.__init__`의 인자가 ({', '.join(got)})입니다. 노트북의 시그니처는 ({', '.join(want)})입니다. "
-         f"이름 바꾸기: {todo}.")
+         f"이름 바꾸기: {todo}." + (f" {unguessed}을(를) 추가하세요." if unguessed else ""))
 
 
 # ---------------------------------------------------------------------------------------------- mask

@@ -480,6 +480,12 @@ VARIANTS: list[Variant] = [
          "        ).transpose(1, 2)")),
     # The notebook's names in another order (num_heads before dropout): every check of the class failed ("got
     # multiple values for argument 'num_heads'"); the signature check alone charges the order (learners round 5).
+    V("wrapper_head_num_no_qkv_bias", ch(WR, "num_heads: int,\n                 qkv_bias: bool = False):", "head_num: int):"),
+      ch(WR, "dropout, qkv_bias) for _ in range(num_heads)", "dropout) for _ in range(head_num)"), breaks=WR,
+      says=("Rename: `head_num` -> `num_heads`. Add `qkv_bias`.", "takes no `qkv_bias`"),
+      never_says=("unexpected keyword argument 'num_heads'",),
+      why="learners round 5: the signature check named the rename only, and the qkv_bias check a TypeError about "
+          "num_heads"),
     V("mha_arguments_reordered", ch(MHA, "context_length: int, dropout: float, num_heads: int,",
                                     "context_length: int, num_heads: int, dropout: float,"), breaks=MHA,
       says=("the notebook's arguments in another order",),
