@@ -480,6 +480,11 @@ VARIANTS: list[Variant] = [
          "        ).transpose(1, 2)")),
     # The notebook's names in another order (num_heads before dropout): every check of the class failed ("got
     # multiple values for argument 'num_heads'"); the signature check alone charges the order (learners round 5).
+    V("v1_linear_layers", *(ch(V1, f"self.{w} = nn.Parameter(torch.rand(d_in, d_out))",
+                               f"self.{w} = nn.Linear(d_in, d_out, bias=False)") for w in ("W_query", "W_key", "W_value")),
+      *(ch(V1, f"x @ self.{w}", f"self.{w}(x)") for w in ("W_key", "W_query", "W_value")), breaks=V1,
+      says=("as nn.Linear layers",), never_says=("no parameter named",),
+      why="learners round 5: told that W_query was missing while listing W_query.weight"),
     V("wrapper_head_num_no_qkv_bias", ch(WR, "num_heads: int,\n                 qkv_bias: bool = False):", "head_num: int):"),
       ch(WR, "dropout, qkv_bias) for _ in range(num_heads)", "dropout) for _ in range(head_num)"), breaks=WR,
       says=("Rename: `head_num` -> `num_heads`. Add `qkv_bias`.", "takes no `qkv_bias`"),

@@ -272,7 +272,16 @@ def transplant_report(m, ref, cls, report) -> None:
     missing = sorted(needed & set(report["missing"]))
     shapes = [(n, s, r) for n, s, r in report["mismatched"] if n in needed]
     if missing or shapes:
+        listed = [n for n, _shape, _ in m.describe()["params"]]
         have = ", ".join(f"{n} {tuple(shape)}" for n, shape, _ in m.describe()["params"])
+        if missing and all(f"{n}.weight" in listed for n in missing):
+            # (W_query is an nn.Parameter in the notebook's SelfAttention_v1; W_query.weight is a layer's)
+            fail(f"`{cls}` keeps {', '.join(missing)} as nn.Linear layers ({', '.join(f'{n}.weight' for n in missing)}); "
+                 f"the notebook's {cls} keeps each as one nn.Parameter(torch.rand(d_in, d_out)) matrix and computes "
+                 "x @ W_query (the layers are SelfAttention_v2's step).",
+                 f"`{cls}`가 {', '.join(missing)}을(를) nn.Linear 층으로 둡니다 "
+                 f"({', '.join(f'{n}.weight' for n in missing)}). 노트북의 {cls}는 각각을 nn.Parameter(torch.rand(d_in, "
+                 "d_out)) 행렬 하나로 두고 x @ W_query를 계산합니다 (층은 SelfAttention_v2의 단계입니다).")
         parts_en, parts_ko = [], []
         if missing:
             parts_en.append(f"no parameter named {', '.join(missing)}")
