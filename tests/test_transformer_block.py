@@ -78,13 +78,26 @@ FAKES = {
     "fake_attn": ("        b, n, _ = x.shape\n        q = self._heads(",
                   "        return self.W_o(torch.tanh(self.W_q(x)) * self.W_k(x) + self.W_v(x))\n"
                   "        b, n, _ = x.shape\n        q = self._heads("),
+    # Round 9: the same, each with 1e-3 of the real thing added (any change at all used to count as evidence).
+    "fake_block_eps": ("        if self.norm_first:  # pre-norm: normalise what goes into each sub-layer\n",
+                       "        extra = 1e-3 * (self.attn(x, causal) + self.ff(x))\n"
+                       "        if self.norm_first:\n            return x + self.norm2(self.norm1(x) + 1.0) + extra\n"
+                       "        return self.norm2(self.norm1(x * 2.0) + x + extra)\n"
+                       "        if self.norm_first:  # pre-norm: normalise what goes into each sub-layer\n"),
+    "fake_attn_eps": ("        b, n, _ = x.shape\n        q = self._heads(",
+                      "        v = self.W_v(x)\n        steps = torch.arange(1, x.shape[1] + 1, dtype=x.dtype)[:, None]\n"
+                      "        run = torch.cumsum(v, dim=1) / steps\n"
+                      "        return self.W_o(torch.tanh(self.W_q(x)) * self.W_k(x) + v + 1e-3 * run)\n"
+                      "        b, n, _ = x.shape\n        q = self._heads("),
 }
 
 
-def test_a_block_without_attention_or_feed_forward_earns_only_its_shape_and_structure(graded):
+@pytest.mark.parametrize("student", ["fake_block", "fake_block_eps"])
+def test_a_block_without_attention_or_feed_forward_earns_only_its_shape_and_structure(graded, student):
     """x + norm2(norm1(x) + 1): it called norm1 and norm2 where the checks look and earned the residual, LayerNorm
-    placement, causality and eval-mode dropout points (15.75 of 36) without any attention or feed-forward."""
-    r = graded["fake_block"]
+    placement, causality and eval-mode dropout points (15.75 of 36) without any attention or feed-forward; with
+    1e-3 of them added it earned them again (a change of 1e-6 counted as evidence)."""
+    r = graded[student]
     block = {c.name: c for c in r.checks if c.question == "TransformerBlock"}
     earned = sorted(n for n, c in block.items() if c.score > 0)
     assert by_question(r)["TransformerBlock"] <= 3.75, earned
@@ -94,10 +107,12 @@ def test_a_block_without_attention_or_feed_forward_earns_only_its_shape_and_stru
     assert lost(r) == {"TransformerBlock"}, lost(r)
 
 
-def test_an_attention_that_maps_each_token_alone_earns_no_causality_or_eval_dropout(graded):
+@pytest.mark.parametrize("student", ["fake_attn", "fake_attn_eps"])
+def test_an_attention_that_maps_each_token_alone_earns_no_causality_or_eval_dropout(graded, student):
     """W_o(tanh(W_q x) * W_k x + W_v x) is trivially causal and drops nothing in eval mode: those points need
-    tokens that mix. The block around it is right, and keeps its residual, LayerNorm and dropout points."""
-    r = graded["fake_attn"]
+    tokens that mix (by more than 1e-3 of a running mean). The block around it is right, and keeps its residual,
+    LayerNorm and dropout points."""
+    r = graded[student]
     attn = {c.name: c for c in r.checks if c.question == "MultiHeadSelfAttention"}
     earned = sorted(n for n, c in attn.items() if c.score > 0)
     assert all("shape" in n or "has W_q" in n for n in earned), earned

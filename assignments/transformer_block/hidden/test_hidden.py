@@ -25,7 +25,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from assignments.transformer_block.common import (CONFIG, differs, expect_working, attn_text, block_text, build_attn, build_block,
+from assignments.transformer_block.common import (CONFIG, EVIDENCE, differs, expect_working, attn_text, block_text, build_attn, build_block,
                                                   blame_part, build_ffn, build_transformer, call, ffn_text,
                                                   randn, transformer_out)
 from assignments.transformer_block.hidden.diagnose import explain  # also registers the grader's bug diagnosis
@@ -660,7 +660,7 @@ def _block_evidence(sub, nf, d, h, d_ff, seed):
                if n.startswith(prefix) and type(t) is torch.Tensor and t.is_floating_point() and t.dim() == 2}
         g = torch.Generator().manual_seed(seed + 2)
         m.load_state({n: torch.randn(*t.shape, generator=g).to(t.dtype) for n, t in own.items()})
-        if not own or not differs(y, call(m, x, what)):
+        if not own or not differs(call(m, x, what), y, EVIDENCE):
             fail(f"`{what}` gives the same output whatever the weights of its {en} (self.{prefix[:-1]}): the block "
                  f"does not use its {en}, so {PROPERTIES[0]}.",
                  f"`{what}`의 출력이 {ko}(self.{prefix[:-1]})의 가중치와 상관없이 같습니다: 블록이 {ko}을(를) 쓰지 "
