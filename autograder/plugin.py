@@ -206,6 +206,9 @@ class GradingPlugin:
         Reveal.expected_values = self._public(item)
         if self.current is not None:
             self.current.take_output()
+            meta = self._meta(item)
+            if meta is not None:
+                self.current.clean_for(meta.question)  # (see Submission.taint)
 
     # ------------------------------------------------------------------ one submission
 

@@ -286,6 +286,9 @@ class Submission:
         # with this spawn, which sees what the grader sees. None: this worker is the one to use (see gpu()).
         self.gpu_spawn: Callable[[], WorkerProcess] | None = None
         self._gpu: Submission | None = None
+        # The questions whose checks may still run in this worker after the grader sent code of its own into it
+        # (the wrapper's stand-in heads, which the student's code there can keep and call): None while it has not.
+        self.tainted: frozenset[str] | None = None
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -408,6 +411,23 @@ class Submission:
         if self.worker is not None:
             self.ended.append(self.worker.kill(graceful=True))
             self.worker = None
+
+    def taint(self, questions) -> None:
+        """The grader is sending code of its own into this worker (a stand-in): from now on only the checks of
+        `questions` run in it; the next check of any other question gets a fresh worker (clean_for). Code that
+        kept the stand-in (its forward is causal attention of a kind) used it for another class's checks: a head
+        without a mask passed its causality check, a MultiHeadAttention returning zeros 8 of its points."""
+        self.tainted = frozenset(questions) | (self.tainted or frozenset())
+
+    def clean_for(self, question: str) -> None:
+        """Before a check of `question`: a fresh worker if this one holds code the grader sent for other questions'
+        checks. (Not a restart of the student's: it costs them nothing.)"""
+        if self.tainted is None or question in self.tainted:
+            return
+        if self.worker is not None:
+            self.ended.append(self.worker.kill(graceful=True))
+            self.worker = None
+        self.tainted = None
 
     def gpu(self) -> "Submission":
         """The submission as the checks that run on a real GPU see it: its own worker (started once, when first

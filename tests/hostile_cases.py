@@ -514,6 +514,12 @@ CASES: tuple[Case, ...] = (
               _protocol.send = _lying_send
           """), base="skeleton"),
     # Only the honest CausalAttention earns (25); every Liar output is refused as a tensor subclass.
+    # Red team, round 9: the stand-in class kept by the student's wrapper and called by their other classes. The
+    # checks of every other question run in a fresh worker that never held it (Submission.taint): 62, as the same
+    # code without the trick.
+    K("stand_in_kept_by_other_classes", "its wrapper keeps the grader's stand-in head class; its head (no mask) and "
+      "MultiHeadAttention (zeros) then call that class's forward", 62, "checks",
+      "`MultiHeadAttention` gave the same output for two different inputs"),
     K("lie_tensor_subclass", "returns tensor subclasses whose __eq__ and __torch_function__ claim equality with "
       "anything; only CausalAttention is honest", 25, "checks", "returned Liar (a torch.Tensor subclass)"),
     # Its classes return the notebook's printed tensors: constants, so no class check pays (figures, signatures

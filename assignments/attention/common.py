@@ -834,6 +834,7 @@ def stand_in(sub) -> dict[str, str] | None:
                     f"MultiHeadAttentionWrapper는 `{head}` 대신 채점기의 대체 헤드로 채점했습니다. `{head}`는 인자를 "
                     "노트북과 다른 순서로 받는데, 래퍼는 노트북의 순서로 넘깁니다: 래퍼는 자기 코드로 점수를 받고, "
                     "순서는 CausalAttention에서만 감점됩니다."))
+                sub.taint({"MultiHeadAttentionWrapper"})
                 return _stand_in_spec(sub)
         except CheckFailure:
             _STAND_IN_USED[sub] = True
@@ -845,6 +846,7 @@ def stand_in(sub) -> dict[str, str] | None:
                 "(해당 검사 참고): 래퍼는 자기 코드로 점수를 받고, 헤드의 잘못은 CausalAttention에서만 감점됩니다."))
     if not _STAND_IN_USED[sub]:
         return None
+    sub.taint({"MultiHeadAttentionWrapper"})
     return _stand_in_spec(sub)
 
 
