@@ -520,6 +520,12 @@ CASES: tuple[Case, ...] = (
     K("stand_in_kept_by_other_classes", "its wrapper keeps the grader's stand-in head class; its head (no mask) and "
       "MultiHeadAttention (zeros) then call that class's forward", 62, "checks",
       "`MultiHeadAttention` gave the same output for two different inputs"),
+    # Red team, round 9: not attention, with projections the names do not tell: a fused one (its thirds are the
+    # roles) and three unnamed ones (each tried as the values). 55, as the same code with the notebook's names.
+    K("gate_fused_projection_fake", "a gated running mean, not attention, computed through one fused c_attn "
+      "projection", 55, "checks", "with W_value zero its output still differs from token to token"),
+    K("gate_unnamed_projections_fake", "a gated running mean, not attention, through projections named lin_a, "
+      "lin_b, lin_c", 55, "checks", "with W_value zero its output still differs from token to token"),
     K("lie_tensor_subclass", "returns tensor subclasses whose __eq__ and __torch_function__ claim equality with "
       "anything; only CausalAttention is honest", 25, "checks", "returned Liar (a torch.Tensor subclass)"),
     # Its classes return the notebook's printed tensors: constants, so no class check pays (figures, signatures

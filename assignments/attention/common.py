@@ -286,55 +286,110 @@ class _OneByOne(_Ahead):
         return self.m.seq(st)[0]
 
 
-def _expect_attention_roles(req: _Ahead, y, weights: dict, cls: str) -> None:
-    """Where the projections can be told by their names, the output must be attention's: weights from the
-    queries and keys applied to the values. Without values (all value weights and biases zero) every token's
-    output is the same (an out_proj bias at most), and other query or key weights change the output. A module
-    that adds something besides the weighted values, or whose weights ignore the queries and keys, is not
-    attention (seen: a running mean of gated projections passed the other tests and earned 36 points)."""
+def _role_guesses(weights: dict) -> list[tuple[dict, dict]]:
+    """Which weights are the values and which the queries and keys, as ({name: rows}, {name: rows}) pairs (rows: a
+    slice of a fused projection's, or None for all of it), each a guess the role tests may try:
+    - by name (W_value, v_proj, values...): one guess;
+    - else one fused projection (nn.Linear(d_in, 3 * d_out), a weight of three times the rows of nothing named):
+      its thirds as query, key and value;
+    - else the first three unnamed weights of one shape, in creation order, each tried as the values (the
+      queries and keys are the other two; which of those is which the tests do not need).
+    [] where none applies. Without the last two, a module whose projections the names did not tell skipped the role
+    tests (red team: a running mean of gated projections in a fused c_attn, or in lin_a, lin_b, lin_c, earned the
+    property checks)."""
     roles = {n: _role(n) for n in weights}
-    values = [n for n, r in roles.items() if r == "value"]
-    scores = [n for n, r in roles.items() if r in ("query", "key")]
+    values = {n: None for n, r in roles.items() if r == "value"}
     if values:
-        req.ask(req.roles[0])
-        y0 = expect_tensor(req.ask(req.roles[1])["out"], f"{cls}(...)(x)")
+        return [(values, {n: None for n, r in roles.items() if r in ("query", "key")})]
+    unnamed = [n for n, r in roles.items() if r is None and n.endswith("weight") and weights[n].dim() == 2]
+
+    def bias(n: str) -> list[str]:
+        b = n[:-len("weight")] + "bias"
+        return [b] if b in weights and weights[b].dim() == 1 and len(weights[b]) == len(weights[n]) else []
+    shapes = [tuple(weights[n].shape) for n in unnamed]
+    fused = [n for n in unnamed if weights[n].shape[0] % 3 == 0 and shapes.count(tuple(weights[n].shape)) == 1
+             and not any(o != n and weights[o].shape[1] == weights[n].shape[1] and weights[o].shape[0] % 3 == 0
+                         for o in unnamed)]
+    if len(fused) == 1:
+        n = fused[0]
+        k = weights[n].shape[0] // 3
+        third = lambda i: slice(i * k, (i + 1) * k)  # noqa: E731
+        parts = [n, *bias(n)]
+        return [({m: third(2) for m in parts}, {m: slice(0, 2 * k) for m in parts})]
+    for shape in dict.fromkeys(shapes):
+        same = [n for n in unnamed if tuple(weights[n].shape) == shape][:3]
+        if len(same) == 3:
+            return [({m: None for m in [v, *bias(v)]}, {m: None for o in same if o != v for m in [o, *bias(o)]})
+                    for v in same]
+    return []
+
+
+def _set_rows(t: torch.Tensor, rows, value: torch.Tensor) -> torch.Tensor:
+    """`t` with `rows` (None: all) replaced by the same rows of `value`."""
+    if rows is None:
+        return value.clone()
+    out = t.clone()
+    out[rows] = value[rows]
+    return out
+
+
+def _expect_attention_roles(req: _Ahead, y, weights: dict, cls: str) -> None:
+    """Where the projections can be told apart (by their names, a fused projection's thirds, or creation order), the
+    output must be attention's: weights from the queries and keys applied to the values. Without values (all value
+    weights and biases zero) every token's output is the same (an out_proj bias at most), and other query or key
+    weights change the output. A module that adds something besides the weighted values, or whose weights ignore
+    the queries and keys, is not attention (seen: a running mean of gated projections passed the other tests and
+    earned 36 points). Where the values are a guess among three, one guess must pass both."""
+    guesses = _role_guesses(weights)
+    if not guesses:
+        return
+    asked = iter(req.roles)
+    failure = None
+    for values, scores in guesses:
+        req.ask(next(asked))
+        y0 = expect_tensor(req.ask(next(asked))["out"], f"{cls}(...)(x)")
+        req.ask(next(asked))
+        moved = expect_tensor(req.ask(next(asked))["out"], f"{cls}(...)(x)")
+        req.ask(next(asked))  # (the weights as they were)
         flat = y0.reshape(-1, y0.shape[-1]).double() if y0.dim() >= 1 else y0.double()
         if y0.dim() >= 2 and bool(torch.isfinite(flat).all()) and float((flat - flat[:1]).abs().max()) > 1e-5:
             if type(y) is torch.Tensor and y.shape == y0.shape and torch.allclose(y.double(), y0.double()):
                 # Nothing changed at all: the values come from another weight (seen: `x @ self.W_key` typed twice).
-                fail(f"`{cls}`: its output did not change when W_value was set to zero, so forward does not use "
-                     "W_value: compute the values with it (values = x @ self.W_value, or self.W_value(x)), not "
-                     "with W_key or W_query. This check counts only for a working class.",
-                     f"`{cls}`: W_value를 0으로 해도 출력이 전혀 바뀌지 않았습니다. 즉 forward가 W_value를 쓰지 "
-                     "않습니다: 값(value)은 W_key나 W_query가 아니라 W_value로 계산하세요 (values = x @ "
-                     "self.W_value 또는 self.W_value(x)). 이 검사는 동작하는 클래스에만 점수를 줍니다.")
-            fail(f"`{cls}`: with W_value zero its output still differs from token to token, so forward adds something "
-                 "besides the attention-weighted values. This check counts only for a working class.",
-                 f"`{cls}`: W_value를 0으로 해도 출력이 토큰마다 다릅니다. 즉 forward가 어텐션 가중치를 곱한 값(value) "
-                 "외에 다른 것을 더합니다. 이 검사는 동작하는 클래스에만 점수를 줍니다.")
-    if values and scores:  # the values back as they were, other queries and keys (the module is the gate's own)
-        req.ask(req.roles[2])
-        moved = expect_tensor(req.ask(req.roles[3])["out"], f"{cls}(...)(x)")
-        if not _differs(y, moved):
-            fail(f"`{cls}`'s output does not change when W_query and W_key change: the attention weights must come "
-                 "from the scores of queries and keys. This check counts only for a working class.",
-                 f"W_query와 W_key를 바꿔도 `{cls}`의 출력이 바뀌지 않습니다: 어텐션 가중치는 쿼리와 키의 점수에서 "
-                 "나와야 합니다. 이 검사는 동작하는 클래스에만 점수를 줍니다.")
+                failure = failure or Message(
+                    f"`{cls}`: its output did not change when W_value was set to zero, so forward does not use "
+                    "W_value: compute the values with it (values = x @ self.W_value, or self.W_value(x)), not "
+                    "with W_key or W_query. This check counts only for a working class.",
+                    f"`{cls}`: W_value를 0으로 해도 출력이 전혀 바뀌지 않았습니다. 즉 forward가 W_value를 쓰지 "
+                    "않습니다: 값(value)은 W_key나 W_query가 아니라 W_value로 계산하세요 (values = x @ "
+                    "self.W_value 또는 self.W_value(x)). 이 검사는 동작하는 클래스에만 점수를 줍니다.")
+            failure = failure or Message(
+                f"`{cls}`: with W_value zero its output still differs from token to token, so forward adds something "
+                "besides the attention-weighted values. This check counts only for a working class.",
+                f"`{cls}`: W_value를 0으로 해도 출력이 토큰마다 다릅니다. 즉 forward가 어텐션 가중치를 곱한 값(value) "
+                "외에 다른 것을 더합니다. 이 검사는 동작하는 클래스에만 점수를 줍니다.")
+            continue
+        if scores and not _differs(y, moved):
+            failure = failure or Message(
+                f"`{cls}`'s output does not change when W_query and W_key change: the attention weights must come "
+                "from the scores of queries and keys. This check counts only for a working class.",
+                f"W_query와 W_key를 바꿔도 `{cls}`의 출력이 바뀌지 않습니다: 어텐션 가중치는 쿼리와 키의 점수에서 "
+                "나와야 합니다. 이 검사는 동작하는 클래스에만 점수를 줍니다.")
+            continue
+        return
+    raise CheckFailure(failure)
 
 
 def _role_steps(x, weights: dict, g: torch.Generator) -> list:
-    """The requests of _expect_attention_roles, in its order, drawing from `g` what it draws: zero values, a call,
-    the values back with other queries and keys, a call (those its projections' names call for)."""
-    roles = {n: _role(n) for n in weights}
-    values = [n for n, r in roles.items() if r == "value"]
-    scores = [n for n, r in roles.items() if r in ("query", "key")]
+    """The requests of _expect_attention_roles, in its order, drawing from `g` what it draws: for each guess, the
+    values zero, a call, the values back with other queries and keys, a call; then the weights as they were."""
     steps = []
-    if values:
-        steps += [step("load_state", {n: torch.zeros_like(weights[n]) for n in values}), step("call", x)]
-    if values and scores:
-        steps += [step("load_state", {**{n: weights[n] for n in values},
-                                      **{n: torch.randn(*weights[n].shape, generator=g).to(weights[n].dtype)
-                                         for n in scores}}), step("call", x)]
+    for values, scores in _role_guesses(weights):
+        steps += [step("load_state", {n: _set_rows(weights[n], r, torch.zeros_like(weights[n]))
+                                      for n, r in values.items()}), step("call", x)]
+        other = {n: torch.randn(*weights[n].shape, generator=g).to(weights[n].dtype) for n in scores}
+        moved = {n: _set_rows(weights[n], r, other[n]) for n, r in scores.items()}
+        steps += [step("load_state", {**{n: weights[n] for n in values}, **moved}), step("call", x),
+                  step("load_state", {n: weights[n] for n in {**values, **scores}})]  # as they were, for the next
     return steps
 
 

@@ -14,7 +14,7 @@ from typing import Any, Callable
 import torch
 
 from autograder.checks import CheckFailure, expect_close, expect_shape, expect_tensor, fail
-from autograder.messages import Message
+from autograder.messages import Message, near_miss
 
 KEYS = ("Q_feat", "K_feat", "V_feat", "Q_split", "K_split", "V_split", "scores", "attention",
         "x_raw", "x_rsh1", "x_rsh2", "x")
@@ -107,9 +107,36 @@ def call_text(d_feat: int, n_head: int, **kw: Any) -> str:
 
 def build_mha(sub, d_feat: int, n_head: int, *, seed: int, dropout_p: float = 0.1, USE_BIAS: bool = True,
               **extra: Any):
-    """Construct with the notes' keyword names (actv and device keep their defaults unless given in extra)."""
-    return sub.new(mha_class(sub), d_feat=d_feat, n_head=n_head, USE_BIAS=USE_BIAS, dropout_p=dropout_p,
-                   seed=seed, **extra)
+    """Construct with the notes' keyword names (actv and device keep their defaults unless given in extra), each
+    under the student's own spelling of it where that differs only in case or by a near miss (use_bias: every check
+    of a right class failed with "unexpected keyword argument 'USE_BIAS'"; the signature check charges it, once)."""
+    cls = mha_class(sub)
+    theirs = student_names(sub, cls)
+    kw = {"d_feat": d_feat, "n_head": n_head, "USE_BIAS": USE_BIAS, "dropout_p": dropout_p, **extra}
+    return sub.new(cls, seed=seed, **{theirs.get(k, k): v for k, v in kw.items()})
+
+
+def student_names(sub, cls: str) -> dict[str, str]:
+    """The notes' argument -> the student's name for it, where the student has not the notes' name but one name
+    that differs from it only in case, or is its near miss (and not another of the notes' names). Asked once."""
+    key = ("student_names", cls)
+    if key not in sub.memo:
+        try:
+            names = [p["name"] for p in sub.signature(cls) if p["kind"] in ("POSITIONAL_OR_KEYWORD", "KEYWORD_ONLY")]
+        except CheckFailure:
+            names = []
+        notes = [n for n, _ in SIGNATURE]
+        out = {}
+        for want in notes:
+            if want in names:
+                continue
+            same = [n for n in names if n.lower() == want.lower() and n not in notes]
+            near = near_miss(want, [n for n in names if n not in notes])
+            pick = same[0] if len(same) == 1 else near
+            if pick is not None and pick not in out.values():
+                out[want] = pick
+        sub.memo[key] = out
+    return sub.memo[key]
 
 
 def _default_matches(got: str | None, want: str) -> bool:
@@ -141,6 +168,10 @@ def check_signature(sub) -> None:
     want_text = ", ".join(f"{n}={'F.relu' if d == 'relu' else d}" for n, d in SIGNATURE)
     got_text = ", ".join(n if d is None else f"{n}={readable_default(d)}" for n, d in got)
     names, want_names = [n for n, _ in got], [n for n, _ in SIGNATURE]
+    signature = SIGNATURE
+    if "device" not in names:  # missing: charged once, by the check that `device` is accepted
+        signature = tuple(x for x in SIGNATURE if x[0] != "device")
+        want_names = [n for n, _ in signature]
     trailing = got[len(want_names):]
     if names[:len(want_names)] == want_names and trailing and all(d is not None for _, d in trailing):
         names, got = names[:len(want_names)], got[:len(want_names)]  # extra trailing arguments with defaults
@@ -161,7 +192,7 @@ def check_signature(sub) -> None:
                                             "순서가 다릅니다" if not missing and not extra else ""]))
         fail(f"`{cls}.__init__` takes ({got_text}); the notes' signature is ({want_text}) ({detail_en}).",
              f"`{cls}.__init__`의 인자가 ({got_text})입니다. 노트의 시그니처는 ({want_text})입니다 ({detail_ko}).")
-    wrong = [(n, d, w) for (n, d), (_, w) in zip(got, SIGNATURE) if not _default_matches(d, w)]
+    wrong = [(n, d, w) for (n, d), (_, w) in zip(got, signature) if not _default_matches(d, w)]
     if wrong:
         shown = ", ".join(f"{n}={'(none)' if d is None else readable_default(d)} (notes: "
                           f"{'F.relu' if w == 'relu' else w})" for n, d, w in wrong)

@@ -63,6 +63,10 @@ VARIANTS: list[Variant] = [
                            "self.W_q = nn.Linear(d_model, d_model, bias=False)"), breaks=ATTN,
       says=("W_q.bias",), why="PyTorch's query bias cannot be copied in; the block is judged with the student's "
                               "own attention"),
+    V("attn_class_misspelt", ch("", "class MultiHeadSelfAttention(", "class MultiheadSelfAttention("),
+      ch(BLOCK, "MultiHeadSelfAttention(", "MultiheadSelfAttention("), breaks=ATTN,
+      says=("`MultiheadSelfAttention`",),
+      why="learners round 5: the block's structure check charged the part's name a second time"),
     # ---------------------------------------------------------------- FeedForward
     V("ffn_gelu", ch(FFN, "F.relu(", "F.gelu("), breaks=FFN,
       en="the feed-forward network uses GELU; the block (like nn.TransformerEncoderLayer's default) uses ReLU",

@@ -10,6 +10,7 @@ from assignments.transformer_block.common import (attn_params, attn_text, block_
                                                   check_transformer_config, fail_leak, ffn_params, ffn_text,
                                                   blame_part, expect_working, randn, transformer_out)
 from autograder.checks import CheckFailure, check, expect_shape, fail
+from autograder.messages import near_miss
 
 # ------------------------------------------------------------------------------- MultiHeadSelfAttention
 
@@ -75,8 +76,12 @@ def test_block_structure(sub):
     info = build_block(sub, 8, 2, 12, seed=4).describe()
     modules = dict(info.get("modules", []))
     want = {"attn": "MultiHeadSelfAttention", "ff": "FeedForward", "norm1": "LayerNorm", "norm2": "LayerNorm"}
+    # A part under the student's misspelt name of it (MultiheadSelfAttention) is that part: the name is charged in
+    # the part's question, where its rename hint is.
+    classes = [n for n, kind in sub.names.items() if kind == "class"]
+    own = {t: t if t in sub.names else near_miss(t, classes) for t in set(want.values()) if t != "LayerNorm"}
     wrong = [f"self.{n} should be a {t} (found {modules.get(n, 'nothing')})" for n, t in want.items()
-             if modules.get(n) != t]
+             if modules.get(n) not in (t, own.get(t))]
     if wrong:
         fail(f"`TransformerBlock` is not built from the template's parts: {'; '.join(wrong)}.",
              f"`TransformerBlock`이 템플릿의 구성 요소로 만들어지지 않았습니다: {'; '.join(wrong)}.")
