@@ -307,6 +307,17 @@ def main(*, submissions: Path, out: Path, assignment: Assignment, workers: int =
     if summary.reused:
         echo(f"{summary.reuse_note(lang)}; " + ("모두 다시 채점하려면 --force.\n" if lang == "ko" else
                                                 "use --force to regrade everything.\n"))
+    # An id now given to another file than the one its result was graded from (kim.py removed: kim_.py, which was
+    # kim-2, is now kim): that result is another submission's, and is set aside before this run writes over it.
+    from .safetext import shown_name
+    for job in todo:
+        old = out / f"{job.student}.json"
+        if job.path is None or not old.is_file():
+            continue
+        prev = read_result(old)
+        if prev is not None and prev.submission and prev.submission != shown_name(job.path.name):
+            if _move_aside(out, old):
+                summary.set_aside.append(job.student)
 
     progress = Progress(len(todo), echo, tty, lang)
     events: queue.Queue = queue.Queue()
@@ -426,7 +437,7 @@ def main(*, submissions: Path, out: Path, assignment: Assignment, workers: int =
         # Always, even when the loop above failed: the CSVs hold every result this run got.
         write_atomic(out / "scores.csv", csv_text(summary.results, assignment.question_ids))
         write_atomic(out / "grades.csv", grades_csv_text(summary.results, assignment.question_ids))  # for an LMS
-    summary.set_aside = _set_aside(out, {job.student for job in jobs})
+    summary.set_aside += _set_aside(out, {job.student for job in jobs})
     if summary.set_aside:
         n = len(summary.set_aside)
         shown = ", ".join(discover.student_id(i) for i in summary.set_aside[:5]) + (" ..." if n > 5 else "")
@@ -451,15 +462,25 @@ def _set_aside(out: Path, ids: set[str]) -> list[str]:
     except OSError:
         return moved
     for p in names:
-        if read_result(p) is None:
-            continue
-        try:
-            (out / SET_ASIDE).mkdir(exist_ok=True)
-            os.replace(p, out / SET_ASIDE / p.name)
+        if read_result(p) is not None and _move_aside(out, p):
             moved.append(p.stem)
-        except OSError:
-            pass  # (a read-only results disk: left where it is)
     return moved
+
+
+def _move_aside(out: Path, p: Path) -> bool:
+    """Move result file `p` into out/no_submission/, under a name no earlier one there has (kim.json, kim-1.json,
+    ...): never over another. False where it cannot be moved (a read-only results disk: left where it is)."""
+    try:
+        folder = out / SET_ASIDE
+        folder.mkdir(exist_ok=True)
+        target, n = folder / p.name, 0
+        while target.exists():
+            n += 1
+            target = folder / f"{p.stem}-{n}{p.suffix}"
+        os.replace(p, target)
+        return True
+    except OSError:
+        return False
 
 
 def _others(jobs: list[Job], only: list[str], out: Path) -> set[str]:

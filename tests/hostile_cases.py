@@ -526,6 +526,17 @@ CASES: tuple[Case, ...] = (
       "projection", 55, "checks", "with W_value zero its output still differs from token to token"),
     K("gate_unnamed_projections_fake", "a gated running mean, not attention, through projections named lin_a, "
       "lin_b, lin_c", 55, "checks", "with W_value zero its output still differs from token to token"),
+    # Red team, round 10: more projections the names do not tell (raw parameters, a decoy fused layer, out_proj
+    # created first, a scalar named value_scale): each role guess is tried, and MultiHeadAttention needs two (its
+    # values and its output layer, which no test tells apart). 55, as with the notebook's names.
+    K("gate_raw_parameters_fake", "a gated running mean through raw parameters P_a, P_b, P_c", 55, "checks",
+      "with W_value zero its output still differs from token to token"),
+    K("gate_two_fused_projections_fake", "a gated running mean through a fused c_attn beside a decoy c_gate", 55,
+      "checks", "with W_value zero its output still differs from token to token"),
+    K("gate_out_proj_first_fake", "a gated running mean through unnamed projections, out_proj created first", 55,
+      "checks", "`MultiHeadAttention`"),
+    K("gate_value_scale_fake", "a gated running mean times a scalar named value_scale", 55, "checks",
+      "`CausalAttention`"),
     K("lie_tensor_subclass", "returns tensor subclasses whose __eq__ and __torch_function__ claim equality with "
       "anything; only CausalAttention is honest", 25, "checks", "returned Liar (a torch.Tensor subclass)"),
     # Its classes return the notebook's printed tensors: constants, so no class check pays (figures, signatures

@@ -94,6 +94,23 @@ def test_a_result_whose_submission_is_gone_is_moved_out_of_the_results_folder(tm
     assert sorted(r.split(",")[0] for r in rows) == ["s00", "s02b"]
     third = batch.main(submissions=subs, out=out, assignment=a, echo=lambda _m: None, only=["s00"])
     assert third.set_aside == [] and (out / batch.SET_ASIDE / "s01.json").exists()
+    # Red team (round 10): kim.py (100) and kim_.py (graded as kim-2); kim.py removed, kim_.py is now `kim` and its
+    # result was written over the removed student's 100. Both old results are set aside, none over another.
+    for f in subs.iterdir():
+        f.unlink()
+    (subs / "kim.py").write_text(REFERENCE.read_text())
+    (subs / "kim_.py").write_text(SKELETON.read_text())
+    batch.main(submissions=subs, out=out, assignment=a, echo=lambda _m: None)
+    assert json.loads((out / "kim.json").read_text())["score"] == 100 and (out / "kim-2.json").exists()
+    (out / batch.SET_ASIDE / "kim.json").write_text((out / "kim.json").read_text())  # an older one set aside before
+    (subs / "kim.py").unlink()
+    again = batch.main(submissions=subs, out=out, assignment=a, echo=lambda _m: None)
+    assert sorted(again.set_aside) == ["kim", "kim-2"], again.set_aside
+    assert json.loads((out / "kim.json").read_text())["score"] == 0  # kim_.py's, under its new id
+    kept = sorted(p.name for p in (out / batch.SET_ASIDE).glob("kim*.json"))
+    assert kept == ["kim-1.json", "kim-2.json", "kim.json"], kept
+    scores = sorted(json.loads((out / batch.SET_ASIDE / n).read_text())["score"] for n in kept)
+    assert scores == [0.0, 100.0, 100.0], scores  # the removed kim's 100 (twice: the older copy kept) and kim-2's 0
 
 
 def test_progress_line_has_count_rate_and_eta():

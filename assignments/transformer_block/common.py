@@ -119,7 +119,7 @@ def expect_working(m, d: int, seed: int, what: str, causal: bool | None = True, 
     y_new = None
     if params:
         g = torch.Generator().manual_seed(seed + 1)
-        m.load_state({n: torch.randn(*t.shape, generator=g).to(t.dtype) for n, t in params.items()})
+        m.load_state({n: torch.randn(tuple(t.shape), generator=g).to(t.dtype) for n, t in params.items()})
         y_new = call(m, x, what, causal=causal)
     if not differs(y_new, y, EVIDENCE):
         fail(f"`{what}` gives the same output when its weights change: it does not compute with them, so "

@@ -401,6 +401,12 @@ VARIANTS: list[Variant] = [
              "        values = self.W_value(x)", "queries, keys, values = self.W_qkv(x).split(self.d_out, dim=-1)"),
       why="fidelity round 7 (nanoGPT's fused projection): the weights were not copied in, and every check that "
           "copies them failed (7 to 10 points)"),
+    V("ok_learnable_temperature", ch(CA, '        self.register_buffer("mask"',
+                                     '        self.temperature = nn.Parameter(torch.tensor(1.0))\n'
+                                     '        self.register_buffer("mask"'),
+      ch(CA, "scores / keys.shape[-1] ** 0.5, dim=-1)", "scores / keys.shape[-1] ** 0.5 * self.temperature, dim=-1)"),
+      why="red team round 10: a 0-dim parameter crashed the gate (torch.randn(*())): every CausalAttention and "
+          "wrapper check read as the grader's internal error"),
     V("ok_heads_sequential", ch(WR, "self.heads = nn.ModuleList(\n            [", "self.heads = nn.Sequential(\n            *["),
       why="fidelity round 7: an nn.Sequential registers its heads as a ModuleList does, and was told that PyTorch "
           "does not see their weights"),

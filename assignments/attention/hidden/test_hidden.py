@@ -525,7 +525,7 @@ def _bias_changes_output(m, ref, biases, cls, seed, b, T, d_in, what, names) -> 
     g = torch.Generator().manual_seed(seed)
     outs = []
     for scale in (0.0, 1.0):
-        m.load_state(as_student(names, {n: torch.randn(*ref.get_parameter(n).shape, generator=g) * scale
+        m.load_state(as_student(names, {n: torch.randn(tuple(ref.get_parameter(n).shape), generator=g) * scale
                                         for n in biases}))
         outs.append(expect_tensor(m(x), what))
     if not _changed(*outs):

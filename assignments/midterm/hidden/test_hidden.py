@@ -226,7 +226,7 @@ def test_block_uses_drop_rate(sub, options):
     y = call(m, x, what="TransformerBlock(12, 3)(x)")
     params = {n: t for n, t in m.state().get("params", {}).items() if type(t) is torch.Tensor and t.is_floating_point()}
     g = torch.Generator().manual_seed(54)
-    m.load_state({n: torch.randn(*t.shape, generator=g) for n, t in params.items()})
+    m.load_state({n: torch.randn(tuple(t.shape), generator=g) for n, t in params.items()})
     y2 = call(m, x, what="TransformerBlock(12, 3)(x)")
     if not params or y2.shape != y.shape or not bool((y2 - y).abs().max() > 1e-6):
         fail("`TransformerBlock(12, 3)`'s output does not change with its weights: this check counts only for a "

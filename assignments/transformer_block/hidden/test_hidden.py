@@ -659,7 +659,7 @@ def _block_evidence(sub, nf, d, h, d_ff, seed):
         own = {n: t for n, t in m.state()["params"].items()
                if n.startswith(prefix) and type(t) is torch.Tensor and t.is_floating_point() and t.dim() == 2}
         g = torch.Generator().manual_seed(seed + 2)
-        m.load_state({n: torch.randn(*t.shape, generator=g).to(t.dtype) for n, t in own.items()})
+        m.load_state({n: torch.randn(tuple(t.shape), generator=g).to(t.dtype) for n, t in own.items()})
         if not own or not differs(call(m, x, what), y, EVIDENCE):
             fail(f"`{what}` gives the same output whatever the weights of its {en} (self.{prefix[:-1]}): the block "
                  f"does not use its {en}, so {PROPERTIES[0]}.",
