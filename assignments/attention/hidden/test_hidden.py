@@ -540,7 +540,9 @@ def with_qkv_bias(sub, cls):
     bias values give another output. Judged on its own: a bug elsewhere in forward is charged elsewhere."""
     expect_working(sub, cls)
     params = sub.signature(cls)
-    if not any(p.get("name") == "qkv_bias" or p.get("kind") == "VAR_KEYWORD" for p in params):
+    placed = [p for p in params if p.get("kind") == "POSITIONAL_OR_KEYWORD"]
+    if not any(p.get("name") == "qkv_bias" or p.get("kind") == "VAR_KEYWORD" for p in params) \
+            and len(placed) <= common.SIGNATURES[cls].index("qkv_bias"):  # (nothing in its place: `bias` would be)
         # (said in these words, not as the TypeError of another argument the check passes by name)
         heads = cls == "MultiHeadAttentionWrapper"
         fail(f"`{cls}.__init__` takes no `qkv_bias`, so `qkv_bias=True` cannot give the projections a bias: add "
