@@ -38,6 +38,9 @@ class Assignment:
     limits: Limits = field(default_factory=Limits)
     options: dict = field(default_factory=dict)
     aliases: dict = field(default_factory=dict)  # another accepted name -> the name the questions use
+    # Questions whose checks run after every other question's (the results keep the checks' own order): the
+    # attention lab's wrapper, whose checks may send the grader's stand-in heads into the worker (proxy.taint).
+    run_last: tuple[str, ...] = ()
     ko: dict = field(default_factory=dict)  # ko.toml: Korean title, question titles, check names
 
     def title_in(self, lang: str) -> str:
@@ -108,6 +111,7 @@ def load(name: str) -> Assignment:
             hidden_visibility=vis,
             private=tuple((folder / p).resolve() for p in cfg.get("private", ["hidden"])),
             limits=limits, options=dict(cfg.get("options", {})), aliases=dict(cfg.get("aliases", {})),
+            run_last=tuple(cfg.get("run_last", ())),
             ko=_toml(folder / "ko.toml") if (folder / "ko.toml").is_file() else {})
     except (KeyError, TypeError, ValueError, tomllib.TOMLDecodeError) as e:
         raise AssignmentError(f"{cfg_path}: {e}") from None

@@ -404,6 +404,9 @@ class GradingPlugin:
         if self.collect_errors or not session.items:
             raise RuntimeError("the assignment's checks could not be collected:\n" + "\n".join(self.collect_errors))
         items = session.items
+        # The assignment's run_last questions after the rest (a stable sort); results list the checks in `items`' order.
+        last = set(self.assignment.run_last)
+        run_order = sorted(items, key=lambda it: self._meta(it).question in last) if last else items
         # A list of jobs (`grade check`, Gradescope: one) says which is the last: no worker is started ahead after
         # it. Jobs read from a pipe (`grade batch`) may always have a next one.
         count = len(self.jobs) if isinstance(self.jobs, (list, tuple)) else None
@@ -414,11 +417,11 @@ class GradingPlugin:
                 try:
                     result = self._begin(job)
                     if result.error is None:
-                        for i, item in enumerate(items):
+                        for i, item in enumerate(run_order):
                             if self._direct(item):
                                 self._run_direct(item)
                                 continue
-                            nxt = items[i + 1] if i + 1 < len(items) else None
+                            nxt = run_order[i + 1] if i + 1 < len(run_order) else None
                             # Setup, call and teardown with their hooks (our makereport records the outcome);
                             # no log hooks: no terminal reporter is listening, and they ran 5 times per check.
                             runtestprotocol(item, nextitem=nxt, log=False)

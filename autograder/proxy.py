@@ -289,6 +289,7 @@ class Submission:
         # The questions whose checks may still run in this worker after the grader sent code of its own into it
         # (the wrapper's stand-in heads, which the student's code there can keep and call): None while it has not.
         self.tainted: frozenset[str] | None = None
+        self.taint_needless: Callable[[str], bool] | None = None
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -412,18 +413,22 @@ class Submission:
             self.ended.append(self.worker.kill(graceful=True))
             self.worker = None
 
-    def taint(self, questions) -> None:
+    def taint(self, questions, needless: Callable[[str], bool] | None = None) -> None:
         """The grader is sending code of its own into this worker (a stand-in): from now on only the checks of
         `questions` run in it; the next check of any other question gets a fresh worker (clean_for). Code that
         kept the stand-in (its forward is causal attention of a kind) used it for another class's checks: a head
         without a mask passed its causality check, a MultiHeadAttention returning zeros 8 of its points."""
         self.tainted = frozenset(questions) | (self.tainted or frozenset())
+        if needless is not None:
+            self.taint_needless = needless  # (a question whose checks can earn nothing more: no fresh worker)
 
     def clean_for(self, question: str) -> None:
         """Before a check of `question`: a fresh worker if this one holds code the grader sent for other questions'
         checks. (Not a restart of the student's: it costs them nothing.)"""
         if self.tainted is None or question in self.tainted:
             return
+        if self.taint_needless is not None and self.taint_needless(question):
+            return  # (still tainted: the next question that can earn gets the fresh worker)
         if self.worker is not None:
             self.ended.append(self.worker.kill(graceful=True))
             self.worker = None

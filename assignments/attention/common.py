@@ -917,7 +917,7 @@ def stand_in(sub) -> dict[str, str] | None:
                     f"MultiHeadAttentionWrapper는 `{head}` 대신 채점기의 대체 헤드로 채점했습니다. `{head}`는 인자를 "
                     "노트북과 다른 순서로 받는데, 래퍼는 노트북의 순서로 넘깁니다: 래퍼는 자기 코드로 점수를 받고, "
                     "순서는 CausalAttention에서만 감점됩니다."))
-                sub.taint({"MultiHeadAttentionWrapper"})
+                sub.taint({"MultiHeadAttentionWrapper"}, needless=_gate_failed_of(sub))
                 return _stand_in_spec(sub)
         except CheckFailure:
             _STAND_IN_USED[sub] = True
@@ -929,11 +929,23 @@ def stand_in(sub) -> dict[str, str] | None:
                 "(해당 검사 참고): 래퍼는 자기 코드로 점수를 받고, 헤드의 잘못은 CausalAttention에서만 감점됩니다."))
     if not _STAND_IN_USED[sub]:
         return None
-    sub.taint({"MultiHeadAttentionWrapper"})
+    sub.taint({"MultiHeadAttentionWrapper"}, needless=_gate_failed_of(sub))
     return _stand_in_spec(sub)
 
 
 HEAD_ARGS = ("d_in", "d_out", "context_length", "dropout", "qkv_bias")
+
+
+def _gate_failed_of(sub) -> Callable[[str], bool]:
+    """_gate_failed for this submission, holding it weakly (the submission keeps the function)."""
+    ref = weakref.ref(sub)
+    return lambda question: ref() is not None and _gate_failed(ref(), question)
+
+
+def _gate_failed(sub, question: str) -> bool:
+    """Whether `question` is a class whose evidence gate has already failed: none of its checks can earn anything,
+    so they need no fresh worker after a stand-in (Submission.taint)."""
+    return (_EVIDENCE.get(sub) or {}).get(question) is not None
 
 
 def _wrapper_misplaces_head_args(sub, head: str) -> bool:
