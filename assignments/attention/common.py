@@ -291,12 +291,13 @@ MAX_ROLE_GUESSES = 12  # units tried as the values where names do not tell (each
 
 def _role_guesses(weights: dict) -> list[tuple[dict, dict]]:
     """Which weights are the values and which the queries and keys, as ({name: rows}, {name: rows}) pairs (rows: a
-    slice of a fused projection's, or None for all of it), each a guess the role tests may try:
+    list of a layer's row indices, or None for all of it), each a guess the role tests may try:
     - by name (W_value, v_proj, values...; a matrix, with its bias): one guess; the queries and keys by name too, or
       else every other matrix;
-    - else every matrix of nothing named (a raw nn.Parameter too, whatever its name ends in), or each third of one
-      with three times the rows of any other of its width (a fused projection, split in any order), tried in turn
-      as the values, the rest as the queries and keys (at most MAX_ROLE_GUESSES).
+    - else, in turn, every unnamed layer (a raw nn.Parameter too, whatever its name ends in; the same layer of
+      every head together), then each third of a layer whose rows come in threes and which no other layer's shape
+      shares (a fused projection, split in any order), as the values, the rest as the queries and keys (at most
+      MAX_ROLE_GUESSES).
     [] where there is no matrix. Without the last, a module whose projections the names did not tell skipped the
     role tests (red team: a running mean of gated projections in a fused c_attn, in lin_a, lin_b, lin_c, or in raw
     parameters P_a, P_b, P_c, earned the property checks); a scalar named value_scale passed as the values."""
@@ -351,7 +352,7 @@ def _set_rows(t: torch.Tensor, rows, value: torch.Tensor) -> torch.Tensor:
 
 
 def _expect_attention_roles(req: _Ahead, y, weights: dict, cls: str) -> None:
-    """Where the projections can be told apart (by their names, a fused projection's thirds, or creation order), the
+    """Where the projections can be told apart (by their names, else by trying each guess of _role_guesses), the
     output must be attention's: weights from the queries and keys applied to the values. Without values (all value
     weights and biases zero) every token's output is the same (an out_proj bias at most), and other query or key
     weights change the output. A module that adds something besides the weighted values, or whose weights ignore
