@@ -148,6 +148,26 @@ CA, MHA, WR, V1, V2 = "CausalAttention", "MultiHeadAttention", "MultiHeadAttenti
 NOT_YET = "is not implemented yet"  # what a check says of the skeleton's NotImplementedError
 
 
+PROJECTIONS = "".join(f"        self.{w} = nn.Linear(d_in, d_out, bias=qkv_bias)\n" for w in ("W_query", "W_key", "W_value"))
+LINS = "\n        ".join(f"self.lin_{c} = nn.Linear(d_in, d_out, bias=qkv_bias)" for c in "abc")
+
+
+def gated_mean(name: str, through: str, layers: str, qkv: str, scale: str = "", more: tuple = (),
+               words: str = "with W_value zero its output still differs from token to token") -> Case:
+    """A row: CausalAttention and MultiHeadAttention made a causal running mean of tanh(q) * k plus v per token (not
+    attention) through `layers` (in place of W_query, W_key, W_value), q, k, v = `qkv`; the output times `scale`.
+    It scores 55, as the same code with the notebook's names."""
+    core = ("        b, T, _ = x.shape\n"
+            f"        q, k, v = {qkv}\n"
+            "        keep = 1 - self.mask[:T, :T].to(x.dtype)\n"
+            "        avg = self.dropout(keep / keep.sum(-1, keepdim=True))\n")
+    mean = "(avg @ (torch.tanh(q) * k) + v)"
+    return C(name, f"a gated running mean, not attention, through {through}", 55, "checks", words,
+             sub(CA, PROJECTIONS, f"        {layers}\n"), body(f"{CA}.forward", core + f"        return {mean}{scale}\n"),
+             sub(MHA, PROJECTIONS, f"        {layers}\n"),
+             body(f"{MHA}.forward", core + f"        return self.out_proj({mean}){scale}\n"), *more)
+
+
 def _reference_after_future() -> str:
     """What sys_ipc_a_writer leaves in shared memory: the reference's code, past its docstring and __future__."""
     return BASES["reference"].read_text(encoding="utf-8").split("from __future__ import annotations\n\n", 1)[1]
@@ -520,23 +540,26 @@ CASES: tuple[Case, ...] = (
     K("stand_in_kept_by_other_classes", "its wrapper keeps the grader's stand-in head class; its head (no mask) and "
       "MultiHeadAttention (zeros) then call that class's forward", 62, "checks",
       "`MultiHeadAttention` gave the same output for two different inputs"),
-    # Red team, round 9: not attention, with projections the names do not tell: a fused one (its thirds are the
-    # roles) and three unnamed ones (each tried as the values). 55, as the same code with the notebook's names.
-    K("gate_fused_projection_fake", "a gated running mean, not attention, computed through one fused c_attn "
-      "projection", 55, "checks", "with W_value zero its output still differs from token to token"),
-    K("gate_unnamed_projections_fake", "a gated running mean, not attention, through projections named lin_a, "
-      "lin_b, lin_c", 55, "checks", "with W_value zero its output still differs from token to token"),
-    # Red team, round 10: more projections the names do not tell (raw parameters, a decoy fused layer, out_proj
-    # created first, a scalar named value_scale): each role guess is tried, and MultiHeadAttention needs two (its
-    # values and its output layer, which no test tells apart). 55, as with the notebook's names.
-    K("gate_raw_parameters_fake", "a gated running mean through raw parameters P_a, P_b, P_c", 55, "checks",
-      "with W_value zero its output still differs from token to token"),
-    K("gate_two_fused_projections_fake", "a gated running mean through a fused c_attn beside a decoy c_gate", 55,
-      "checks", "with W_value zero its output still differs from token to token"),
-    K("gate_out_proj_first_fake", "a gated running mean through unnamed projections, out_proj created first", 55,
-      "checks", "`MultiHeadAttention`"),
-    K("gate_value_scale_fake", "a gated running mean times a scalar named value_scale", 55, "checks",
-      "`CausalAttention`"),
+    # Red team, rounds 9 and 10: not attention (gated_mean), through projections the names do not tell. Each role
+    # guess is tried, and MultiHeadAttention needs two (its values and its output layer, which no test tells apart).
+    # 55 each, as the same code with the notebook's names.
+    gated_mean("gate_fused_projection_fake", "one fused c_attn projection",
+               "self.c_attn = nn.Linear(d_in, 3 * d_out, bias=qkv_bias)", "self.c_attn(x).split(self.d_out, dim=-1)"),
+    gated_mean("gate_unnamed_projections_fake", "projections named lin_a, lin_b, lin_c", LINS,
+               "self.lin_a(x), self.lin_b(x), self.lin_c(x)"),
+    gated_mean("gate_raw_parameters_fake", "raw parameters P_a, P_b, P_c (names that end in no 'weight')",
+               "\n        ".join(f"self.P_{c} = nn.Parameter(torch.randn(d_in, d_out) / d_in ** 0.5)" for c in "abc"),
+               "x @ self.P_a, x @ self.P_b, x @ self.P_c"),
+    gated_mean("gate_two_fused_projections_fake", "a fused c_attn beside an unused decoy c_gate of six times the rows",
+               "self.c_attn = nn.Linear(d_in, 3 * d_out, bias=qkv_bias)\n"
+               "        self.c_gate = nn.Linear(d_in, 6 * d_out, bias=qkv_bias)", "self.c_attn(x).split(self.d_out, dim=-1)"),
+    gated_mean("gate_out_proj_first_fake", "unnamed projections, out_proj created before them and of their shape",
+               LINS, "self.lin_a(x), self.lin_b(x), self.lin_c(x)", words="`MultiHeadAttention`",
+               more=(sub(MHA, "        self.out_proj = nn.Linear(d_out, d_out)\n", ""),
+                     sub(MHA, "        self.lin_a =", "        self.out_proj = nn.Linear(d_out, d_out)\n        self.lin_a ="))),
+    gated_mean("gate_value_scale_fake", "a scalar named value_scale multiplying the output (read as the values by "
+               "its name)", LINS + "\n        self.value_scale = nn.Parameter(torch.ones(1))",
+               "self.lin_a(x), self.lin_b(x), self.lin_c(x)", scale=" * self.value_scale", words="`CausalAttention`"),
     K("lie_tensor_subclass", "returns tensor subclasses whose __eq__ and __torch_function__ claim equality with "
       "anything; only CausalAttention is honest", 25, "checks", "returned Liar (a torch.Tensor subclass)"),
     # Its classes return the notebook's printed tensors: constants, so no class check pays (figures, signatures
