@@ -33,8 +33,16 @@ print(mha(batch).shape)
 """
 NOT_CAUSAL_HINT = "masked_fill"  # seen: told to assign masked_fill's result, though masked_fill_ is in place
 DROPOUT_HINT = "Apply self.dropout once"
-TYPO = Message("the scores are divided by `d_k ** 0/5` (that is 1/5: a typo for `** 0.5`), which multiplies them by 5",
-               "점수를 `d_k ** 0/5`(= 1/5, `** 0.5`의 오타)로 나눠 5배가 됨")
+# Python reads `s / d_k ** 0/5` as `(s / d_k ** 0) / 5`: the scores end up divided by 5 (a learner's report said
+# "multiplies them by 5", which is what the parenthesised `s / (d_k ** 0/5)` does: TYPO_PAREN).
+TYPO = Message("`scores / d_k ** 0/5` is read as `(scores / d_k ** 0) / 5` (`d_k ** 0` is 1), so the scores are "
+               "divided by 5 instead of sqrt(d_k): a typo for `** 0.5`",
+               "`scores / d_k ** 0/5`는 `(scores / d_k ** 0) / 5`로 계산되어(`d_k ** 0`은 1) 점수를 sqrt(d_k)가 아니라 "
+               "5로 나눔: `** 0.5`의 오타")
+TYPO_PAREN = Message("the scores are divided by `(d_k ** 0/5)`, which is 1/5 (a typo for `** 0.5`), so they are "
+                     "multiplied by 5 instead of divided by sqrt(d_k)",
+                     "점수를 `(d_k ** 0/5)`(= 1/5, `** 0.5`의 오타)로 나눠서 sqrt(d_k)로 나누는 대신 5배가 됨")
+PAREN = "scores / (keys.shape[-1] ** 0/5)"
 
 MHA_CORE = """        scores = queries @ keys.transpose(2, 3)  # (b, h, T, T)
         scores = scores.masked_fill(self.mask.bool()[:num_tokens, :num_tokens], -torch.inf)
@@ -95,6 +103,13 @@ VARIANTS: list[Variant] = [
       ko="W_key를 W_query보다 먼저 만들어 각 행렬이 다른 난수를 받음; W_query, W_key, W_value 순서로 만드세요",
       says=("W_query, W_key, W_value",)),
     V("v1_typo_0_slash_5", ch(V1, "** 0.5", "** 0/5"), breaks=V1, en=TYPO.en, ko=TYPO.ko),
+    V("v1_typo_0_slash_5_in_parentheses", ch(V1, SCALE, PAREN), breaks=V1, en=TYPO_PAREN.en, ko=TYPO_PAREN.ko,
+      why="learners round 8: the message for `** 0/5` said 'multiplies by 5', true of this spelling only"),
+    V("v1_softmax_dim0", ch(V1, "dim=-1)", "dim=0)"), breaks=V1,
+      en="the softmax runs over dim=0, so each column of the attention weights sums to 1; normalise each row "
+         "(dim=-1)",
+      ko="softmax를 dim=0으로 계산해서 어텐션 가중치의 각 열의 합이 1이 됨; 각 행을 정규화하세요(dim=-1)",
+      why="learners round 8: only 'differs from the expected values' was said"),
     V("v1_weights_transposed", ch(V1, "torch.rand(d_in, d_out)", "torch.rand(d_out, d_in)"),
       ch(V1, "x @ self.W_key", "x @ self.W_key.T"), ch(V1, "x @ self.W_query", "x @ self.W_query.T"),
       ch(V1, "x @ self.W_value", "x @ self.W_value.T"), breaks=V1,
@@ -112,6 +127,12 @@ VARIANTS: list[Variant] = [
       ko="SelfAttention_v2가 미래를 가림(코잘 마스크): 이 클래스는 모든 토큰을 봅니다. 마스크는 CausalAttention에서 씁니다",
       why="seen in a learner's file: only 'differs from the expected values' was said"),
     V("v2_bias_ignored", ch(V2, "bias=qkv_bias", "bias=False"), breaks=V2, says=("bias=qkv_bias",)),
+    V("v2_typo_0_slash_5", ch(V2, "** 0.5", "** 0/5"), breaks=V2, en=TYPO.en, ko=TYPO.ko,
+      why="learners round 8: the typo was named in every class but this one"),
+    V("v2_softmax_dim0", ch(V2, "dim=-1)", "dim=0)"), breaks=V2,
+      en="the softmax runs over dim=0, so each column of the attention weights sums to 1; normalise each row "
+         "(dim=-1)",
+      ko="softmax를 dim=0으로 계산해서 어텐션 가중치의 각 열의 합이 1이 됨; 각 행을 정규화하세요(dim=-1)"),
     V("v2_scale_by_tokens", ch(V2, "keys.shape[-1] ** 0.5", "keys.shape[0] ** 0.5"), breaks=V2,
       en="the scores are scaled by the square root of the number of tokens (keys.shape[0]); scale by "
          "sqrt(d_k) = keys.shape[-1] ** 0.5",
@@ -204,6 +225,8 @@ VARIANTS: list[Variant] = [
       never_says=(DROPOUT_HINT,)),
     V("causal_typo_0_slash_5", ch(CA, "** 0.5", "** 0/5"), breaks=CA, en=TYPO.en, ko=TYPO.ko,
       never_says=(DROPOUT_HINT,)),
+    V("causal_typo_0_slash_5_in_parentheses", ch(CA, SCALE, PAREN), breaks=CA, en=TYPO_PAREN.en,
+      ko=TYPO_PAREN.ko, never_says=(DROPOUT_HINT,)),
     V("causal_qkv_bias_ignored", ch(CA, "bias=qkv_bias", "bias=False"), breaks=CA, says=("qkv_bias is ignored",)),
     V("context_len_argument", ch(CA, "context_length", "context_len"), breaks=CA,
       says=("`context_len` -> `context_length`",)),
