@@ -161,6 +161,13 @@ def _renamed(want: str, got: str) -> bool:
     return near_miss(want, [got]) is not None or bool(_parts(want) & _parts(got))
 
 
+def _rename_of(want: str, got: list[str], notebook: list[str]) -> str | None:
+    """The student's argument that reads as a rename of the notebook's `want`: a near spelling (`context_len`), else
+    the same words in another order (`head_num` for `num_heads`); never one of the notebook's own names."""
+    others = [g for g in got if g not in notebook]
+    return near_miss(want, others) or next((g for g in others if _parts(want) & _parts(g)), None)
+
+
 def call_text(cls: str, d_in: int, d_out: int, ctx: int = 0, dropout: float = 0.0, heads: int = 0) -> str:
     if cls in ("SelfAttention_v1", "SelfAttention_v2"):
         return f"{cls}({d_in}, {d_out})(x)"
@@ -551,7 +558,7 @@ def check_signature(sub, cls: str) -> None:
                                        "받습니다: ") + e.message, e.staff) from None
         return
     if [g for g in got if g in want] != [w for w in want if w in got]:  # the notebook's names, another order
-        guess = [f"`{near_miss(m, got)}` -> `{m}`" for m in want if m not in got and near_miss(m, got)]
+        guess = [f"`{_rename_of(m, got, want)}` -> `{m}`" for m in want if m not in got and _rename_of(m, got, want)]
         en = f" Rename: {', '.join(guess)}." if guess else ""
         ko = f" 이름 바꾸기: {', '.join(guess)}." if guess else ""
         fail(f"`{cls}.__init__` takes ({', '.join(got)}): the notebook's arguments in another order; the "
@@ -565,7 +572,7 @@ def check_signature(sub, cls: str) -> None:
         if w != g:
             renames.append(f"`{g}` -> `{w}`")
     missing = [w for w in want if w not in got]
-    guess = [f"`{near_miss(m, got)}` -> `{m}`" for m in missing if near_miss(m, got)]
+    guess = [f"`{_rename_of(m, got, want)}` -> `{m}`" for m in missing if _rename_of(m, got, want)]
     todo = ", ".join(dict.fromkeys(guess or renames))
     if not todo and missing:
         names = ", ".join(f"`{m}`" for m in missing)
@@ -580,7 +587,8 @@ def check_signature(sub, cls: str) -> None:
              f"`{cls}.__init__`의 인자가 ({', '.join(got)})입니다. 노트북의 시그니처는 ({', '.join(want)})입니다. "
              f"{extra}에 기본값을 주거나 없애세요: 노트북의 호출은 이 인자를 넘기지 않습니다.")
     # What no rename above gives (a missing qkv_bias beside head_num for num_heads): to add.
-    renamed_to = {w for w, g in zip(want, got) if w != g} if not guess else {m for m in missing if near_miss(m, got)}
+    renamed_to = {w for w, g in zip(want, got) if w != g} if not guess \
+        else {m for m in missing if _rename_of(m, got, want)}
     unguessed = ", ".join(f"`{m}`" for m in missing if m not in renamed_to)
     fail(f"`{cls}.__init__` takes ({', '.join(got)}); the notebook's signature is ({', '.join(want)}). "
          f"Rename: {todo}." + (f" Add {unguessed}." if unguessed else ""),

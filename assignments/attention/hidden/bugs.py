@@ -260,6 +260,10 @@ VARIANTS: list[Variant] = [
       says=("pass qkv_bias on to every CausalAttention head",)),
     V("wrapper_context_len_argument", ch(WR, "context_length", "context_len"), breaks=WR,
       says=("`context_len` -> `context_length`",)),
+    V("wrapper_context_len_and_head_num_arguments", ch(WR, "context_length", "context_len"),
+      ch(WR, "num_heads", "head_num"), breaks=WR, says=("`context_len` -> `context_length`", "`head_num` -> `num_heads`"),
+      never_says=("Add `num_heads`",),
+      why="learners round 8: beside another rename, `head_num` was not recognised and the message said to add num_heads"),
     # ---------------------------------------------------------------- MultiHeadAttention
     V("mha_dropout_unused", ch(MHA, DROP, ""), breaks=MHA,
       en="self.dropout is never applied; apply it to the attention weights right after the softmax",
