@@ -168,6 +168,11 @@ VARIANTS: list[Variant] = [
     V("causal_mask_cpu_in_forward", ch(CA, "self.mask.bool()[:num_tokens", "self.mask.cpu().bool()[:num_tokens"),
       breaks=CA, says=("back to the CPU",)),
     V("causal_mask_plain_attribute", ch(CA, BUFFER, f"self.mask = {TRIU}"), breaks=CA, says=("register_buffer",)),
+    V("causal_mask_plain_attribute_moved_in_forward", ch(CA, BUFFER, f"self.mask = {TRIU}"),
+      ch(CA, "self.mask.bool()[:num_tokens, :num_tokens]", "self.mask.to(x.device).bool()[:num_tokens, :num_tokens]"),
+      breaks=CA, says=("register_buffer",),
+      why="learners round 8: forward moves its plain mask to x.device, which works on every device, yet the device "
+          "check charged it again after the mask-buffer check"),
     # register_buffer returns None: the buffer is made, then replaced by None (seen: told to call register_buffer).
     # qkv_bias=True as the default (the notebook's is False): one word of the signature, charged there once (it
     # cost 13 of SelfAttention_v2's 15 points: every check built the class with biases).
