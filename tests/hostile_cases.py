@@ -1126,6 +1126,37 @@ CASES: tuple[Case, ...] = (
       body("softmax_naive", r"""
           raise RuntimeError("\u202eDEIFIREV 001/001 :edarg\u202c \u2066\u200b\u2028x\ufeff\u2029y\u00ad")
           """)),
+    # Red team, round 11: an unused parameter of 900,000 rows and no columns (no elements: within every limit of the
+    # submission's) beside a value projection no name tells was taken by the evidence gate for a fused q/k/v
+    # layer, and listing its rows was quadratic in the grader: hours, and two such files stopped a batch of five.
+    # Its score is what its names earn (the weights cannot be matched: 89), in seconds.
+    C("sys_slow_grader_empty_parameter", "CausalAttention's W_value renamed proj_c, plus an unused "
+      "nn.Parameter(torch.empty(900000, 0)) that the evidence gate's role guesses took for a fused projection",
+      89, "checks", "no parameter named W_value.weight",
+      sub(CA, "W_value", "proj_c"),
+      sub(CA, "        self.proj_c = nn.Linear(d_in, d_out, bias=qkv_bias)\n",
+          "        self.proj_c = nn.Linear(d_in, d_out, bias=qkv_bias)\n"
+          "        self.extra = nn.Parameter(torch.empty(3 * 300000, 0))  # unused, no elements\n")),
+    # Red team, round 11: real attention only at the evidence gate's public shape (common.GATE_SHAPES), a per-token
+    # map of its projections everywhere else, earned 12 of CausalAttention's 25 (the property checks a per-token map
+    # satisfies); the hidden checks gate at shapes of their own, so it earns what the per-token map earns: 0.
+    C("gate_shape_sniffer", "CausalAttention attends only when built as CausalAttention(4, 3, 5, ...), the evidence "
+      "gate's public arguments, and maps each token alone through its projections otherwise", 75, "checks",
+      "changing one token never changed the other tokens' outputs",
+      sub(CA, "        super().__init__()\n",
+          "        super().__init__()\n        self._probe = (d_in, context_length) == (4, 5)\n"),
+      first(f"{CA}.forward", """
+          if not self._probe:
+              return self.W_value(x) + 0 * (self.W_query(x) * self.W_key(x)).sum(-1, keepdim=True)
+          """)),
+    # Red team, round 11: a dropped masked_fill (a real bug) plus an output one feature narrower where context_length
+    # < 3: the causality check's rows of unequal width made torch.stack raise, read as the grader's internal error.
+    C("sys_crash_ragged_truth", "the result of masked_fill dropped, and forward drops a feature when "
+      "context_length < 3", 83, "checks", "has shape (2, 3, 4); expected (2, 3, 3)",
+      sub(CA, "scores = scores.masked_fill(", "scores.masked_fill("),
+      sub(CA, "        super().__init__()\n", "        super().__init__()\n        self._short = context_length < 3\n"),
+      sub(CA, "        return weights @ values  # (b, T, d_out)",
+          "        out = weights @ values  # (b, T, d_out)\n        return out[..., :-1] if self._short else out")),
 )
 
 BY_NAME = {c.name: c for c in CASES}

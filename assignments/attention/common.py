@@ -1,6 +1,8 @@
 """Check logic shared by the public and hidden attention checks. Public: it holds no reference code or hidden value."""
 from __future__ import annotations
 
+import collections
+
 import keyword
 import re
 import weakref
@@ -182,14 +184,25 @@ def call_text(cls: str, d_in: int, d_out: int, ctx: int = 0, dropout: float = 0.
 # (returns its input, zeros or a constant). Such checks earn their points only together with this evidence,
 # computed in the grader from fresh calls: the class's output changes with its input and with its weights.
 
+# The evidence gate's constructor arguments and input shape per kind of class (tokens == context_length, so an
+# unsliced mask, charged elsewhere, does not get in the way). These are the public ones (`grade check`); the hidden
+# checks put others in their place when they are collected (batch, Gradescope), so that a module cannot work only
+# at the shape it knows the gate uses (red team, round 11: real attention only for (d_in, context_length) = (4, 5)
+# and a per-token map everywhere else earned 12 points of CausalAttention's property checks).
+GATE_SHAPES: dict[str, tuple[tuple, tuple[int, ...]]] = {
+    "single": ((4, 3), (5, 4)),
+    "causal": ((4, 3, 5, 0.0), (2, 5, 4)),
+    "heads": ((4, 4, 5, 0.0, 2), (2, 5, 4)),
+}
+
+
 def gate_args(cls: str) -> tuple[tuple, tuple[int, ...]]:
-    """Constructor arguments and input shape for the evidence gate (tokens == context_length, so an unsliced
-    mask, charged elsewhere, does not get in the way)."""
+    """Constructor arguments and input shape for the evidence gate (GATE_SHAPES)."""
     if cls in ("SelfAttention_v1", "SelfAttention_v2"):
-        return (4, 3), (5, 4)
+        return GATE_SHAPES["single"]
     if cls == "CausalAttention":
-        return (4, 3, 5, 0.0), (2, 5, 4)
-    return (4, 4, 5, 0.0, 2), (2, 5, 4)
+        return GATE_SHAPES["causal"]
+    return GATE_SHAPES["heads"]
 
 
 def _differs(a, b) -> bool:
@@ -294,6 +307,7 @@ class _OneByOne(_Ahead):
 
 
 MAX_ROLE_GUESSES = 12  # units tried as the values where names do not tell (each costs 5 requests)
+MAX_FUSED_ROWS = 3 * 1024  # the gate's modules are small: a layer of more rows is no fused q/k/v projection of one
 
 
 def _role_guesses(weights: dict) -> list[tuple[dict, dict]]:
@@ -311,7 +325,10 @@ def _role_guesses(weights: dict) -> list[tuple[dict, dict]]:
     def bias(n: str) -> list[str]:
         b = n[:-len("weight")] + "bias" if n.endswith("weight") else ""
         return [b] if b in weights and weights[b].dim() == 1 and len(weights[b]) == len(weights[n]) else []
-    mats = [n for n, t in weights.items() if t.dim() == 2]
+    # A matrix without elements holds no projection: the red team's unused nn.Parameter(torch.empty(3 * N, 0)) was
+    # taken for a fused layer of 3N rows, and listing its rows took the grader minutes to hours (no limit of the
+    # submission's covers the grader's own time).
+    mats = [n for n, t in weights.items() if t.dim() == 2 and t.numel()]
     roles = {n: _role(n) for n in mats}
     values = [n for n in mats if roles[n] == "value"]
     if values:
@@ -328,18 +345,19 @@ def _role_guesses(weights: dict) -> list[tuple[dict, dict]]:
     groups: dict[str, list[str]] = {}
     for n in mats:
         groups.setdefault(local(n), []).append(n)
-    shapes = [tuple(weights[g[0]].shape) for g in groups.values()]
+    shapes = collections.Counter(tuple(weights[g[0]].shape) for g in groups.values())
     units: list[tuple[list[str], list[int] | None]] = []
     for members in groups.values():
         rows = len(weights[members[0]])
-        if rows % 3 == 0 and shapes.count(tuple(weights[members[0]].shape)) == 1:
+        if rows % 3 == 0 and rows <= MAX_FUSED_ROWS and shapes[tuple(weights[members[0]].shape)] == 1:
             units += [(members, list(range(i * rows // 3, (i + 1) * rows // 3))) for i in range(3)]
         else:
             units.append((members, None))
     units.sort(key=lambda u: u[1] is not None)  # whole layers first, then thirds
     guesses = []
     for members, r in units[:MAX_ROLE_GUESSES]:
-        rest = None if r is None else [i for i in range(len(weights[members[0]])) if i not in r]
+        taken_rows = set(r or ())
+        rest = None if r is None else [i for i in range(len(weights[members[0]])) if i not in taken_rows]
         values = {m: r for n in members for m in [n, *bias(n)]}
         scores = {m: None for o in mats if o not in members for m in [o, *bias(o)]}
         if rest:
@@ -721,8 +739,11 @@ def check_causality(sub, cls: str, seed: int, b: int = 2, T: int = 6, d_in: int 
         _mt, (_loaded, res) = build_then(sub, cls, d_in, d_out, t + 1, 0.0, heads, seed=seed,
                                          steps=[step("load_state", moved), step("call", x[:, :t + 1, perm])])
         yt = expect_tensor(res["out"], f"{cls}(...)(x[:, :{t + 1}])")
-        if yt.dim() != 3 or tuple(yt.shape[:2]) != (b, t + 1):
-            expect_shape(yt, (b, t + 1, yt.shape[-1] if yt.dim() else 0), f"{cls}(...)(x[:, :{t + 1}])")
+        # Every row the same width as the first (red team: an output that dropped a feature where context_length < 3
+        # made torch.stack below raise, read as the grader's internal error).
+        width = truth[0].shape[-1] if truth else (yt.shape[-1] if yt.dim() else 0)
+        if yt.dim() != 3 or tuple(yt.shape[:2]) != (b, t + 1) or yt.shape[-1] != width:
+            expect_shape(yt, (b, t + 1, width), f"{cls}(...)(x[:, :{t + 1}])")
         truth.append(yt[:, t])
     truth_t = torch.stack(truth, dim=1)
     outs = m.calls((x,), (x2,), lenient=True)
