@@ -9,8 +9,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from assignments.mha_intermediates.common import (build_mha, call_text, divisor, entry, forward_dict, memo,
-                                                  other_divisor, rand, randn, scale_of, scale_rule, sdpa_call,
+from assignments.mha_intermediates.common import (build_mha, call_text, divisor, entry, forward_dict, informative,
+                                                  memo, other_divisor, rand, randn, scale_of, scale_rule, sdpa_call,
                                                   tensor_or_none)
 from assignments.mha_intermediates.hidden import diagnose  # noqa: F401  (registers the grader's bug diagnosis)
 from autograder.bugtable import Call
@@ -142,10 +142,14 @@ def _close(a, b, atol):
 
 
 def own(out, *keys):
-    """The student's own tensors for a fallback; raises ValueError when one is missing."""
+    """The student's own tensors for a fallback; raises ValueError when one is missing or carries no evidence
+    (constant: zeros split, merged or weighted are zeros, and a module returning zeros for every entry earned the
+    split, merge and x_raw points "on its own inputs")."""
     ts = [tensor_or_none(out, k) for k in keys]
     if any(t is None for t in ts):
         raise ValueError("missing")
+    if not all(informative(t) for t in ts):
+        raise ValueError("constant")
     return ts
 
 
