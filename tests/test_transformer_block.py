@@ -59,6 +59,11 @@ def graded(tmp_path_factory):
     }
     files.update({f"{v.name}.py": v.source() for v in bugs.VARIANTS})
     files.update({f"{name}.py": edit(REF.read_text(encoding="utf-8"), old, new) for name, (old, new) in FAKES.items()})
+    for name, edits in STUBS.items():
+        text = REF.read_text(encoding="utf-8")
+        for old, new in edits:
+            text = edit(text, old, new)
+        files[f"{name}.py"] = text
     return grade_sources(tmp_path_factory.mktemp(NAME), files, name=NAME)
 
 
@@ -90,6 +95,29 @@ FAKES = {
                       "        return self.W_o(torch.tanh(self.W_q(x)) * self.W_k(x) + v + 1e-3 * run)\n"
                       "        b, n, _ = x.shape\n        q = self._heads("),
 }
+
+
+# Learners round C: placeholders. t28: the block is right, its attention and feed-forward `return x`; t29: the
+# block returns its input too.
+ATTN_IDENTITY = ("        b, n, _ = x.shape\n        q = self._heads(", "        return x\n        b, n, _ = x.shape\n"
+                 "        q = self._heads(")
+FFN_IDENTITY = ("        return self.linear2(self.dropout(F.relu(self.linear1(x))))",
+                "        return x")
+BLOCK_IDENTITY = ("        if not (self.use_ffn and self.use_norm and self.use_residual):\n",
+                  "        return x\n        if not (self.use_ffn and self.use_norm and self.use_residual):\n")
+STUBS = {"stub_parts_identity": (ATTN_IDENTITY, FFN_IDENTITY),
+         "stub_all_identity": (ATTN_IDENTITY, FFN_IDENTITY, BLOCK_IDENTITY)}
+
+
+def test_a_module_that_returns_its_input_earns_no_shape_points(graded):
+    """`return x` keeps the shape: the shape checks pay only an output computed from the input with the module's
+    weights. A right block around such parts does compute (its LayerNorms) and keeps its shape points."""
+    for student in STUBS:
+        shapes = {c.question: c for c in graded[student].checks if "keeps the shape" in c.name}
+        assert set(shapes) == {"MultiHeadSelfAttention", "FeedForward", "TransformerBlock"}, shapes
+        for q in ("MultiHeadSelfAttention", "FeedForward"):
+            assert shapes[q].score == 0 and "its shape earns nothing" in shapes[q].message.en, shapes[q].message
+        assert (shapes["TransformerBlock"].score == 0) == (student == "stub_all_identity"), shapes["TransformerBlock"]
 
 
 @pytest.mark.parametrize("student", ["fake_block", "fake_block_eps"])

@@ -8,7 +8,7 @@ residual connections and misplaced LayerNorms.
 from assignments.transformer_block.common import (attn_params, attn_text, block_text, build_attn, build_block,
                                                   build_ffn, call, causal_leak, check_params,
                                                   check_transformer_config, fail_leak, ffn_params, ffn_text,
-                                                  blame_part, expect_working, randn, transformer_out)
+                                                  blame_part, expect_working, randn, transformer_out, SHAPE)
 from autograder.checks import CheckFailure, check, expect_shape, fail
 from autograder.messages import near_miss
 
@@ -21,6 +21,8 @@ def test_attn_shape(sub):
     x = randn(1, 2, 5, 16)
     expect_shape(call(m, x, attn_text(16, 4)), (2, 5, 16), attn_text(16, 4))
     expect_shape(call(m, x, attn_text(16, 4, causal=True), causal=True), (2, 5, 16), attn_text(16, 4, causal=True))
+    # Evidence: the output is computed from the input with the weights (`return x` keeps the shape too).
+    expect_working(m, 16, 11, attn_text(16, 4), causal=False, mixes=False, earns=SHAPE)
 
 
 @check(question="MultiHeadSelfAttention", points=3)
@@ -43,8 +45,9 @@ def test_attn_is_causal(sub):
 @check(question="FeedForward", points=2)
 def test_ffn_shape(sub):
     """FeedForward(16, 32) keeps the shape (2, 5, 16)"""
-    expect_shape(call(build_ffn(sub, 16, 32, seed=1), randn(2, 2, 5, 16), ffn_text(16, 32)), (2, 5, 16),
-                 ffn_text(16, 32))
+    m = build_ffn(sub, 16, 32, seed=1)
+    expect_shape(call(m, randn(2, 2, 5, 16), ffn_text(16, 32)), (2, 5, 16), ffn_text(16, 32))
+    expect_working(m, 16, 12, ffn_text(16, 32), causal=None, mixes=False, earns=SHAPE)  # not `return x`
 
 
 @check(question="FeedForward", points=2)
@@ -64,6 +67,8 @@ def test_block_shape(sub):
         m = build_block(sub, 16, 4, 32, norm_first=nf, seed=3)
         try:
             expect_shape(call(m, x, what), (2, 5, 16), what)
+            # Evidence: the output is computed from the input with the block's weights (`return x` keeps the shape).
+            expect_working(m, 16, 13, what, causal=None, mixes=False, earns=SHAPE)
         except CheckFailure as e:
             if blame_part(sub, e, 16, 4, 32):
                 return  # the block fails because one of the student's parts fails: charged to that part
