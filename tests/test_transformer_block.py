@@ -120,6 +120,16 @@ def test_a_module_that_returns_its_input_earns_no_shape_points(graded):
         assert (shapes["TransformerBlock"].score == 0) == (student == "stub_all_identity"), shapes["TransformerBlock"]
 
 
+def test_a_block_that_returns_its_input_earns_no_dropout_placement(graded):
+    """The dropout-placement check passed as soon as one of the student's parts failed its own dropout checks, and
+    never asked for the evidence the other property checks ask for: a block (and parts) returning x earned it."""
+    r = graded["stub_all_identity"]
+    placement = [c for c in r.checks if c.name.startswith("TransformerBlock in train mode: dropout1 and dropout2")]
+    assert len(placement) == 1 and placement[0].score == 0, placement
+    assert "earn nothing" in placement[0].message.en and "받을 수 없습니다" in placement[0].message.ko
+    assert by_question(r)["TransformerBlock"] <= 3, failures(r)
+
+
 @pytest.mark.parametrize("student", ["fake_block", "fake_block_eps"])
 def test_a_block_without_attention_or_feed_forward_earns_only_its_shape_and_structure(graded, student):
     """x + norm2(norm1(x) + 1): it called norm1 and norm2 where the checks look and earned the residual, LayerNorm
