@@ -130,6 +130,20 @@ def test_a_block_that_returns_its_input_earns_no_dropout_placement(graded):
     assert by_question(r)["TransformerBlock"] <= 3, failures(r)
 
 
+def test_a_right_block_around_placeholder_parts_is_judged_with_them(graded):
+    """t28: the block is right, its parts `return x`. The parts' faults are charged in their questions; the block is
+    the right composition of the student's own parts, which is its evidence, so it keeps its residual, LayerNorm and
+    dropout points. Only its causality, which no attention that mixes nothing can show, is lost, and no message says
+    the block ignores its attention or its input (x * 2 + 1 was undone by the final LayerNorm)."""
+    r = graded["stub_parts_identity"]
+    lost_block = sorted(c.name for c in r.checks if c.question == "TransformerBlock" and c.score < c.points)
+    assert lost_block == ["TransformerBlock(..., causal=True): future tokens do not change earlier outputs"], failures(r)
+    said = " ".join(c.message.en for c in r.checks if c.status == "failed")
+    assert "does not use its" not in said and "does not depend on its input" not in said, said
+    causal = [c for c in r.checks if c.name.startswith("TransformerBlock(..., causal=True)")][0]
+    assert "Your MultiHeadSelfAttention mixes no tokens on its own either" in causal.message.en, causal.message
+
+
 @pytest.mark.parametrize("student", ["fake_block", "fake_block_eps"])
 def test_a_block_without_attention_or_feed_forward_earns_only_its_shape_and_structure(graded, student):
     """x + norm2(norm1(x) + 1): it called norm1 and norm2 where the checks look and earned the residual, LayerNorm

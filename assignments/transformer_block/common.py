@@ -132,11 +132,29 @@ def expect_working(m, d: int, seed: int, what: str, causal: bool | None = True, 
     if mixes and y_new.dim() == 3 and y_new.shape[:2] == (2, 5):  # (with the new weights)
         x0 = x.clone()
         x0[:, 0] = randn(seed + 2, 2, d) * 2
-        if not differs(call(m, x0, what, causal=causal)[:, 1:], y_new[:, 1:], EVIDENCE):
-            fail(f"`{what}`: changing token 0 changed no other token's output, so each output is computed from its "
-                 f"own token alone: no attention mixes the tokens, and {earns[0]}.",
-                 f"`{what}`: 토큰 0을 바꿔도 다른 토큰의 출력이 바뀌지 않았습니다. 각 출력이 자기 토큰만으로 "
-                 f"계산되므로 토큰을 섞는 어텐션이 없고, {earns[1]}.")
+        if differs(call(m, x0, what, causal=causal)[:, 1:], y_new[:, 1:], EVIDENCE):
+            return
+        # Token 0 reaches no other token: does the last one reach the earlier ones? Then the tokens do mix, and
+        # with causal=True the mask hides the past instead of the future (tril(..., diagonal=-1) was told that
+        # "no attention mixes the tokens").
+        xl = x.clone()
+        xl[:, -1] = randn(seed + 4, 2, d) * 2
+        if differs(call(m, xl, what, causal=causal)[:, :-1], y_new[:, :-1], EVIDENCE):
+            if not causal:
+                return
+            fail(f"`{what}`: changing token 0 changed no later token's output, while changing the last token changed "
+                 "the outputs of the tokens before it: the causal mask hides the past instead of the future (each "
+                 "token sees itself and the tokens after it). Hide the scores above the diagonal, "
+                 f"torch.triu(torch.ones(n, n, dtype=torch.bool), diagonal=1), so that token i sees tokens 0..i; "
+                 f"{earns[0]}.",
+                 f"`{what}`: 토큰 0을 바꿔도 뒤 토큰의 출력이 바뀌지 않았고, 마지막 토큰을 바꾸자 앞 토큰들의 출력이 "
+                 "바뀌었습니다: 코잘 마스크가 미래 대신 과거를 가립니다 (각 토큰이 자기 자신과 뒤 토큰들을 봄). "
+                 "대각선 위의 점수를 가리세요, torch.triu(torch.ones(n, n, dtype=torch.bool), diagonal=1). 그러면 "
+                 f"토큰 i는 토큰 0..i를 봅니다. {earns[1]}.")
+        fail(f"`{what}`: changing token 0 changed no other token's output (nor did changing the last token), so each "
+             f"output is computed from its own token alone: no attention mixes the tokens, and {earns[0]}.",
+             f"`{what}`: 토큰 0을 바꿔도(마지막 토큰을 바꿔도) 다른 토큰의 출력이 바뀌지 않았습니다. 각 출력이 자기 "
+             f"토큰만으로 계산되므로 토큰을 섞는 어텐션이 없고, {earns[1]}.")
 
 
 def causal_leak(m, d: int, seed: int, what: str, b: int = 2, T: int = 6) -> float:

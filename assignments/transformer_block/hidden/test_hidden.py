@@ -660,12 +660,27 @@ def _block_evidence(sub, nf, d, h, d_ff, seed):
                if n.startswith(prefix) and type(t) is torch.Tensor and t.is_floating_point() and t.dim() == 2}
         g = torch.Generator().manual_seed(seed + 2)
         m.load_state({n: torch.randn(tuple(t.shape), generator=g).to(t.dtype) for n, t in own.items()})
-        if not own or not differs(call(m, x, what), y, EVIDENCE):
-            fail(f"`{what}` gives the same output whatever the weights of its {en} (self.{prefix[:-1]}): the block "
-                 f"does not use its {en}, so {PROPERTIES[0]}.",
-                 f"`{what}`의 출력이 {ko}(self.{prefix[:-1]})의 가중치와 상관없이 같습니다: 블록이 {ko}을(를) 쓰지 "
-                 f"않으므로 {PROPERTIES[1]}.")
+        moved = bool(own) and differs(call(m, x, what), y, EVIDENCE)
         m.load_state(own)
+        if moved:
+            continue
+        cls = "MultiHeadSelfAttention" if prefix == "attn." else "FeedForward"
+        if own and part_ignores_weights(sub, prefix, d, h, d_ff, seed, x):
+            # The student's part ignores its weights itself (a placeholder `return x`): charged in its question.
+            # The block's own evidence is then that it is the right composition of the student's own parts.
+            mine = student_parts(sub, layer, d, h, d_ff, block=m)
+            if mine is not None and close(y, safe_compose(x, mine, layer, nf, False)):
+                continue
+            fail(f"`{what}` gives the same output whatever the weights of its {en} (self.{prefix[:-1]}), and your "
+                 f"`{cls}` alone ignores its weights too (charged in its own question); the block is not the right "
+                 f"composition of your own parts either, so {PROPERTIES[0]}.",
+                 f"`{what}`의 출력이 {ko}(self.{prefix[:-1]})의 가중치와 상관없이 같고, `{cls}` 자체도 가중치를 "
+                 f"쓰지 않습니다 (그 문항에서 감점됩니다). 블록도 여러분의 구성 요소를 올바르게 조합한 것이 아니므로 "
+                 f"{PROPERTIES[1]}.")
+        fail(f"`{what}` gives the same output whatever the weights of its {en} (self.{prefix[:-1]}): the block "
+             f"does not use its {en}, so {PROPERTIES[0]}.",
+             f"`{what}`의 출력이 {ko}(self.{prefix[:-1]})의 가중치와 상관없이 같습니다: 블록이 {ko}을(를) 쓰지 "
+             f"않으므로 {PROPERTIES[1]}.")
     try:  # fresh calls: the output depends on the input and its tokens are mixed
         expect_working(m, d, seed + 3, what, causal=None, earns=PROPERTIES)
     except CheckFailure:
@@ -674,6 +689,21 @@ def _block_evidence(sub, nf, d, h, d_ff, seed):
         except CheckFailure:
             return  # its own attention mixes nothing either: charged in that question, not again here
         raise
+
+
+def part_ignores_weights(sub, prefix, d, h, d_ff, seed, x) -> bool:
+    """Whether the student's own attention ("attn.") or feed-forward ("ff.") module, built alone, gives the same
+    output on x whatever its weights (by EVIDENCE); False when it cannot be asked."""
+    try:
+        part = build_part(sub, prefix, d, h, d_ff)
+        y = call(part, x, "part")
+        params = {n: t for n, t in part.state()["params"].items()
+                  if type(t) is torch.Tensor and t.is_floating_point() and t.dim() == 2}
+        g = torch.Generator().manual_seed(seed + 5)
+        part.load_state({n: torch.randn(tuple(t.shape), generator=g).to(t.dtype) for n, t in params.items()})
+        return not params or not differs(call(part, x, "part"), y, EVIDENCE)
+    except CheckFailure:
+        return False
 
 
 @check(question="TransformerBlock", points=5)
