@@ -393,6 +393,14 @@ def test_a_module_that_returns_zeros_earns_only_its_constructor(graded):
     assert shapes and all("the same for two different inputs" in m for m in shapes), shapes
 
 
+def test_no_diagnosis_of_a_step_is_made_from_zeros(graded):
+    """Zeros for every entry: the scores were said to be "divided by sqrt(d_head)" (0 = 0 / anything) and the
+    attention "the weights AFTER dropout" (every weight zeroed, none kept): neither is said of zeros."""
+    said = [c.message.text(lang) for c in graded["stub_zeros"].checks if c.status == "failed" for lang in ("en", "ko")]
+    for words in ("sqrt(d_head)", "AFTER dropout", "dropout을 적용한 뒤의 가중치"):
+        assert not [m for m in said if words in m], words
+
+
 def test_signature_defaults_are_shown_readably():
     from assignments.mha_intermediates.common import readable_default
     assert readable_default("<function relu at 0x7f3a2b1c0d60>") == "relu"
