@@ -106,13 +106,37 @@ FFN_IDENTITY = ("        return self.linear2(self.dropout(F.relu(self.linear1(x)
 BLOCK_IDENTITY = ("        if not (self.use_ffn and self.use_norm and self.use_residual):\n",
                   "        return x\n        if not (self.use_ffn and self.use_norm and self.use_residual):\n")
 STUBS = {"stub_parts_identity": (ATTN_IDENTITY, FFN_IDENTITY),
-         "stub_all_identity": (ATTN_IDENTITY, FFN_IDENTITY, BLOCK_IDENTITY)}
+         "stub_all_identity": (ATTN_IDENTITY, FFN_IDENTITY, BLOCK_IDENTITY),
+         # t25: nn.Transformer without batch_first warns from inside torch; this one also warns on its own
+         "warns_itself": (("    return nn.Transformer(d_model=16, nhead=4, num_encoder_layers=2",
+                           "    import warnings\n    warnings.warn(\"kim's own note\")\n"
+                           "    return nn.Transformer(d_model=16, nhead=4, num_encoder_layers=2"),
+                          ("num_decoder_layers=2, dim_feedforward=32,\n                          batch_first=True)",
+                           "num_decoder_layers=2, dim_feedforward=32)"))}
+
+
+def test_warnings_raised_inside_torch_are_not_the_students_output(graded):
+    """nn.Transformer(...) without batch_first makes torch warn from its own file ("enable_nested_tensor is True,
+    but ..."): that went under "Your code printed", with the grader's install path, though the student printed
+    nothing. A warning that points into the student's code is still theirs, shown with their file's name."""
+    leaked = {s: [c.output for c in r.checks if "site-packages" in c.output or "enable_nested_tensor" in c.output]
+              for s, r in graded.items()}
+    assert not any(leaked.values()), {s: v for s, v in leaked.items() if v}
+    own = [c.output for c in graded["warns_itself"].checks if "kim's own note" in c.output]
+    assert own and all("warns_itself.py:" in o and "UserWarning" in o for o in own), own
+
+
+def test_korean_messages_say_with_pytorchs_weights_in_korean(graded):
+    """The call compared with PyTorch's weights: the Korean message carried "with PyTorch's weights" in English."""
+    ko = [m for r in graded.values() for m in failed_messages(r, lang="ko")]
+    assert not [m for m in ko if "with PyTorch's weights" in m]
+    assert any("PyTorch의 가중치를 넣은 `" in m for m in ko)
 
 
 def test_a_module_that_returns_its_input_earns_no_shape_points(graded):
     """`return x` keeps the shape: the shape checks pay only an output computed from the input with the module's
     weights. A right block around such parts does compute (its LayerNorms) and keeps its shape points."""
-    for student in STUBS:
+    for student in ("stub_parts_identity", "stub_all_identity"):
         shapes = {c.question: c for c in graded[student].checks if "keeps the shape" in c.name}
         assert set(shapes) == {"MultiHeadSelfAttention", "FeedForward", "TransformerBlock"}, shapes
         for q in ("MultiHeadSelfAttention", "FeedForward"):

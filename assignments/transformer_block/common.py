@@ -6,10 +6,18 @@ parameter names the template fixes, and properties every correct block has.
 from __future__ import annotations
 
 import re
+import warnings
 
 import torch
 
 from autograder.checks import CheckFailure, expect_shape, expect_tensor, fail
+from autograder.messages import Message
+
+# nn.Transformer's advice on its fast path ("enable_nested_tensor is True, but ..."), raised while the grader builds
+# its own nn.Transformer (the references, and the public check of make_transformer's parameter shapes): it went to
+# the terminal once per grader process, above `grade check`'s table too, with the grader's install path, and says
+# nothing about a student.
+warnings.filterwarnings("ignore", message="enable_nested_tensor is True", category=UserWarning)
 
 # The parameter names and shapes the template fixes (what the grader copies PyTorch's weights into).
 def attn_params(d: int) -> dict[str, tuple[int, ...]]:
@@ -56,6 +64,12 @@ def ffn_text(d, d_ff, dropout=0.0):
 def block_text(d, h, d_ff, dropout=0.0, norm_first=False, causal=False):
     return (f"TransformerBlock({d}, {h}, {d_ff}, {dropout}, norm_first={norm_first})"
             f"(x{', causal=True' if causal else ''})")
+
+
+def with_pytorch_weights(what: str) -> Message:
+    """The call, said in both languages, when the module holds PyTorch's weights (the Korean message carried the
+    English words "with PyTorch's weights" inside its backticks)."""
+    return Message(f"`{what}` with PyTorch's weights", f"PyTorch의 가중치를 넣은 `{what}`")
 
 
 def call(m, x, what: str, causal: bool | None = None, **kw) -> torch.Tensor:

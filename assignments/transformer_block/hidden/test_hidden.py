@@ -19,7 +19,6 @@ with dropout=0.5 against the same module with dropout=0.0.
 from __future__ import annotations
 
 import math
-import warnings
 
 import torch
 import torch.nn as nn
@@ -27,15 +26,13 @@ import torch.nn.functional as F
 
 from assignments.transformer_block.common import (CONFIG, EVIDENCE, differs, expect_working, attn_text, block_text, build_attn, build_block,
                                                   blame_part, build_ffn, build_transformer, call, ffn_text,
-                                                  randn, transformer_out)
+                                                  randn, transformer_out, with_pytorch_weights)
 from assignments.transformer_block.hidden.diagnose import explain  # also registers the grader's bug diagnosis
 from autograder.checks import CheckFailure, check, expect_close, expect_shape, expect_tensor, fail
 from autograder.messages import Message
 from autograder.rng import manual_seed
 
-# nn.Transformer's advice on its fast path ("enable_nested_tensor is True, but ..."), raised while the grader builds
-# the references: it went to the instructor's terminal once per grader process, and says nothing about a student.
-warnings.filterwarnings("ignore", message="enable_nested_tensor is True", category=UserWarning)
+# (nn.Transformer's fast-path advice raised while the grader builds the references is silenced in common.py.)
 
 ATOL = 1e-4
 
@@ -228,7 +225,7 @@ def attn_against_pytorch(sub, d, h, b, n, seed, causal):
              f"`{what}`가 토큰 {rows}에 대해 NaN을 반환합니다: softmax에 모두 -inf인 점수 행이 들어갔습니다. "
              "코잘 마스크는 미래(대각선 위, torch.triu(..., diagonal=1))만 가려야 하며, 모든 토큰은 자기 자신을 "
              "볼 수 있어야 합니다.")
-    expect_close(got, ref_attn(layer, x, causal), what + " with PyTorch's weights", atol=ATOL, hint=ATTN_HINT,
+    expect_close(got, ref_attn(layer, x, causal), with_pytorch_weights(what), atol=ATOL, hint=ATTN_HINT,
                  explain=explain(sub, m, x, causal=causal))
 
 
@@ -380,7 +377,7 @@ def test_ffn_matches_pytorch(sub):
         m = build_ffn(sub, d, d_ff, seed=seed)
         load(m, ffn_state(layer), f"FeedForward({d}, {d_ff})")
         x = randn(seed + 1, 2, 5, d)
-        expect_close(call(m, x, ffn_text(d, d_ff)), ref_ffn(layer, x), ffn_text(d, d_ff) + " with PyTorch's weights",
+        expect_close(call(m, x, ffn_text(d, d_ff)), ref_ffn(layer, x), with_pytorch_weights(ffn_text(d, d_ff)),
                      hint=FFN_HINT, explain=explain(sub, m, x))
 
 
@@ -583,7 +580,7 @@ def judge_block(sub, d, h, d_ff, seed, norm_first, causal, dropout=0.0):
         return  # the right block around the student's own (differing) parts
     named = explain(sub, m, x, causal=causal)(got)  # a known bug of the table, exactly (hidden/bugs.py)
     if named is not None:
-        expect_close(got, want, what + " with PyTorch's weights", explain=lambda _got: named)
+        expect_close(got, want, with_pytorch_weights(what), explain=lambda _got: named)
     for parts in (ref_parts(layer), mine):
         if parts is None:
             continue
@@ -593,7 +590,7 @@ def judge_block(sub, d, h, d_ff, seed, norm_first, causal, dropout=0.0):
             alt = safe_compose(x, parts, layer, norm_first, causal, v)
             if alt is not None and close(got, alt):
                 raise CheckFailure(variant_message(v, norm_first), staff=f"{what}: matches variant {v}")
-    expect_close(got, want, what + " with PyTorch's weights", hint=Message(
+    expect_close(got, want, with_pytorch_weights(what), hint=Message(
         "Compare with torch.nn.TransformerEncoderLayer(d_model, n_heads, d_ff, batch_first=True, "
         f"norm_first={norm_first}) in eval mode.",
         "eval 모드의 torch.nn.TransformerEncoderLayer(d_model, n_heads, d_ff, batch_first=True, "
