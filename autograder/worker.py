@@ -90,8 +90,22 @@ class Worker:
 
     # ------------------------------------------------------------------ plumbing
 
+    def show_warning(self, message: Any, category: Any, filename: str, lineno: int, file: Any = None,
+                     line: Any = None) -> None:
+        """warnings.showwarning in the worker: a warning is the student's output only where it points into the
+        student's code (their own warnings.warn, or torch's with a stacklevel that reaches their line), shown with
+        the cell's name. One raised inside torch itself (nn.Transformer's "enable_nested_tensor is True, but ...")
+        is the library's advice, not something the student printed, and its file is the grader's install path
+        (/.../.venv/.../torch/nn/modules/transformer.py): it went into "Your code printed"."""
+        if filename not in self.lines:
+            return
+        name = getattr(category, "__name__", "Warning")
+        self.out.write(f"{filename}:{lineno}: {name}: {message}\n")
+
     def serve(self) -> None:
         sys.stdout = sys.stderr = self.out
+        import warnings
+        warnings.showwarning = self.show_warning
         me = os.getpid()
         while True:
             try:

@@ -72,6 +72,21 @@ def grade_with_options(tmp: Path, files: dict[str, str | Path], **options) -> di
 # lin_K named W_K: the reference's weights cannot be copied in, and every value check says why.
 RENAMED = REF.read_text(encoding="utf-8").replace("self.lin_K", "self.W_K")
 
+# Learners round C (m23): the right layers, and a forward (and SDPA) that returns zeros of the right shapes for every
+# entry. Zeros split, merged or weighted are zeros: it earned 51/100 from "this step on your own inputs" and the
+# demo shapes.
+STUB_ZEROS = REF.read_text(encoding="utf-8").replace(
+    "        d_K = K.size(-1)\n",
+    "        return torch.zeros(*Q.shape[:-1], V.shape[-1]), torch.zeros(*Q.shape[:-1], K.shape[-2])\n"
+    "        d_K = K.size(-1)\n").replace(
+    "        Q_feat = self.lin_Q(Q)  # (n_batch, n_Q, d_feat)\n",
+    "        b, nq, d = Q.shape\n        nk, h, dh, z = K.shape[1], self.n_head, self.d_head, torch.zeros\n"
+    "        return {'Q_feat': z(b, nq, d), 'K_feat': z(b, nk, d), 'V_feat': z(b, nk, d), 'Q_split': z(b, h, nq, dh),\n"
+    "                'K_split': z(b, h, nk, dh), 'V_split': z(b, h, nk, dh), 'scores': z(b, h, nq, nk),\n"
+    "                'attention': z(b, h, nq, nk), 'x_raw': z(b, h, nq, dh), 'x_rsh1': z(b, nq, h, dh),\n"
+    "                'x_rsh2': z(b, nq, d), 'x': z(b, nq, d)}\n"
+    "        Q_feat = self.lin_Q(Q)  # (n_batch, n_Q, d_feat)\n")
+
 
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
@@ -89,6 +104,7 @@ def graded(tmp_path_factory):
     }
     files.update({f"{v.name}.py": v.source() for v in bugs.VARIANTS})
     files["layer_renamed.py"] = RENAMED
+    files["stub_zeros.py"] = STUB_ZEROS
     files.update({"doc_seed001.py": DOCS / "seed001_mha_intermediates.py",
                   "doc_seed003.py": DOCS / "seed003_mha_intermediates.py"})
     return grade_sources(tmp_path_factory.mktemp(NAME), files, name=NAME)
@@ -364,6 +380,25 @@ def test_dropout_that_runs_in_eval_mode_is_charged_to_the_attention(graded):
     failed = [c for c in r.checks if c.status == "failed"]
     assert [c.nodeid.split("::")[-1] for c in failed] == ["test_x_raw_values"], failures(r)
     assert "dropout_p=0.5).eval()" in failed[0].message.en and "training=" in failed[0].message.ko
+
+
+def test_a_module_that_returns_zeros_earns_only_its_constructor(graded):
+    """Zeros for every entry: no value check pays "this step on your own inputs" (split, merge, x_raw), since zeros
+    carry no evidence of a step, and no shape check pays an output that is the same for two different inputs."""
+    r = graded["stub_zeros"]
+    earned = sorted((c.question, c.name) for c in r.checks if c.score > 0)
+    assert {q for q, _ in earned} == {"mha_init"}, earned
+    assert r.score == 10, failures(r)
+    shapes = [c.message.en for c in r.checks if "demo" in c.name.lower() and c.status == "failed"]
+    assert shapes and all("the same for two different inputs" in m for m in shapes), shapes
+
+
+def test_no_diagnosis_of_a_step_is_made_from_zeros(graded):
+    """Zeros for every entry: the scores were said to be "divided by sqrt(d_head)" (0 = 0 / anything) and the
+    attention "the weights AFTER dropout" (every weight zeroed, none kept): neither is said of zeros."""
+    said = [c.message.text(lang) for c in graded["stub_zeros"].checks if c.status == "failed" for lang in ("en", "ko")]
+    for words in ("sqrt(d_head)", "AFTER dropout", "dropout을 적용한 뒤의 가중치"):
+        assert not [m for m in said if words in m], words
 
 
 def test_signature_defaults_are_shown_readably():

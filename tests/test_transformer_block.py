@@ -59,6 +59,11 @@ def graded(tmp_path_factory):
     }
     files.update({f"{v.name}.py": v.source() for v in bugs.VARIANTS})
     files.update({f"{name}.py": edit(REF.read_text(encoding="utf-8"), old, new) for name, (old, new) in FAKES.items()})
+    for name, edits in STUBS.items():
+        text = REF.read_text(encoding="utf-8")
+        for old, new in edits:
+            text = edit(text, old, new)
+        files[f"{name}.py"] = text
     return grade_sources(tmp_path_factory.mktemp(NAME), files, name=NAME)
 
 
@@ -90,6 +95,77 @@ FAKES = {
                       "        return self.W_o(torch.tanh(self.W_q(x)) * self.W_k(x) + v + 1e-3 * run)\n"
                       "        b, n, _ = x.shape\n        q = self._heads("),
 }
+
+
+# Learners round C: placeholders. t28: the block is right, its attention and feed-forward `return x`; t29: the
+# block returns its input too.
+ATTN_IDENTITY = ("        b, n, _ = x.shape\n        q = self._heads(", "        return x\n        b, n, _ = x.shape\n"
+                 "        q = self._heads(")
+FFN_IDENTITY = ("        return self.linear2(self.dropout(F.relu(self.linear1(x))))",
+                "        return x")
+BLOCK_IDENTITY = ("        if not (self.use_ffn and self.use_norm and self.use_residual):\n",
+                  "        return x\n        if not (self.use_ffn and self.use_norm and self.use_residual):\n")
+STUBS = {"stub_parts_identity": (ATTN_IDENTITY, FFN_IDENTITY),
+         "stub_all_identity": (ATTN_IDENTITY, FFN_IDENTITY, BLOCK_IDENTITY),
+         # t25: nn.Transformer without batch_first warns from inside torch; this one also warns on its own
+         "warns_itself": (("    return nn.Transformer(d_model=16, nhead=4, num_encoder_layers=2",
+                           "    import warnings\n    warnings.warn(\"kim's own note\")\n"
+                           "    return nn.Transformer(d_model=16, nhead=4, num_encoder_layers=2"),
+                          ("num_decoder_layers=2, dim_feedforward=32,\n                          batch_first=True)",
+                           "num_decoder_layers=2, dim_feedforward=32)"))}
+
+
+def test_warnings_raised_inside_torch_are_not_the_students_output(graded):
+    """nn.Transformer(...) without batch_first makes torch warn from its own file ("enable_nested_tensor is True,
+    but ..."): that went under "Your code printed", with the grader's install path, though the student printed
+    nothing. A warning that points into the student's code is still theirs, shown with their file's name."""
+    leaked = {s: [c.output for c in r.checks if "site-packages" in c.output or "enable_nested_tensor" in c.output]
+              for s, r in graded.items()}
+    assert not any(leaked.values()), {s: v for s, v in leaked.items() if v}
+    own = [c.output for c in graded["warns_itself"].checks if "kim's own note" in c.output]
+    assert own and all("warns_itself.py:" in o and "UserWarning" in o for o in own), own
+
+
+def test_korean_messages_say_with_pytorchs_weights_in_korean(graded):
+    """The call compared with PyTorch's weights: the Korean message carried "with PyTorch's weights" in English."""
+    ko = [m for r in graded.values() for m in failed_messages(r, lang="ko")]
+    assert not [m for m in ko if "with PyTorch's weights" in m]
+    assert any("PyTorch의 가중치를 넣은 `" in m for m in ko)
+
+
+def test_a_module_that_returns_its_input_earns_no_shape_points(graded):
+    """`return x` keeps the shape: the shape checks pay only an output computed from the input with the module's
+    weights. A right block around such parts does compute (its LayerNorms) and keeps its shape points."""
+    for student in ("stub_parts_identity", "stub_all_identity"):
+        shapes = {c.question: c for c in graded[student].checks if "keeps the shape" in c.name}
+        assert set(shapes) == {"MultiHeadSelfAttention", "FeedForward", "TransformerBlock"}, shapes
+        for q in ("MultiHeadSelfAttention", "FeedForward"):
+            assert shapes[q].score == 0 and "its shape earns nothing" in shapes[q].message.en, shapes[q].message
+        assert (shapes["TransformerBlock"].score == 0) == (student == "stub_all_identity"), shapes["TransformerBlock"]
+
+
+def test_a_block_that_returns_its_input_earns_no_dropout_placement(graded):
+    """The dropout-placement check passed as soon as one of the student's parts failed its own dropout checks, and
+    never asked for the evidence the other property checks ask for: a block (and parts) returning x earned it."""
+    r = graded["stub_all_identity"]
+    placement = [c for c in r.checks if c.name.startswith("TransformerBlock in train mode: dropout1 and dropout2")]
+    assert len(placement) == 1 and placement[0].score == 0, placement
+    assert "earn nothing" in placement[0].message.en and "받을 수 없습니다" in placement[0].message.ko
+    assert by_question(r)["TransformerBlock"] <= 3, failures(r)
+
+
+def test_a_right_block_around_placeholder_parts_is_judged_with_them(graded):
+    """t28: the block is right, its parts `return x`. The parts' faults are charged in their questions; the block is
+    the right composition of the student's own parts, which is its evidence, so it keeps its residual, LayerNorm and
+    dropout points. Only its causality, which no attention that mixes nothing can show, is lost, and no message says
+    the block ignores its attention or its input (x * 2 + 1 was undone by the final LayerNorm)."""
+    r = graded["stub_parts_identity"]
+    lost_block = sorted(c.name for c in r.checks if c.question == "TransformerBlock" and c.score < c.points)
+    assert lost_block == ["TransformerBlock(..., causal=True): future tokens do not change earlier outputs"], failures(r)
+    said = " ".join(c.message.en for c in r.checks if c.status == "failed")
+    assert "does not use its" not in said and "does not depend on its input" not in said, said
+    causal = [c for c in r.checks if c.name.startswith("TransformerBlock(..., causal=True)")][0]
+    assert "Your MultiHeadSelfAttention mixes no tokens on its own either" in causal.message.en, causal.message
 
 
 @pytest.mark.parametrize("student", ["fake_block", "fake_block_eps"])

@@ -304,6 +304,27 @@ def tensor_or_none(out: dict, key: str) -> torch.Tensor | None:
     return v if type(v) is torch.Tensor else None
 
 
+def informative(t: Any) -> bool:
+    """Whether a tensor can carry evidence of a step done on it: a floating tensor with two finite values that
+    differ. A constant one (zeros included) is what every reshape, permute, product or weighted sum of constants
+    gives, so a module that returns zeros for every entry matched "this step applied to your own inputs"."""
+    if type(t) is not torch.Tensor or not t.is_floating_point():
+        return False
+    f = t.detach()[torch.isfinite(t)].to(torch.float64)
+    return f.numel() >= 2 and float(f.max() - f.min()) > 1e-6 * (1.0 + float(f.abs().max()))
+
+
+def changed(a: Any, b: Any) -> bool:
+    """Whether two outputs of the same shape differ somewhere (the same call on two different inputs)."""
+    if type(a) is not torch.Tensor or type(b) is not torch.Tensor or a.shape != b.shape:
+        return True  # another shape for another input: not the same output
+    a, b = a.detach().to(torch.float64), b.detach().to(torch.float64)
+    both = torch.isfinite(a) & torch.isfinite(b)
+    if not bool(both.any()):
+        return False
+    return float((a - b)[both].abs().max()) > 1e-6 * (1.0 + float(b[both].abs().max()))
+
+
 # ---------------------------------------------------------------------------------------------- per-submission memo
 
 _memo: "weakref.WeakKeyDictionary[Any, dict]" = weakref.WeakKeyDictionary()
@@ -358,14 +379,23 @@ def derived_shape(key: str, ups: list[tuple[int, ...]], d_feat: int, n_head: int
     return None
 
 
-def demo_outputs(sub) -> dict:
-    """The notes' self-attention demo, run once per submission: src = torch.rand(128, 32, 200), 5 heads."""
+def demo_outputs(sub, seed: int = 2024) -> dict:
+    """The notes' self-attention demo, run once per submission and input: src = torch.rand(128, 32, 200), 5 heads
+    (another seed: the evidence that each entry is computed from the input)."""
     def run() -> dict:
         d = DEMO
         m = build_mha(sub, d["d_feat"], d["n_head"], seed=0, dropout_p=0.1)
-        src = rand(2024, d["n_batch"], d["n_src"], d["d_feat"])
+        src = rand(seed, d["n_batch"], d["n_src"], d["d_feat"])
         return forward_dict(m, src, src, src, what=call_text(d["d_feat"], d["n_head"]))
-    return memo(sub, "demo", run)
+    return memo(sub, ("demo", seed), run)
+
+
+def not_from_input(what: str, en: str, ko: str) -> None:
+    """A shape check's evidence failed: the output is the same for two different inputs."""
+    fail(f"With {what}, {en} came out exactly the same for two different inputs: it is not computed from the "
+         "input, so its shape earns nothing.",
+         f"{what}에서 서로 다른 두 입력에 대해 {ko}이(가) 똑같이 나왔습니다: 입력으로부터 계산되지 않으므로 shape "
+         "점수를 받을 수 없습니다.")
 
 
 def check_demo_shapes(sub, keys: tuple[str, ...]) -> None:
@@ -378,6 +408,11 @@ def check_demo_shapes(sub, keys: tuple[str, ...]) -> None:
     for key in keys:
         got = entry(out, key, what)
         want = want_all[key]
+        # Evidence first: the entry changes with the input (zeros of the right shape earned 15 points).
+        other = tensor_or_none(demo_outputs(sub, 2025), key)
+        if other is not None and not changed(other, got):
+            not_from_input(f"the notes' demo (n_batch={d['n_batch']}, n_src={d['n_src']}, d_feat={d['d_feat']}, "
+                           f"n_head={d['n_head']})", f"out['{key}']", f"out['{key}']")
         if tuple(got.shape) == want:
             continue
         ups = [tensor_or_none(out, u) for u in UPSTREAM.get(key, ())]
@@ -416,3 +451,8 @@ def check_sdpa_demo(sub, which: str) -> None:
     out, attention = sdpa_call(sub, Q, K, V, what=what)
     expect_shape(out, out_shape, what + " -> out")
     expect_shape(attention, att_shape, what + " -> attention")
+    # Evidence: out and attention are computed from the inputs (zeros of the demo's shapes earned 4 points).
+    out2, attention2 = sdpa_call(sub, rand(21, *qs), rand(22, *ks), rand(23, *vs), what=what)
+    for name, a, b in (("out", out, out2), ("attention", attention, attention2)):
+        if not changed(b, a):
+            not_from_input(f"`{what}`", name, name)

@@ -6,10 +6,18 @@ parameter names the template fixes, and properties every correct block has.
 from __future__ import annotations
 
 import re
+import warnings
 
 import torch
 
 from autograder.checks import CheckFailure, expect_shape, expect_tensor, fail
+from autograder.messages import Message
+
+# nn.Transformer's advice on its fast path ("enable_nested_tensor is True, but ..."), raised while the grader builds
+# its own nn.Transformer (the references, and the public check of make_transformer's parameter shapes): it went to
+# the terminal once per grader process, above `grade check`'s table too, with the grader's install path, and says
+# nothing about a student.
+warnings.filterwarnings("ignore", message="enable_nested_tensor is True", category=UserWarning)
 
 # The parameter names and shapes the template fixes (what the grader copies PyTorch's weights into).
 def attn_params(d: int) -> dict[str, tuple[int, ...]]:
@@ -58,6 +66,12 @@ def block_text(d, h, d_ff, dropout=0.0, norm_first=False, causal=False):
             f"(x{', causal=True' if causal else ''})")
 
 
+def with_pytorch_weights(what: str) -> Message:
+    """The call, said in both languages, when the module holds PyTorch's weights (the Korean message carried the
+    English words "with PyTorch's weights" inside its backticks)."""
+    return Message(f"`{what}` with PyTorch's weights", f"PyTorch의 가중치를 넣은 `{what}`")
+
+
 def call(m, x, what: str, causal: bool | None = None, **kw) -> torch.Tensor:
     kwargs = {} if causal is None else {"causal": causal}
     return expect_tensor(m(x, **kwargs, **kw), what)
@@ -82,6 +96,7 @@ def check_params(m, want: dict[str, tuple[int, ...]], cls: str) -> None:
 # ---------------------------------------------------------------------------------------------- properties
 
 CAUSALITY = ("its causality earns nothing", "코잘(causal) 검사 점수를 받을 수 없습니다")
+SHAPE = ("its shape earns nothing", "shape 점수를 받을 수 없습니다")
 
 
 def differs(a, b, by: float = 1e-6) -> bool:
@@ -111,7 +126,10 @@ def expect_working(m, d: int, seed: int, what: str, causal: bool | None = True, 
     have earned, said in the failure (English, Korean)."""
     x = randn(seed, 2, 5, d)
     y = call(m, x, what, causal=causal)
-    if not differs(y, call(m, x * 2 + 1, what, causal=causal)):
+    # Another input drawn on its own: x * 2 + 1 was undone by a block's final LayerNorm (per token, a LayerNorm
+    # forgets any scale and shift of its input), and a right block around placeholder parts was told that it
+    # "does not depend on its input".
+    if not differs(y, call(m, randn(seed + 5, 2, 5, d), what, causal=causal)):
         fail(f"`{what}` gave the same output for two different inputs: it does not depend on its input, so "
              f"{earns[0]}.",
              f"서로 다른 두 입력에 대해 `{what}`의 출력이 같습니다: 입력에 의존하지 않으므로 {earns[1]}.")
@@ -128,11 +146,29 @@ def expect_working(m, d: int, seed: int, what: str, causal: bool | None = True, 
     if mixes and y_new.dim() == 3 and y_new.shape[:2] == (2, 5):  # (with the new weights)
         x0 = x.clone()
         x0[:, 0] = randn(seed + 2, 2, d) * 2
-        if not differs(call(m, x0, what, causal=causal)[:, 1:], y_new[:, 1:], EVIDENCE):
-            fail(f"`{what}`: changing token 0 changed no other token's output, so each output is computed from its "
-                 f"own token alone: no attention mixes the tokens, and {earns[0]}.",
-                 f"`{what}`: 토큰 0을 바꿔도 다른 토큰의 출력이 바뀌지 않았습니다. 각 출력이 자기 토큰만으로 "
-                 f"계산되므로 토큰을 섞는 어텐션이 없고, {earns[1]}.")
+        if differs(call(m, x0, what, causal=causal)[:, 1:], y_new[:, 1:], EVIDENCE):
+            return
+        # Token 0 reaches no other token: does the last one reach the earlier ones? Then the tokens do mix, and
+        # with causal=True the mask hides the past instead of the future (tril(..., diagonal=-1) was told that
+        # "no attention mixes the tokens").
+        xl = x.clone()
+        xl[:, -1] = randn(seed + 4, 2, d) * 2
+        if differs(call(m, xl, what, causal=causal)[:, :-1], y_new[:, :-1], EVIDENCE):
+            if not causal:
+                return
+            fail(f"`{what}`: changing token 0 changed no later token's output, while changing the last token changed "
+                 "the outputs of the tokens before it: the causal mask hides the past instead of the future (each "
+                 "token sees itself and the tokens after it). Hide the scores above the diagonal, "
+                 f"torch.triu(torch.ones(n, n, dtype=torch.bool), diagonal=1), so that token i sees tokens 0..i; "
+                 f"{earns[0]}.",
+                 f"`{what}`: 토큰 0을 바꿔도 뒤 토큰의 출력이 바뀌지 않았고, 마지막 토큰을 바꾸자 앞 토큰들의 출력이 "
+                 "바뀌었습니다: 코잘 마스크가 미래 대신 과거를 가립니다 (각 토큰이 자기 자신과 뒤 토큰들을 봄). "
+                 "대각선 위의 점수를 가리세요, torch.triu(torch.ones(n, n, dtype=torch.bool), diagonal=1). 그러면 "
+                 f"토큰 i는 토큰 0..i를 봅니다. {earns[1]}.")
+        fail(f"`{what}`: changing token 0 changed no other token's output (nor did changing the last token), so each "
+             f"output is computed from its own token alone: no attention mixes the tokens, and {earns[0]}.",
+             f"`{what}`: 토큰 0을 바꿔도(마지막 토큰을 바꿔도) 다른 토큰의 출력이 바뀌지 않았습니다. 각 출력이 자기 "
+             f"토큰만으로 계산되므로 토큰을 섞는 어텐션이 없고, {earns[1]}.")
 
 
 def causal_leak(m, d: int, seed: int, what: str, b: int = 2, T: int = 6) -> float:

@@ -114,6 +114,14 @@ VARIANTS: list[Variant] = [
          "so that a fully masked row stays finite",
       ko="가려진 멀티 헤드 점수를 -1e9가 아니라 -inf로 채움; 전부 가려진 행도 유한하도록 "
          "scores.masked_fill(mask == 0, -1e9)를 쓰세요"),
+    V("scores_returned_before_mask",
+      ch(MHA, "scores = head_scores(Q_split, K_split, score_divisor(self.d_feat, self.n_head, self.scale), mask)",
+         "scores = head_scores(Q_split, K_split, score_divisor(self.d_feat, self.n_head, self.scale))"),
+      ch(MHA, "attention = torch.softmax(scores, dim=-1)",
+         "attention = torch.softmax(scores if mask is None else scores.masked_fill(mask == 0, -1e9), dim=-1)"),
+      breaks="scores", says=("the scores you return are the ones before the mask",), never_says=("never applied",),
+      why="learners round C: the mask goes into the softmax but the unmasked scores are returned; it was told that "
+          "the mask is never applied"),
     V("scores_mask_ignored", ch("head_scores", FILL, ""), breaks="scores",
       en="the mask is never applied to the multi-head scores; fill them with -1e9 where mask == 0, before the softmax",
       ko="멀티 헤드 점수에 마스크를 적용하지 않음; softmax 전에 mask == 0인 위치를 -1e9로 채우세요"),

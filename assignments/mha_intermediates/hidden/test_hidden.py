@@ -9,8 +9,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from assignments.mha_intermediates.common import (build_mha, call_text, divisor, entry, forward_dict, memo,
-                                                  other_divisor, rand, randn, scale_of, scale_rule, sdpa_call,
+from assignments.mha_intermediates.common import (build_mha, call_text, divisor, entry, forward_dict, informative,
+                                                  memo, other_divisor, rand, randn, scale_of, scale_rule, sdpa_call,
                                                   tensor_or_none)
 from assignments.mha_intermediates.hidden import diagnose  # noqa: F401  (registers the grader's bug diagnosis)
 from autograder.bugtable import Call
@@ -142,10 +142,14 @@ def _close(a, b, atol):
 
 
 def own(out, *keys):
-    """The student's own tensors for a fallback; raises ValueError when one is missing."""
+    """The student's own tensors for a fallback; raises ValueError when one is missing or carries no evidence
+    (constant: zeros split, merged or weighted are zeros, and a module returning zeros for every entry earned the
+    split, merge and x_raw points "on its own inputs")."""
     ts = [tensor_or_none(out, k) for k in keys]
     if any(t is None for t in ts):
         raise ValueError("missing")
+    if not all(informative(t) for t in ts):
+        raise ValueError("constant")
     return ts
 
 
@@ -312,9 +316,27 @@ def check_scores(sub, options, name):
             other = R.head_scores(qs, ks, alt, mask)
         except RuntimeError:
             other = None
-        if other is not None and other.shape == sc.shape and _close(sc, other, 1e-4):
+        if other is not None and informative(other) and other.shape == sc.shape and _close(sc, other, 1e-4):
             fail(f"`{what}`: your scores are divided by {alt_name}. " + hint.en,
                  f"`{what}`: 점수를 {alt_name}(으)로 나눴습니다. " + hint.ko)
+        if mask is not None:  # the scores before the mask, while the attention was computed from the masked ones
+            try:
+                unmasked = R.head_scores(qs, ks, div)
+                masked_att = torch.softmax(R.head_scores(qs, ks, div, mask), dim=-1)
+            except RuntimeError:
+                unmasked = masked_att = None
+            att = tensor_or_none(got, "attention")
+            if (unmasked is not None and informative(unmasked) and unmasked.shape == sc.shape
+                    and _close(sc, unmasked, 1e-4) and att is not None and att.shape == masked_att.shape
+                    and _close(att, masked_att, 1e-4) and not _close(masked_att, torch.softmax(unmasked, dim=-1), 1e-4)):
+                fail(f"`{what}`: the scores you return are the ones before the mask, although your attention was "
+                     "computed from the masked scores (the mask is applied, but only to what goes into the softmax). "
+                     "Return the masked scores as out['scores']: scores = scores.masked_fill(mask == 0, -1e9), then "
+                     "attention = torch.softmax(scores, dim=-1).",
+                     f"`{what}`: 반환한 scores가 마스크를 적용하기 전의 값입니다. attention은 마스크를 적용한 점수로 "
+                     "계산했습니다 (마스크는 softmax에 들어가는 값에만 적용됨). out['scores']로 마스크를 적용한 점수를 "
+                     "반환하세요: scores = scores.masked_fill(mask == 0, -1e9) 다음 attention = torch.softmax(scores, "
+                     "dim=-1).")
         if mask is not None and bool(torch.isinf(sc).any()):
             hint = Message("Masked scores must be -1e9, not -inf: scores.masked_fill(mask == 0, -1e9).",
                            "가려진 점수는 -inf가 아니라 -1e9여야 합니다: scores.masked_fill(mask == 0, -1e9).")
@@ -411,7 +433,8 @@ def _after_dropout(got: torch.Tensor, before: torch.Tensor, p: float) -> bool:
     got, before = got.to(torch.float64), before.detach().to(torch.float64)
     zeroed = (got == 0) & (before != 0)
     kept = got != 0
-    return bool(zeroed.any()) and _close(got[kept], before[kept] / (1 - p), 1e-5)
+    # Some weight kept too: an all-zero attention was told it is "the weights AFTER dropout".
+    return bool(zeroed.any()) and bool(kept.any()) and _close(got[kept], before[kept] / (1 - p), 1e-5)
 
 
 @check(question="attention", points=1)

@@ -7,7 +7,7 @@ import torch
 
 from assignments.mha_intermediates.common import (build_mha, call_text, check_demo_shapes, check_device_argument,
                                                   check_sdpa_demo, check_signature, divisor, entry,
-                                                  forward_dict, other_divisor, randn, scale_rule)
+                                                  forward_dict, informative, other_divisor, randn, scale_rule)
 from autograder.checks import CheckFailure, check, expect_close, fail
 
 # ------------------------------------------------------------------------------- ScaledDotProductAttention
@@ -141,6 +141,11 @@ def test_scores_scaling(sub, options):
     except RuntimeError:
         fail("scores could not be judged: Q_split and K_split cannot be multiplied (see the split checks).",
              "Q_split과 K_split을 곱할 수 없어 scores를 평가할 수 없습니다 (분할 검사를 보세요).")
+    if not informative(raw):  # zeros (or a constant) divided by anything are what they were: no evidence
+        fail("scores could not be judged: Q_split @ K_split^T is constant (Q_split or K_split holds no values of "
+             "the input; see the projection and split checks), so the scaling earns nothing.",
+             "scores를 평가할 수 없습니다: Q_split @ K_split^T가 상수입니다 (Q_split이나 K_split에 입력의 값이 "
+             "없습니다. 투영과 분할 검사를 보세요). 따라서 스케일 점수를 받을 수 없습니다.")
     rule = scale_rule(options, d_feat, n_head)
     alt, alt_name = other_divisor(options, d_feat, n_head)
     if tuple(scores.shape) == tuple(raw.shape) and torch.allclose(scores, raw / alt, atol=1e-4, rtol=1e-4):

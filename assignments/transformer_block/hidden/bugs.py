@@ -33,6 +33,11 @@ VARIANTS: list[Variant] = [
       ko="softmax 전에 점수를 나누지 않음; q @ k^T를 sqrt(d_head)로 나누세요"),
     V("attn_mask_hides_diagonal", ch(ATTN, "diagonal=1)", "diagonal=0)"), breaks=ATTN, says=("diagonal=1",),
       why="the causal mask also hides the token itself, so row 0 is all -inf and turns into NaN"),
+    V("attn_mask_hides_past", ch(ATTN, "torch.triu(torch.ones(n, n, dtype=torch.bool, device=x.device), diagonal=1)",
+                                 "torch.tril(torch.ones(n, n, dtype=torch.bool, device=x.device), diagonal=-1)"),
+      breaks=ATTN, says=("hides the past instead of the future",), never_says=("no attention mixes the tokens",),
+      why="learners round C: tril(..., diagonal=-1) hides the past; the block's causality was charged too, and both "
+          "were told that no attention mixes the tokens"),
     V("attn_softmax_queries", ch(ATTN, "torch.softmax(scores, dim=-1)", "torch.softmax(scores, dim=-2)"),
       breaks=ATTN,
       en="the softmax runs over dim=-2 (the queries); normalise each query's row over the keys with dim=-1",

@@ -3,7 +3,7 @@ a part switched off, and make_transformer / transformer_shape on hidden sizes.""
 import torch
 import torch.nn as nn
 
-from assignments.transformer_block.common import block_text, call, randn
+from assignments.transformer_block.common import block_text, call, randn, with_pytorch_weights
 from assignments.transformer_block.hidden.diagnose import explain
 from assignments.transformer_block.hidden.test_hidden import (attn_state, close, ffn_state, load_block, ref_layer,
                                                              student_parts)
@@ -103,7 +103,7 @@ def judge_ablation(sub, switch):
                     alt = None
                 if alt is not None and close(got, alt):
                     continue  # the right block around the student's own (differing) parts: charged there
-            expect_close(got, want, what + " with PyTorch's weights", hint=HINTS[switch], explain=explain(sub, m, x))
+            expect_close(got, want, with_pytorch_weights(what), hint=HINTS[switch], explain=explain(sub, m, x))
 
 
 @check(question="ablation", points=3)

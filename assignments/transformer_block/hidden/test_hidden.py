@@ -19,7 +19,6 @@ with dropout=0.5 against the same module with dropout=0.0.
 from __future__ import annotations
 
 import math
-import warnings
 
 import torch
 import torch.nn as nn
@@ -27,15 +26,13 @@ import torch.nn.functional as F
 
 from assignments.transformer_block.common import (CONFIG, EVIDENCE, differs, expect_working, attn_text, block_text, build_attn, build_block,
                                                   blame_part, build_ffn, build_transformer, call, ffn_text,
-                                                  randn, transformer_out)
+                                                  randn, transformer_out, with_pytorch_weights)
 from assignments.transformer_block.hidden.diagnose import explain  # also registers the grader's bug diagnosis
 from autograder.checks import CheckFailure, check, expect_close, expect_shape, expect_tensor, fail
 from autograder.messages import Message
 from autograder.rng import manual_seed
 
-# nn.Transformer's advice on its fast path ("enable_nested_tensor is True, but ..."), raised while the grader builds
-# the references: it went to the instructor's terminal once per grader process, and says nothing about a student.
-warnings.filterwarnings("ignore", message="enable_nested_tensor is True", category=UserWarning)
+# (nn.Transformer's fast-path advice raised while the grader builds the references is silenced in common.py.)
 
 ATOL = 1e-4
 
@@ -228,7 +225,7 @@ def attn_against_pytorch(sub, d, h, b, n, seed, causal):
              f"`{what}`가 토큰 {rows}에 대해 NaN을 반환합니다: softmax에 모두 -inf인 점수 행이 들어갔습니다. "
              "코잘 마스크는 미래(대각선 위, torch.triu(..., diagonal=1))만 가려야 하며, 모든 토큰은 자기 자신을 "
              "볼 수 있어야 합니다.")
-    expect_close(got, ref_attn(layer, x, causal), what + " with PyTorch's weights", atol=ATOL, hint=ATTN_HINT,
+    expect_close(got, ref_attn(layer, x, causal), with_pytorch_weights(what), atol=ATOL, hint=ATTN_HINT,
                  explain=explain(sub, m, x, causal=causal))
 
 
@@ -380,7 +377,7 @@ def test_ffn_matches_pytorch(sub):
         m = build_ffn(sub, d, d_ff, seed=seed)
         load(m, ffn_state(layer), f"FeedForward({d}, {d_ff})")
         x = randn(seed + 1, 2, 5, d)
-        expect_close(call(m, x, ffn_text(d, d_ff)), ref_ffn(layer, x), ffn_text(d, d_ff) + " with PyTorch's weights",
+        expect_close(call(m, x, ffn_text(d, d_ff)), ref_ffn(layer, x), with_pytorch_weights(ffn_text(d, d_ff)),
                      hint=FFN_HINT, explain=explain(sub, m, x))
 
 
@@ -583,7 +580,7 @@ def judge_block(sub, d, h, d_ff, seed, norm_first, causal, dropout=0.0):
         return  # the right block around the student's own (differing) parts
     named = explain(sub, m, x, causal=causal)(got)  # a known bug of the table, exactly (hidden/bugs.py)
     if named is not None:
-        expect_close(got, want, what + " with PyTorch's weights", explain=lambda _got: named)
+        expect_close(got, want, with_pytorch_weights(what), explain=lambda _got: named)
     for parts in (ref_parts(layer), mine):
         if parts is None:
             continue
@@ -593,7 +590,7 @@ def judge_block(sub, d, h, d_ff, seed, norm_first, causal, dropout=0.0):
             alt = safe_compose(x, parts, layer, norm_first, causal, v)
             if alt is not None and close(got, alt):
                 raise CheckFailure(variant_message(v, norm_first), staff=f"{what}: matches variant {v}")
-    expect_close(got, want, what + " with PyTorch's weights", hint=Message(
+    expect_close(got, want, with_pytorch_weights(what), hint=Message(
         "Compare with torch.nn.TransformerEncoderLayer(d_model, n_heads, d_ff, batch_first=True, "
         f"norm_first={norm_first}) in eval mode.",
         "eval 모드의 torch.nn.TransformerEncoderLayer(d_model, n_heads, d_ff, batch_first=True, "
@@ -628,8 +625,8 @@ def test_block_pre_norm_causal(sub):
         judge_block(sub, d, h, d_ff, seed + 10, norm_first=True, causal=True)
 
 
-PROPERTIES = ("its residual connections, LayerNorm placement and eval-mode dropout earn nothing",
-              "잔차 연결, LayerNorm 위치, eval 모드 dropout 검사 점수를 받을 수 없습니다")
+PROPERTIES = ("its residual connections, LayerNorm placement and dropout earn nothing",
+              "잔차 연결, LayerNorm 위치, dropout 검사 점수를 받을 수 없습니다")
 
 
 def block_evidence(sub, nf: bool, d: int = 12, h: int = 3, d_ff: int = 20, seed: int = 861) -> None:
@@ -660,12 +657,27 @@ def _block_evidence(sub, nf, d, h, d_ff, seed):
                if n.startswith(prefix) and type(t) is torch.Tensor and t.is_floating_point() and t.dim() == 2}
         g = torch.Generator().manual_seed(seed + 2)
         m.load_state({n: torch.randn(tuple(t.shape), generator=g).to(t.dtype) for n, t in own.items()})
-        if not own or not differs(call(m, x, what), y, EVIDENCE):
-            fail(f"`{what}` gives the same output whatever the weights of its {en} (self.{prefix[:-1]}): the block "
-                 f"does not use its {en}, so {PROPERTIES[0]}.",
-                 f"`{what}`의 출력이 {ko}(self.{prefix[:-1]})의 가중치와 상관없이 같습니다: 블록이 {ko}을(를) 쓰지 "
-                 f"않으므로 {PROPERTIES[1]}.")
+        moved = bool(own) and differs(call(m, x, what), y, EVIDENCE)
         m.load_state(own)
+        if moved:
+            continue
+        cls = "MultiHeadSelfAttention" if prefix == "attn." else "FeedForward"
+        if own and part_ignores_weights(sub, prefix, d, h, d_ff, seed, x):
+            # The student's part ignores its weights itself (a placeholder `return x`): charged in its question.
+            # The block's own evidence is then that it is the right composition of the student's own parts.
+            mine = student_parts(sub, layer, d, h, d_ff, block=m)
+            if mine is not None and close(y, safe_compose(x, mine, layer, nf, False)):
+                continue
+            fail(f"`{what}` gives the same output whatever the weights of its {en} (self.{prefix[:-1]}), and your "
+                 f"`{cls}` alone ignores its weights too (charged in its own question); the block is not the right "
+                 f"composition of your own parts either, so {PROPERTIES[0]}.",
+                 f"`{what}`의 출력이 {ko}(self.{prefix[:-1]})의 가중치와 상관없이 같고, `{cls}` 자체도 가중치를 "
+                 f"쓰지 않습니다 (그 문항에서 감점됩니다). 블록도 여러분의 구성 요소를 올바르게 조합한 것이 아니므로 "
+                 f"{PROPERTIES[1]}.")
+        fail(f"`{what}` gives the same output whatever the weights of its {en} (self.{prefix[:-1]}): the block "
+             f"does not use its {en}, so {PROPERTIES[0]}.",
+             f"`{what}`의 출력이 {ko}(self.{prefix[:-1]})의 가중치와 상관없이 같습니다: 블록이 {ko}을(를) 쓰지 "
+             f"않으므로 {PROPERTIES[1]}.")
     try:  # fresh calls: the output depends on the input and its tokens are mixed
         expect_working(m, d, seed + 3, what, causal=None, earns=PROPERTIES)
     except CheckFailure:
@@ -674,6 +686,21 @@ def _block_evidence(sub, nf, d, h, d_ff, seed):
         except CheckFailure:
             return  # its own attention mixes nothing either: charged in that question, not again here
         raise
+
+
+def part_ignores_weights(sub, prefix, d, h, d_ff, seed, x) -> bool:
+    """Whether the student's own attention ("attn.") or feed-forward ("ff.") module, built alone, gives the same
+    output on x whatever its weights (by EVIDENCE); False when it cannot be asked."""
+    try:
+        part = build_part(sub, prefix, d, h, d_ff)
+        y = call(part, x, "part")
+        params = {n: t for n, t in part.state()["params"].items()
+                  if type(t) is torch.Tensor and t.is_floating_point() and t.dim() == 2}
+        g = torch.Generator().manual_seed(seed + 5)
+        part.load_state({n: torch.randn(tuple(t.shape), generator=g).to(t.dtype) for n, t in params.items()})
+        return not params or not differs(call(part, x, "part"), y, EVIDENCE)
+    except CheckFailure:
+        return False
 
 
 @check(question="TransformerBlock", points=5)
@@ -825,6 +852,9 @@ def test_block_dropout_placement(sub):
     d, h, d_ff, seed = 12, 3, 20, 851
     x = randn(seed + 1, 2, 6, d)
     for nf in (False, True):
+        # Evidence first, as for the other property checks: this one passes where a part fails its own dropout
+        # checks, and a block that returns its input (parts that return theirs) earned it that way.
+        block_evidence(sub, nf)
         layer = ref_layer(d, h, d_ff, nf, seed)
         m = build_block(sub, d, h, d_ff, 0.5, nf, seed=seed)
         load_block(sub, m, block_state(layer), d, h, d_ff)

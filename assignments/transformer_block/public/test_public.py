@@ -8,9 +8,9 @@ residual connections and misplaced LayerNorms.
 from assignments.transformer_block.common import (attn_params, attn_text, block_text, build_attn, build_block,
                                                   build_ffn, call, causal_leak, check_params,
                                                   check_transformer_config, fail_leak, ffn_params, ffn_text,
-                                                  blame_part, expect_working, randn, transformer_out)
+                                                  blame_part, expect_working, randn, transformer_out, SHAPE)
 from autograder.checks import CheckFailure, check, expect_shape, fail
-from autograder.messages import near_miss
+from autograder.messages import Message, near_miss
 
 # ------------------------------------------------------------------------------- MultiHeadSelfAttention
 
@@ -21,6 +21,8 @@ def test_attn_shape(sub):
     x = randn(1, 2, 5, 16)
     expect_shape(call(m, x, attn_text(16, 4)), (2, 5, 16), attn_text(16, 4))
     expect_shape(call(m, x, attn_text(16, 4, causal=True), causal=True), (2, 5, 16), attn_text(16, 4, causal=True))
+    # Evidence: the output is computed from the input with the weights (`return x` keeps the shape too).
+    expect_working(m, 16, 11, attn_text(16, 4), causal=False, mixes=False, earns=SHAPE)
 
 
 @check(question="MultiHeadSelfAttention", points=3)
@@ -43,8 +45,9 @@ def test_attn_is_causal(sub):
 @check(question="FeedForward", points=2)
 def test_ffn_shape(sub):
     """FeedForward(16, 32) keeps the shape (2, 5, 16)"""
-    expect_shape(call(build_ffn(sub, 16, 32, seed=1), randn(2, 2, 5, 16), ffn_text(16, 32)), (2, 5, 16),
-                 ffn_text(16, 32))
+    m = build_ffn(sub, 16, 32, seed=1)
+    expect_shape(call(m, randn(2, 2, 5, 16), ffn_text(16, 32)), (2, 5, 16), ffn_text(16, 32))
+    expect_working(m, 16, 12, ffn_text(16, 32), causal=None, mixes=False, earns=SHAPE)  # not `return x`
 
 
 @check(question="FeedForward", points=2)
@@ -64,6 +67,8 @@ def test_block_shape(sub):
         m = build_block(sub, 16, 4, 32, norm_first=nf, seed=3)
         try:
             expect_shape(call(m, x, what), (2, 5, 16), what)
+            # Evidence: the output is computed from the input with the block's weights (`return x` keeps the shape).
+            expect_working(m, 16, 13, what, causal=None, mixes=False, earns=SHAPE)
         except CheckFailure as e:
             if blame_part(sub, e, 16, 4, 32):
                 return  # the block fails because one of the student's parts fails: charged to that part
@@ -91,8 +96,13 @@ def test_block_structure(sub):
 def test_block_is_causal(sub):
     """TransformerBlock(..., causal=True): future tokens do not change earlier outputs"""
     for nf in (False, True):
-        expect_working(build_block(sub, 8, 2, 12, norm_first=nf, seed=5), 8, 52,
-                       block_text(8, 2, 12, norm_first=nf, causal=True))
+        try:
+            expect_working(build_block(sub, 8, 2, 12, norm_first=nf, seed=5), 8, 52,
+                           block_text(8, 2, 12, norm_first=nf, causal=True))
+        except CheckFailure as e:
+            if blame_part(sub, e, 8, 2, 12, causal=True):
+                return  # the attention leaks (a mask that hides the past) or raises: charged there
+            raise CheckFailure(e.message + own_attention_mixes_nothing(sub), e.staff) from None
         m = build_block(sub, 8, 2, 12, norm_first=nf, seed=5)
         try:
             leak = causal_leak(m, 8, 51, block_text(8, 2, 12, norm_first=nf, causal=True))
@@ -108,6 +118,19 @@ def test_block_is_causal(sub):
                  "self.attn(..., causal=causal).",
                  f"어텐션은 코잘(causal)인데 `TransformerBlock(..., norm_first={nf})(x, causal=True)`는 코잘(causal)이 "
                  f"아닙니다 (앞 토큰의 출력이 최대 {leak:.3g} 바뀜). 플래그를 넘기세요: self.attn(..., causal=causal).")
+
+
+def own_attention_mixes_nothing(sub) -> Message:
+    """Said beside a block that mixes no tokens when the student's attention alone mixes none either (the block's
+    causality has no evidence then; the attention's fault is named in its own question)."""
+    try:
+        expect_working(build_attn(sub, 8, 2, seed=2), 8, 22, attn_text(8, 2, causal=True))
+    except CheckFailure:
+        return Message("Your MultiHeadSelfAttention mixes no tokens on its own either (see its question): the block's "
+                       "causality can only be shown through an attention that mixes the tokens.",
+                       "MultiHeadSelfAttention도 그 자체로 토큰을 섞지 않습니다 (그 문항을 보세요): 블록의 코잘(causal) "
+                       "여부는 토큰을 섞는 어텐션을 통해서만 보일 수 있습니다.")
+    return Message("", "")
 
 
 # ------------------------------------------------------------------------------- nn.Transformer (the notes' example)
