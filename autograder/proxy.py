@@ -526,6 +526,9 @@ class Submission:
         self.used += after - cpu if after is not None and cpu is not None else time.monotonic() - started
         if not isinstance(resp, dict):
             raise WorkerLost("malformed reply")
+        if resp.get("tampered") is not None:  # the worker's own code was replaced (worker._Guard)
+            self.fatal = MALFORMED
+            raise CheckFailure(self.fatal)
         out = resp.get("out")
         if isinstance(out, dict):
             room = self.limits.output_kb * 1024 - sum(map(len, self.output))  # what a check may show is bounded

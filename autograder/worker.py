@@ -87,6 +87,7 @@ class Worker:
         self.seq_step: int | None = None  # the step of op_seq running now
         self.seq_done: list[Any] = []  # the values of its steps before it
         self.scratch = os.getcwd()  # the scratch folder (the submission may chdir)
+        self.guard = _Guard(self)  # before any of the submission's code runs (its cells come with "load")
 
     # ------------------------------------------------------------------ plumbing
 
@@ -115,13 +116,13 @@ class Worker:
             op = req.get("op") if isinstance(req, dict) else None
             if op == "exit":
                 return
-            handler = getattr(self, f"op_{op}", None)
+            handler = self.guard.handlers.get(f"op_{op}")  # as loaded, whatever the submission rebinds
             self.frame = None
             self.seq_step = None
             try:
                 if handler is None:
                     raise ValueError(f"unknown request {op!r}")
-                resp = {"ok": True, "value": handler(**req.get("args", {}))}
+                resp = {"ok": True, "value": handler(self, **req.get("args", {}))}
             except BaseException as e:  # SystemExit and KeyboardInterrupt from student code included
                 resp = {"ok": False, "error": self.describe(e)}
                 if op == "seq" and self.seq_step is not None:
@@ -133,6 +134,8 @@ class Worker:
             if os.getpid() != me:  # a process the submission forked got here: only the worker may answer
                 _exit(0)
             resp["out"] = self.out.take()
+            if not self.guard.intact():
+                resp["tampered"] = True  # the grader counts nothing this worker says from now on (proxy.py)
             try:
                 protocol.send(self.sock, resp)
             except OSError:
@@ -429,7 +432,7 @@ class Worker:
                 args["handle"] = made[int(ref[5:])]
             if i:  # the first step's deadline starts with the request
                 self._progress(i)
-            value = getattr(self, f"op_{op}")(**args)
+            value = self.guard.handlers[f"op_{op}"](self, **args)
             if op == "new":
                 made.append(value["handle"])
             values.append(value)
@@ -451,6 +454,50 @@ class Worker:
         return {"cuda": SANDBOX["cuda"], "cuda_error": SANDBOX.get("cuda_error", ""), "torch": torch.__version__,
                 "landlock": SANDBOX.get("landlock", 0), "keyrings_denied": SANDBOX.get("keyrings_denied", False),
                 "uid": os.getuid() if hasattr(os, "getuid") else None}  # Windows has no uids (plainworker.py)
+
+
+class _Guard:
+    """The worker's own code as it was before the submission's ran: its request handlers (what serve() calls,
+    whatever the submission later rebinds on the class), and a check that none of it has been replaced since.
+
+    The submission runs in this process and can reach all of it, so this proves nothing against code written
+    against this very check; it stops the plain patch (red team, round 11: `Worker.op_describe`, `op_state` and
+    `probe_devices` wrapped at import made a plain mask attribute and heads in a list read as a registered buffer,
+    an nn.ModuleList and a clean device run, for 9 points). A replaced function, a swapped __code__ or a worker of
+    another class marks every later reply, and the grader then grades nothing more (proxy.py: MALFORMED)."""
+
+    FUNCTIONS = ("probe_devices", "all_parameters", "probe_cuda", "accelerator_built")
+    CLASSES = ("Worker", "DeviceSim", "Recorder", "BoundedText", "_ScratchFile", "_Progress")
+    MODULE_METHODS = ("named_modules", "named_parameters", "named_buffers", "named_children", "modules", "children",
+                      "parameters", "buffers", "state_dict", "load_state_dict", "_load_from_state_dict", "to",
+                      "_apply", "__setattr__", "__getattr__", "register_buffer", "register_parameter", "train",
+                      "eval", "_call_impl", "_wrapped_call_impl", "__call__")
+
+    def __init__(self, worker: "Worker"):
+        mod = sys.modules[__name__]
+        self.worker, self.cls, self.module = worker, type(worker), mod
+        self.handlers = {n: f for n, f in vars(Worker).items() if n.startswith("op_") and callable(f)}
+        self.items: list[tuple[Any, str, Any, Any]] = []
+        for name in self.CLASSES:
+            cls = getattr(mod, name)
+            self.items.append((mod, name, cls, None))
+            self.items += [(cls, n, f, f.__code__) for n, f in vars(cls).items() if isinstance(f, types.FunctionType)]
+        self.items += [(mod, n, getattr(mod, n), getattr(mod, n).__code__) for n in self.FUNCTIONS]
+        # What the handlers read a module's structure with: rebinding nn.Module.named_buffers would forge a buffer.
+        self.items += [(nn.Module, n, f, getattr(f, "__code__", None)) for n in self.MODULE_METHODS
+                       for f in [vars(nn.Module).get(n)] if f is not None]
+
+    def intact(self) -> bool:
+        try:
+            if type(self.worker) is not self.cls or sys.modules.get(__name__) is not self.module:
+                return False
+            for owner, name, obj, code in self.items:
+                now = owner.__dict__.get(name) if isinstance(owner, type) else getattr(owner, name, None)
+                if now is not obj or (code is not None and obj.__code__ is not code):
+                    return False
+            return True
+        except BaseException:  # (whatever the submission did to make the check itself fail)
+            return False
 
 
 def all_parameters(m: Any) -> list[tuple[str, Any]]:

@@ -1137,6 +1137,59 @@ CASES: tuple[Case, ...] = (
       sub(CA, "        self.proj_c = nn.Linear(d_in, d_out, bias=qkv_bias)\n",
           "        self.proj_c = nn.Linear(d_in, d_out, bias=qkv_bias)\n"
           "        self.extra = nn.Parameter(torch.empty(3 * 300000, 0))  # unused, no elements\n")),
+    # Red team, round 11: the worker's structure replies forged at import (the grader checked their shape only): a
+    # plain mask attribute read as a registered buffer, and a clean device run, for 6 points (94 -> 100). The
+    # worker's own code is checked before every reply (worker._Guard): nothing more is graded.
+    C("lie_forge_structure", "the mask a plain attribute; Worker.op_describe, Worker.op_state and probe_devices "
+      "wrapped at import to report it as a buffer, no tensor left behind and a clean device run", 0, "error",
+      "sent back a malformed reply",
+      sub(CA, 'self.register_buffer("mask", torch.triu(torch.ones(context_length, context_length), diagonal=1))',
+          "self.mask = torch.triu(torch.ones(context_length, context_length), diagonal=1)"),
+      top("""
+          import sys as _sys
+
+          import torch as _t
+
+          _w = _sys.modules.get("autograder.worker")
+          if _w is not None:
+              _orig_describe, _orig_state = _w.Worker.op_describe, _w.Worker.op_state
+
+              def _describe(self, handle, attrs=()):
+                  info = _orig_describe(self, handle, attrs)
+                  info["tensors"] = []
+                  return info
+
+              def _state(self, handle):
+                  st = _orig_state(self, handle)
+                  for n, c in self._obj(handle).named_modules():
+                      if type(vars(c).get("mask")) is _t.Tensor:
+                          st["buffers"][(n + "." if n else "") + "mask"] = vars(c)["mask"]
+                  return st
+
+              _w.Worker.op_describe, _w.Worker.op_state = _describe, _state
+              _w.probe_devices = lambda m, shapes, mode="eval": {"mixed": [], "out_device": "meta", "stay_behind": [],
+                                                                 "causal_sdpa": False, "to_cpu": False}
+          """)),
+    # The same forgery one level down: nn.Module.named_buffers rebound to list a plain `mask` attribute too.
+    C("lie_forge_buffers", "the mask a plain attribute, and nn.Module.named_buffers rebound at import to list it "
+      "as a buffer", 0, "error", "sent back a malformed reply",
+      sub(CA, 'self.register_buffer("mask", torch.triu(torch.ones(context_length, context_length), diagonal=1))',
+          "self.mask = torch.triu(torch.ones(context_length, context_length), diagonal=1)"),
+      top("""
+          import torch as _t
+          import torch.nn as _nn
+
+          _named_buffers = _nn.Module.named_buffers
+
+
+          def _with_mask(self, prefix="", recurse=True, remove_duplicate=True):
+              yield from _named_buffers(self, prefix, recurse, remove_duplicate)
+              if type(vars(self).get("mask")) is _t.Tensor:
+                  yield (prefix + "." if prefix else "") + "mask", vars(self)["mask"]
+
+
+          _nn.Module.named_buffers = _with_mask
+          """)),
     # Red team, round 11: real attention only at the evidence gate's public shape (common.GATE_SHAPES), a per-token
     # map of its projections everywhere else, earned 12 of CausalAttention's 25 (the property checks a per-token map
     # satisfies); the hidden checks gate at shapes of their own, so it earns what the per-token map earns: 0.

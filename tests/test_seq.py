@@ -58,13 +58,26 @@ class Misspelt(nn.Module):
         return self.lin(x)
 """
 
+# One value short: a reply no genuine worker gives. Made on the way out (protocol.send): a rebound handler is caught
+# before any reply by the worker's own guard (LIAR_HANDLER), and the reply's check must hold on its own too.
 LIAR = CODE + """
+import sys
+_p = sys.modules["autograder.protocol"]
+_send = _p.send
+def _fewer(sock, obj, deadline=None):
+    value = obj.get("value") if isinstance(obj, dict) else None
+    if isinstance(value, dict) and isinstance(value.get("values"), list):
+        value["values"] = value["values"][:-1]
+    return _send(sock, obj, deadline)
+_p.send = _fewer
+"""
+LIAR_HANDLER = CODE + """
 import sys
 _w = sys.modules["autograder.worker"].Worker
 _real = _w.op_seq
 def _fewer(self, steps):
     out = _real(self, steps)
-    out["values"] = out["values"][:-1]  # one value short: a reply no genuine worker gives
+    out["values"] = out["values"][:-1]
     return out
 _w.op_seq = _fewer
 """
@@ -85,8 +98,8 @@ def make(zygote):
         lim = Limits(**limits)
         sc = make_scratch(None)
         sub = Submission(Source("s.py", "py", [Cell(code, "s.py")]), lambda: zygote.spawn(lim, sc, None), lim)
+        made.append((sub, sc))  # (closed and removed even when its start fails)
         sub.start()
-        made.append((sub, sc))
         return sub
     yield make
     for sub, sc in made:
@@ -179,6 +192,14 @@ def test_a_worker_that_answers_a_sequence_with_the_wrong_number_of_values_is_not
     with pytest.raises(CheckFailure) as e:
         sub.new_seq("Net", 4, steps=[step("call", x)])
     assert e.value.message == MALFORMED and sub.fatal == MALFORMED
+
+
+def test_a_worker_whose_handlers_the_submission_rebinds_grades_nothing(make):
+    """Red team, round 11: Worker.op_describe, op_state and probe_devices wrapped at import forged a registered
+    buffer and a clean device run. The worker checks its own code before every reply (worker._Guard)."""
+    with pytest.raises(CheckFailure) as e:
+        make(LIAR_HANDLER)
+    assert e.value.message == MALFORMED
 
 
 def test_a_crash_says_which_step_it_ended(make):
