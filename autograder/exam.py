@@ -110,12 +110,15 @@ def read_secret(secret_file: Path | None) -> bytes:
 
 
 def normalize_id(raw: str) -> str:
-    """A roster id as `grade batch` names students: an email becomes its local part in lower case."""
-    from .discover import student_id
+    """A roster id as `grade batch` names students: an email becomes its local part, ASCII letters in lower case,
+    and the rest goes through discover.entry_id as file names and export submitters do (a Korean name became
+    `submission` here and `student-<hash>` there: the student's own file was "not on the roster", and a file named
+    submission.py got their paper). Python's lower() is not used: it makes the Kelvin sign a k (see email_key)."""
+    from .discover import entry_id
     raw = raw.strip()
     if "@" in raw:
         raw = raw.split("@", 1)[0]
-    return student_id(raw.lower()) if raw else ""
+    return entry_id(raw.translate(_ASCII_LOWER)) if raw else ""
 
 
 def variant_for(secret: bytes, exam: str, student: str, choices: dict[str, list]) -> dict[str, Any]:
@@ -136,6 +139,7 @@ class Student:
     id: str
     extra_minutes: float = 0.0
     email: str = ""  # the roster's full address, where its id is one: only that account is this student
+    name: str = ""  # the roster's id as written, where the id is not (a Korean name: `student-<hash>`)
 
 
 _ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
@@ -195,10 +199,23 @@ def read_roster(path: Path) -> dict[str, Student]:
         if sid in out:
             raise ExamError(f"{path}, line {n}: the id {sid!r} appears twice")
         raw = row.get("id", "")
-        out[sid] = Student(sid, extra, email_key(raw) if "@" in raw else "")
+        out[sid] = Student(sid, extra, email_key(raw) if "@" in raw else "", _written(raw, sid))
     if not out:
         raise ExamError(f"{path}: the roster lists nobody")
     return out
+
+
+def _written(raw: str, sid: str) -> str:
+    """The roster's id as written where its id (a hash, for a name with non-ASCII letters) does not show it: the
+    paper's header and the manifest then name the student as the instructor wrote them."""
+    from .safetext import clean
+    local = raw.strip().split("@", 1)[0]
+    return clean(local, one_line=True) if not local.isascii() else ""
+
+
+def label(student: Student | None, sid: str) -> str:
+    """Who a paper is for, as its header says: the id, and the name as written where the id does not show it."""
+    return f"{student.name} ({sid})" if student is not None and student.name else sid
 
 
 # ---------------------------------------------------------------------------------------------- papers
@@ -264,17 +281,19 @@ def write_papers(*, assignment: Assignment, roster: Path, out: Path, secret_file
     rows = []
     for sid in sorted(students):
         v = variant_for(secret, assignment.name, sid, cfg.variants)
-        text = paper(assignment, v, sid)
+        who = label(students[sid], sid)
+        text = paper(assignment, v, who)
         folder = out / sid
         folder.mkdir(parents=True, exist_ok=True)
         (folder / f"{assignment.name}.py").write_text(text, encoding="utf-8")
         if nb_template.is_file():
             (folder / f"{assignment.name}.ipynb").write_text(
-                render_notebook(nb_template.read_text(encoding="utf-8"), v, sid), encoding="utf-8")
-        rows.append({"id": sid, "extra_minutes": f"{students[sid].extra_minutes:g}",
+                render_notebook(nb_template.read_text(encoding="utf-8"), v, who), encoding="utf-8")
+        rows.append({"id": sid, "name": students[sid].name, "extra_minutes": f"{students[sid].extra_minutes:g}",
                      **{k: json.dumps(val) for k, val in v.items()}, "fingerprint": fingerprint(text)})
     buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=["id", "extra_minutes", *cfg.variants, "fingerprint"], lineterminator="\n")
+    w = csv.DictWriter(buf, fieldnames=["id", "name", "extra_minutes", *cfg.variants, "fingerprint"],
+                       lineterminator="\n")
     w.writeheader()
     w.writerows(rows)
     (out / "manifest.csv").write_text(buf.getvalue(), encoding="utf-8")
@@ -348,8 +367,8 @@ class Plan:
         base = re.sub(r"-\d+$", "", normalize_id(student))  # discover's "-2" for a clash of local parts
         listed = self.students.get(base) or self.students.get(normalize_id(student))
         if listed is not None and listed.email and not claimed:
-            from .discover import student_id
-            return student_id(emails[0].replace("@", "-at-"))
+            from .discover import entry_id
+            return entry_id(emails[0].replace("@", "-at-"))
         return student
 
     def bind(self, found: list) -> None:
@@ -443,7 +462,8 @@ class Plan:
             info.update(submitted_at=t.isoformat(), early=round((self.cfg.start - t).total_seconds() / 60, 2))
         has_template = template(self.assignment, ".py").is_file()  # not in a Gradescope zip
         if self.students is not None and info["variant"] is not None and has_template:
-            info["paper"] = fingerprint(paper(self.assignment, info["variant"], sid))
+            info["paper"] = fingerprint(paper(self.assignment, info["variant"],
+                                              label(self.students.get(sid), sid)))
         if path is not None:
             info["path"] = str(path.resolve())  # for `grade exam audit`, which reads the code again
         r.exam = info

@@ -539,3 +539,41 @@ def test_an_account_named_like_a_resubmission_is_not_that_student(work, papers):
     r = graded_export(work, "named_like", "roster_bare.csv")
     assert r["eve"].origin["folder"] == "submission_1" and r["eve"].score == 100
     assert r["eve-2"].error is not None and "roster" in r["eve-2"].error.en
+
+
+def test_a_korean_roster_id_is_one_id_everywhere_and_never_anyone_elses(work):
+    """Audit D #1: a roster id in Korean became `submission` (two of them refused `grade exam papers`; one got
+    papers/submission/), while its file `김철수.py` was `student-<hash>`, "not on this exam's roster", and a file
+    named submission.py (on Gradescope, any Korean email) was graded against that student's paper. One id now, the
+    same from the roster, the papers, a file name (UTF-8, NFD, CP949), an export and the zip's entry point."""
+    import unicodedata
+    from autograder import discover, gradescope
+    (work / "roster_ko.csv").write_text("id,extra_minutes\nada,0\n김철수,20\n이영희@uni.example,0\n", encoding="utf-8")
+    p = grade("exam", "papers", "midterm", "--roster", "roster_ko.csv", "-o", "papers_ko", "--secret-file",
+              "exam.secret", cwd=work)
+    assert p.returncode == 0, p.stderr
+    kim, lee = exam.normalize_id("김철수"), exam.normalize_id("이영희@uni.example")
+    assert kim != lee and "submission" not in (kim, lee) and kim.isascii() and lee.isascii()
+    assert sorted(x.name for x in (work / "papers_ko").iterdir()) == sorted(["ada", kim, lee, "manifest.csv"])
+    assert f"응시자: 김철수 ({kim})" in (work / "papers_ko" / kim / "midterm.py").read_text(encoding="utf-8")
+    rows = {r["id"]: r for r in csv.DictReader((work / "papers_ko" / "manifest.csv").open(encoding="utf-8"))}
+    assert rows[kim]["name"] == "김철수" and rows[lee]["name"] == "이영희" and rows["ada"]["name"] == ""
+    # a file name as a macOS zip (NFD) or a Korean Windows zip (CP949) writes it; an export's or the zip's submitter
+    assert discover.entry_id("김철수") == discover.entry_id(unicodedata.normalize("NFD", "김철수")) == kim
+    assert discover.entry_id(os.fsdecode("김철수".encode("cp949"))) == kim
+    assert discover.export_id({"submitters": [{"email": "이영희@uni.example"}]}) == lee
+    a = assignment.load("midterm")
+    plan = exam.Plan(a, exam.require(a), exam.read_roster(work / "roster_ko.csv"), SECRET.encode())
+    for email, whose in (("이영희@uni.example", lee), ("박지성@uni.example", None), ("김철수@uni.example", kim)):
+        meta = {"users": [{"name": "x", "sid": "1", "email": email}]}
+        sid = plan.bound_id(gradescope._student(meta), exam.submitter_emails({"submitters": gradescope._people(meta)}))
+        assert (sid if sid in plan.students else None) == whose, (email, sid)
+    # grade batch: 김철수.py is graded as 김철수 (her paper, her extra time); submission.py is nobody on the roster
+    answer = solved(kim, exam.variant_for(SECRET.encode(), "midterm", kim, exam.require(a).variants))
+    (work / "ko").mkdir()
+    for name in ("김철수.py", "submission.py"):
+        (work / "ko" / name).write_text(answer, encoding="utf-8")
+    r = graded_export(work, "ko", "roster_ko.csv")
+    assert sorted(r) == sorted([kim, "submission"]), sorted(r)
+    assert r[kim].score == 100 and r[kim].error is None, r[kim].error
+    assert r["submission"].error is not None and "roster" in r["submission"].error.en
