@@ -39,6 +39,11 @@ class ExamError(UsageError):
     """Raised for exam input that cannot work: no secret, a bad roster, an assignment that is not an exam."""
 
 
+class WrongSecret(ExamError):
+    """Raised when the papers handed in were made with another secret than the one grading was given: the
+    instructor's mistake, which would otherwise grade every student against variants that are not on their paper."""
+
+
 # ---------------------------------------------------------------------------------------------- configuration
 
 @dataclass(frozen=True)
@@ -119,6 +124,30 @@ def normalize_id(raw: str) -> str:
     if "@" in raw:
         raw = raw.split("@", 1)[0]
     return entry_id(raw.translate(_ASCII_LOWER)) if raw else ""
+
+
+MARK_LINE = "# paper code / 시험지 코드: "
+_MARK = re.compile(r"(?m)^# paper code / 시험지 코드: ([0-9a-f]{12})[ \t]*$")
+
+
+def paper_mark(secret: bytes, exam: str) -> str:
+    """The code every paper of an exam carries in its header: the first 12 hex digits of HMAC-SHA256(secret,
+    "paper-fingerprint" NUL exam). Grading compares the codes handed in with its own secret's (Plan.check_marks):
+    a wrong --secret-file graded the whole class against variants that were not on their papers, exited 0 and told
+    each student their paper said what it did not. The code is the same for the whole class and, being an HMAC,
+    tells nothing of the secret or of anyone's variant (a guessable secret could be checked against it, as against
+    a paper's own constants already: make it as MAKE_SECRET says)."""
+    return hmac.new(secret, b"paper-fingerprint\0" + exam.encode(), hashlib.sha256).hexdigest()[:12]
+
+
+def read_mark(path: Path) -> str | None:
+    """The paper code a submitted file carries (its first), None where it has none (a paper of an older release, a
+    file written from scratch) or cannot be read: such a file says nothing about the secret."""
+    try:
+        m = _MARK.search(_code(path))
+    except Exception:  # noqa: BLE001 - an unreadable file is reported by grading, not here
+        return None
+    return m.group(1) if m else None
 
 
 def variant_for(secret: bytes, exam: str, student: str, choices: dict[str, list]) -> dict[str, Any]:
@@ -231,8 +260,9 @@ def literal(value: Any) -> str:
     return text if len(text) <= 200 else text[:200] + "..."
 
 
-def render(text: str, v: dict[str, Any], student: str) -> str:
-    """The template's text with its EXAM VARIANT block set to `v` (works on a .py or on one notebook cell)."""
+def render(text: str, v: dict[str, Any], student: str, mark: str = "") -> str:
+    """The template's text with its EXAM VARIANT block set to `v` (works on a .py or on one notebook cell); with
+    `mark`, the block's header also carries the exam's paper code (paper_mark)."""
     begin = text.find(VARIANT_BEGIN)
     end = text.find(VARIANT_END, begin)
     if begin < 0 or end < 0:
@@ -243,17 +273,18 @@ def render(text: str, v: dict[str, Any], student: str) -> str:
         if n != 1:
             raise ExamError(f"the template's EXAM VARIANT block sets {key.upper()} {n} times (expected once)")
     first_nl = block.index("\n") + 1
-    block = block[:first_nl] + f"# paper for / 응시자: {student}\n" + block[first_nl:]
+    block = block[:first_nl] + f"# paper for / 응시자: {student}\n" + (f"{MARK_LINE}{mark}\n" if mark else "") \
+        + block[first_nl:]
     return text[:begin] + block + text[end:]
 
 
-def render_notebook(nb_text: str, v: dict[str, Any], student: str) -> str:
+def render_notebook(nb_text: str, v: dict[str, Any], student: str, mark: str = "") -> str:
     nb = json.loads(nb_text)
     done = False
     for cell in nb.get("cells", []):
         src = "".join(cell.get("source", []))
         if cell.get("cell_type") == "code" and VARIANT_BEGIN in src:
-            cell["source"] = render(src, v, student).splitlines(keepends=True)
+            cell["source"] = render(src, v, student, mark).splitlines(keepends=True)
             done = True
     if not done:
         raise ExamError("the notebook template has no EXAM VARIANT cell")
@@ -264,8 +295,8 @@ def template(a: Assignment, suffix: str) -> Path:
     return PROJECT_ROOT / "student_template" / f"{a.name}{suffix}"
 
 
-def paper(a: Assignment, v: dict[str, Any], student: str) -> str:
-    return render(template(a, ".py").read_text(encoding="utf-8"), v, student)
+def paper(a: Assignment, v: dict[str, Any], student: str, mark: str = "") -> str:
+    return render(template(a, ".py").read_text(encoding="utf-8"), v, student, mark)
 
 
 def fingerprint(text: str) -> str:
@@ -278,17 +309,18 @@ def write_papers(*, assignment: Assignment, roster: Path, out: Path, secret_file
     secret = read_secret(secret_file)
     students = read_roster(roster)
     nb_template = template(assignment, ".ipynb")
+    mark = paper_mark(secret, assignment.name)
     rows = []
     for sid in sorted(students):
         v = variant_for(secret, assignment.name, sid, cfg.variants)
         who = label(students[sid], sid)
-        text = paper(assignment, v, who)
+        text = paper(assignment, v, who, mark)
         folder = out / sid
         folder.mkdir(parents=True, exist_ok=True)
         (folder / f"{assignment.name}.py").write_text(text, encoding="utf-8")
         if nb_template.is_file():
             (folder / f"{assignment.name}.ipynb").write_text(
-                render_notebook(nb_template.read_text(encoding="utf-8"), v, who), encoding="utf-8")
+                render_notebook(nb_template.read_text(encoding="utf-8"), v, who, mark), encoding="utf-8")
         rows.append({"id": sid, "name": students[sid].name, "extra_minutes": f"{students[sid].extra_minutes:g}",
                      **{k: json.dumps(val) for k, val in v.items()}, "fingerprint": fingerprint(text)})
     buf = io.StringIO()
@@ -341,6 +373,32 @@ class Plan:
     students: dict[str, Student] | None = None  # None: no roster, everyone gets the default variant
     secret: bytes = b""
     times: dict[str, str] = field(default_factory=dict)  # submission times known from elsewhere (Gradescope)
+    foreign: set[str] = field(default_factory=set)  # ids whose file carries another secret's paper code
+
+    def check_marks(self, jobs: list) -> None:
+        """Before grading: compare the paper codes the files carry with this secret's (paper_mark). If most of the
+        files that carry one carry another, the secret is not the one the papers were made with, and nothing is
+        graded (WrongSecret: the instructor's to fix, said as such). Otherwise a file with another code is that
+        student's (a paper of another exam or another run of `grade exam papers`, or an edited header): recorded
+        in their result for the audit, and graded as usual. Files without a code (papers of an older release,
+        answers written from scratch) count for neither."""
+        if not self.students or not self.secret:
+            return
+        want = paper_mark(self.secret, self.assignment.name)
+        seen = {job.student: m for job in jobs if job.path is not None and (m := read_mark(job.path)) is not None}
+        other = sorted(sid for sid, m in seen.items() if m != want)
+        if seen and len(other) * 2 > len(seen):
+            raise WrongSecret(Message(
+                f"The exam secret given is not the one the papers were made with: {len(other)} of the {len(seen)} "
+                "submissions that carry a paper code (the `# paper code` line `grade exam papers` writes) carry "
+                "another code than this secret gives. Grading with it would mark every student against variants "
+                "that are not on their papers, so nothing was graded. Pass the --secret-file (or "
+                f"{SECRET_ENV}) that `grade exam papers` was run with.",
+                f"주어진 시험 비밀 값이 시험지를 만들 때 쓴 것과 다릅니다: 시험지 코드(`grade exam papers`가 쓰는 "
+                f"`# paper code` 줄)가 있는 제출물 {len(seen)}개 중 {len(other)}개의 코드가 이 비밀 값의 코드와 "
+                "다릅니다. 이대로 채점하면 모든 학생을 자기 시험지에 없는 변형으로 채점하게 되므로 아무것도 채점하지 "
+                f"않았습니다. `grade exam papers`에 쓴 --secret-file(또는 {SECRET_ENV})을 지정하세요."))
+        self.foreign = set(other)
 
     def variant(self, student: str) -> dict[str, Any] | None:
         if self.students is None:
@@ -460,10 +518,12 @@ class Plan:
         if self.cfg.start is not None and t is not None and t < self.cfg.start:
             # Before the exam opened: the paper was out early (nothing is taken off; the audit says so).
             info.update(submitted_at=t.isoformat(), early=round((self.cfg.start - t).total_seconds() / 60, 2))
+        if r.student in self.foreign:
+            info["paper_code"] = "other"  # another secret's paper code (check_marks): the audit reports it
         has_template = template(self.assignment, ".py").is_file()  # not in a Gradescope zip
         if self.students is not None and info["variant"] is not None and has_template:
-            info["paper"] = fingerprint(paper(self.assignment, info["variant"],
-                                              label(self.students.get(sid), sid)))
+            info["paper"] = fingerprint(paper(self.assignment, info["variant"], label(self.students.get(sid), sid),
+                                              paper_mark(self.secret, self.assignment.name)))
         if path is not None:
             info["path"] = str(path.resolve())  # for `grade exam audit`, which reads the code again
         r.exam = info
@@ -514,7 +574,7 @@ MIN_FINGERPRINTS = 8  # below this, too little of a student's own code remains t
 
 @dataclass
 class Finding:
-    kind: str  # other_variant | rebinds | similar | hidden_code | not_compared | early | late | unparsed
+    kind: str  # other_variant | rebinds | other_secret | similar | hidden_code | not_compared | early | late | unparsed
     students: list[str]
     detail: str
     score: float = 0.0
@@ -700,8 +760,13 @@ def audit(results_dir: Path, *, threshold: float = 0.8) -> list[Finding]:
                 findings.append(Finding("similar", [x, y], f"{x} and {y} share {share:.0%} of their own code's "
                                         f"fingerprints ({len(px & py)} of {min(len(px), len(py))})",
                                         round(share, 3)))
-    # 3. late submissions, and any made before the exam opened
+    # 3. late submissions, any made before the exam opened, and papers made with another secret
     for r in graded:
+        if r.exam.get("paper_code") == "other":
+            findings.append(Finding("other_secret", [r.student], f"{r.student}'s file carries the paper code of "
+                                    "another secret than the one this exam was graded with (a paper of another exam "
+                                    "or another run of grade exam papers, or an edited header): the constants in "
+                                    "it were not made for them with this secret"))
         if r.exam.get("early"):
             findings.append(Finding("early", [r.student], f"{r.student} submitted {r.exam['early']:g} minute(s) "
                                     "before the exam opened ([exam] start): the paper was out early",
@@ -717,7 +782,7 @@ def audit(results_dir: Path, *, threshold: float = 0.8) -> list[Finding]:
 def audit_text(findings: list[Finding]) -> str:
     if not findings:
         return "no findings: no other student's variant, no near-identical files, no late submission"
-    order = {"other_variant": 0, "rebinds": 0, "similar": 1, "hidden_code": 1, "not_compared": 1, "early": 2,
+    order = {"other_variant": 0, "rebinds": 0, "other_secret": 0, "similar": 1, "hidden_code": 1, "not_compared": 1, "early": 2,
              "late": 2, "unparsed": 3}
     lines = [f"{f.kind:<14} {' '.join(f.students):<30} {f.detail}"
              for f in sorted(findings, key=lambda f: (order.get(f.kind, 9), -f.score, f.students))]

@@ -577,3 +577,46 @@ def test_a_korean_roster_id_is_one_id_everywhere_and_never_anyone_elses(work):
     assert sorted(r) == sorted([kim, "submission"]), sorted(r)
     assert r[kim].score == 100 and r[kim].error is None, r[kim].error
     assert r["submission"].error is not None and "roster" in r["submission"].error.en
+
+
+def test_a_wrong_secret_is_the_instructors_error_and_never_the_students(work, papers, variants):
+    """Audit D #2: `grade batch --secret-file wrong.secret` exited 0, ada's 100 became 26 with "your paper sets
+    QKV_BIAS = True" (it says False), and the audit flagged everyone; the zip did the same. Papers now carry a code
+    made from the secret: most files carrying another code stop the batch (exit 2, nothing graded) and the zip's
+    --try, as the instructor's error, without the secret in any output; one such file is that student's (audit)."""
+    a = assignment.load("midterm")
+    right, wrong = exam.paper_mark(SECRET.encode(), "midterm"), exam.paper_mark(b"a-wrong-secret-0123456789", "midterm")
+    assert right != wrong and right in (papers / "ada" / "midterm.py").read_text()
+    (work / "wrong.secret").write_text("a-wrong-secret-0123456789\n")
+    answer = lambda sid, mark: exam.render((ROOT / "reference" / "midterm.py").read_text(encoding="utf-8"),  # noqa: E731
+                                           variants[sid], sid, mark)
+    subs = work / "marked"
+    subs.mkdir()
+    (subs / "ada.py").write_text(answer("ada", right), encoding="utf-8")
+    (subs / "dana.py").write_bytes((papers / "dana" / "midterm.py").read_bytes())
+    (subs / "bo.py").write_text(answer("bo", wrong), encoding="utf-8")  # a paper of another secret: bo's own finding
+    p = grade("batch", "marked", "--assignment", "midterm", "--roster", "roster.csv", "--secret-file", "wrong.secret",
+              "--out", "marked_wrong", cwd=work)
+    assert p.returncode == 2 and "not the one the papers were made with" in p.stderr, p.stderr
+    assert "2 of the 3 submissions" in p.stderr and not list((work / "marked_wrong").glob("*.json"))
+    assert SECRET not in p.stdout + p.stderr and "a-wrong-secret" not in p.stdout + p.stderr
+    r = graded_export(work, "marked", "roster.csv")  # the right secret: graded, bo's paper is his finding
+    assert r["ada"].score == 100 and "paper_code" not in r["ada"].exam and "paper_code" not in r["dana"].exam
+    assert r["bo"].exam["paper_code"] == "other" and r["bo"].score == 100
+    found = {(f.kind, tuple(f.students)) for f in exam.audit(work / "marked_results")}
+    assert ("other_secret", ("bo",)) in found and not any(k == "other_secret" and w != ("bo",) for k, w in found)
+    # papers of an older release carry no code: graded as before, whatever the secret
+    (work / "unmarked").mkdir()
+    (work / "unmarked" / "ada.py").write_text(solved("ada", variants["ada"]), encoding="utf-8")
+    p = grade("batch", "unmarked", "--assignment", "midterm", "--roster", "roster.csv", "--secret-file",
+              "wrong.secret", "--out", "unmarked_results", cwd=work)
+    assert p.returncode == 0, p.stderr
+    # the zip: --try with a paper stops the build and keeps no zip
+    p = grade("gradescope", "--assignment", "midterm", "--roster", "roster.csv", "--secret-file", "wrong.secret",
+              "-o", "wrong.zip", "--try", "marked/ada.py", "--try-as", "ada", cwd=work)
+    assert p.returncode == 2 and "another exam secret" in p.stderr and not (work / "wrong.zip").exists(), p.stderr
+    assert SECRET not in p.stdout + p.stderr and "a-wrong-secret" not in p.stdout + p.stderr
+    plan = exam.Plan(a, exam.require(a), exam.read_roster(work / "roster.csv"), b"a-wrong-secret-0123456789")
+    from autograder.jobs import Job
+    with pytest.raises(exam.WrongSecret):  # what the entry point meets on Gradescope for each student
+        plan.check_marks([Job("ada", subs / "ada.py")])
