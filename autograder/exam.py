@@ -574,7 +574,8 @@ MIN_FINGERPRINTS = 8  # below this, too little of a student's own code remains t
 
 @dataclass
 class Finding:
-    kind: str  # other_variant | rebinds | other_secret | similar | hidden_code | not_compared | early | late | unparsed
+    kind: str  # missing | changed | other_variant | rebinds | other_secret | similar | hidden_code | not_compared |
+    # early | late | unparsed
     students: list[str]
     detail: str
     score: float = 0.0
@@ -699,12 +700,30 @@ def audit(results_dir: Path, *, threshold: float = 0.8) -> list[Finding]:
     cells: dict[str, list] = {}
     for r in graded:
         path = r.exam.get("path")
-        if path and Path(path).is_file():
-            try:
-                cells[r.student] = _cells(Path(path))
-            except Exception:  # noqa: BLE001 - an unreadable file is reported by grading, not here
+        if not path:
+            continue
+        # Only the file that was graded is audited: the one at the stored path now may be another (a folder moved
+        # away read as "no findings"; a file overwritten since lost its findings), as `grade report` checks too.
+        try:
+            if not Path(path).is_file():  # (nor is a FIFO put there opened: it would block)
+                raise FileNotFoundError(2, "no such file")
+            with open(path, "rb") as f:
+                now = hashlib.file_digest(f, "sha256").hexdigest()
+        except OSError as e:
+            findings.append(Finding("missing", [r.student], f"{r.student}'s graded file {path} is not there now "
+                                    f"({e.strerror or e}): not audited; restore it, or regrade"))
+            continue
+        if r.sha256:  # (a result of an older release may have none: its file is read as it is, as before)
+            if now != r.sha256:
+                findings.append(Finding("changed", [r.student], f"{r.student}'s file {path} has changed since it "
+                                        "was graded (another sha256): not audited; restore the graded file, or "
+                                        "regrade with grade batch"))
                 continue
-            codes[r.student] = "\n".join(c.code for c in cells[r.student])
+        try:
+            cells[r.student] = _cells(Path(path))
+        except Exception:  # noqa: BLE001 - an unreadable file is reported by grading, not here
+            continue
+        codes[r.student] = "\n".join(c.code for c in cells[r.student])
     # 1. another student's variant (a cell that cannot be parsed is reported, and the others are still read)
     for sid in codes:
         have, failed = cell_constants(cells[sid])
@@ -782,8 +801,8 @@ def audit(results_dir: Path, *, threshold: float = 0.8) -> list[Finding]:
 def audit_text(findings: list[Finding]) -> str:
     if not findings:
         return "no findings: no other student's variant, no near-identical files, no late submission"
-    order = {"other_variant": 0, "rebinds": 0, "other_secret": 0, "similar": 1, "hidden_code": 1, "not_compared": 1, "early": 2,
-             "late": 2, "unparsed": 3}
+    order = {"missing": -1, "changed": -1, "other_variant": 0, "rebinds": 0, "other_secret": 0, "similar": 1,
+             "hidden_code": 1, "not_compared": 1, "early": 2, "late": 2, "unparsed": 3}
     lines = [f"{f.kind:<14} {' '.join(f.students):<30} {f.detail}"
              for f in sorted(findings, key=lambda f: (order.get(f.kind, 9), -f.score, f.students))]
     return "\n".join(lines) + f"\n{len(findings)} finding(s)"

@@ -620,3 +620,29 @@ def test_a_wrong_secret_is_the_instructors_error_and_never_the_students(work, pa
     from autograder.jobs import Job
     with pytest.raises(exam.WrongSecret):  # what the entry point meets on Gradescope for each student
         plan.check_marks([Job("ada", subs / "ada.py")])
+
+
+def test_the_audit_reads_only_the_files_that_were_graded(tmp_path, variants):
+    """Audit D #3: the audit read whatever was at the stored path: with the folder moved away it said "no findings",
+    and with chen's copy of ada's file overwritten by chen's own paper the copy's findings were gone. The results
+    store each file's sha256: a file not there any more, or not the one graded, is reported as such."""
+    import hashlib
+    from autograder.results import write_result
+    out = tmp_path / "results"
+    out.mkdir()
+    copy = renamed(solved("ada", variants["ada"]))
+    for sid, text in (("ada", solved("ada", variants["ada"])), ("chen", copy), ("dana", copy)):
+        (tmp_path / f"{sid}.py").write_text(text, encoding="utf-8")
+        write_result(out, SubmissionResult(student=sid, submission=f"{sid}.py", assignment="midterm", questions=[],
+                                           sha256=hashlib.sha256(text.encode()).hexdigest(),
+                                           exam={"variant": variants[sid], "path": str(tmp_path / f"{sid}.py")}), "en")
+    found = {(f.kind, tuple(sorted(f.students))) for f in exam.audit(out)}
+    assert ("similar", ("chen", "dana")) in found and ("other_variant", ("ada", "chen")) in found, found
+    (tmp_path / "chen.py").write_text(solved("chen", variants["chen"]), encoding="utf-8")  # overwritten since
+    (tmp_path / "dana.py").unlink()  # moved away
+    found = {(f.kind, tuple(sorted(f.students))): f.detail for f in exam.audit(out)}
+    assert "changed since it was graded" in found[("changed", ("chen",))], found
+    assert "is not there now" in found[("missing", ("dana",))], found
+    assert not any(k == "not_compared" or ("chen" in w and k not in ("changed",)) for k, w in found), found
+    p = grade("exam", "audit", str(out), cwd=tmp_path)
+    assert p.returncode == 0 and "no findings" not in p.stdout and "missing" in p.stdout, p.stdout
