@@ -374,6 +374,13 @@ class Plan:
     secret: bytes = b""
     times: dict[str, str] = field(default_factory=dict)  # submission times known from elsewhere (Gradescope)
     foreign: set[str] = field(default_factory=set)  # ids whose file carries another secret's paper code
+    owner: dict[str, str] = field(default_factory=dict)  # an earlier submission's id -> the roster student's (bind)
+
+    def extra_minutes(self, student: str) -> float:
+        """The extra time of the student a job is: a roster student's earlier submission (`chen-2`) is theirs too,
+        judged in their window (it was told it was 20 minutes late, inside chen's 30 extra minutes)."""
+        sid = self.owner.get(student) or normalize_id(student)
+        return self.students[sid].extra_minutes if self.students and sid in self.students else 0.0
 
     def check_marks(self, jobs: list) -> None:
         """Before grading: compare the paper codes the files carry with this secret's (paper_mark). If most of the
@@ -455,6 +462,8 @@ class Plan:
             sid, n = want, 2
             while sid in taken or (sid != want and sid in self.students):
                 sid, n = f"{want}-{n}", n + 1
+            if sid != want and want in self.students:
+                self.owner[sid] = want  # their window, their extra time (extra_minutes)
             if sid != want and want in self.students and job.error is None:  # a student's earlier submission
                 job.error = Message(
                     f"This is an earlier submission of `{want}`'s: the latest one in this export was graded as "
@@ -491,8 +500,7 @@ class Plan:
         """Part of the batch's resume key: a result is reused only for the same variant, extra time, submission
         time and submitters (an identical file resubmitted late kept the first one's lateness, and after a roster
         change a result kept another account's origin)."""
-        sid = normalize_id(job.student)
-        extra = self.students[sid].extra_minutes if self.students and sid in self.students else 0.0
+        extra = self.extra_minutes(job.student)
         key = [job.options or {}, extra, self.times.get(job.student, ""), str((origin or {}).get("created_at") or ""),
                submitter_emails(origin), str((origin or {}).get("folder") or "")]
         return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:8]
@@ -504,7 +512,7 @@ class Plan:
         when = self.times.get(r.student) or (origin or {}).get("created_at") or ""
         t = parse_time(str(when)) if when else None
         if self.cfg.end is not None and t is not None:
-            extra = self.students[sid].extra_minutes if self.students and sid in self.students else 0.0
+            extra = self.extra_minutes(r.student)
             late = minutes_late(t, self.cfg.end, extra)
             info.update(submitted_at=t.isoformat(), late=late, extra_minutes=extra, late_policy=self.cfg.late_policy)
             raw = round(sum(c.score for c in r.checks), 4)

@@ -646,3 +646,25 @@ def test_the_audit_reads_only_the_files_that_were_graded(tmp_path, variants):
     assert not any(k == "not_compared" or ("chen" in w and k not in ("changed",)) for k, w in found), found
     p = grade("exam", "audit", str(out), cwd=tmp_path)
     assert p.returncode == 0 and "no findings" not in p.stdout and "missing" in p.stdout, p.stdout
+
+
+def test_an_earlier_submission_is_judged_in_its_students_own_window(work, papers, variants):
+    """Audit D #4: chen (30 extra minutes) submitted 20 minutes after the end and again 31.5 minutes after it. The
+    latest was graded as chen, 2 minutes late; the earlier (`chen-2`, inside chen's window) read 20 minutes late in
+    scores.csv, in its note, in the audit and in the report's late list. It is chen's: 0 minutes late."""
+    from autograder import report
+    answer = solved("chen", variants["chen"])
+    write_export(work / "twice", {
+        "submission_1": ("chen@uni.example", answer, END + dt.timedelta(minutes=20)),
+        "submission_2": ("chen@uni.example", answer, END + dt.timedelta(minutes=31, seconds=30))})
+    r = graded_export(work, "twice", "roster.csv")
+    assert sorted(r) == ["chen", "chen-2"] and r["chen"].origin["folder"] == "submission_2"
+    assert r["chen"].exam["late"] == 2 and r["chen"].exam["extra_minutes"] == 30
+    early = r["chen-2"]
+    assert early.exam["late"] == 0 and early.exam["extra_minutes"] == 30, early.exam
+    assert not any("after your end time" in n.en for n in early.notes)
+    rows = {row["student"]: row for row in csv.DictReader((work / "twice_results" / "scores.csv").open())}
+    assert rows["chen-2"]["late"] == "0" and rows["chen"]["late"] == "2"
+    assert not any(f.kind == "late" and "chen-2" in f.students for f in exam.audit(work / "twice_results"))
+    loaded, bad = report.load(work / "twice_results")
+    assert [x["id"] for x in report.compute(loaded, bad, {})["late"]] == ["chen"]
