@@ -668,3 +668,16 @@ def test_an_earlier_submission_is_judged_in_its_students_own_window(work, papers
     assert not any(f.kind == "late" and "chen-2" in f.students for f in exam.audit(work / "twice_results"))
     loaded, bad = report.load(work / "twice_results")
     assert [x["id"] for x in report.compute(loaded, bad, {})["late"]] == ["chen"]
+
+
+def test_the_report_shows_the_variants_of_a_real_exam_batch(graded, variants):
+    """Audit D #5: the report looked for `extra_data.variant`; grade batch stores it in the result's `exam`, so the
+    "Exam variants" section was empty on every real exam (test_report's results were made up). From real output:"""
+    from autograder import report
+    loaded, bad = report.load(graded["out"])
+    data = report.compute(loaded, bad, {})
+    by_id = {s["id"]: s for s in data["students"]}
+    assert by_id["ada"]["variant"] == report._variant_key(variants["ada"]) and by_id["frank"]["variant"] is None
+    assert sorted(s for v in data["variants"] for s in v["students"]) == ["ada", "bo", "chen", "dana"], data["variants"]
+    assert data["variants"][0]["mean_fraction"] == 0  # worst first: an untouched paper
+    assert "Exam variants (worst first)" in report.render_index(data, report.plots(data, loaded), "midterm")
