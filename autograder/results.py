@@ -189,7 +189,7 @@ def to_gradescope(r: SubmissionResult, lang: str = "en") -> dict[str, Any]:
                            "sha256": r.sha256, "origin": r.origin, "sandbox": r.sandbox,
                            **({"late": r.late} if r.late is not None else {}),
                            # on Gradescope, where results.json has no `internal` copy, what the staff must see
-                           **{k: r.exam[k] for k in ("wrong_secret",) if r.exam.get(k)}},
+                           **{k: r.exam[k] for k in ("early", "wrong_secret") if r.exam.get(k)}},
             "tests": tests})
 
 

@@ -681,3 +681,24 @@ def test_the_report_shows_the_variants_of_a_real_exam_batch(graded, variants):
     assert sorted(s for v in data["variants"] for s in v["students"]) == ["ada", "bo", "chen", "dana"], data["variants"]
     assert data["variants"][0]["mean_fraction"] == 0  # worst first: an untouched paper
     assert "Exam variants (worst first)" in report.render_index(data, report.plots(data, loaded), "midterm")
+
+
+def test_gradescope_records_a_submission_made_before_the_exam_opened(tmp_path, monkeypatch, work, variants):
+    """Audit D #6: the README promises that a submission dated before [exam] start is recorded (`early`); grade batch
+    did, but on Gradescope results.json has no `internal` copy and its extra_data only had `late`. The zip's entry
+    point, with the zip's roster and secret (here the test's), and a submission 90 minutes before the start:"""
+    from autograder import gradescope
+    a = assignment.load("midterm")
+    start = exam.require(a).start
+    monkeypatch.setattr(exam, "gradescope_plan", lambda a, times: exam.Plan(
+        a, exam.require(a), exam.read_roster(work / "roster.csv"), SECRET.encode()))
+    root = tmp_path / "autograder"
+    (root / "submission").mkdir(parents=True)
+    (root / "submission" / "midterm.py").write_text(solved("ada", variants["ada"]), encoding="utf-8")
+    (root / "submission_metadata.json").write_text(json.dumps({
+        "id": 1, "created_at": (start - dt.timedelta(minutes=90)).isoformat(),
+        "users": [{"name": "Ada", "sid": "1", "email": "ada@uni.example"}]}), encoding="utf-8")
+    data = gradescope.run_submission(root, assignment_name="midterm", echo=lambda _m: None)
+    assert data["score"] == 100 and data["extra_data"]["student"] == "ada", data["extra_data"]
+    assert data["extra_data"]["early"] == 90 and data["extra_data"]["late"] == 0
+    assert json.loads((root / "results" / "results.json").read_text())["extra_data"]["early"] == 90
