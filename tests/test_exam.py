@@ -702,3 +702,20 @@ def test_gradescope_records_a_submission_made_before_the_exam_opened(tmp_path, m
     assert data["score"] == 100 and data["extra_data"]["student"] == "ada", data["extra_data"]
     assert data["extra_data"]["early"] == 90 and data["extra_data"]["late"] == 0
     assert json.loads((root / "results" / "results.json").read_text())["extra_data"]["early"] == 90
+
+
+def test_an_exam_result_that_is_an_error_is_reused_by_a_rerun(work, papers):
+    """Audit D #7: "not on this exam's roster" and "earlier submission" results stored an empty sha256, so every
+    rerun regraded them as "file changed". They store the file's hash now, and a rerun reuses them."""
+    import hashlib
+    subs = work / "rerun"
+    subs.mkdir()
+    (subs / "dana.py").write_bytes((papers / "dana" / "midterm.py").read_bytes())
+    (subs / "frank.py").write_text("x = 1\n", encoding="utf-8")  # not on the roster
+    r = graded_export(work, "rerun", "roster.csv")
+    assert r["frank"].error is not None and "roster" in r["frank"].error.en
+    assert r["frank"].sha256 == hashlib.sha256(b"x = 1\n").hexdigest()
+    p = grade("batch", "rerun", "--assignment", "midterm", "--roster", "roster.csv", "--secret-file", "exam.secret",
+              "--out", "rerun_results", cwd=work)
+    assert p.returncode == 0 and "graded 0, reused 2" in p.stdout, p.stdout + p.stderr
+    assert "file changed" not in p.stdout + p.stderr
