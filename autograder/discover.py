@@ -140,14 +140,45 @@ def _pick_other(folder: Path, files: list[Path], named: list[Path],
     if len(others) == 1:
         return others[0], None
     if not others:
-        return None, Message(
-            f"No .py or .ipynb file was found in the submission; expected {' or '.join(assignment.files)}.",
-            f"제출물에서 .py나 .ipynb 파일을 찾지 못했습니다. {' 또는 '.join(assignment.files)}이(가) 필요합니다.")
+        return None, _why_none(folder, assignment)
     return None, Message(
         f"The submission holds several candidate files ({rel(others)}) and none is named "
         f"{' or '.join(assignment.files)}; rename the one to grade.",
         f"제출물에 후보 파일이 여러 개 있고({rel(others)}) {' 또는 '.join(assignment.files)}라는 이름의 파일이 "
         "없습니다. 채점할 파일의 이름을 바꾸세요.")
+
+
+def _why_none(folder: Path, assignment: Assignment) -> Message:
+    """Why a folder holds no file to grade, naming what was there instead: a file whose extension is not in lower
+    case (`Attention.PY`), or a symbolic link (not followed). Both read "No .py or .ipynb file was found", which
+    sent students looking for a file they had handed in."""
+    expected_en, expected_ko = " or ".join(assignment.files), " 또는 ".join(assignment.files)
+    near = [p for p in sorted(folder.rglob("*")) if p.suffix.lower() in GRADABLE
+            and not any(part.startswith(".") or part == "__pycache__" for part in p.relative_to(folder).parts)]
+    links = [p for p in near if p.is_symlink()]
+    cased = [p for p in near if not p.is_symlink() and p.is_file() and p.suffix not in GRADABLE]
+    rel = lambda p: shown_name(str(p.relative_to(folder)))  # noqa: E731
+    if links:
+        return Message(
+            f"{rel(links[0])} is a symbolic link, and links are not followed (one could point at any file the "
+            f"grader can read, such as another student's answer), so it was not read; submit the file itself, "
+            f"named {expected_en}.",
+            f"{rel(links[0])}은(는) 심볼릭 링크입니다. 링크는 따라가지 않으므로 (채점기가 읽을 수 있는 어떤 파일, "
+            f"예를 들어 다른 학생의 답안을 가리킬 수도 있음) 읽지 않았습니다. 파일 자체를 {expected_ko} 이름으로 "
+            "제출하세요.")
+    if cased:
+        p = cased[0]
+        fixed = p.stem + p.suffix.lower()
+        return Message(
+            f"{rel(p)} ends in {shown_name(p.suffix)}, not {p.suffix.lower()}: only a lower-case extension is read "
+            f"as a notebook or as Python code. Rename it to {shown_name(fixed)} (the grader expects "
+            f"{expected_en}).",
+            f"{rel(p)}의 확장자가 {p.suffix.lower()}이(가) 아니라 {shown_name(p.suffix)}입니다: 확장자는 소문자여야 "
+            f"파이썬 코드나 노트북으로 읽습니다. 이름을 {shown_name(fixed)}(으)로 바꾸세요 ({expected_ko}이(가) "
+            "필요합니다).")
+    return Message(
+        f"No .py or .ipynb file was found in the submission; expected {expected_en}.",
+        f"제출물에서 .py나 .ipynb 파일을 찾지 못했습니다. {expected_ko}이(가) 필요합니다.")
 
 
 def _gradable(folder: Path) -> list[Path]:
