@@ -401,8 +401,8 @@ class Plan:
                 "another code than this secret gives. Grading with it would mark every student against variants "
                 "that are not on their papers, so nothing was graded. Pass the --secret-file (or "
                 f"{SECRET_ENV}) that `grade exam papers` was run with.",
-                f"주어진 시험 비밀 값이 시험지를 만들 때 쓴 것과 다릅니다: 시험지 코드(`grade exam papers`가 쓰는 "
-                f"`# paper code` 줄)가 있는 제출물 {len(seen)}개 중 {len(other)}개의 코드가 이 비밀 값의 코드와 "
+                f"주어진 시험 비밀 값이 시험지를 만들 때 쓴 것과 다릅니다: 시험지 코드가 있는 제출물(`grade exam "
+                f"papers`가 쓰는 `# paper code` 줄) {len(seen)}개 중 {len(other)}개의 코드가 이 비밀 값의 코드와 "
                 "다릅니다. 이대로 채점하면 모든 학생을 자기 시험지에 없는 변형으로 채점하게 되므로 아무것도 채점하지 "
                 f"않았습니다. `grade exam papers`에 쓴 --secret-file(또는 {SECRET_ENV})을 지정하세요."))
         self.foreign = set(other)
