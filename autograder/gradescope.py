@@ -42,6 +42,7 @@ from . import assignment as assignments
 from . import exam
 from .assignment import PROJECT_ROOT, Assignment
 from .checks import VISIBILITIES
+from .discover import GRADABLE
 from .errors import UsageError
 from .messages import GRADER_FAILED, Message
 from .results import SubmissionResult, to_gradescope, write_atomic
@@ -305,6 +306,11 @@ def _copy_submission(src: Path, dst: Path) -> list[str]:
                 continue
             if not stat.S_ISREG(st.st_mode) or f.startswith("."):
                 dropped.append(str(rel))
+                if stat.S_ISLNK(st.st_mode) and not f.startswith(".") and Path(f).suffix.lower() in GRADABLE:
+                    # A link to /dev/null stands in for it (never followed: discovery grades no link), so that the
+                    # result says "is a symbolic link" rather than "no .py or .ipynb file was found".
+                    (dst / rel).parent.mkdir(parents=True, exist_ok=True)
+                    os.symlink(os.devnull, dst / rel)
                 continue
             if total + st.st_size > MAX_SUBMISSION_BYTES:
                 dropped.append(str(rel))
