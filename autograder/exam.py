@@ -228,13 +228,13 @@ def read_roster(path: Path) -> dict[str, Student]:
         if sid in out:
             raise ExamError(f"{path}, line {n}: the id {sid!r} appears twice")
         raw = row.get("id", "")
-        out[sid] = Student(sid, extra, email_key(raw) if "@" in raw else "", _written(raw, sid))
+        out[sid] = Student(sid, extra, email_key(raw) if "@" in raw else "", _written(raw))
     if not out:
         raise ExamError(f"{path}: the roster lists nobody")
     return out
 
 
-def _written(raw: str, sid: str) -> str:
+def _written(raw: str) -> str:
     """The roster's id as written where its id (a hash, for a name with non-ASCII letters) does not show it: the
     paper's header and the manifest then name the student as the instructor wrote them."""
     from .safetext import clean
