@@ -265,6 +265,7 @@ def main(*, submissions: Path, out: Path, assignment: Assignment, workers: int =
                                  f"{submissions}에 제출물이 없어 채점할 것이 없습니다."))
     if exam is not None:
         exam.bind(found)  # a roster's full addresses decide whose id each export folder is graded under
+        exam.check_marks([job for job, _origin in found])  # a wrong secret stops here, before any result
     jobs = [job for job, _origin in found]
     keep = _others(jobs, only, out) if only is not None else set()
     force = force or only is not None  # the named ones are regraded in place

@@ -1,8 +1,10 @@
 """Find the submissions in a folder: one entry per student, a file or a folder holding one gradable file."""
 from __future__ import annotations
 
+import hashlib
 import os
 import re
+import unicodedata
 from pathlib import Path
 from typing import Any
 
@@ -26,18 +28,42 @@ def student_id(name: str) -> str:
     return clean[:100]
 
 
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+
+
 def entry_id(name: str) -> str:
-    """student_id() of a file or folder name; a name with no ASCII letters or digits at all (e.g. Korean, or CP949
-    bytes from a Windows zip) gets a short hash of its bytes, so ids do not depend on the order of entries."""
-    sid = student_id(name)
-    if sid == "submission" and name not in ("submission", "submission.py", "submission.ipynb"):
-        import hashlib
+    """The one id of a name, wherever it comes from: a file's or folder's stem, a roster's `id`, an email's local
+    part (exam.normalize_id, export_id and Gradescope's entry point all come here, so that a student has the same
+    id in the roster, the papers, `grade batch` and the zip).
+
+    An ASCII name is student_id() of it, as always. A name with any other character (Korean, accents, CP949 bytes
+    from a Windows zip, read as shown_name reads them) keeps its ASCII letters and digits (or `student`) and gets
+    a hash of the whole name, NFC-normalised with ASCII letters in lower case (ids compare ignoring ASCII case):
+    student_id() alone made every Korean name `submission` and both `김a` and `이a` `a`, so two students shared a
+    paper, and a file named submission.py was graded as the Korean student on the roster. Different names never
+    share an id (48 bits of SHA-256); the same name written in NFD (a macOS zip) or CP949 keeps its id."""
+    try:
+        raw = os.fsencode(name)
+    except UnicodeEncodeError:  # a surrogate that is not an escaped byte
+        raw = name.encode("utf-8", "surrogatepass")
+    text = None
+    for enc in ("utf-8", "cp949"):
         try:
-            raw = os.fsencode(name)
-        except UnicodeEncodeError:
-            raw = name.encode("utf-8", "replace")
-        sid = "student-" + hashlib.sha256(raw).hexdigest()[:8]
-    return sid
+            text = raw.decode(enc)
+            break
+        except UnicodeDecodeError:
+            continue
+    if text is not None and text.isascii():
+        sid = student_id(text)
+        if sid != "submission" or text in ("submission", "submission.py", "submission.ipynb"):
+            return sid
+    # The hash is of the decoded text, NFC (so a CP949 or NFD spelling is the same name), or of the bytes where no
+    # encoding reads them; nothing is dropped first (two names differing only by an invisible character differ).
+    # Whether a name is ASCII is decided before NFC, which makes the Kelvin sign a K: `\u212aim` is not `kim`.
+    key = unicodedata.normalize("NFC", text).translate(_ASCII_LOWER).encode("utf-8", "surrogatepass") \
+        if text is not None else raw
+    readable = re.sub(r"[^A-Za-z0-9._-]+", "_", shown_name(name)).strip("._-")[:80] or "student"
+    return f"{readable}-{hashlib.sha256(key).hexdigest()[:12]}"
 
 
 def unique_ids(wanted: list[tuple[str, bool]]) -> list[str]:
@@ -114,14 +140,45 @@ def _pick_other(folder: Path, files: list[Path], named: list[Path],
     if len(others) == 1:
         return others[0], None
     if not others:
-        return None, Message(
-            f"No .py or .ipynb file was found in the submission; expected {' or '.join(assignment.files)}.",
-            f"제출물에서 .py나 .ipynb 파일을 찾지 못했습니다. {' 또는 '.join(assignment.files)}이(가) 필요합니다.")
+        return None, _why_none(folder, assignment)
     return None, Message(
         f"The submission holds several candidate files ({rel(others)}) and none is named "
         f"{' or '.join(assignment.files)}; rename the one to grade.",
         f"제출물에 후보 파일이 여러 개 있고({rel(others)}) {' 또는 '.join(assignment.files)}라는 이름의 파일이 "
         "없습니다. 채점할 파일의 이름을 바꾸세요.")
+
+
+def _why_none(folder: Path, assignment: Assignment) -> Message:
+    """Why a folder holds no file to grade, naming what was there instead: a file whose extension is not in lower
+    case (`Attention.PY`), or a symbolic link (not followed). Both read "No .py or .ipynb file was found", which
+    sent students looking for a file they had handed in."""
+    expected_en, expected_ko = " or ".join(assignment.files), " 또는 ".join(assignment.files)
+    near = [p for p in sorted(folder.rglob("*")) if p.suffix.lower() in GRADABLE
+            and not any(part.startswith(".") or part == "__pycache__" for part in p.relative_to(folder).parts)]
+    links = [p for p in near if p.is_symlink()]
+    cased = [p for p in near if not p.is_symlink() and p.is_file() and p.suffix not in GRADABLE]
+    rel = lambda p: shown_name(str(p.relative_to(folder)))  # noqa: E731
+    if links:
+        return Message(
+            f"{rel(links[0])} is a symbolic link, and links are not followed (one could point at any file the "
+            f"grader can read, such as another student's answer), so it was not read; submit the file itself, "
+            f"named {expected_en}.",
+            f"{rel(links[0])}은(는) 심볼릭 링크입니다. 링크는 따라가지 않으므로 (채점기가 읽을 수 있는 어떤 파일, "
+            f"예를 들어 다른 학생의 답안을 가리킬 수도 있음) 읽지 않았습니다. 파일 자체를 {expected_ko} 이름으로 "
+            "제출하세요.")
+    if cased:
+        p = cased[0]
+        fixed = p.stem + p.suffix.lower()
+        return Message(
+            f"{rel(p)} ends in {shown_name(p.suffix)}, not {p.suffix.lower()}: only a lower-case extension is read "
+            f"as a notebook or as Python code. Rename it to {shown_name(fixed)} (the grader expects "
+            f"{expected_en}).",
+            f"{rel(p)}의 확장자가 {p.suffix.lower()}이(가) 아니라 {shown_name(p.suffix)}입니다: 확장자는 소문자여야 "
+            f"파이썬 코드나 노트북으로 읽습니다. 이름을 {shown_name(fixed)}(으)로 바꾸세요 ({expected_ko}이(가) "
+            "필요합니다).")
+    return Message(
+        f"No .py or .ipynb file was found in the submission; expected {expected_en}.",
+        f"제출물에서 .py나 .ipynb 파일을 찾지 못했습니다. {expected_ko}이(가) 필요합니다.")
 
 
 def _gradable(folder: Path) -> list[Path]:
@@ -279,16 +336,20 @@ def read_export_metadata(root: Path) -> dict[str, dict[str, Any]]:
 
 
 def export_id(info: dict[str, Any]) -> str:
-    """How a Gradescope export names a result: per submitter the local part of the email (lower case), else
-    the student id (sid), else the name; group submissions join theirs with "+". "" when nobody is named.
+    """How a Gradescope export names a result: per submitter the local part of the email (ASCII letters in lower
+    case), else the student id (sid), each through entry_id (a Korean local part has the id its roster entry has),
+    else the ASCII form of the name; group submissions join theirs with "+". "" when nobody is named.
 
     Email local parts are unique within one university and are what staff recognise; a clash (two domains)
     gets the usual "-2" suffix, and the folder and full submitter details stay in the result's origin."""
     ids = []
     for p in info.get("submitters", []):
         email, sid, name = p.get("email", ""), p.get("sid", ""), p.get("name", "")
-        raw = email.split("@", 1)[0].lower() if "@" in email else sid or name
-        one = student_id(raw) if raw.strip() else ""
-        if one and one != "submission":
-            ids.append(one)
+        raw = email.split("@", 1)[0].translate(_ASCII_LOWER) if "@" in email else sid
+        if raw.strip():
+            ids.append(entry_id(raw.strip()))  # a Korean local part: the id its roster entry has
+        elif name.strip() and student_id(name) != "submission":
+            # A display name is not an account (two students may share one): only its ASCII form names a result,
+            # as before; a name with none leaves the folder's name.
+            ids.append(student_id(name))
     return "+".join(ids)[:100]

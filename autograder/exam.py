@@ -39,6 +39,11 @@ class ExamError(UsageError):
     """Raised for exam input that cannot work: no secret, a bad roster, an assignment that is not an exam."""
 
 
+class WrongSecret(ExamError):
+    """Raised when the papers handed in were made with another secret than the one grading was given: the
+    instructor's mistake, which would otherwise grade every student against variants that are not on their paper."""
+
+
 # ---------------------------------------------------------------------------------------------- configuration
 
 @dataclass(frozen=True)
@@ -110,12 +115,39 @@ def read_secret(secret_file: Path | None) -> bytes:
 
 
 def normalize_id(raw: str) -> str:
-    """A roster id as `grade batch` names students: an email becomes its local part in lower case."""
-    from .discover import student_id
+    """A roster id as `grade batch` names students: an email becomes its local part, ASCII letters in lower case,
+    and the rest goes through discover.entry_id as file names and export submitters do (a Korean name became
+    `submission` here and `student-<hash>` there: the student's own file was "not on the roster", and a file named
+    submission.py got their paper). Python's lower() is not used: it makes the Kelvin sign a k (see email_key)."""
+    from .discover import entry_id
     raw = raw.strip()
     if "@" in raw:
         raw = raw.split("@", 1)[0]
-    return student_id(raw.lower()) if raw else ""
+    return entry_id(raw.translate(_ASCII_LOWER)) if raw else ""
+
+
+MARK_LINE = "# paper code / 시험지 코드: "
+_MARK = re.compile(r"(?m)^# paper code / 시험지 코드: ([0-9a-f]{12})[ \t]*$")
+
+
+def paper_mark(secret: bytes, exam: str) -> str:
+    """The code every paper of an exam carries in its header: the first 12 hex digits of HMAC-SHA256(secret,
+    "paper-fingerprint" NUL exam). Grading compares the codes handed in with its own secret's (Plan.check_marks):
+    a wrong --secret-file graded the whole class against variants that were not on their papers, exited 0 and told
+    each student their paper said what it did not. The code is the same for the whole class and, being an HMAC,
+    tells nothing of the secret or of anyone's variant (a guessable secret could be checked against it, as against
+    a paper's own constants already: make it as MAKE_SECRET says)."""
+    return hmac.new(secret, b"paper-fingerprint\0" + exam.encode(), hashlib.sha256).hexdigest()[:12]
+
+
+def read_mark(path: Path) -> str | None:
+    """The paper code a submitted file carries (its first), None where it has none (a paper of an older release, a
+    file written from scratch) or cannot be read: such a file says nothing about the secret."""
+    try:
+        m = _MARK.search(_code(path))
+    except Exception:  # noqa: BLE001 - an unreadable file is reported by grading, not here
+        return None
+    return m.group(1) if m else None
 
 
 def variant_for(secret: bytes, exam: str, student: str, choices: dict[str, list]) -> dict[str, Any]:
@@ -136,6 +168,7 @@ class Student:
     id: str
     extra_minutes: float = 0.0
     email: str = ""  # the roster's full address, where its id is one: only that account is this student
+    name: str = ""  # the roster's id as written, where the id is not (a Korean name: `student-<hash>`)
 
 
 _ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
@@ -195,10 +228,23 @@ def read_roster(path: Path) -> dict[str, Student]:
         if sid in out:
             raise ExamError(f"{path}, line {n}: the id {sid!r} appears twice")
         raw = row.get("id", "")
-        out[sid] = Student(sid, extra, email_key(raw) if "@" in raw else "")
+        out[sid] = Student(sid, extra, email_key(raw) if "@" in raw else "", _written(raw))
     if not out:
         raise ExamError(f"{path}: the roster lists nobody")
     return out
+
+
+def _written(raw: str) -> str:
+    """The roster's id as written where its id (a hash, for a name with non-ASCII letters) does not show it: the
+    paper's header and the manifest then name the student as the instructor wrote them."""
+    from .safetext import clean
+    local = raw.strip().split("@", 1)[0]
+    return clean(local, one_line=True) if not local.isascii() else ""
+
+
+def label(student: Student | None, sid: str) -> str:
+    """Who a paper is for, as its header says: the id, and the name as written where the id does not show it."""
+    return f"{student.name} ({sid})" if student is not None and student.name else sid
 
 
 # ---------------------------------------------------------------------------------------------- papers
@@ -214,8 +260,9 @@ def literal(value: Any) -> str:
     return text if len(text) <= 200 else text[:200] + "..."
 
 
-def render(text: str, v: dict[str, Any], student: str) -> str:
-    """The template's text with its EXAM VARIANT block set to `v` (works on a .py or on one notebook cell)."""
+def render(text: str, v: dict[str, Any], student: str, mark: str = "") -> str:
+    """The template's text with its EXAM VARIANT block set to `v` (works on a .py or on one notebook cell); with
+    `mark`, the block's header also carries the exam's paper code (paper_mark)."""
     begin = text.find(VARIANT_BEGIN)
     end = text.find(VARIANT_END, begin)
     if begin < 0 or end < 0:
@@ -226,17 +273,18 @@ def render(text: str, v: dict[str, Any], student: str) -> str:
         if n != 1:
             raise ExamError(f"the template's EXAM VARIANT block sets {key.upper()} {n} times (expected once)")
     first_nl = block.index("\n") + 1
-    block = block[:first_nl] + f"# paper for / 응시자: {student}\n" + block[first_nl:]
+    block = block[:first_nl] + f"# paper for / 응시자: {student}\n" + (f"{MARK_LINE}{mark}\n" if mark else "") \
+        + block[first_nl:]
     return text[:begin] + block + text[end:]
 
 
-def render_notebook(nb_text: str, v: dict[str, Any], student: str) -> str:
+def render_notebook(nb_text: str, v: dict[str, Any], student: str, mark: str = "") -> str:
     nb = json.loads(nb_text)
     done = False
     for cell in nb.get("cells", []):
         src = "".join(cell.get("source", []))
         if cell.get("cell_type") == "code" and VARIANT_BEGIN in src:
-            cell["source"] = render(src, v, student).splitlines(keepends=True)
+            cell["source"] = render(src, v, student, mark).splitlines(keepends=True)
             done = True
     if not done:
         raise ExamError("the notebook template has no EXAM VARIANT cell")
@@ -247,8 +295,8 @@ def template(a: Assignment, suffix: str) -> Path:
     return PROJECT_ROOT / "student_template" / f"{a.name}{suffix}"
 
 
-def paper(a: Assignment, v: dict[str, Any], student: str) -> str:
-    return render(template(a, ".py").read_text(encoding="utf-8"), v, student)
+def paper(a: Assignment, v: dict[str, Any], student: str, mark: str = "") -> str:
+    return render(template(a, ".py").read_text(encoding="utf-8"), v, student, mark)
 
 
 def fingerprint(text: str) -> str:
@@ -261,20 +309,23 @@ def write_papers(*, assignment: Assignment, roster: Path, out: Path, secret_file
     secret = read_secret(secret_file)
     students = read_roster(roster)
     nb_template = template(assignment, ".ipynb")
+    mark = paper_mark(secret, assignment.name)
     rows = []
     for sid in sorted(students):
         v = variant_for(secret, assignment.name, sid, cfg.variants)
-        text = paper(assignment, v, sid)
+        who = label(students[sid], sid)
+        text = paper(assignment, v, who, mark)
         folder = out / sid
         folder.mkdir(parents=True, exist_ok=True)
         (folder / f"{assignment.name}.py").write_text(text, encoding="utf-8")
         if nb_template.is_file():
             (folder / f"{assignment.name}.ipynb").write_text(
-                render_notebook(nb_template.read_text(encoding="utf-8"), v, sid), encoding="utf-8")
-        rows.append({"id": sid, "extra_minutes": f"{students[sid].extra_minutes:g}",
+                render_notebook(nb_template.read_text(encoding="utf-8"), v, who, mark), encoding="utf-8")
+        rows.append({"id": sid, "name": students[sid].name, "extra_minutes": f"{students[sid].extra_minutes:g}",
                      **{k: json.dumps(val) for k, val in v.items()}, "fingerprint": fingerprint(text)})
     buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=["id", "extra_minutes", *cfg.variants, "fingerprint"], lineterminator="\n")
+    w = csv.DictWriter(buf, fieldnames=["id", "name", "extra_minutes", *cfg.variants, "fingerprint"],
+                       lineterminator="\n")
     w.writeheader()
     w.writerows(rows)
     (out / "manifest.csv").write_text(buf.getvalue(), encoding="utf-8")
@@ -322,6 +373,39 @@ class Plan:
     students: dict[str, Student] | None = None  # None: no roster, everyone gets the default variant
     secret: bytes = b""
     times: dict[str, str] = field(default_factory=dict)  # submission times known from elsewhere (Gradescope)
+    foreign: set[str] = field(default_factory=set)  # ids whose file carries another secret's paper code
+    owner: dict[str, str] = field(default_factory=dict)  # an earlier submission's id -> the roster student's (bind)
+
+    def extra_minutes(self, student: str) -> float:
+        """The extra time of the student a job is: a roster student's earlier submission (`chen-2`) is theirs too,
+        judged in their window (it was told it was 20 minutes late, inside chen's 30 extra minutes)."""
+        sid = self.owner.get(student) or normalize_id(student)
+        return self.students[sid].extra_minutes if self.students and sid in self.students else 0.0
+
+    def check_marks(self, jobs: list) -> None:
+        """Before grading: compare the paper codes the files carry with this secret's (paper_mark). If most of the
+        files that carry one carry another, the secret is not the one the papers were made with, and nothing is
+        graded (WrongSecret: the instructor's to fix, said as such). Otherwise a file with another code is that
+        student's (a paper of another exam or another run of `grade exam papers`, or an edited header): recorded
+        in their result for the audit, and graded as usual. Files without a code (papers of an older release,
+        answers written from scratch) count for neither."""
+        if not self.students or not self.secret:
+            return
+        want = paper_mark(self.secret, self.assignment.name)
+        seen = {job.student: m for job in jobs if job.path is not None and (m := read_mark(job.path)) is not None}
+        other = sorted(sid for sid, m in seen.items() if m != want)
+        if seen and len(other) * 2 > len(seen):
+            raise WrongSecret(Message(
+                f"The exam secret given is not the one the papers were made with: {len(other)} of the {len(seen)} "
+                "submissions that carry a paper code (the `# paper code` line `grade exam papers` writes) carry "
+                "another code than this secret gives. Grading with it would mark every student against variants "
+                "that are not on their papers, so nothing was graded. Pass the --secret-file (or "
+                f"{SECRET_ENV}) that `grade exam papers` was run with.",
+                f"주어진 시험 비밀 값이 시험지를 만들 때 쓴 것과 다릅니다: 시험지 코드가 있는 제출물(`grade exam "
+                f"papers`가 쓰는 `# paper code` 줄) {len(seen)}개 중 {len(other)}개의 코드가 이 비밀 값의 코드와 "
+                "다릅니다. 이대로 채점하면 모든 학생을 자기 시험지에 없는 변형으로 채점하게 되므로 아무것도 채점하지 "
+                f"않았습니다. `grade exam papers`에 쓴 --secret-file(또는 {SECRET_ENV})을 지정하세요."))
+        self.foreign = set(other)
 
     def variant(self, student: str) -> dict[str, Any] | None:
         if self.students is None:
@@ -348,8 +432,8 @@ class Plan:
         base = re.sub(r"-\d+$", "", normalize_id(student))  # discover's "-2" for a clash of local parts
         listed = self.students.get(base) or self.students.get(normalize_id(student))
         if listed is not None and listed.email and not claimed:
-            from .discover import student_id
-            return student_id(emails[0].replace("@", "-at-"))
+            from .discover import entry_id
+            return entry_id(emails[0].replace("@", "-at-"))
         return student
 
     def bind(self, found: list) -> None:
@@ -378,6 +462,8 @@ class Plan:
             sid, n = want, 2
             while sid in taken or (sid != want and sid in self.students):
                 sid, n = f"{want}-{n}", n + 1
+            if sid != want and want in self.students:
+                self.owner[sid] = want  # their window, their extra time (extra_minutes)
             if sid != want and want in self.students and job.error is None:  # a student's earlier submission
                 job.error = Message(
                     f"This is an earlier submission of `{want}`'s: the latest one in this export was graded as "
@@ -414,8 +500,7 @@ class Plan:
         """Part of the batch's resume key: a result is reused only for the same variant, extra time, submission
         time and submitters (an identical file resubmitted late kept the first one's lateness, and after a roster
         change a result kept another account's origin)."""
-        sid = normalize_id(job.student)
-        extra = self.students[sid].extra_minutes if self.students and sid in self.students else 0.0
+        extra = self.extra_minutes(job.student)
         key = [job.options or {}, extra, self.times.get(job.student, ""), str((origin or {}).get("created_at") or ""),
                submitter_emails(origin), str((origin or {}).get("folder") or "")]
         return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:8]
@@ -427,7 +512,7 @@ class Plan:
         when = self.times.get(r.student) or (origin or {}).get("created_at") or ""
         t = parse_time(str(when)) if when else None
         if self.cfg.end is not None and t is not None:
-            extra = self.students[sid].extra_minutes if self.students and sid in self.students else 0.0
+            extra = self.extra_minutes(r.student)
             late = minutes_late(t, self.cfg.end, extra)
             info.update(submitted_at=t.isoformat(), late=late, extra_minutes=extra, late_policy=self.cfg.late_policy)
             raw = round(sum(c.score for c in r.checks), 4)
@@ -441,9 +526,12 @@ class Plan:
         if self.cfg.start is not None and t is not None and t < self.cfg.start:
             # Before the exam opened: the paper was out early (nothing is taken off; the audit says so).
             info.update(submitted_at=t.isoformat(), early=round((self.cfg.start - t).total_seconds() / 60, 2))
+        if r.student in self.foreign:
+            info["paper_code"] = "other"  # another secret's paper code (check_marks): the audit reports it
         has_template = template(self.assignment, ".py").is_file()  # not in a Gradescope zip
         if self.students is not None and info["variant"] is not None and has_template:
-            info["paper"] = fingerprint(paper(self.assignment, info["variant"], sid))
+            info["paper"] = fingerprint(paper(self.assignment, info["variant"], label(self.students.get(sid), sid),
+                                              paper_mark(self.secret, self.assignment.name)))
         if path is not None:
             info["path"] = str(path.resolve())  # for `grade exam audit`, which reads the code again
         r.exam = info
@@ -494,7 +582,8 @@ MIN_FINGERPRINTS = 8  # below this, too little of a student's own code remains t
 
 @dataclass
 class Finding:
-    kind: str  # other_variant | rebinds | similar | hidden_code | not_compared | early | late | unparsed
+    kind: str  # missing | changed | other_variant | rebinds | other_secret | similar | hidden_code | not_compared |
+    # early | late | unparsed
     students: list[str]
     detail: str
     score: float = 0.0
@@ -619,12 +708,30 @@ def audit(results_dir: Path, *, threshold: float = 0.8) -> list[Finding]:
     cells: dict[str, list] = {}
     for r in graded:
         path = r.exam.get("path")
-        if path and Path(path).is_file():
-            try:
-                cells[r.student] = _cells(Path(path))
-            except Exception:  # noqa: BLE001 - an unreadable file is reported by grading, not here
+        if not path:
+            continue
+        # Only the file that was graded is audited: the one at the stored path now may be another (a folder moved
+        # away read as "no findings"; a file overwritten since lost its findings), as `grade report` checks too.
+        try:
+            if not Path(path).is_file():  # (nor is a FIFO put there opened: it would block)
+                raise FileNotFoundError(2, "no such file")
+            with open(path, "rb") as f:
+                now = hashlib.file_digest(f, "sha256").hexdigest()
+        except OSError as e:
+            findings.append(Finding("missing", [r.student], f"{r.student}'s graded file {path} is not there now "
+                                    f"({e.strerror or e}): not audited; restore it, or regrade"))
+            continue
+        if r.sha256:  # (a result of an older release may have none: its file is read as it is, as before)
+            if now != r.sha256:
+                findings.append(Finding("changed", [r.student], f"{r.student}'s file {path} has changed since it "
+                                        "was graded (another sha256): not audited; restore the graded file, or "
+                                        "regrade with grade batch"))
                 continue
-            codes[r.student] = "\n".join(c.code for c in cells[r.student])
+        try:
+            cells[r.student] = _cells(Path(path))
+        except Exception:  # noqa: BLE001 - an unreadable file is reported by grading, not here
+            continue
+        codes[r.student] = "\n".join(c.code for c in cells[r.student])
     # 1. another student's variant (a cell that cannot be parsed is reported, and the others are still read)
     for sid in codes:
         have, failed = cell_constants(cells[sid])
@@ -680,8 +787,13 @@ def audit(results_dir: Path, *, threshold: float = 0.8) -> list[Finding]:
                 findings.append(Finding("similar", [x, y], f"{x} and {y} share {share:.0%} of their own code's "
                                         f"fingerprints ({len(px & py)} of {min(len(px), len(py))})",
                                         round(share, 3)))
-    # 3. late submissions, and any made before the exam opened
+    # 3. late submissions, any made before the exam opened, and papers made with another secret
     for r in graded:
+        if r.exam.get("paper_code") == "other":
+            findings.append(Finding("other_secret", [r.student], f"{r.student}'s file carries the paper code of "
+                                    "another secret than the one this exam was graded with (a paper of another exam "
+                                    "or another run of grade exam papers, or an edited header): the constants in "
+                                    "it were not made for them with this secret"))
         if r.exam.get("early"):
             findings.append(Finding("early", [r.student], f"{r.student} submitted {r.exam['early']:g} minute(s) "
                                     "before the exam opened ([exam] start): the paper was out early",
@@ -697,8 +809,8 @@ def audit(results_dir: Path, *, threshold: float = 0.8) -> list[Finding]:
 def audit_text(findings: list[Finding]) -> str:
     if not findings:
         return "no findings: no other student's variant, no near-identical files, no late submission"
-    order = {"other_variant": 0, "rebinds": 0, "similar": 1, "hidden_code": 1, "not_compared": 1, "early": 2,
-             "late": 2, "unparsed": 3}
+    order = {"missing": -1, "changed": -1, "other_variant": 0, "rebinds": 0, "other_secret": 0, "similar": 1,
+             "hidden_code": 1, "not_compared": 1, "early": 2, "late": 2, "unparsed": 3}
     lines = [f"{f.kind:<14} {' '.join(f.students):<30} {f.detail}"
              for f in sorted(findings, key=lambda f: (order.get(f.kind, 9), -f.score, f.students))]
     return "\n".join(lines) + f"\n{len(findings)} finding(s)"

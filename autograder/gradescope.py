@@ -42,8 +42,9 @@ from . import assignment as assignments
 from . import exam
 from .assignment import PROJECT_ROOT, Assignment
 from .checks import VISIBILITIES
+from .discover import GRADABLE
 from .errors import UsageError
-from .messages import GRADER_FAILED
+from .messages import GRADER_FAILED, Message
 from .results import SubmissionResult, to_gradescope, write_atomic
 
 PYTHON_VERSION = "3.11"  # what this project is developed and tested with (otter's default is 3.13)
@@ -56,6 +57,13 @@ SKIP_DIRS = {"__pycache__", ".venv", "venv", "results", "tests", ".git", ".pytes
 SKIP_SUFFIXES = (".pyc", ".pyo", ".egg-info", ".orig", ".rej", ".swp")
 MAX_SUBMISSION_BYTES = 64 * 1024 * 1024  # copied from /autograder/submission before grading; the rest is dropped
 FIXED_TIME = (2020, 1, 1, 0, 0, 0)  # zip entry times: the same inputs give the same zip
+
+
+WRONG_SECRET = Message(
+    "Not graded: this autograder was set up with another exam secret than the one your paper was made with. This is "
+    "your instructor's setup, not your answer; your instructor will fix it and regrade your submission.",
+    "채점하지 않음: 이 채점기에 설정된 시험 비밀 값이 시험지를 만들 때 쓴 것과 다릅니다. 답안이 아니라 담당 "
+    "교수자의 설정 문제이며, 교수자가 고친 뒤 다시 채점합니다.")
 
 
 @dataclass
@@ -298,6 +306,11 @@ def _copy_submission(src: Path, dst: Path) -> list[str]:
                 continue
             if not stat.S_ISREG(st.st_mode) or f.startswith("."):
                 dropped.append(str(rel))
+                if stat.S_ISLNK(st.st_mode) and not f.startswith(".") and Path(f).suffix.lower() in GRADABLE:
+                    # A link to /dev/null stands in for it (never followed: discovery grades no link), so that the
+                    # result says "is a symbolic link" rather than "no .py or .ipynb file was found".
+                    (dst / rel).parent.mkdir(parents=True, exist_ok=True)
+                    os.symlink(os.devnull, dst / rel)
                 continue
             if total + st.st_size > MAX_SUBMISSION_BYTES:
                 dropped.append(str(rel))
@@ -353,6 +366,9 @@ def run_submission(root: Path, *, assignment_name: str, lang: str = "en",
             if len(summary.results) != 1:
                 raise RuntimeError(f"expected one result, got {len(summary.results)}")
             r = summary.results[0]
+    except exam.WrongSecret as e:  # the zip's secret did not make this paper: the instructor's setup, said so
+        r = SubmissionResult(student=student, submission="", assignment=assignment_name, error=WRONG_SECRET,
+                             staff=e.message.en, duration=time.monotonic() - started, exam={"wrong_secret": True})
     except BaseException as e:  # noqa: BLE001 - Gradescope must get a results.json whatever happened
         r = SubmissionResult(student=student, submission="", assignment=assignment_name, error=GRADER_FAILED,
                              staff="".join(traceback.format_exception(e))[-8000:],
@@ -435,4 +451,14 @@ def main(*, assignment_name: str = "attention", output: Path | None = None, hidd
             from .batch import watchdog_limit
             limit = watchdog_limit(a) + 120  # the most one submission may take, and the grader's start-up
             built.results = try_zip(built.zip, try_path, timeout=limit, try_as=try_as, echo=echo)
+            if (built.results.get("extra_data") or {}).get("wrong_secret"):
+                # Every student would get this: the zip is not kept, so that it cannot be uploaded by mistake.
+                built.zip.unlink(missing_ok=True)
+                raise exam.WrongSecret(Message(
+                    f"--try: {try_path} is a paper made with another exam secret than the one given (its paper code "
+                    "is not this secret's): on Gradescope no student would be graded. The zip was not kept; build "
+                    "it with the --secret-file that `grade exam papers` was run with.",
+                    f"--try: {try_path}은(는) 주어진 것과 다른 시험 비밀 값으로 만든 시험지입니다 (시험지 코드가 이 비밀 "
+                    "값의 것이 아님). Gradescope에서 어느 학생도 채점되지 않습니다. zip은 남기지 않았습니다. "
+                    "`grade exam papers`에 쓴 --secret-file로 다시 만드세요."))
         return built

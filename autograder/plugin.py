@@ -224,6 +224,12 @@ class GradingPlugin:
             result.notes.append(job.note)
         if job.error is not None:
             result.error = job.error
+            if job.path is not None:  # an exam's "not on the roster" or "earlier submission": the file is known, and
+                try:  # with its hash a rerun reuses the result (an empty one read as "file changed" every time)
+                    with open(job.path, "rb") as f:
+                        result.sha256 = hashlib.file_digest(f, "sha256").hexdigest()
+                except OSError:
+                    pass
             return result
         try:
             with open(job.path, "rb") as f:  # streamed: the file may be huge (read() refuses it then)

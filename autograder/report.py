@@ -41,9 +41,11 @@ class Loaded:
     r: SubmissionResult
 
     def extra(self, key: str) -> Any:
-        """A field the batch may carry in extra_data (late, variant, lang), at the top or in the record."""
+        """A field the batch may carry in extra_data (late, variant, lang), at the top or in the record: an exam's
+        variant is in the record's `exam` (the "Exam variants" section was empty on every real exam)."""
         ed = self.gs.get("extra_data") or {}
-        for where in (ed, ed.get("internal") or {}, (ed.get("internal") or {}).get("origin") or {}):
+        internal = ed.get("internal") if isinstance(ed.get("internal"), dict) else {}
+        for where in (ed, internal, internal.get("origin") or {}, internal.get("exam") or {}):
             if isinstance(where, dict) and where.get(key) is not None:
                 return where[key]
         return None

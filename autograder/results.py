@@ -187,7 +187,9 @@ def to_gradescope(r: SubmissionResult, lang: str = "en") -> dict[str, Any]:
             "extra_data": {"student": r.student, "submission": r.submission, "assignment": r.assignment,
                            "max_score": r.max_score, "questions": {q: list(v) for q, v in r.by_question().items()},
                            "sha256": r.sha256, "origin": r.origin, "sandbox": r.sandbox,
-                           **({"late": r.late} if r.late is not None else {})},
+                           **({"late": r.late} if r.late is not None else {}),
+                           # on Gradescope, where results.json has no `internal` copy, what the staff must see
+                           **{k: r.exam[k] for k in ("early", "wrong_secret") if r.exam.get(k)}},
             "tests": tests})
 
 

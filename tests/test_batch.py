@@ -457,3 +457,24 @@ def test_a_file_that_cannot_be_read_when_its_turn_comes_is_the_graders_failure_w
     assert "could not read" in r.staff and "ada.py" in r.staff
     rows = list(_csv.DictReader(csv_text([r], ["steps"]).splitlines()))
     assert "autograder itself failed" in rows[0]["reason"]
+
+
+def test_a_folder_with_an_upper_case_extension_or_a_link_is_told_so(tmp_path):
+    """Audit D #8: a folder holding `Attention.PY`, or `attention.py` as a symbolic link (to the reference here),
+    read "No .py or .ipynb file was found". The result names the file and the real problem, and the link is still
+    not read; a folder with nothing like a submission keeps the old message."""
+    from autograder import discover
+    a = assignment.load("attention")
+    subs = tmp_path / "subs"
+    for d in ("upper", "linked", "empty"):
+        (subs / d).mkdir(parents=True)
+    (subs / "upper" / "Attention.PY").write_text(REFERENCE.read_text())
+    (subs / "linked" / "attention.py").symlink_to(REFERENCE)
+    (subs / "empty" / "notes.txt").write_text("nothing\n")
+    jobs = {job.student: job for job in discover.find(subs, a)}
+    assert all(job.path is None for job in jobs.values())
+    upper, linked = jobs["upper"].error, jobs["linked"].error
+    assert "Attention.PY ends in .PY, not .py" in upper.en and "Rename it to Attention.py" in upper.en
+    assert ".PY" in upper.ko and "소문자" in upper.ko
+    assert "attention.py is a symbolic link" in linked.en and "not followed" in linked.en and "심볼릭 링크" in linked.ko
+    assert jobs["empty"].error.en.startswith("No .py or .ipynb file was found")

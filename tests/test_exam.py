@@ -539,3 +539,183 @@ def test_an_account_named_like_a_resubmission_is_not_that_student(work, papers):
     r = graded_export(work, "named_like", "roster_bare.csv")
     assert r["eve"].origin["folder"] == "submission_1" and r["eve"].score == 100
     assert r["eve-2"].error is not None and "roster" in r["eve-2"].error.en
+
+
+def test_a_korean_roster_id_is_one_id_everywhere_and_never_anyone_elses(work):
+    """Audit D #1: a roster id in Korean became `submission` (two of them refused `grade exam papers`; one got
+    papers/submission/), while its file `김철수.py` was `student-<hash>`, "not on this exam's roster", and a file
+    named submission.py (on Gradescope, any Korean email) was graded against that student's paper. One id now, the
+    same from the roster, the papers, a file name (UTF-8, NFD, CP949), an export and the zip's entry point."""
+    import unicodedata
+    from autograder import discover, gradescope
+    (work / "roster_ko.csv").write_text("id,extra_minutes\nada,0\n김철수,20\n이영희@uni.example,0\n", encoding="utf-8")
+    p = grade("exam", "papers", "midterm", "--roster", "roster_ko.csv", "-o", "papers_ko", "--secret-file",
+              "exam.secret", cwd=work)
+    assert p.returncode == 0, p.stderr
+    kim, lee = exam.normalize_id("김철수"), exam.normalize_id("이영희@uni.example")
+    assert kim != lee and "submission" not in (kim, lee) and kim.isascii() and lee.isascii()
+    assert sorted(x.name for x in (work / "papers_ko").iterdir()) == sorted(["ada", kim, lee, "manifest.csv"])
+    assert f"응시자: 김철수 ({kim})" in (work / "papers_ko" / kim / "midterm.py").read_text(encoding="utf-8")
+    rows = {r["id"]: r for r in csv.DictReader((work / "papers_ko" / "manifest.csv").open(encoding="utf-8"))}
+    assert rows[kim]["name"] == "김철수" and rows[lee]["name"] == "이영희" and rows["ada"]["name"] == ""
+    # a file name as a macOS zip (NFD) or a Korean Windows zip (CP949) writes it; an export's or the zip's submitter
+    assert discover.entry_id("김철수") == discover.entry_id(unicodedata.normalize("NFD", "김철수")) == kim
+    assert discover.entry_id(os.fsdecode("김철수".encode("cp949"))) == kim
+    assert discover.export_id({"submitters": [{"email": "이영희@uni.example"}]}) == lee
+    a = assignment.load("midterm")
+    plan = exam.Plan(a, exam.require(a), exam.read_roster(work / "roster_ko.csv"), SECRET.encode())
+    for email, whose in (("이영희@uni.example", lee), ("박지성@uni.example", None), ("김철수@uni.example", kim)):
+        meta = {"users": [{"name": "x", "sid": "1", "email": email}]}
+        sid = plan.bound_id(gradescope._student(meta), exam.submitter_emails({"submitters": gradescope._people(meta)}))
+        assert (sid if sid in plan.students else None) == whose, (email, sid)
+    # grade batch: 김철수.py is graded as 김철수 (her paper, her extra time); submission.py is nobody on the roster
+    answer = solved(kim, exam.variant_for(SECRET.encode(), "midterm", kim, exam.require(a).variants))
+    (work / "ko").mkdir()
+    for name in ("김철수.py", "submission.py"):
+        (work / "ko" / name).write_text(answer, encoding="utf-8")
+    r = graded_export(work, "ko", "roster_ko.csv")
+    assert sorted(r) == sorted([kim, "submission"]), sorted(r)
+    assert r[kim].score == 100 and r[kim].error is None, r[kim].error
+    assert r["submission"].error is not None and "roster" in r["submission"].error.en
+
+
+def test_a_wrong_secret_is_the_instructors_error_and_never_the_students(work, papers, variants):
+    """Audit D #2: `grade batch --secret-file wrong.secret` exited 0, ada's 100 became 26 with "your paper sets
+    QKV_BIAS = True" (it says False), and the audit flagged everyone; the zip did the same. Papers now carry a code
+    made from the secret: most files carrying another code stop the batch (exit 2, nothing graded) and the zip's
+    --try, as the instructor's error, without the secret in any output; one such file is that student's (audit)."""
+    a = assignment.load("midterm")
+    right, wrong = exam.paper_mark(SECRET.encode(), "midterm"), exam.paper_mark(b"a-wrong-secret-0123456789", "midterm")
+    assert right != wrong and right in (papers / "ada" / "midterm.py").read_text()
+    (work / "wrong.secret").write_text("a-wrong-secret-0123456789\n")
+    answer = lambda sid, mark: exam.render((ROOT / "reference" / "midterm.py").read_text(encoding="utf-8"),  # noqa: E731
+                                           variants[sid], sid, mark)
+    subs = work / "marked"
+    subs.mkdir()
+    (subs / "ada.py").write_text(answer("ada", right), encoding="utf-8")
+    (subs / "dana.py").write_bytes((papers / "dana" / "midterm.py").read_bytes())
+    (subs / "bo.py").write_text(answer("bo", wrong), encoding="utf-8")  # a paper of another secret: bo's own finding
+    p = grade("batch", "marked", "--assignment", "midterm", "--roster", "roster.csv", "--secret-file", "wrong.secret",
+              "--out", "marked_wrong", cwd=work)
+    assert p.returncode == 2 and "not the one the papers were made with" in p.stderr, p.stderr
+    assert "2 of the 3 submissions" in p.stderr and not list((work / "marked_wrong").glob("*.json"))
+    assert SECRET not in p.stdout + p.stderr and "a-wrong-secret" not in p.stdout + p.stderr
+    r = graded_export(work, "marked", "roster.csv")  # the right secret: graded, bo's paper is his finding
+    assert r["ada"].score == 100 and "paper_code" not in r["ada"].exam and "paper_code" not in r["dana"].exam
+    assert r["bo"].exam["paper_code"] == "other" and r["bo"].score == 100
+    found = {(f.kind, tuple(f.students)) for f in exam.audit(work / "marked_results")}
+    assert ("other_secret", ("bo",)) in found and not any(k == "other_secret" and w != ("bo",) for k, w in found)
+    # papers of an older release carry no code: graded as before, whatever the secret
+    (work / "unmarked").mkdir()
+    (work / "unmarked" / "ada.py").write_text(solved("ada", variants["ada"]), encoding="utf-8")
+    p = grade("batch", "unmarked", "--assignment", "midterm", "--roster", "roster.csv", "--secret-file",
+              "wrong.secret", "--out", "unmarked_results", cwd=work)
+    assert p.returncode == 0, p.stderr
+    # the zip: --try with a paper stops the build and keeps no zip
+    p = grade("gradescope", "--assignment", "midterm", "--roster", "roster.csv", "--secret-file", "wrong.secret",
+              "-o", "wrong.zip", "--try", "marked/ada.py", "--try-as", "ada", cwd=work)
+    assert p.returncode == 2 and "another exam secret" in p.stderr and not (work / "wrong.zip").exists(), p.stderr
+    assert SECRET not in p.stdout + p.stderr and "a-wrong-secret" not in p.stdout + p.stderr
+    plan = exam.Plan(a, exam.require(a), exam.read_roster(work / "roster.csv"), b"a-wrong-secret-0123456789")
+    from autograder.jobs import Job
+    with pytest.raises(exam.WrongSecret):  # what the entry point meets on Gradescope for each student
+        plan.check_marks([Job("ada", subs / "ada.py")])
+
+
+def test_the_audit_reads_only_the_files_that_were_graded(tmp_path, variants):
+    """Audit D #3: the audit read whatever was at the stored path: with the folder moved away it said "no findings",
+    and with chen's copy of ada's file overwritten by chen's own paper the copy's findings were gone. The results
+    store each file's sha256: a file not there any more, or not the one graded, is reported as such."""
+    import hashlib
+    from autograder.results import write_result
+    out = tmp_path / "results"
+    out.mkdir()
+    copy = renamed(solved("ada", variants["ada"]))
+    for sid, text in (("ada", solved("ada", variants["ada"])), ("chen", copy), ("dana", copy)):
+        (tmp_path / f"{sid}.py").write_text(text, encoding="utf-8")
+        write_result(out, SubmissionResult(student=sid, submission=f"{sid}.py", assignment="midterm", questions=[],
+                                           sha256=hashlib.sha256(text.encode()).hexdigest(),
+                                           exam={"variant": variants[sid], "path": str(tmp_path / f"{sid}.py")}), "en")
+    found = {(f.kind, tuple(sorted(f.students))) for f in exam.audit(out)}
+    assert ("similar", ("chen", "dana")) in found and ("other_variant", ("ada", "chen")) in found, found
+    (tmp_path / "chen.py").write_text(solved("chen", variants["chen"]), encoding="utf-8")  # overwritten since
+    (tmp_path / "dana.py").unlink()  # moved away
+    found = {(f.kind, tuple(sorted(f.students))): f.detail for f in exam.audit(out)}
+    assert "changed since it was graded" in found[("changed", ("chen",))], found
+    assert "is not there now" in found[("missing", ("dana",))], found
+    assert not any(k == "not_compared" or ("chen" in w and k not in ("changed",)) for k, w in found), found
+    p = grade("exam", "audit", str(out), cwd=tmp_path)
+    assert p.returncode == 0 and "no findings" not in p.stdout and "missing" in p.stdout, p.stdout
+
+
+def test_an_earlier_submission_is_judged_in_its_students_own_window(work, papers, variants):
+    """Audit D #4: chen (30 extra minutes) submitted 20 minutes after the end and again 31.5 minutes after it. The
+    latest was graded as chen, 2 minutes late; the earlier (`chen-2`, inside chen's window) read 20 minutes late in
+    scores.csv, in its note, in the audit and in the report's late list. It is chen's: 0 minutes late."""
+    from autograder import report
+    answer = solved("chen", variants["chen"])
+    write_export(work / "twice", {
+        "submission_1": ("chen@uni.example", answer, END + dt.timedelta(minutes=20)),
+        "submission_2": ("chen@uni.example", answer, END + dt.timedelta(minutes=31, seconds=30))})
+    r = graded_export(work, "twice", "roster.csv")
+    assert sorted(r) == ["chen", "chen-2"] and r["chen"].origin["folder"] == "submission_2"
+    assert r["chen"].exam["late"] == 2 and r["chen"].exam["extra_minutes"] == 30
+    early = r["chen-2"]
+    assert early.exam["late"] == 0 and early.exam["extra_minutes"] == 30, early.exam
+    assert not any("after your end time" in n.en for n in early.notes)
+    rows = {row["student"]: row for row in csv.DictReader((work / "twice_results" / "scores.csv").open())}
+    assert rows["chen-2"]["late"] == "0" and rows["chen"]["late"] == "2"
+    assert not any(f.kind == "late" and "chen-2" in f.students for f in exam.audit(work / "twice_results"))
+    loaded, bad = report.load(work / "twice_results")
+    assert [x["id"] for x in report.compute(loaded, bad, {})["late"]] == ["chen"]
+
+
+def test_the_report_shows_the_variants_of_a_real_exam_batch(graded, variants):
+    """Audit D #5: the report looked for `extra_data.variant`; grade batch stores it in the result's `exam`, so the
+    "Exam variants" section was empty on every real exam (test_report's results were made up). From real output:"""
+    from autograder import report
+    loaded, bad = report.load(graded["out"])
+    data = report.compute(loaded, bad, {})
+    by_id = {s["id"]: s for s in data["students"]}
+    assert by_id["ada"]["variant"] == report._variant_key(variants["ada"]) and by_id["frank"]["variant"] is None
+    assert sorted(s for v in data["variants"] for s in v["students"]) == ["ada", "bo", "chen", "dana"], data["variants"]
+    assert data["variants"][0]["mean_fraction"] == 0  # worst first: an untouched paper
+    assert "Exam variants (worst first)" in report.render_index(data, report.plots(data, loaded), "midterm")
+
+
+def test_gradescope_records_a_submission_made_before_the_exam_opened(tmp_path, monkeypatch, work, variants):
+    """Audit D #6: the README promises that a submission dated before [exam] start is recorded (`early`); grade batch
+    did, but on Gradescope results.json has no `internal` copy and its extra_data only had `late`. The zip's entry
+    point, with the zip's roster and secret (here the test's), and a submission 90 minutes before the start:"""
+    from autograder import gradescope
+    a = assignment.load("midterm")
+    start = exam.require(a).start
+    monkeypatch.setattr(exam, "gradescope_plan", lambda a, times: exam.Plan(
+        a, exam.require(a), exam.read_roster(work / "roster.csv"), SECRET.encode()))
+    root = tmp_path / "autograder"
+    (root / "submission").mkdir(parents=True)
+    (root / "submission" / "midterm.py").write_text(solved("ada", variants["ada"]), encoding="utf-8")
+    (root / "submission_metadata.json").write_text(json.dumps({
+        "id": 1, "created_at": (start - dt.timedelta(minutes=90)).isoformat(),
+        "users": [{"name": "Ada", "sid": "1", "email": "ada@uni.example"}]}), encoding="utf-8")
+    data = gradescope.run_submission(root, assignment_name="midterm", echo=lambda _m: None)
+    assert data["score"] == 100 and data["extra_data"]["student"] == "ada", data["extra_data"]
+    assert data["extra_data"]["early"] == 90 and data["extra_data"]["late"] == 0
+    assert json.loads((root / "results" / "results.json").read_text())["extra_data"]["early"] == 90
+
+
+def test_an_exam_result_that_is_an_error_is_reused_by_a_rerun(work, papers):
+    """Audit D #7: "not on this exam's roster" and "earlier submission" results stored an empty sha256, so every
+    rerun regraded them as "file changed". They store the file's hash now, and a rerun reuses them."""
+    import hashlib
+    subs = work / "rerun"
+    subs.mkdir()
+    (subs / "dana.py").write_bytes((papers / "dana" / "midterm.py").read_bytes())
+    (subs / "frank.py").write_text("x = 1\n", encoding="utf-8")  # not on the roster
+    r = graded_export(work, "rerun", "roster.csv")
+    assert r["frank"].error is not None and "roster" in r["frank"].error.en
+    assert r["frank"].sha256 == hashlib.sha256(b"x = 1\n").hexdigest()
+    p = grade("batch", "rerun", "--assignment", "midterm", "--roster", "roster.csv", "--secret-file", "exam.secret",
+              "--out", "rerun_results", cwd=work)
+    assert p.returncode == 0 and "graded 0, reused 2" in p.stdout, p.stdout + p.stderr
+    assert "file changed" not in p.stdout + p.stderr

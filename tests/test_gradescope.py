@@ -310,3 +310,14 @@ def _graders_running() -> bool:
         except OSError:
             continue
     return False
+
+
+def test_a_linked_answer_on_gradescope_is_told_it_is_a_link(tmp_path):
+    """Audit D #8 on Gradescope: a submission whose attention.py is a symbolic link (to the reference here) lost
+    the link when copied and read "No .py or .ipynb file was found"; it is told the file is a link, still unread."""
+    root = tmp_path / "autograder"
+    (root / "submission").mkdir(parents=True)
+    (root / "submission" / "attention.py").symlink_to(REFERENCE)
+    data = gradescope.run_submission(root, assignment_name="attention", echo=lambda _m: None)
+    assert data["score"] == 0
+    assert "attention.py is a symbolic link" in data["tests"][0]["output"], data["tests"][0]["output"]
