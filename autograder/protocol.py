@@ -65,6 +65,14 @@ class ChannelTimeout(ProtocolError):
     """No complete message arrived before the deadline."""
 
 
+class MessageTooLarge(ProtocolError):
+    """A message to send is over MAX_MESSAGE (the receiver would refuse it): nothing was sent."""
+
+    def __init__(self, size: int):
+        super().__init__(f"message of {size} bytes is over the {MAX_MESSAGE}-byte limit")
+        self.size = size
+
+
 class Opaque:
     """A value the worker could not or would not send as data (e.g. a tensor subclass), by description only."""
 
@@ -349,8 +357,11 @@ def _blocking(sock: socket.socket) -> None:
 
 
 def send(sock: socket.socket, obj: Any, deadline: float | None = None) -> None:
-    """deadline: a peer that stops reading cannot hold the sender past it (ChannelTimeout)."""
+    """deadline: a peer that stops reading cannot hold the sender past it (ChannelTimeout). A message the receiver
+    would refuse as too long is not sent (MessageTooLarge): it would read as the receiver's crash."""
     data = pack(obj)
+    if len(data) > MAX_MESSAGE:
+        raise MessageTooLarge(len(data))
     if not _POLL or deadline is None:
         if _POLL:
             _blocking(sock)

@@ -6,6 +6,7 @@ import os
 import time
 from typing import Any, Callable
 
+from . import protocol
 from .checks import CheckFailure
 from .messages import Message, bilingual, near_miss, rename_hint
 from .replies import error_well_formed, well_formed
@@ -507,6 +508,17 @@ class Submission:
                 resp = self.worker.request(op, args, timeout=self.hang_limit(), steps=max(1, len(args["steps"])))
             else:
                 resp = self.worker.request(op, args, timeout=self.hang_limit())
+        except protocol.MessageTooLarge as e:
+            # Only the submission's own tensors make a request this long (the weights of an enormous parameter
+            # copied in): it read as a crash of the worker's, "exited with code 0" (red team, round 12).
+            raise CheckFailure(Message(
+                f"The grader could not send this check's data to your code: it would take {e.size >> 20} MB, over "
+                f"the {protocol.MAX_MESSAGE >> 20} MB limit, because your module's parameters are that large (at "
+                "the sizes the checks use, the lab's modules have a few thousand values). Remove parameters that "
+                "forward does not use.",
+                f"이 검사의 데이터를 코드에 보낼 수 없었습니다: {e.size >> 20} MB로 한도 {protocol.MAX_MESSAGE >> 20} "
+                "MB를 넘습니다. 모듈의 파라미터가 그만큼 크기 때문입니다 (검사에서 쓰는 크기에서 이 실습의 모듈은 "
+                "값이 수천 개 정도입니다). forward에서 쓰지 않는 파라미터를 없애세요.")) from None
         except WorkerTimeout as e:
             # A hang: its call_timeout is charged to its class or line, not to the budget of the rest. The steps of
             # a sequence before the one that hung ran as requests of their own would have: their time counts as

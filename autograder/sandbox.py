@@ -1025,6 +1025,8 @@ class WorkerProcess:
                 deadline = protocol.wait_steps(self.sock, started, timeout, steps,
                                                lambda: self.read_scratch("seq.progress", 64))
             reply = protocol.recv(self.sock, deadline=deadline, max_head=MAX_REPLY_HEAD)
+        except protocol.MessageTooLarge:
+            raise  # nothing was sent: the worker is as it was (proxy.py says why)
         except protocol.ChannelTimeout:
             over = self.over_budget()  # a hoard slowed down at its limit was over budget, not merely slow
             self.last_progress = self.read_scratch("load.progress", 2000)  # gone with the worker's files

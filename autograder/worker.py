@@ -138,6 +138,13 @@ class Worker:
                 resp["tampered"] = True  # the grader counts nothing this worker says from now on (proxy.py)
             try:
                 protocol.send(self.sock, resp)
+            except protocol.MessageTooLarge as e:  # what the submission's code returned cannot travel: say so
+                too_large = OverflowError(f"the value it returned is too large to send back to the grader "
+                                          f"({e.size >> 20} MB; at most {protocol.MAX_MESSAGE >> 20} MB)")
+                try:
+                    protocol.send(self.sock, {"ok": False, "error": self.describe(too_large), "out": resp["out"]})
+                except (OSError, protocol.ProtocolError):
+                    return
             except OSError:
                 return
 
@@ -356,15 +363,13 @@ class Worker:
 
     def op_state(self, handle: int) -> dict[str, Any]:
         m = self._obj(handle)
-        persistent = set(m.state_dict().keys())
-        return {"params": dict(all_parameters(m)),
-                "buffers": {n: b for n, b in m.named_buffers()},
-                "persistent": sorted(n for n, _ in m.named_buffers() if n in persistent)}
+        return {"params": dict(all_parameters(m)), "buffers": dict(walk_tensors(m, "_buffers")),
+                "persistent": sorted(persistent_buffers(m))}
 
     def op_load_state(self, handle: int, tensors: dict[str, torch.Tensor]) -> dict[str, Any]:
         m = self._obj(handle)
         own = dict(all_parameters(m))
-        own.update(dict(m.named_buffers()))
+        own.update(dict(walk_tensors(m, "_buffers")))
         loaded, mismatched = [], []
         with torch.no_grad():
             for n, t in own.items():
@@ -375,23 +380,26 @@ class Worker:
                     continue
                 t.copy_(tensors[n].to(t.device, t.dtype))
                 loaded.append(n)
+        # ("unexpected" is the module's to make long: 60,000 parameters made a sequence's replies too long to read)
         return {"loaded": loaded, "missing": sorted(set(tensors) - set(own)),
-                "unexpected": sorted(set(own) - set(tensors)), "mismatched": mismatched}
+                "unexpected": sorted(set(own) - set(tensors))[:64], "mismatched": mismatched}
 
     def op_describe(self, handle: int, attrs: list[str] = ()) -> dict[str, Any]:
         m = self._obj(handle)
         info: dict[str, Any] = {"type": type(m).__name__, "attrs": {}}
         if isinstance(m, nn.Module):
-            info["modules"] = [[n, type(c).__name__] for n, c in m.named_modules() if n]
+            info["modules"] = [[n, type(c).__name__] for n, c in walk_modules(m) if n]
             info["params"] = [[n, list(p.shape), p.requires_grad] for n, p in all_parameters(m)]
             # Tensors kept as plain attributes (not parameters or buffers): what .to(device) leaves behind.
-            info["tensors"] = [[f"{n}.{a}" if n else a, list(t.shape)] for n, c in m.named_modules()
-                               for a, t in list(vars(c).items()) if type(t) is torch.Tensor][:64]
+            info["tensors"] = [[f"{n}.{a}" if n else a, list(t.shape)] for n, c in walk_modules(m)
+                               for a, t in list(own_dict(c).items()) if type(t) is torch.Tensor][:64]
         for a in attrs:
-            if not hasattr(m, a):
+            # What the module holds under that name (registered, or an attribute of its own), never what a
+            # property or __getattr__ of its class makes up when asked (it runs the submission's code).
+            v = _held(m, a)
+            if v is _ABSENT:
                 info["attrs"][a] = None
                 continue
-            v = getattr(m, a)
             entry: dict[str, Any] = {"type": type(v).__name__}
             if isinstance(v, (list, tuple, nn.ModuleList, nn.Sequential)):
                 entry["len"] = len(v)
@@ -409,7 +417,17 @@ class Worker:
         self._obj(handle).to(device)
 
     def op_probe_devices(self, handle: int, shapes: list[list[int]], mode: str = "eval") -> dict[str, Any]:
-        return probe_devices(copy.deepcopy(self._obj(handle)), shapes, mode)
+        # On the module itself, not a copy: copy.deepcopy runs the class's own __deepcopy__, which can make a copy
+        # unlike the module (red team, round 12: one registering its plain mask). The simulation tags tensors and
+        # moves nothing; each module's training flag is put back.
+        m = self._obj(handle)
+        modes = [(c, own_dict(c).get("training")) for _, c in walk_modules(m)]
+        try:
+            return probe_devices(m, shapes, mode)
+        finally:
+            for c, flag in modes:
+                if type(flag) is bool:
+                    own_dict(c)["training"] = flag
 
     def op_seq(self, steps: list[dict[str, Any]]) -> dict[str, Any]:
         """Several requests in one round trip, run in order as if sent one by one; the first that raises ends the
@@ -456,6 +474,28 @@ class Worker:
                 "uid": os.getuid() if hasattr(os, "getuid") else None}  # Windows has no uids (plainworker.py)
 
 
+_ABSENT = object()
+
+
+def _held(m: Any, name: str) -> Any:
+    """m's attribute `name` as nn.Module keeps it: a registered parameter, buffer or module, else an entry of its
+    own __dict__, else a plain (non-descriptor) class attribute; _ABSENT otherwise. Runs none of m's code."""
+    if not isinstance(m, nn.Module):
+        return getattr(m, name, _ABSENT)
+    for key in ("_parameters", "_buffers", "_modules"):
+        reg = _registered(m, key)
+        if name in reg:
+            return reg[name]
+    d = own_dict(m)
+    if name in d:
+        return d[name]
+    for klass in type(m).__mro__:
+        if name in vars(klass):
+            v = vars(klass)[name]
+            return _ABSENT if hasattr(type(v), "__get__") and not isinstance(v, (int, float, bool, str)) else v
+    return _ABSENT
+
+
 class _Guard:
     """The worker's own code as it was before the submission's ran: its request handlers (what serve() calls,
     whatever the submission later rebinds on the class), and a check that none of it has been replaced since.
@@ -466,7 +506,9 @@ class _Guard:
     an nn.ModuleList and a clean device run, for 9 points). A replaced function, a swapped __code__ or a worker of
     another class marks every later reply, and the grader then grades nothing more (proxy.py: MALFORMED)."""
 
-    FUNCTIONS = ("probe_devices", "all_parameters", "probe_cuda", "accelerator_built")
+    FUNCTIONS = ("probe_devices", "all_parameters", "probe_cuda", "accelerator_built", "own_dict", "_registered",
+                 "walk_modules", "walk_tensors", "persistent_buffers", "_held")
+    VALUES = ("_INSTANCE_DICT", "_ABSENT", "MAX_WALK")
     CLASSES = ("Worker", "DeviceSim", "Recorder", "BoundedText", "_ScratchFile", "_Progress")
     MODULE_METHODS = ("named_modules", "named_parameters", "named_buffers", "named_children", "modules", "children",
                       "parameters", "buffers", "state_dict", "load_state_dict", "_load_from_state_dict", "to",
@@ -483,6 +525,7 @@ class _Guard:
             self.items.append((mod, name, cls, None))
             self.items += [(cls, n, f, f.__code__) for n, f in vars(cls).items() if isinstance(f, types.FunctionType)]
         self.items += [(mod, n, getattr(mod, n), getattr(mod, n).__code__) for n in self.FUNCTIONS]
+        self.items += [(mod, n, getattr(mod, n), None) for n in self.VALUES]
         # What the handlers read a module's structure with: rebinding nn.Module.named_buffers would forge a buffer.
         self.items += [(nn.Module, n, f, getattr(f, "__code__", None)) for n in self.MODULE_METHODS
                        for f in [vars(nn.Module).get(n)] if f is not None]
@@ -500,6 +543,68 @@ class _Guard:
             return False
 
 
+# A module's structure read from nn.Module's own dicts, with none of the submission's methods: a class of the
+# student's may override named_buffers, named_modules, parameters, state_dict, __deepcopy__, __getattr__ or a
+# property (legitimate Python), and the grader must not take its word for what is registered (red team, round 12:
+# named_buffers listing a plain mask, a __deepcopy__ registering it on the probe's copy, and `heads` a property
+# wrapping a plain list in an nn.ModuleList earned the buffer, device and structure points).
+_INSTANCE_DICT = nn.Module.__dict__["__dict__"].__get__
+MAX_WALK = 4096  # modules read in one tree (the lab's have a handful)
+
+
+def own_dict(m: Any) -> dict[str, Any]:
+    """m's instance __dict__, whatever its class defines ({} where there is none)."""
+    try:
+        d = _INSTANCE_DICT(m)
+    except (TypeError, AttributeError):
+        return {}
+    return d if type(d) is dict else {}
+
+
+def _registered(m: Any, key: str) -> dict[str, Any]:
+    d = own_dict(m).get(key)
+    return d if type(d) is dict else {}
+
+
+def walk_modules(m: Any) -> list[tuple[str, Any]]:
+    """(name, module) for m and every module registered under it, as nn.Module.named_modules gives them (each
+    once, parents first), read from the `_modules` dicts."""
+    out, seen, todo = [], set(), [("", m)]
+    while todo and len(out) < MAX_WALK:
+        name, mod = todo.pop()
+        if id(mod) in seen or not isinstance(mod, nn.Module):
+            continue
+        seen.add(id(mod))
+        out.append((name, mod))
+        kids = [(f"{name}.{k}" if name else str(k), c) for k, c in _registered(mod, "_modules").items() if c is not None]
+        todo.extend(reversed(kids))
+    return out
+
+
+def walk_tensors(m: Any, key: str) -> list[tuple[str, Any]]:
+    """(name, tensor) of every registered parameter (key "_parameters") or buffer ("_buffers"), each tensor once."""
+    out, seen = [], set()
+    for name, mod in walk_modules(m):
+        for k, t in _registered(mod, key).items():
+            if isinstance(t, torch.Tensor) and id(t) not in seen:
+                seen.add(id(t))
+                out.append((f"{name}.{k}" if name else str(k), t))
+    return out
+
+
+def persistent_buffers(m: Any) -> list[str]:
+    """The names of the registered buffers a state_dict holds (not those made with persistent=False)."""
+    out, seen = [], set()
+    for name, mod in walk_modules(m):
+        skip = own_dict(mod).get("_non_persistent_buffers_set")
+        skip = skip if type(skip) is set else set()
+        for k, t in _registered(mod, "_buffers").items():
+            if isinstance(t, torch.Tensor) and k not in skip and id(t) not in seen:
+                seen.add(id(t))
+                out.append(f"{name}.{k}" if name else str(k))
+    return out
+
+
 def all_parameters(m: Any) -> list[tuple[str, Any]]:
     """m.named_parameters(), then those of modules it keeps in plain lists, tuples or dicts (heads in a Python list
     instead of nn.ModuleList), named as if registered (heads.0.W_query.weight). The grader sets and reads the
@@ -508,10 +613,10 @@ def all_parameters(m: Any) -> list[tuple[str, Any]]:
     all 15 of the wrapper's points)."""
     if not isinstance(m, nn.Module):
         return []
-    out = list(m.named_parameters())
+    out = walk_tensors(m, "_parameters")
     seen = None
-    for name, owner in list(m.named_modules())[:256]:
-        for attr, held in list(vars(owner).items())[:256]:
+    for name, owner in walk_modules(m)[:256]:
+        for attr, held in list(own_dict(owner).items())[:256]:
             kind = type(held)
             if (kind is not list and kind is not tuple and kind is not dict) or not held or len(held) > 64 \
                     or attr.startswith("_"):  # nn.Module's own _parameters, _modules...: registered already
@@ -522,7 +627,7 @@ def all_parameters(m: Any) -> list[tuple[str, Any]]:
             if seen is None:
                 seen = {id(p) for _, p in out}
             for key, child in items:
-                for n, p in child.named_parameters():
+                for n, p in walk_tensors(child, "_parameters"):
                     if id(p) not in seen:
                         seen.add(id(p))
                         out.append((".".join(x for x in (name, attr, str(key), n) if x), p))
@@ -751,9 +856,10 @@ def probe_devices(m: nn.Module, shapes: list[list[int]], mode: str = "eval") -> 
     """Run m forward as if it and its input sat on another device (DeviceSim) and list the ops whose tensor
     arguments would sit on different devices, the parameters and buffers left behind, and the output's device.
     `m` is tagged as moved: pass a copy."""
-    m.train(mode == "train")
+    for _, c in walk_modules(m):  # (nn.Module.train, without an override of the submission's)
+        own_dict(c)["training"] = mode == "train"
     sim = DeviceSim()
-    for t in list(m.parameters()) + list(m.buffers()):  # what .to(device) moves
+    for _, t in walk_tensors(m, "_parameters") + walk_tensors(m, "_buffers"):  # what .to(device) moves
         sim.move(t)
     gen = torch.Generator().manual_seed(0)
     args = [sim.move(torch.randn(*s, generator=gen)) for s in shapes]
@@ -767,7 +873,7 @@ def probe_devices(m: nn.Module, shapes: list[list[int]], mode: str = "eval") -> 
                 raise
             # The call that mixed devices is recorded; that it then failed says nothing more.
     leftovers = sorted({f"{n} on {t.device.type}" for n, t in
-                        list(m.named_parameters()) + list(m.named_buffers()) if not sim.on(t)})
+                        walk_tensors(m, "_parameters") + walk_tensors(m, "_buffers") if not sim.on(t)})
     out_device = None
     if isinstance(out, torch.Tensor):
         out_device = SIMULATED if sim.on(out) else out.device.type

@@ -152,6 +152,24 @@ PROJECTIONS = "".join(f"        self.{w} = nn.Linear(d_in, d_out, bias=qkv_bias)
 LINS = "\n        ".join(f"self.lin_{c} = nn.Linear(d_in, d_out, bias=qkv_bias)" for c in "abc")
 
 
+OVERRIDES = """    def named_buffers(self, prefix="", recurse=True, remove_duplicate=True):
+        yield from super().named_buffers(prefix, recurse, remove_duplicate)
+        if type(vars(self).get("mask")) is torch.Tensor:
+            yield (prefix + "." if prefix else "") + "mask", vars(self)["mask"]
+
+    def __deepcopy__(self, memo):
+        import copy as _c
+        new = type(self).__new__(type(self))
+        memo[id(self)] = new
+        for k, v in vars(self).items():
+            object.__setattr__(new, k, _c.deepcopy(v, memo))
+        if "mask" in vars(new):
+            new.register_buffer("mask", vars(new).pop("mask"))
+        return new
+
+"""
+
+
 def gated_mean(name: str, through: str, layers: str, qkv: str, scale: str = "", more: tuple = (),
                words: str = "with W_value zero its output still differs from token to token") -> Case:
     """A row: CausalAttention and MultiHeadAttention made a causal running mean of tanh(q) * k plus v per token (not
@@ -1190,6 +1208,46 @@ CASES: tuple[Case, ...] = (
 
           _nn.Module.named_buffers = _with_mask
           """)),
+    # Red team, round 12: a class of the student's own overriding named_buffers (to list a plain mask) and
+    # __deepcopy__ (to register it on the copy the device probe ran) earned the buffer and device points (94 ->
+    # 100). The worker reads what is registered from nn.Module's own dicts and probes the module itself: 94, as
+    # the plain mask without the trick.
+    C("lie_own_named_buffers", "the mask a plain attribute, and CausalAttention and MultiHeadAttention override "
+      "named_buffers to list it and __deepcopy__ to register it on the copy", 94, "checks",
+      "no registered buffer named `mask`",
+      sub(CA, 'self.register_buffer("mask", torch.triu(torch.ones(context_length, context_length), diagonal=1))', 'self.mask = torch.triu(torch.ones(context_length, context_length), diagonal=1)'), sub(MHA, 'self.register_buffer("mask", torch.triu(torch.ones(context_length, context_length), diagonal=1))', 'self.mask = torch.triu(torch.ones(context_length, context_length), diagonal=1)'),
+      sub(CA, "    def forward(self, x", OVERRIDES + "    def forward(self, x"),
+      sub(MHA, "    def forward(self, x", OVERRIDES + "    def forward(self, x")),
+    # Red team, round 12: heads in a plain list, and `heads` a property that wraps them in an nn.ModuleList when
+    # asked: read as registered heads (+3). The worker reads the attribute as the module holds it: 97.
+    C("lie_heads_property", "the wrapper keeps its heads in a plain list and makes `heads` a property returning "
+      "them in an nn.ModuleList", 97, "checks", "has no attribute `heads`",
+      sub(WR, "        self.heads = nn.ModuleList(\n            [CausalAttention(d_in, d_out, context_length, dropout, "
+              "qkv_bias) for _ in range(num_heads)]\n        )\n",
+          "        self.hs = [CausalAttention(d_in, d_out, context_length, dropout, qkv_bias) for _ in range(num_heads)]"
+          "\n\n    heads = property(lambda self: nn.ModuleList(self.hs))\n"),
+      sub(WR, "[head(x) for head in self.heads]", "[head(x) for head in self.hs]")),
+    # Red team, round 12: attention only when torch.initial_seed() is the gate's seed (71, public), a per-token map
+    # otherwise: 73. The hidden checks gate with a seed of their own: 55, as the per-token map.
+    C("gate_seed_sniffer", "CausalAttention and MultiHeadAttention attend only when built under "
+      "torch.manual_seed(71), the public evidence gate's seed", 55, "checks",
+      "changing one token never changed the other tokens' outputs",
+      sub(CA, "        super().__init__()\n", "        super().__init__()\n        self._real = torch.initial_seed() == 71\n"),
+      first(f"{CA}.forward", """
+          if not self._real:
+              return self.W_value(x) + 0 * (self.W_query(x) * self.W_key(x)).sum(-1, keepdim=True)
+          """),
+      sub(MHA, "        super().__init__()\n", "        super().__init__()\n        self._real = torch.initial_seed() == 71\n"),
+      first(f"{MHA}.forward", """
+          if not self._real:
+              return self.out_proj(self.W_value(x) + 0 * (self.W_query(x) * self.W_key(x)).sum(-1, keepdim=True))
+          """)),
+    # Red team, round 12: a head returning (context, weights) and a wrapper detaching the first of each pair: the
+    # stand-in heads' pairs had no gradients, which excused the wrapper's missing ones (+1): 74.
+    C("stand_in_pair_detached", "CausalAttention returns (context, weights); the wrapper takes head(x)[0].detach()",
+      74, "checks", "No gradient reached",
+      sub(CA, "        return weights @ values  # (b, T, d_out)", "        return weights @ values, weights"),
+      sub(WR, "[head(x) for head in self.heads]", "[head(x)[0].detach() for head in self.heads]")),
     # Red team, round 11: real attention only at the evidence gate's public shape (common.GATE_SHAPES), a per-token
     # map of its projections everywhere else, earned 12 of CausalAttention's 25 (the property checks a per-token map
     # satisfies); the hidden checks gate at shapes of their own, so it earns what the per-token map earns: 0.

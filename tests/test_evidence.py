@@ -11,6 +11,7 @@ import re
 import pytest
 import torch
 
+from autograder.proxy import MALFORMED
 from conftest import REFERENCE, SKELETON, grade_sources
 
 HAS_CUDA = torch.cuda.is_available()  # as the grader decides whether to run its CUDA checks
@@ -212,6 +213,9 @@ CORPUS = {
 }
 
 
+REFUSED = {"minus_1e9_patched"}  # its worker's code was changed: nothing is graded (proxy.MALFORMED)
+
+
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
     return grade_sources(tmp_path_factory.mktemp("evidence"), CORPUS)
@@ -229,7 +233,7 @@ def lost(r) -> dict[str, float]:
 def test_everything_was_graded(graded):
     assert sorted(graded) == sorted(p.removesuffix(".py") for p in CORPUS)
     for name, r in graded.items():
-        assert r.error is None, (name, r.error)
+        assert r.error is None or name in REFUSED, (name, r.error)
         assert r.max_score == 100, name
         assert {q: m for q, (_s, m) in r.by_question().items()} == QUESTIONS, name
         assert not [c.name for c in r.checks if c.status == "error"], (name, [c.staff for c in r.checks])
@@ -262,7 +266,15 @@ def test_replayed_outputs_and_a_show_softmax_earn_no_causality(graded):
     assert r.score <= graded["no_mask"].score, (lost(r), lost(graded["no_mask"]))
 
 
-@pytest.mark.parametrize("name", ["minus_1e9", "minus_1e9_patched"])
+def test_a_patched_recorder_is_not_graded(graded):
+    """The worker's softmax-input recorder rewritten at import to show -inf where the scores hold -1e9: before the
+    worker checked its own code (worker._Guard), the fill checks found the finite fill from the outputs alone; now
+    nothing of a worker whose code was changed is graded."""
+    r = graded["minus_1e9_patched"]
+    assert r.error == MALFORMED and r.score == 0
+
+
+@pytest.mark.parametrize("name", ["minus_1e9"])
 def test_finite_fill_is_found_from_outputs_alone(graded, name):
     r = graded[name]
     assert lost(r) == {"CausalAttention fills future scores with -inf before the softmax": 2.0,

@@ -45,6 +45,7 @@ common.CONFIRM.setdefault("module", confirm_figures)
 # and an out_proj of 6 rows split so could not pass as the output layer (a fused q/k/v MultiHeadAttention lost 20).
 common.GATE_SHAPES.update(single=((5, 4), (7, 5)), causal=((5, 4, 7, 0.0), (2, 7, 5)),
                           heads=((5, 4, 7, 0.0, 2), (2, 7, 5)))
+common.GATE_SEED[0] = 20_260_613
 
 
 def with_ref_weights(code: str) -> Message:
@@ -950,7 +951,9 @@ def test_wrapper_gradients(sub):
     missing = [name for name, _ in ref.named_parameters()
                if not reached(piece(grads.get(target(names.get(name, name))), names.get(name, name)))]
     head_grads = None
-    if missing:
+    # (Not over the grader's stand-in heads, which pass every gradient: red team, round 12, a wrapper detaching
+    # the first of its stand-in heads' (context, weights) pairs was excused by the pair having no gradients.)
+    if missing and not common.stand_in(sub):
         try:  # the same gradient missing in one head built alone is CausalAttention's fault, not the wrapper's
             head_grads = build_head(sub, d_in, d_out, ctx, seed=seed).run(x, grad_output=g_out[..., :d_out])
             head_grads = head_grads.get("grads") or {}
