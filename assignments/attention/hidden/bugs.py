@@ -168,6 +168,11 @@ VARIANTS: list[Variant] = [
     V("causal_mask_cpu_in_forward", ch(CA, "self.mask.bool()[:num_tokens", "self.mask.cpu().bool()[:num_tokens"),
       breaks=CA, says=("back to the CPU",)),
     V("causal_mask_plain_attribute", ch(CA, BUFFER, f"self.mask = {TRIU}"), breaks=CA, says=("register_buffer",)),
+    V("causal_softmax_exp_over_sum", ch(CA, "weights = torch.softmax(scores / keys.shape[-1] ** 0.5, dim=-1)",
+                                        "e = torch.exp(scores / keys.shape[-1] ** 0.5)\n"
+                                        "        weights = e / e.sum(dim=-1, keepdim=True)"), breaks=CA,
+      says=("without subtracting each row's maximum",), never_says=("reach the softmax unmasked",),
+      why="variants round: a right -inf fill before an exp / sum softmax was told to fill before the softmax"),
     V("causal_returns_weights_too", ch(CA, "return weights @ values  # (b, T, d_out)",
                                        "return weights @ values, weights  # (b, T, d_out)"), breaks=CA,
       says=("should return a torch.Tensor, but returned tuple",)),
@@ -428,6 +433,14 @@ VARIANTS: list[Variant] = [
                            (("W_query", "q_linear"), ("W_key", "k_linear"), ("W_value", "v_linear"),
                             ("out_proj", "out"))),
       why="red team: q_linear was not taken for the query, and weights went by creation order"),
+    V("ok_fused_qkv_v2", ch(V2, "self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)\n"
+                                "        self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)\n"
+                                "        self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)",
+                            "self.qkv = nn.Linear(d_in, 3 * d_out, bias=qkv_bias)"),
+      ch(V2, "keys = self.W_key(x)\n        queries = self.W_query(x)\n        values = self.W_value(x)",
+         "queries, keys, values = self.qkv(x).chunk(3, dim=-1)"),
+      why="variants round: the public qkv_bias check of SelfAttention_v2 wanted the three names (its fused "
+          "CausalAttention and MultiHeadAttention earned theirs)"),
     V("ok_fused_qkv", ch(MHA, "self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)\n"
                               "        self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)\n"
                               "        self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)",

@@ -394,6 +394,14 @@ def neg_inf_fill(sub, cls, seed=5, b=2, T=5, d_in=4, d_out=4, heads=2):
     if torch.allclose(got, want, atol=1e-4, rtol=1e-4):
         return
     if bool((torch.isfinite(want) & ~torch.isfinite(got)).any()):
+        if _own_exp_softmax(sub, cls):
+            # (variants round: a right fill before a softmax written as exp / sum was told to fill before the softmax)
+            fail(f"`{cls}` computes its softmax as exp(scores) / sum without subtracting each row's maximum: with "
+                 "very large scores (the grader copied such weights in) every exp underflows or overflows and "
+                 "0/0 or inf/inf gives NaN. Use torch.softmax, or subtract the row's maximum before exp.",
+                 f"`{cls}`가 softmax를 각 행의 최댓값을 빼지 않고 exp(scores) / sum으로 계산합니다: 점수가 매우 크면"
+                 " (채점기가 그런 가중치를 넣었습니다) exp가 모두 0이 되거나 넘쳐서 0/0 또는 inf/inf로 NaN이 됩니다. "
+                 "torch.softmax를 쓰거나 exp 전에 행의 최댓값을 빼세요.")
         # Right on ordinary inputs, NaN here: the softmax saw the future (all its weight went to a hidden
         # position) and a mask applied afterwards left nothing to renormalise.
         fail(f"In `{cls}` the scores above the diagonal reach the softmax unmasked: the output is right on "
@@ -706,6 +714,26 @@ def device_problems(sub, cls, seed=3, b=2, T=5, d_in=4, d_out=4, heads=2, head=F
                                     f"forward가 등록된 버퍼({', '.join(sorted(masks))}) 대신 .to(device)가 옮기지 "
                                     f"않는 일반 텐서 속성({', '.join(plain)})을 씀"))
     return problems
+
+
+def _own_exp_softmax(sub, cls: str) -> bool:
+    """Whether the last definition of class `cls` in the source calls exp and no softmax (read, not run; only for
+    choosing the words of a failure)."""
+    import ast
+    body = None
+    for cell in sub.source.cells:
+        try:
+            tree = ast.parse(cell.code)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            continue
+        for node in tree.body:
+            if isinstance(node, ast.ClassDef) and node.name == cls:
+                body = node
+    if body is None:
+        return False
+    called = {n.func.attr if isinstance(n.func, ast.Attribute) else getattr(n.func, "id", "")
+              for n in ast.walk(body) if isinstance(n, ast.Call)}
+    return "exp" in called and not called & {"softmax", "log_softmax", "scaled_dot_product_attention"}
 
 
 def fail_devices(cls, problems):
