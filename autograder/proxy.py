@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 import time
 from typing import Any, Callable
 
@@ -74,7 +75,24 @@ def _exc_text(err: dict[str, Any]) -> tuple[str, str]:
         loc_en = f" ({where.get('file')}, line {where['line']} in {where.get('function')}: `{where.get('code', '')}`)"
         loc_ko = f" ({where.get('file')}, {where['line']}번째 줄, {where.get('function')}: `{where.get('code', '')}`)"
     head = f"{etype}: {msg}" if msg else etype
-    return head + loc_en, head + loc_ko
+    hint = _mask_hint(msg, str(where.get("code", "")))
+    return head + loc_en + hint.en, head + loc_ko + hint.ko
+
+
+_SIZES = re.compile(r"size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\)")
+
+
+def _mask_hint(msg: str, code: str) -> Message:
+    """Where a line that uses a mask fails on two sizes that do not match, the usual cause in the student's terms: the
+    mask is context_length wide and not sliced to the number of tokens (learners round 8: five checks showed only
+    PyTorch's broadcast error, one said to slice)."""
+    sizes = _SIZES.search(msg)
+    if sizes is None or "mask" not in code.lower() or sizes[1] == sizes[2] or "[:" in code.replace(" ", ""):
+        return Message("", "")
+    return Message(f". The mask and the scores differ in size ({sizes[1]} and {sizes[2]}): the mask is made for "
+                   "context_length tokens; slice it to the input's, e.g. self.mask.bool()[:num_tokens, :num_tokens]",
+                   f". 마스크와 점수의 크기가 다릅니다({sizes[1]}, {sizes[2]}): 마스크는 context_length개 토큰 크기로 "
+                   "만들어지므로 입력 토큰 수에 맞게 잘라 쓰세요. 예: self.mask.bool()[:num_tokens, :num_tokens]")
 
 
 # Real special methods a student's class may define: never read as a misspelling of __init__.

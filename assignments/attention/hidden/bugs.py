@@ -168,6 +168,9 @@ VARIANTS: list[Variant] = [
     V("causal_mask_cpu_in_forward", ch(CA, "self.mask.bool()[:num_tokens", "self.mask.cpu().bool()[:num_tokens"),
       breaks=CA, says=("back to the CPU",)),
     V("causal_mask_plain_attribute", ch(CA, BUFFER, f"self.mask = {TRIU}"), breaks=CA, says=("register_buffer",)),
+    V("causal_mask_not_sliced", ch(CA, "self.mask.bool()[:num_tokens, :num_tokens]", "self.mask.bool()"), breaks=CA,
+      says=("the mask is made for context_length tokens; slice it",),
+      why="learners round 8: of the six checks an unsliced mask fails, only the short-sequence one said to slice it"),
     V("causal_softmax_exp_over_sum", ch(CA, "weights = torch.softmax(scores / keys.shape[-1] ** 0.5, dim=-1)",
                                         "e = torch.exp(scores / keys.shape[-1] ** 0.5)\n"
                                         "        weights = e / e.sum(dim=-1, keepdim=True)"), breaks=CA,
