@@ -193,6 +193,12 @@ VARIANTS: list[Variant] = [
     V("ok_matmul_and_temporaries", ch(ATTN, "q @ k.transpose(-2, -1) / math.sqrt(self.d_head)",
                                       "torch.matmul(q, k.transpose(-2, -1)) * self.d_head ** -0.5"),
       ch(BLOCK, PRE_ATTN, "h = self.norm1(x)\n            x = x + self.dropout1(self.attn(h, causal))")),
+    V("ok_head_loop_dropout", ch(ATTN, ATTN_DROP + "\n        context = (weights @ v)",
+                                 "weights = torch.stack([self.dropout(torch.softmax(scores[:, j], dim=-1))\n"
+                                 "                               for j in range(scores.shape[1])], dim=1)\n"
+                                 "        context = (weights @ v)"),
+      why="variants round: a softmax and dropout per head, in a loop, draw the heads' masks one after another; "
+          "the train-mode checks compared with one draw over all heads and could never pass"),
     V("ok_sdpa_dropout", ch(ATTN, ATTN_DROP + "\n        context = (weights @ v)",
                             "p = self.dropout.p if self.training else 0.0\n"
                             "        context = F.scaled_dot_product_attention(q, k, v, dropout_p=p, is_causal=causal)")),

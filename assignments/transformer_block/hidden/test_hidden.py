@@ -129,6 +129,12 @@ def dropping(p):
     return lambda t: F.dropout(t, p, training=True)
 
 
+def dropping_per_head(p):
+    """The same dropout on the weights of one head after another (a forward that loops over its heads draws each
+    head's mask in turn: variants round, a correct per-head loop could never pass)."""
+    return lambda t: torch.stack([F.dropout(t[:, j], p, training=True) for j in range(t.shape[1])], dim=1)
+
+
 def refused(report) -> list[str]:
     """The names of a load_state report that did not go in: missing from the module, or of another shape."""
     return sorted(set(report["missing"]) | {n for n, _s, _r in report["mismatched"]})
@@ -304,6 +310,9 @@ def attn_train(sub, d, h, seed, causal):
     manual_seed(seed + 2)
     want = attn_by_hand(layer, x, causal, dropping(0.5))
     if close(got, want):
+        return
+    manual_seed(seed + 2)
+    if close(got, attn_by_hand(layer, x, causal, dropping_per_head(0.5))):
         return
     if close(got, evaluated):
         fail(f"`{what}` in train mode gives exactly what the layer gives with nothing dropped: the dropout is "
@@ -806,16 +815,17 @@ def test_block_eval_ignores_dropout(sub):
                                   "따르는 nn.Dropout 모듈(self.dropout1, self.dropout2)을 쓰세요."))
 
 
-def block_by_hand(layer, x, norm_first, p, seed, where=("right", "right")):
+def block_by_hand(layer, x, norm_first, p, seed, where=("right", "right"), per_head=False):
     """PyTorch's block in train mode step by step, drawing in the reference's order after manual_seed(seed): the
     attention's dropout (on its weights), dropout1, the feed-forward's dropout, dropout2. `where` puts dropout1
     and dropout2: "right" (on the sub-layer's output, before the residual addition), "missing", "after_add"
-    (on the residual sum)."""
+    (on the residual sum). per_head: the attention draws its heads' masks one after another (dropping_per_head)."""
     drop = dropping(p)
+    attn_drop = dropping_per_head(p) if per_head else drop
     n1, n2 = norms(layer)
     manual_seed(seed)
     with torch.no_grad():
-        for layer_fn, norm, at in ((lambda z: attn_by_hand(layer, z, False, drop), n1, where[0]),
+        for layer_fn, norm, at in ((lambda z: attn_by_hand(layer, z, False, attn_drop), n1, where[0]),
                                    (lambda z: layer.linear2(drop(F.relu(layer.linear1(z)))), n2, where[1])):
             y = layer_fn(norm(x) if norm_first else x)
             total = x + y if at == "missing" else drop(x + y) if at == "after_add" else x + drop(y)
@@ -860,7 +870,7 @@ def test_block_dropout_placement(sub):
         load_block(sub, m, block_state(layer), d, h, d_ff)
         what = block_text(d, h, d_ff, 0.5, nf)
         got = call(m, x, what, mode="train", seed=seed + 2)
-        if close(got, block_by_hand(layer, x, nf, 0.5, seed + 2)):
+        if any(close(got, block_by_hand(layer, x, nf, 0.5, seed + 2, per_head=ph)) for ph in (False, True)):
             continue
         # The block's draws follow its parts' own: a part that does not drop like the reference (or is wrong in
         # eval mode, or does not take PyTorch's weights) is charged in its own question.
@@ -878,7 +888,8 @@ def test_block_dropout_placement(sub):
                  "dropout을 평가할 수 없습니다: 블록이 eval 모드에서 이미 PyTorch와 다릅니다 "
                  "(인코더 레이어와 비교하는 검사를 보세요).")
         for where in [(a, f) for a in ("right", "missing", "after_add") for f in ("right", "missing", "after_add")]:
-            if where != ("right", "right") and close(got, block_by_hand(layer, x, nf, 0.5, seed + 2, where)):
+            if where != ("right", "right") and any(close(got, block_by_hand(layer, x, nf, 0.5, seed + 2, where, ph))
+                                                   for ph in (False, True)):
                 raise CheckFailure(dropout_message(where, what), staff=f"{what}: dropout {where}")
         expect_close(got, block_by_hand(layer, x, nf, 0.5, seed + 2), what + " in train mode", hint=BLOCK_DROPOUT_HINT,
                      explain=explain(sub, m, x, mode="train", seed=seed + 2))
