@@ -62,6 +62,26 @@ def fail(en: str, ko: str = "", staff: str = "") -> None:
     raise CheckFailure(Message(en, ko), staff)
 
 
+def each(*parts: Callable[[], Any]) -> None:
+    """Run every part of a check that judges several functions, and fail with all their failures together: the
+    first bug no longer hides the next (learners round 8: a check of simple_mask, apply_simple_mask and renormalize
+    stopped at simple_mask, and a renormalize without keepdim was never named). The check's points are lost
+    once either way."""
+    failures: list[CheckFailure] = []
+    for part in parts:
+        try:
+            part()
+        except CheckFailure as e:
+            if all(e.message != f.message for f in failures):
+                failures.append(e)
+    if len(failures) == 1:
+        raise failures[0]
+    if failures:
+        raise CheckFailure(Message(" ".join(f.message.en for f in failures),
+                                   " ".join(f.message.ko or f.message.en for f in failures)),
+                           "\n".join(f.staff for f in failures if f.staff))
+
+
 # ---------------------------------------------------------------------------------------------- diagnosis
 #
 # An assignment's hidden side may register a diagnoser: given what a failed comparison saw, it names a known bug

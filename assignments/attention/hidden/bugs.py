@@ -84,6 +84,13 @@ VARIANTS: list[Variant] = [
          "sum(dim=-1, keepdim=True)",
       ko="renormalize가 keepdim=True 없이 sum(dim=-1)로 나눠서 j번째 열이 j번째 행의 합으로 나뉨; "
          "sum(dim=-1, keepdim=True)를 쓰세요"),
+    V("steps_simple_mask_triu_and_renormalize_no_keepdim",
+      ch("simple_mask", "torch.tril(torch.ones(context_length, context_length))",
+         "torch.triu(torch.ones(context_length, context_length))"),
+      ch("renormalize", "sum(dim=-1, keepdim=True)", "sum(dim=-1)"), breaks="steps",
+      says=("simple_mask(", "renormalize("),
+      why="learners round 8: a check of several step functions stopped at the first that failed, and the "
+          "renormalize bug after it was never named"),
     V("steps_mask_future_diagonal0", ch("mask_future", "diagonal=1)", "diagonal=0)"), breaks="steps",
       en="mask_future hides the diagonal too (diagonal=0), so the first row is all -inf; use "
          "torch.triu(..., diagonal=1)",

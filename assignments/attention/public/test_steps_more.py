@@ -7,7 +7,7 @@ from assignments.attention.steps import (ATTN_SCORE_22, ATTN_SCORES_2, ATTN_WEIG
                                          MASKED, MASKED_SIMPLE, MASKED_SIMPLE_NORM, QUERY_2, call, check_dropout,
                                          check_qkv_weights, check_query_key_value, notebook_scores_351,
                                          notebook_weights)
-from autograder.checks import check, expect_close
+from autograder.checks import check, each, expect_close
 
 # ------------------------------------------------------------------------------- 3.4.1
 
@@ -61,11 +61,11 @@ def test_weighted_sum_notebook(sub):
 def test_simple_mask_notebook(sub):
     """simple_mask(6), apply_simple_mask and renormalize print mask_simple, masked_simple, masked_simple_norm"""
     _, attn_weights = notebook_scores_351()
-    expect_close(call(sub, "simple_mask", 6), MASK_SIMPLE, "simple_mask(context_length)")
-    expect_close(call(sub, "apply_simple_mask", attn_weights, MASK_SIMPLE), MASKED_SIMPLE,
-                 "apply_simple_mask(attn_weights, mask_simple)")
-    expect_close(call(sub, "renormalize", attn_weights * MASK_SIMPLE), MASKED_SIMPLE_NORM,
-                 "renormalize(masked_simple)")
+    each(lambda: expect_close(call(sub, "simple_mask", 6), MASK_SIMPLE, "simple_mask(context_length)"),
+         lambda: expect_close(call(sub, "apply_simple_mask", attn_weights, MASK_SIMPLE), MASKED_SIMPLE,
+                              "apply_simple_mask(attn_weights, mask_simple)"),
+         lambda: expect_close(call(sub, "renormalize", attn_weights * MASK_SIMPLE), MASKED_SIMPLE_NORM,
+                              "renormalize(masked_simple)"))
 
 
 @check(question="steps", points=1, section="3.5.2")
