@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import copy
 import csv
-import functools
 import io
 import json
 import os
@@ -12,7 +11,7 @@ from dataclasses import dataclass, field, fields, is_dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from .messages import Message, korean, term
+from .messages import Message, term
 from .safetext import clean, clean_data
 
 
@@ -31,19 +30,12 @@ def _plain(obj: Any) -> Any:
         return {k: _plain(v) for k, v in obj.items()}
     if kind is tuple:
         return tuple(_plain(x) for x in obj)
-    if kind is Message:  # its Korean as shown, in a result of either language (particles fitted: learners round 8)
-        return {"en": obj.en, "ko": _shown_ko(obj.ko) if obj.ko else obj.ko}
     names = _FIELDS.get(kind)
     if names is None:
         if not is_dataclass(obj):
             return copy.deepcopy(obj)
         names = _FIELDS[kind] = tuple(f.name for f in fields(obj))
     return {n: _plain(getattr(obj, n)) for n in names}
-
-
-@functools.lru_cache(maxsize=4096)  # the same few hundred texts in every result of a batch
-def _shown_ko(text: str) -> str:
-    return korean(text)
 
 
 _SHARED: dict[tuple[type, Any], Any] = {}  # SubmissionResult.summary_only's values, one object each

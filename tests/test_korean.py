@@ -25,7 +25,7 @@ import pytest
 from conftest import ROOT
 from test_as_user import GRADE, grade
 
-from autograder.messages import GLOSSARY, Message, bilingual
+from autograder.messages import GLOSSARY, bilingual
 from autograder.results import CheckResult, SubmissionResult, table
 
 LABS = ("attention", "mha_intermediates", "transformer_block")
@@ -225,17 +225,6 @@ def test_skip_reasons_and_skeleton_messages_are_split_by_language():
     m = bilingual("softmax_naive: see notebook section 3.3.1 / 노트북 3.3.1 참고")
     assert m.en == "softmax_naive: see notebook section 3.3.1" and m.ko == "노트북 3.3.1 참고"
     assert bilingual("a / b").ko == "a / b"  # only English / Korean is split
-
-
-def test_the_korean_of_a_stored_result_has_its_particles_fitted_whatever_the_result_language():
-    """An English batch keeps each message's Korean in its internal record: it read "`CausalAttention`가" and
-    "tuple을(를)" there, fitted only when a Korean result was rendered (learners round 8)."""
-    r = SubmissionResult("s", "attention.py", "attention", questions=["q"], checks=[
-        CheckResult("c", "n1", "q", 1.0, 0.0, "failed", True, "visible",
-                    message=Message("x", "`CausalAttention`가 tuple을(를) 반환합니다"))])
-    stored = r.to_dict()["checks"][0]["message"]
-    assert stored == {"en": "x", "ko": "`CausalAttention`이 tuple를 반환합니다"}, stored
-    assert SubmissionResult.from_dict(r.to_dict()).checks[0].message.text("ko") == stored["ko"]
 
 
 def test_table_tags_and_marks_are_korean():
