@@ -181,22 +181,6 @@ _KO_PHRASES = ((re.compile(r', section ("[^"\n]*"), code cell (\d+)'), r", 섹�
                (re.compile(r", code cell (\d+)"), r", 코드 셀 \1"), (re.compile(r" at index (\()"), r" 인덱스 \1"))
 
 
-def _before_parentheses(before: str) -> str:
-    """The text a particle after a closing parenthesis attaches to: the word before the parenthesised part
-    ("작업 프로세스(autograder.*, 통신 규약)를" is 프로세스를, not 규약을); the text as it is otherwise."""
-    if not before.endswith(")"):
-        return before
-    depth = 0
-    for i in range(len(before) - 1, -1, -1):
-        if before[i] == ")":
-            depth += 1
-        elif before[i] == "(":
-            depth -= 1
-            if depth == 0:
-                return before[:i] if i and before[i - 1] not in " \n" else before
-    return before
-
-
 def korean(text: str) -> str:
     """Korean text as shown: particles after code names and numbers fit the preceding word, and the engine's
     fixed English phrases (", code cell 3", " at index (0, 1)") read in Korean."""
@@ -204,7 +188,7 @@ def korean(text: str) -> str:
         text = pattern.sub(repl, text)
 
     def fit(m: re.Match) -> str:
-        before = _before_parentheses(text[:m.start()])
+        before = text[:m.start()]
         particle = m.group(1)
         base = _NEUTRAL_BASE.get(particle, particle)
         return josa(before[-40:], base)[len(before[-40:]):]

@@ -227,15 +227,6 @@ def test_skip_reasons_and_skeleton_messages_are_split_by_language():
     assert bilingual("a / b").ko == "a / b"  # only English / Korean is split
 
 
-def test_a_particle_after_parentheses_fits_the_word_before_them():
-    """'작업 프로세스(autograder.*, 통신 규약)를' was shown as '...규약)을' (fitted to the last word inside the
-    parentheses), and 'CausalAttention(d_in, d_out)가' kept 가 after d_out."""
-    from autograder.messages import korean
-    assert korean("작업 프로세스(autograder.*, 통신 규약)를 바꾸는") == "작업 프로세스(autograder.*, 통신 규약)를 바꾸는"
-    assert korean("CausalAttention(d_in, d_out)가 없습니다") == "CausalAttention(d_in, d_out)이 없습니다"
-    assert korean("값 (3, 4)가 아님") == "값 (3, 4)가 아님"  # a parenthesis after a space: the numbers themselves
-
-
 def test_table_tags_and_marks_are_korean():
     r = SubmissionResult("s", "attention.py", "attention", questions=["q"], checks=[
         CheckResult("c", "n1", "q", 1.0, 0.0, "failed", True, "visible"),
