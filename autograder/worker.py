@@ -492,6 +492,16 @@ def _held(m: Any, name: str) -> Any:
     for klass in type(m).__mro__:
         if name in vars(klass):
             v = vars(klass)[name]
+            if isinstance(v, property):
+                # A property counts only where it hands out what the module holds registered (`heads` returning a
+                # registered self._heads), never a container made up on each access.
+                try:
+                    got = getattr(m, name)
+                except Exception:
+                    return _ABSENT
+                held = {id(c) for _, c in walk_modules(m)}
+                held.update(id(t) for _, t in walk_tensors(m, "_parameters") + walk_tensors(m, "_buffers"))
+                return got if id(got) in held else _ABSENT
             return _ABSENT if hasattr(type(v), "__get__") and not isinstance(v, (int, float, bool, str)) else v
     return _ABSENT
 

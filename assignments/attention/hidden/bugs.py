@@ -471,6 +471,11 @@ VARIANTS: list[Variant] = [
       ch(CA, "scores / keys.shape[-1] ** 0.5, dim=-1)", "scores / keys.shape[-1] ** 0.5 * self.temperature, dim=-1)"),
       why="red team round 10: a 0-dim parameter crashed the gate (torch.randn(*())): every CausalAttention and "
           "wrapper check read as the grader's internal error"),
+    V("ok_heads_property", ch(WR, "self.heads = nn.ModuleList(", "self._heads = nn.ModuleList("),
+      ch(WR, "    def forward(self, x", "    @property\n    def heads(self):\n        return self._heads\n\n"
+                                      "    def forward(self, x"),
+      why="red team round 12: a heads property is read only where it hands out a registered container (one made up "
+          "on each access forged an nn.ModuleList); a property over the module's own ModuleList is the heads"),
     V("ok_heads_sequential", ch(WR, "self.heads = nn.ModuleList(\n            [", "self.heads = nn.Sequential(\n            *["),
       why="fidelity round 7: an nn.Sequential registers its heads as a ModuleList does, and was told that PyTorch "
           "does not see their weights"),
