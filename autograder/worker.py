@@ -479,7 +479,8 @@ _ABSENT = object()
 
 def _held(m: Any, name: str) -> Any:
     """m's attribute `name` as nn.Module keeps it: a registered parameter, buffer or module, else an entry of its
-    own __dict__, else a plain (non-descriptor) class attribute; _ABSENT otherwise. Runs none of m's code."""
+    own __dict__, else a plain (non-descriptor) class attribute, else what a property returns where that is held
+    registered in m (the only case that runs m's code); _ABSENT otherwise."""
     if not isinstance(m, nn.Module):
         return getattr(m, name, _ABSENT)
     for key in ("_parameters", "_buffers", "_modules"):
