@@ -1106,9 +1106,9 @@ def _stand_in_names(sub, head: str) -> dict[str, str]:
     return sub.memo[key]
 
 
-def _source_init_args(sub, head: str) -> list[str] | None:
-    """The parameters of `class head`'s __init__ as the submission's source writes them (the last definition),
-    read in the grader: a signature asked of the worker is the submission's to forge (__signature__)."""
+def class_node(sub, cls: str):
+    """The last top-level definition of class `cls` in the submission's source, parsed in the grader (never run),
+    or None."""
     import ast
     found = None
     for cell in sub.source.cells:
@@ -1117,10 +1117,20 @@ def _source_init_args(sub, head: str) -> list[str] | None:
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             continue
         for node in tree.body:
-            if isinstance(node, ast.ClassDef) and node.name == head:
-                init = [f for f in node.body if isinstance(f, ast.FunctionDef) and f.name == "__init__"]
-                found = [a.arg for a in init[-1].args.posonlyargs + init[-1].args.args][1:] if init else None
+            if isinstance(node, ast.ClassDef) and node.name == cls:
+                found = node
     return found
+
+
+def _source_init_args(sub, head: str) -> list[str] | None:
+    """The parameters of `class head`'s __init__ as the submission's source writes them (the last definition),
+    read in the grader: a signature asked of the worker is the submission's to forge (__signature__)."""
+    import ast
+    node = class_node(sub, head)
+    if node is None:
+        return None
+    init = [f for f in node.body if isinstance(f, ast.FunctionDef) and f.name == "__init__"]
+    return [a.arg for a in init[-1].args.posonlyargs + init[-1].args.args][1:] if init else None
 
 
 def _head_names(sub, head: str) -> dict[str, str]:

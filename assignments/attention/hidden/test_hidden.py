@@ -720,15 +720,7 @@ def _own_exp_softmax(sub, cls: str) -> bool:
     """Whether the last definition of class `cls` in the source calls exp and no softmax (read, not run; only for
     choosing the words of a failure)."""
     import ast
-    body = None
-    for cell in sub.source.cells:
-        try:
-            tree = ast.parse(cell.code)
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
-            continue
-        for node in tree.body:
-            if isinstance(node, ast.ClassDef) and node.name == cls:
-                body = node
+    body = common.class_node(sub, cls)
     if body is None:
         return False
     called = {n.func.attr if isinstance(n.func, ast.Attribute) else getattr(n.func, "id", "")
