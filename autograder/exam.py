@@ -198,10 +198,19 @@ def _column(header: str) -> str:
 def read_roster(path: Path) -> dict[str, Student]:
     """ROSTER.csv: a column `id` (as grade batch names students; an email is reduced to its local part) and an
     optional `extra_minutes` (also read as `Extra Minutes`, `extra_time`); other columns (names) are ignored."""
+    from .errors import SubmissionFormatError
+    from .source import decode
     try:
-        text = path.read_text(encoding="utf-8-sig")
-    except (OSError, UnicodeDecodeError) as e:
-        raise ExamError(f"cannot read the roster {path} ({e})") from None
+        data = path.read_bytes()
+    except OSError as e:
+        raise ExamError(f"cannot read the roster {path} ({e.strerror or e})") from None
+    try:
+        # As Excel saves it: UTF-8 (with BOM), "Unicode text" (UTF-16) or, on Korean Windows, CP949: the names in a
+        # CP949 roster were refused with a codec error (`grade exam papers` and `grade batch --roster` both stopped).
+        text = decode(data, path.name)[0]
+    except SubmissionFormatError:
+        raise ExamError(f"cannot read the roster {path}: it is not UTF-8, UTF-16 or CP949 text; save it from the "
+                        "spreadsheet as \"CSV UTF-8\"") from None
     rows = list(csv.DictReader(io.StringIO(text)))
     fields = csv.DictReader(io.StringIO(text)).fieldnames or []
     heads = [_column(h) for h in fields]

@@ -526,6 +526,27 @@ def test_a_roster_reads_as_instructors_write_it_and_refuses_what_would_stop_grad
             roster(f"id,extra_minutes\nbo,{bad}\n")
 
 
+def test_a_roster_saved_by_korean_excel_or_as_unicode_text_is_read(tmp_path):
+    """QA s9: Excel on Korean Windows saves "CSV" in CP949 and "Unicode text" as UTF-16; both were refused with a raw
+    codec error ("'utf-8' codec can't decode byte 0xb1"), so `grade exam papers` and `grade batch --roster` stopped.
+    They read as the same roster as its UTF-8 form (the Korean name keeps its one id); bytes that are no text are
+    refused with the fix."""
+    text = "id,extra_minutes\r\n김철수,10\r\nada,0\r\n"
+    want = exam.read_roster(_written_roster(tmp_path / "utf8.csv", text.encode("utf-8")))
+    assert want[exam.normalize_id("김철수")].extra_minutes == 10
+    for name, data in (("cp949.csv", text.encode("cp949")), ("utf16.csv", text.encode("utf-16")),
+                       ("bom.csv", b"\xef\xbb\xbf" + text.encode("utf-8"))):
+        got = exam.read_roster(_written_roster(tmp_path / name, data))
+        assert got == want, name
+    with pytest.raises(exam.ExamError, match="CSV UTF-8"):
+        exam.read_roster(_written_roster(tmp_path / "bin.csv", b"id\n\xff\xfe\x00\xd8\x81\n"))
+
+
+def _written_roster(path: Path, data: bytes) -> Path:
+    path.write_bytes(data)
+    return path
+
+
 def test_an_account_named_like_a_resubmission_is_not_that_student(work, papers):
     """eve-2@other.example (not on the roster) submitted after eve: with a roster of bare ids, its export id `eve-2`
     must not be taken for eve's second folder, which would grade it, the later one, as eve."""
