@@ -543,7 +543,24 @@ class Plan:
                                               paper_mark(self.secret, self.assignment.name)))
         if path is not None:
             info["path"] = str(path.resolve())  # for `grade exam audit`, which reads the code again
+            # ... and its bytes: a name that is not UTF-8 (a CP949 `김철수.py` from a Korean Windows zip) comes back
+            # from the result's JSON with U+FFFD in place of its bytes, and the audit called the file missing.
+            info["path_bytes"] = os.fsencode(path.resolve()).hex()
         r.exam = info
+
+
+def graded_path(info: dict[str, Any] | None) -> Path | None:
+    """The file a result's exam record names (Plan.stamp): from its bytes where it has them, else its text."""
+    if not isinstance(info, dict):
+        return None
+    raw = info.get("path_bytes")
+    if isinstance(raw, str) and raw:
+        try:
+            return Path(os.fsdecode(bytes.fromhex(raw)))
+        except ValueError:
+            pass
+    path = info.get("path")
+    return Path(path) if isinstance(path, str) and path else None
 
 
 def plan(a: Assignment, roster: Path | None, secret_file: Path | None) -> Plan | None:
@@ -716,8 +733,8 @@ def audit(results_dir: Path, *, threshold: float = 0.8) -> list[Finding]:
     codes: dict[str, str] = {}
     cells: dict[str, list] = {}
     for r in graded:
-        path = r.exam.get("path")
-        if not path:
+        path = graded_path(r.exam)
+        if path is None:
             continue
         # Only the file that was graded is audited: the one at the stored path now may be another (a folder moved
         # away read as "no findings"; a file overwritten since lost its findings), as `grade report` checks too.

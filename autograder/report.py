@@ -245,7 +245,7 @@ def find_sources(loaded: list[Loaded], submissions: Path, assignment: Assignment
     """Each student's code cells, found in `submissions` the way `grade batch` found them (same ids, same file),
     and the students left out with why (a file changed since grading is not what was graded)."""
     import hashlib
-    from . import discover, source
+    from . import discover, exam, source
     from .errors import SubmissionFormatError
     paths = {job.student: job.path for job, _origin in discover.entries(submissions, assignment)}
     codes: dict[str, list[str]] = {}
@@ -253,8 +253,8 @@ def find_sources(loaded: list[Loaded], submissions: Path, assignment: Assignment
     root = submissions.resolve()
     for x in loaded:
         path = paths.get(x.r.student)
-        graded = (x.r.exam or {}).get("path") if isinstance(x.r.exam, dict) else None
-        if isinstance(graded, str) and graded:
+        graded = exam.graded_path(x.r.exam)
+        if graded is not None:
             # The file an exam graded, as its result names it (a student's later export folder under the id the
             # roster binds, which the folder's own name does not give): where it lies in this submissions folder.
             try:

@@ -669,6 +669,21 @@ def test_the_audit_reads_only_the_files_that_were_graded(tmp_path, variants):
     assert p.returncode == 0 and "no findings" not in p.stdout and "missing" in p.stdout, p.stdout
 
 
+def test_the_audit_reads_a_graded_file_whose_name_is_not_utf8(work, variants):
+    """QA s9: `김철수.py` as a Korean Windows zip names it (CP949 bytes) was graded, but its result's path came back
+    from JSON with U+FFFD for those bytes, and `grade exam audit` called the file "not there now (no such file)":
+    that student was never audited. The result keeps the path's bytes; the audit reads the file."""
+    (work / "roster_cp949.csv").write_text("id,extra_minutes\n김철수,0\n", encoding="utf-8")
+    kim = exam.normalize_id("김철수")
+    (work / "cp949").mkdir()
+    (work / "cp949" / os.fsdecode("김철수".encode("cp949") + b".py")).write_text(solved(kim, variants["ada"]),
+                                                                                 encoding="utf-8")
+    r = graded_export(work, "cp949", "roster_cp949.csv")
+    assert sorted(r) == [kim] and r[kim].error is None, r
+    found = {f.kind: f.detail for f in exam.audit(work / "cp949_results")}
+    assert "missing" not in found and "other_variant" in found, found  # ada's constants in kim's file: read
+
+
 def test_an_earlier_submission_is_judged_in_its_students_own_window(work, papers, variants):
     """Audit D #4: chen (30 extra minutes) submitted 20 minutes after the end and again 31.5 minutes after it. The
     latest was graded as chen, 2 minutes late; the earlier (`chen-2`, inside chen's window) read 20 minutes late in
