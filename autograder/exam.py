@@ -729,7 +729,10 @@ def audit(results_dir: Path, *, threshold: float = 0.8) -> list[Finding]:
         raise ExamError(f"{results_dir} holds no exam results (grade the exam with grade batch --roster first)")
     from . import assignment as assignments
     findings: list[Finding] = []
-    variants = {r.student: r.exam.get("variant") for r in graded if r.exam.get("variant")}
+    # A result graded without --roster holds the default variant, not a paper anyone was given: comparing with it
+    # said of every student that their constants "differ from their paper".
+    variants = {r.student: r.exam.get("variant") for r in graded
+                if r.exam.get("variant") and r.exam.get("roster", True) is not False}
     codes: dict[str, str] = {}
     cells: dict[str, list] = {}
     for r in graded:

@@ -684,6 +684,27 @@ def test_the_audit_reads_a_graded_file_whose_name_is_not_utf8(work, variants):
     assert "missing" not in found and "other_variant" in found, found  # ada's constants in kim's file: read
 
 
+def test_the_audit_of_a_batch_graded_without_roster_blames_nobody_for_their_paper(tmp_path, variants):
+    """QA s9: `grade batch` without --roster grades everyone against [exam.default] (with a note); its audit then
+    said of each student answering their own paper "constants differ from their paper", though no paper was
+    compared. Without a roster there is no paper to differ from; the copies are still found."""
+    import hashlib
+    from autograder.results import write_result
+    out = tmp_path / "results"
+    out.mkdir()
+    default = dict(exam.require(assignment.load("midterm")).default)
+    for sid in ("ada", "bo"):
+        text = solved(sid, variants[sid])
+        (tmp_path / f"{sid}.py").write_text(text, encoding="utf-8")
+        write_result(out, SubmissionResult(student=sid, submission=f"{sid}.py", assignment="midterm", questions=[],
+                                           sha256=hashlib.sha256(text.encode()).hexdigest(),
+                                           exam={"variant": default, "roster": False,
+                                                 "path": str(tmp_path / f"{sid}.py")}), "en")
+    found = {(f.kind, tuple(sorted(f.students))) for f in exam.audit(out)}
+    assert not any(k in ("other_variant", "rebinds") for k, _ in found), found
+    assert ("similar", ("ada", "bo")) in found, found
+
+
 def test_an_earlier_submission_is_judged_in_its_students_own_window(work, papers, variants):
     """Audit D #4: chen (30 extra minutes) submitted 20 minutes after the end and again 31.5 minutes after it. The
     latest was graded as chen, 2 minutes late; the earlier (`chen-2`, inside chen's window) read 20 minutes late in
