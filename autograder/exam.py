@@ -398,6 +398,21 @@ class Plan:
         student's (a paper of another exam or another run of `grade exam papers`, or an edited header): recorded
         in their result for the audit, and graded as usual. Files without a code (papers of an older release,
         answers written from scratch) count for neither."""
+        if self.students is None and self.cfg.variants:
+            # No --roster: everyone is graded against [exam.default]. Papers from `grade exam papers` (they carry a
+            # code) were each made for their student's own variant: that grade is wrong for every one of them, and
+            # a note on the terminal was all the instructor was told.
+            coded = [job.student for job in jobs if job.path is not None and read_mark(job.path) is not None]
+            if coded:
+                raise ExamError(Message(
+                    f"{len(coded)} of the {len(jobs)} submissions are papers made by `grade exam papers` (they carry "
+                    "a `# paper code` line), each for its student's own variant; without --roster every submission "
+                    "would be graded against the default variant instead, so nothing was graded. Pass --roster "
+                    f"ROSTER.csv and --secret-file (or {SECRET_ENV}), the ones the papers were made with.",
+                    f"제출물 {len(jobs)}개 중 {len(coded)}개가 `grade exam papers`로 만든 시험지입니다(`# paper code` "
+                    "줄이 있음). 시험지마다 그 학생의 변형으로 만들어졌는데, --roster 없이 채점하면 모든 제출물을 기본 "
+                    "변형으로 채점하게 되므로 아무것도 채점하지 않았습니다. 시험지를 만들 때 쓴 --roster ROSTER.csv와 "
+                    f"--secret-file(또는 {SECRET_ENV})을 지정하세요."))
         if not self.students or not self.secret:
             return
         want = paper_mark(self.secret, self.assignment.name)

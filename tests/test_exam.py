@@ -267,6 +267,28 @@ def test_reference_and_skeleton_without_roster(tmp_path):
     assert float(rows["alt"]["score"]) == 100  # written another way: still full marks
 
 
+def test_papers_graded_without_roster_are_refused_not_marked_against_the_default(work, papers, variants):
+    """QA s9: `grade batch` on the class's papers without --roster (forgotten, or only --secret-file given) graded
+    every paper against [exam.default] with a note on stderr only: ada's correct answer to her own paper got 38/100
+    and the results looked like any others. Papers carry a paper code: then it grades nothing, exits 2 and says
+    to pass --roster and --secret-file."""
+    (work / "noroster").mkdir()
+    header = (papers / "ada" / "midterm.py").read_text(encoding="utf-8").split("\n\n\nclass ", 1)[0]
+    answer = solved("ada", variants["ada"]).split("\n\n\nclass ", 1)[1]
+    (work / "noroster" / "ada.py").write_text(f"{header}\n\n\nclass {answer}", encoding="utf-8")  # her paper, answered
+    assert exam.read_mark(work / "noroster" / "ada.py") is not None
+    (work / "noroster" / "bo.py").write_bytes((papers / "bo" / "midterm.py").read_bytes())
+    for extra in ((), ("--secret-file", "exam.secret")):
+        p = grade("batch", "noroster", "--assignment", "midterm", "--out", "noroster_results", *extra, cwd=work)
+        assert p.returncode == 2 and "--roster" in p.stderr and "paper" in p.stderr, (p.returncode, p.stderr)
+        assert not list((work / "noroster_results").glob("*.json")) if (work / "noroster_results").exists() else True
+    p = grade("batch", "noroster", "--assignment", "midterm", "--roster", "roster.csv", "--secret-file",
+              "exam.secret", "--out", "noroster_results", cwd=work)
+    assert p.returncode == 0, p.stderr
+    rows = {row["student"]: row for row in csv.DictReader((work / "noroster_results" / "scores.csv").open())}
+    assert float(rows["ada"]["score"]) == 100 and float(rows["bo"]["score"]) == 0, rows
+
+
 # ---------------------------------------------------------------------------------------------- grade check
 
 @pytest.mark.parametrize("lang", ["en", "ko"])
