@@ -41,6 +41,12 @@ def resolve(path: Path | None, assignment_name: str | None) -> tuple[Path, assig
                 f"최근에 수정되었습니다 (작업 중인 파일). 다른 파일을 확인하려면: grade check {older.name}")
     if not path.is_file():
         raise UsageError(Message(f"{path} does not exist or is not a file.", f"{path} 파일이 없습니다."))
+    if _is_zip(path):  # was "cannot tell which assignment ... Rename it", or with --assignment "not UTF-8 or CP949"
+        raise UsageError(Message(
+            f"{path.name} is a zip archive: grade check reads your code file itself. Unzip it and run grade check "
+            "on the .py or .ipynb file inside.",
+            f"{path.name}은(는) zip 압축 파일입니다: grade check는 코드 파일 자체를 읽습니다. 압축을 풀고 안에 있는 "
+            ".py 또는 .ipynb 파일로 grade check를 실행하세요."))
     a = assignments.load(assignment_name) if assignment_name else assignments.recognise(path)
     if a is None:
         names = ", ".join(f for n in assignments.names() for f in assignments.load(n).files)
@@ -50,6 +56,16 @@ def resolve(path: Path | None, assignment_name: str | None) -> tuple[Path, assig
             f"{path.name}이(가) 어느 과제인지 알 수 없습니다 (알려진 파일: {names}). 이름을 바꾸거나 "
             "--assignment NAME을 지정하세요."))
     return path.resolve(), a, note
+
+
+def _is_zip(path: Path) -> bool:
+    if path.suffix.lower() == ".zip":
+        return True
+    try:
+        with open(path, "rb") as f:
+            return f.read(4) == b"PK\x03\x04"
+    except OSError:
+        return False
 
 
 def select(a: assignments.Assignment, wanted: tuple[str, ...]) -> list[str] | None:

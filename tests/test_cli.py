@@ -104,3 +104,19 @@ def test_a_batch_in_which_every_job_failed_in_the_grader_exits_with_an_error(tmp
                                        str(tmp_path / "out")])
     assert r.exit_code == 1, r.output
     assert "failure of the grader itself" in r.output
+
+
+def test_check_on_a_zip_says_to_unzip_it(tmp_path):
+    """QA s9: a student ran `grade check` on the zip they were about to upload. It said "Cannot tell which assignment
+    sub.zip belongs to ... Rename it", and with --assignment graded the archive's bytes: "could not be decoded as
+    UTF-8 or CP949/EUC-KR. Save the file as UTF-8" (0/44). The zip is named as such, with the fix, whatever its name."""
+    import zipfile
+    with zipfile.ZipFile(tmp_path / "sub.zip", "w") as z:
+        z.write(REFERENCE, "attention.py")
+    shutil.copy(tmp_path / "sub.zip", tmp_path / "attention.py")  # a zip saved under the code file's name
+    for args in (["check", "sub.zip"], ["check", "sub.zip", "--assignment", "attention"], ["check"],
+                 ["check", "sub.zip", "--lang", "ko"]):
+        p = run(args, tmp_path)
+        said = "압축을 풀고" if "ko" in args else "Unzip it"
+        assert p.returncode == 2 and said in p.stderr and "Traceback" not in p.stderr, (args, p.stdout, p.stderr)
+        assert "UTF-8" not in p.stdout + p.stderr and "Rename" not in p.stderr, (args, p.stderr)
