@@ -82,7 +82,8 @@ def rename_hint(wanted: str, available: list[str], graded: "frozenset[str] | set
 _PARTICLES = {"이": ("이", "가"), "가": ("이", "가"), "을": ("을", "를"), "를": ("을", "를"), "은": ("은", "는"),
               "는": ("은", "는"), "과": ("과", "와"), "와": ("과", "와"), "으로": ("으로", "로"), "로": ("으로", "로"),
               "이라서": ("이라서", "라서"), "라서": ("이라서", "라서"), "이어야": ("이어야", "여야"),
-              "여야": ("이어야", "여야"), "입니다": ("입니다", "입니다")}
+              "여야": ("이어야", "여야"), "이라는": ("이라는", "라는"), "라는": ("이라는", "라는"),
+              "이라고": ("이라고", "라고"), "라고": ("이라고", "라고"), "입니다": ("입니다", "입니다")}
 # How a digit is read in Korean, as (final consonant?, final is ㄹ?): 0 영, 1 일, 2 이, 3 삼, 4 사, 5 오, 6 육, 7 칠,
 # 8 팔, 9 구.
 _DIGITS = {"0": (True, False), "1": (True, True), "2": (False, False), "3": (True, False), "4": (False, False),
@@ -172,7 +173,7 @@ def term(key: str, lang: str = "en") -> str:
 # its form is chosen here from what precedes it, so a message may write `{name}`이 for any name. Neutral forms such
 # as 이(가) are resolved the same way.
 _PARTICLE_AFTER_CODE = re.compile(
-    r"(?<=[A-Za-z0-9`)\]'\"])(이\(가\)|을\(를\)|은\(는\)|와\(과\)|\(으\)로|이라서|라서|이어야|여야|이|가|을|를|은|는|와|과|으로|로)"
+    r"(?<=[A-Za-z0-9`)\]'\"])(이\(가\)|을\(를\)|은\(는\)|와\(과\)|\(으\)로|이라서|라서|이어야|여야|이라는|라는|이라고|라고|이|가|을|를|은|는|와|과|으로|로)"
     r"(?=[\s.,:;!?)\]]|$)")
 _NEUTRAL = re.compile(r"(이\(가\)|을\(를\)|은\(는\)|와\(과\)|\(으\)로)")
 _NEUTRAL_BASE = {"이(가)": "이", "을(를)": "을", "은(는)": "은", "와(과)": "와", "(으)로": "으로"}

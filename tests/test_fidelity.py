@@ -127,6 +127,10 @@ def test_korean_particles_follow_the_word_before_them():
     assert "`CausalAttention`이 코잘" in shown and "토큰 3..5를" in shown and "list라서" in shown
     assert "`SelfAttentionV1`이 있습니다" in shown and "인덱스 (0, 1)" in shown and "코드 셀 3" in shown
     assert "at index" not in shown and "code cell" not in shown
+    # A buffer name the student chose, before 라는/라고 (learners round s9: "`causal`라는 버퍼").
+    shown = korean("`causal`라는 버퍼; `mask`라는 버퍼; `self.head_list`라고 부릅니다; `self.heads`라고 부릅니다")
+    assert "`causal`이라는 버퍼" in shown and "`mask`라는 버퍼" in shown
+    assert "`self.head_list`라고" in shown and "`self.heads`라고" in shown
 
 
 def test_one_glossary_for_feedback_and_notebook():

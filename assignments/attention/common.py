@@ -1367,7 +1367,25 @@ def check_rejects_bad_heads(sub) -> None:
              f"{e.message.en}",
              f"`MultiHeadAttention(3, 5, 4, 0.0, num_heads=2)`는 AssertionError(또는 ValueError)를 발생시켜야 "
              f"합니다. 실제: {e.message.ko}")
+    if _tuple_assert(sub, "MultiHeadAttention"):
+        fail("`MultiHeadAttention(3, 5, 4, 0.0, num_heads=2)` was accepted, but d_out=5 cannot be split into 2 heads: "
+             "`assert (d_out % num_heads == 0, \"...\")` in __init__ asserts a tuple, which is always true, so it "
+             "never fails. Drop the parentheses: assert d_out % num_heads == 0, \"...\".",
+             "`MultiHeadAttention(3, 5, 4, 0.0, num_heads=2)`가 만들어졌지만 d_out=5는 헤드 2개로 나눌 수 없습니다: "
+             "__init__의 `assert (d_out % num_heads == 0, \"...\")`는 튜플을 검사하는데, 튜플은 항상 참이라서 절대 "
+             "실패하지 않습니다. 괄호를 빼세요: assert d_out % num_heads == 0, \"...\".")
     fail("`MultiHeadAttention(3, 5, 4, 0.0, num_heads=2)` was accepted, but d_out=5 cannot be split into 2 heads. "
          "Check `assert d_out % num_heads == 0` in __init__.",
          "`MultiHeadAttention(3, 5, 4, 0.0, num_heads=2)`가 만들어졌지만 d_out=5는 헤드 2개로 나눌 수 없습니다. "
          "__init__에서 `assert d_out % num_heads == 0`으로 확인하세요.")
+
+
+def _tuple_assert(sub, cls: str) -> bool:
+    """Whether `cls.__init__` (as the source writes it, never run) asserts a parenthesised (condition, message)
+    tuple: always true, so it never raises."""
+    import ast
+    node = class_node(sub, cls)
+    inits = [f for f in (node.body if node is not None else []) if isinstance(f, ast.FunctionDef)
+             and f.name == "__init__"]
+    return bool(inits) and any(isinstance(a, ast.Assert) and isinstance(a.test, ast.Tuple) and a.test.elts
+                               for a in ast.walk(inits[-1]))

@@ -159,6 +159,10 @@ VARIANTS: list[Variant] = [
          "right after the softmax",
       ko="softmax 전의 점수에 dropout을 적용함; self.dropout은 softmax 직후의 어텐션 가중치에 적용하세요"),
     V("causal_fill_minus_1e9", ch(CA, "-torch.inf", "-1e9"), breaks=CA, says=("instead of -inf",)),
+    V("causal_fill_zero", ch(CA, "-torch.inf", "0"), breaks=CA,
+      en="the future scores are filled with 0 instead of -inf, so after the softmax they still get weight (e^0 = 1); "
+         "fill them with -torch.inf",
+      ko="미래 위치의 점수를 -inf가 아니라 0으로 채워서 softmax 뒤에도 가중치를 받음(e^0 = 1); -torch.inf로 채우세요"),
     V("causal_functional_dropout", ch(CA, "self.dropout(weights)",
                                       "torch.nn.functional.dropout(weights, self.dropout.p, training=True)"),
       breaks=CA,
@@ -374,6 +378,11 @@ VARIANTS: list[Variant] = [
     V("mha_no_divisibility_assert", ch(MHA, '        assert d_out % num_heads == 0, "d_out must be divisible by '
                                             'num_heads"\n', ""),
       breaks=MHA, says=("assert d_out % num_heads == 0",)),
+    V("mha_assert_tuple", ch(MHA, 'assert d_out % num_heads == 0, "d_out must be divisible by num_heads"',
+                             'assert (d_out % num_heads == 0, "d_out must be divisible by num_heads")'),
+      breaks=MHA, says=("asserts a tuple, which is always true",), never_says=("Check `assert d_out",),
+      why="learners round s9: the parenthesised (condition, message) assert never fails; the message asked for the "
+          "assert the learner had written"),
     V("mha_no_transpose", ch(MHA, ".view(b, num_tokens, self.num_heads, self.head_dim).transpose(1, 2)",
                              ".view(b, self.num_heads, num_tokens, self.head_dim)"), breaks=MHA,
       en="the heads are split by viewing straight to (b, num_heads, num_tokens, head_dim); view as (b, num_tokens, "

@@ -32,6 +32,17 @@ VARIANTS: list[Variant] = [
       breaks="sdpa",
       en="the scores are filled with -1e9 where mask == 1 (the keys that may be seen); fill where mask == 0",
       ko="mask == 1인 위치(볼 수 있는 키)의 점수를 -1e9로 채움; mask == 0인 위치를 채우세요"),
+    V("sdpa_fill_1e_minus_9", ch(SDPA, "masked_fill(mask == 0, MASK_FILL)", "masked_fill(mask == 0, 1e-9)"),
+      breaks="sdpa",
+      en="the masked scores are filled with 1e-9, a tiny positive number (about 0), so the masked keys still get "
+         "weight; the fill is -1e9, minus one billion: scores.masked_fill(mask == 0, -1e9)",
+      ko="가려진 점수를 아주 작은 양수인 1e-9(거의 0)로 채워서 가려진 키도 가중치를 받음; 채울 값은 음수 10억인 "
+         "-1e9입니다: scores.masked_fill(mask == 0, -1e9)"),
+    V("scores_fill_1e_minus_9", ch("head_scores", "MASK_FILL", "1e-9"), breaks="scores",
+      en="the masked multi-head scores are filled with 1e-9, a tiny positive number (about 0), so the masked keys "
+         "still get weight; the fill is -1e9, minus one billion: scores.masked_fill(mask == 0, -1e9)",
+      ko="가려진 멀티 헤드 점수를 아주 작은 양수인 1e-9(거의 0)로 채워서 가려진 키도 가중치를 받음; 채울 값은 "
+         "음수 10억인 -1e9입니다: scores.masked_fill(mask == 0, -1e9)"),
     V("sdpa_no_sqrt", ch(SDPA, "/ math.sqrt(d_K)", "/ d_K"), breaks="sdpa",
       en="the scores are divided by d_K instead of its square root; divide by math.sqrt(d_K)",
       ko="점수를 d_K의 제곱근이 아니라 d_K로 나눔; math.sqrt(d_K)로 나누세요"),

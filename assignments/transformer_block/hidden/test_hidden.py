@@ -755,6 +755,15 @@ def test_block_layernorm_placement(sub):
         y = expect_tensor(res["out"], block_text(d, h, d_ff, norm_first=nf))
         seen = [r["input"] for r in res.get("records") or [] if r.get("fn") == "layer_norm"
                 and type(r.get("input")) is torch.Tensor]
+        if not seen:
+            fail(f"A forward pass of the block (norm_first={nf}) called nn.LayerNorm 0 times. If norm1 and norm2 are "
+                 "your own LayerNorm class, make them nn.LayerNorm(d_model), as the assignment asks: this check can "
+                 "see only nn.LayerNorm (F.layer_norm) calls, so it cannot tell where yours sit. Otherwise call "
+                 "norm1 once and norm2 once.",
+                 f"블록(norm_first={nf})의 forward에서 nn.LayerNorm이 한 번도 호출되지 않았습니다. norm1과 norm2가 "
+                 "직접 만든 LayerNorm 클래스라면 과제 설명대로 nn.LayerNorm(d_model)으로 바꾸세요: 이 검사는 "
+                 "nn.LayerNorm(F.layer_norm) 호출만 볼 수 있어서 직접 만든 정규화가 어디에 있는지 알 수 없습니다. "
+                 "그렇지 않다면 norm1과 norm2를 한 번씩 호출하세요.")
         if len(seen) != 2:
             fail(f"A forward pass of the block (norm_first={nf}) called LayerNorm {len(seen)} times; it should call "
                  "norm1 once and norm2 once (nn.LayerNorm modules).",
