@@ -99,6 +99,11 @@ VARIANTS: list[Variant] = [
          "norm2(x + ff(x)) (post-norm), x + ff(norm2(x)) (pre-norm)"),
     V("block_norm_first_ignored", ch(BLOCK, "if self.norm_first:", "if False:"), breaks=BLOCK,
       says=("post-norm", "norm_first=True")),
+    V("block_norm_first_ignored_in_switches_too", ch(BLOCK, "if self.norm_first:", "if False:"),
+      ch(BLOCK, "if not self.norm_first:  # post-norm", "if True:  # post-norm"), breaks=BLOCK,
+      says=("post-norm", "norm_first=True"),
+      why="learners round s9: norm_first ignored in code the use_* switches share cost the ablation question too "
+          "(6 of 12), though with norm_first=False every switch worked"),
     V("block_pre_norm_ends_with_norm", ch(BLOCK, PRE_FF, "x = self.norm2(x + self.dropout2(self.ff(x)))"),
       breaks=BLOCK, says=("feed-forward one is post-norm",)),
     V("block_pre_norm_residual_normalised", ch(BLOCK, PRE_ATTN, "x = self.norm1(x)\n"
