@@ -155,6 +155,9 @@ def question_labels(assignment_name: str, lang: str) -> dict[str, str]:
         return {}
 
 
+_HELD_BACK = ("visible", "after_due_date", "after_published", "hidden")  # Gradescope's, least held back first
+
+
 def to_gradescope(r: SubmissionResult, lang: str = "en") -> dict[str, Any]:
     """Gradescope's results.json: one test per check, tagged with its question; staff details hidden."""
     tests: list[dict[str, Any]] = []
@@ -181,9 +184,15 @@ def to_gradescope(r: SubmissionResult, lang: str = "en") -> dict[str, Any]:
         tests.append({"name": "[staff] autograder details", "score": 0, "max_score": 0, "status": "failed",
                       "output": r.staff, "output_format": "text", "tags": ["staff"], "visibility": "hidden"})
     notes = "\n".join(n.text(lang) for n in r.notes)
+    # An exam's total is a value too: while a check is held back (after_published), so is the score, which would
+    # otherwise show the hidden checks' points to the student during the exam. A lab shows its score.
+    shown = "visible"
+    if r.exam:
+        shown = max((c.visibility for c in r.checks if c.visibility in _HELD_BACK), key=_HELD_BACK.index,
+                    default="visible")
     # Last line of defence for text that reached a result another way than the worker protocol (file names).
     return clean_data({"score": r.score, "execution_time": round(r.duration, 3), "output": notes, "output_format": "text",
-            "visibility": "visible", "stdout_visibility": "hidden",
+            "visibility": shown, "stdout_visibility": "hidden",
             "extra_data": {"student": r.student, "submission": r.submission, "assignment": r.assignment,
                            "max_score": r.max_score, "questions": {q: list(v) for q, v in r.by_question().items()},
                            "sha256": r.sha256, "origin": r.origin, "sandbox": r.sandbox,

@@ -783,6 +783,31 @@ def test_gradescope_records_a_submission_made_before_the_exam_opened(tmp_path, m
     assert json.loads((root / "results" / "results.json").read_text())["extra_data"]["early"] == 90
 
 
+def test_on_gradescope_an_exam_score_is_held_back_with_its_hidden_checks(tmp_path, monkeypatch, work, variants):
+    """Exam audit s9: results.json set the whole result `visible`, so the total (hidden checks' points included)
+    could show to a student during the exam. An exam's result takes its hidden checks' visibility; a lab's stays
+    visible."""
+    from autograder import gradescope
+    a = assignment.load("midterm")
+    monkeypatch.setattr(exam, "gradescope_plan", lambda a, times: exam.Plan(
+        a, exam.require(a), exam.read_roster(work / "roster.csv"), SECRET.encode()))
+    root = tmp_path / "autograder"
+    (root / "submission").mkdir(parents=True)
+    (root / "submission" / "midterm.py").write_text(solved("ada", variants["ada"]), encoding="utf-8")
+    (root / "submission_metadata.json").write_text(json.dumps({
+        "id": 1, "created_at": exam.require(a).start.isoformat(),
+        "users": [{"name": "Ada", "sid": "1", "email": "ada@uni.example"}]}), encoding="utf-8")
+    data = gradescope.run_submission(root, assignment_name="midterm", echo=lambda _m: None)
+    assert data["score"] == 100, data
+    held = {t["visibility"] for t in data["tests"] if "staff" not in t["tags"]}
+    assert held == {"visible", "after_published"}, held
+    assert data["visibility"] == "after_published"
+    from autograder import results
+    lab = SubmissionResult(student="s", submission="attention.py", assignment="attention",
+                                   questions=["CausalAttention"])
+    assert results.to_gradescope(lab)["visibility"] == "visible"
+
+
 def test_an_exam_result_that_is_an_error_is_reused_by_a_rerun(work, papers):
     """Audit D #7: "not on this exam's roster" and "earlier submission" results stored an empty sha256, so every
     rerun regraded them as "file changed". They store the file's hash now, and a rerun reuses them."""
