@@ -1026,12 +1026,13 @@ def stand_in(sub) -> dict[str, str] | None:
                 return _stand_in_spec(sub)
         except CheckFailure:
             _STAND_IN_USED[sub] = True
-            sub.notes.append(Message(
-                f"MultiHeadAttentionWrapper was graded with the grader's stand-in heads in place of your `{head}`, "
-                "which does not work yet (see its checks): the wrapper's own code earns its points, and the heads' "
-                "fault costs points under CausalAttention only.",
-                f"MultiHeadAttentionWrapper는 아직 동작하지 않는 `{head}` 대신 채점기의 대체 헤드로 채점했습니다 "
-                "(해당 검사 참고): 래퍼는 자기 코드로 점수를 받고, 헤드의 잘못은 CausalAttention에서만 감점됩니다."))
+            if not _unfinished(sub, "MultiHeadAttentionWrapper"):  # (of a skeleton's wrapper, the note misleads)
+                sub.notes.append(Message(
+                    f"MultiHeadAttentionWrapper was graded with the grader's stand-in heads in place of your `{head}`, "
+                    "which does not work yet (see its checks): the wrapper's own code earns its points, and the heads' "
+                    "fault costs points under CausalAttention only.",
+                    f"MultiHeadAttentionWrapper는 아직 동작하지 않는 `{head}` 대신 채점기의 대체 헤드로 채점했습니다 "
+                    "(해당 검사 참고): 래퍼는 자기 코드로 점수를 받고, 헤드의 잘못은 CausalAttention에서만 감점됩니다."))
     if not _STAND_IN_USED[sub]:
         return None
     sub.taint({"MultiHeadAttentionWrapper"}, needless=_gate_failed_of(sub))
@@ -1039,6 +1040,22 @@ def stand_in(sub) -> dict[str, str] | None:
 
 
 HEAD_ARGS = ("d_in", "d_out", "context_length", "dropout", "qkv_bias")
+
+
+def _unfinished(sub, cls: str) -> bool:
+    """Whether the submission's `cls` still raises NotImplementedError in its __init__ or forward, as the skeleton
+    does (read from the source, never run): the note that such a wrapper was graded with the grader's heads (seen
+    beside every untouched wrapper of a learner's file) told of a grading that gave it nothing."""
+    import ast
+    node = class_node(sub, cls)
+    for f in (node.body if node is not None else ()):
+        if isinstance(f, ast.FunctionDef) and f.name in ("__init__", "forward"):
+            for st in f.body:
+                exc = st.exc.func if isinstance(st, ast.Raise) and isinstance(st.exc, ast.Call) else \
+                    (st.exc if isinstance(st, ast.Raise) else None)
+                if isinstance(exc, ast.Name) and exc.id == "NotImplementedError":
+                    return True
+    return False
 
 
 def _gate_failed_of(sub) -> Callable[[str], bool]:

@@ -285,6 +285,18 @@ VARIANTS: list[Variant] = [
          'raise NotImplementedError(\n            "MultiHeadAttentionWrapper.forward: see notebook section 3.6.1 / '
          '노트북 3.6.1 참고")'),
       breaks=f"{CA}, {WR}", says=("not implemented yet",)),  # the skeleton's raise, left in place
+    # Neither CausalAttention nor the wrapper begun (their __init__ still raises, as in the skeleton; seen in six of 32
+    # learners' files handed in with the classes they had not reached): the grader's note said the wrapper had been
+    # graded with its stand-in heads in place of the unfinished CausalAttention, a grading that gave it nothing.
+    V("causal_and_wrapper_not_begun",
+      ch(CA, "", "class CausalAttention(nn.Module):\n    def __init__(self, d_in, d_out, context_length, dropout, "
+                 "qkv_bias=False):\n        super().__init__()\n        raise NotImplementedError(\"3.5.3\")\n\n"
+                 "    def forward(self, x):\n        raise NotImplementedError(\"3.5.3\")\n"),
+      ch(WR, "", "class MultiHeadAttentionWrapper(nn.Module):\n    def __init__(self, d_in, d_out, context_length, "
+                 "dropout, num_heads, qkv_bias=False):\n        super().__init__()\n"
+                 "        raise NotImplementedError(\"3.6.1\")\n\n"
+                 "    def forward(self, x):\n        raise NotImplementedError(\"3.6.1\")\n"),
+      breaks=f"{CA}, {WR}", says=("not implemented yet",), never_says=("stand-in heads",)),
     V("wrapper_qkv_bias_not_passed", ch(WR, "dropout, qkv_bias) for _", "dropout) for _"), breaks=WR,
       says=("pass qkv_bias on to every CausalAttention head",)),
     V("wrapper_context_len_argument", ch(WR, "context_length", "context_len"), breaks=WR,
