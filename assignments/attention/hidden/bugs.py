@@ -606,7 +606,8 @@ VARIANTS: list[Variant] = [
     # not take, so the wrapper was judged with heads in the notebook's order and its right call crashed them (0/15).
     V("wrapper_and_head_arguments_reordered",
       ch(CA, "context_length: int, dropout: float, qkv_bias", "dropout: float, context_length: int, qkv_bias"),
-      ch(WR, "context_length: int, dropout: float, num_heads: int,", "context_length: int, num_heads: int, dropout: float,"),
+      ch(WR, "context_length: int, dropout: float, num_heads: int,",
+         "context_length: int, num_heads: int, dropout: float,"),
       ch(WR, "CausalAttention(d_in, d_out, context_length, dropout, qkv_bias)",
          "CausalAttention(d_in, d_out, dropout, context_length, qkv_bias)"),
       breaks=f"{CA}, {WR}", says=("the notebook's arguments in another order",),
