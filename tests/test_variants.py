@@ -154,6 +154,10 @@ def test_heads_in_a_plain_list_cost_only_what_the_list_breaks(graded):
      "MultiHeadAttention.__init__ takes (d_in, d_out, context_length, dropout, num_heads, qkv_bias)"),
     ("causal_mask_plain_attribute_moved_in_forward", "CausalAttention",
      "CausalAttention registers the buffer `mask` = triu(ones, diagonal=1)"),
+    ("causal_arguments_renamed_and_reordered", "CausalAttention",
+     "CausalAttention.__init__ takes (d_in, d_out, context_length, dropout, qkv_bias)"),
+    ("mha_arguments_reordered_and_bias_renamed", "MultiHeadAttention",
+     "MultiHeadAttention.__init__ takes (d_in, d_out, context_length, dropout, num_heads, qkv_bias)"),
 ])
 def test_a_name_or_order_other_than_the_notebooks_costs_its_own_check_only(graded, name, question, check):
     """Heads kept as self.attention_heads, the mask as the buffer causal_mask, num_heads before dropout: the grader

@@ -70,25 +70,41 @@ def _ctor(sub, cls: str, d_in: int, d_out: int, ctx: int, dropout: float, heads:
     if "qkv_bias" not in kw and "qkv_bias" in SIGNATURES.get(cls, ()) and _bias_by_default(sub, cls):
         kw = {**kw, "qkv_bias": False}  # the notebook's default, charged once by the signature check
     extra = {"stand_in": spec} if cls == "MultiHeadAttentionWrapper" and (spec := stand_in(sub)) else {}
-    if _reordered_names(sub, cls, len(args), kw):  # the notebook's names in another order: each value by its name
-        return (), dict(zip(SIGNATURES[cls], args)) | kw, extra
+    own = _reordered_names(sub, cls, len(args), kw)
+    if own:  # the notebook's arguments (or renames of them) in another order: each value by the student's name
+        return (), {own[k]: v for k, v in (dict(zip(SIGNATURES[cls], args)) | kw).items()}, extra
     return args, kw, extra
 
 
-def _reordered_names(sub, cls: str, placed: int, kw: dict) -> bool:
-    """Whether `cls.__init__` has the notebook's names for its first `placed` arguments, in another order
-    (num_heads before dropout): passed by position they land on the wrong names ("got multiple values for
-    argument 'num_heads'", and every check of a right MultiHeadAttention failed). The signature check charges
-    the order, once."""
-    if cls not in SIGNATURES:
-        return False
+def _own_names(sub, cls: str, names, notebook) -> dict[str, str] | None:
+    """The student's parameter of `cls.__init__` for each of the notebook's `names`: the name itself, or a rename
+    of it (`context_len`, `droupout`, `bias`); None where one has none, or two read as the same."""
     try:
         params = sub.signature(cls)
     except CheckFailure:
-        return False
+        return None
     got = [p.get("name") for p in params if p.get("kind") == "POSITIONAL_OR_KEYWORD"]
+    own = {w: w if w in got else _rename_of(w, got, list(notebook)) for w in names}
+    if None in own.values() or len(set(own.values())) != len(own):
+        return None
+    return own
+
+
+def _reordered_names(sub, cls: str, placed: int, kw: dict) -> dict[str, str] | None:
+    """The notebook's name -> the student's, where `cls.__init__` takes the notebook's first `placed` arguments (or
+    renames of them) in another order (num_heads before dropout; (d_in, context_len, d_out, droupout)): passed by
+    position they land on the wrong names ("got multiple values for argument 'num_heads'", and every check of a
+    right MultiHeadAttention failed; a head built with context_length for d_out crashed every check). None in the
+    notebook's order (a rename alone is placed by position: by_position). The signature check charges the order,
+    once."""
+    if cls not in SIGNATURES:
+        return None
     want = SIGNATURES[cls]
-    return all(w in got for w in (*want[:placed], *kw)) and got[:placed] != want[:placed]
+    own = _own_names(sub, cls, dict.fromkeys((*want[:placed], *kw)), want)
+    if not own:
+        return None
+    got = [p.get("name") for p in sub.signature(cls) if p.get("kind") == "POSITIONAL_OR_KEYWORD"]
+    return own if [got.index(own[w]) for w in want[:placed]] != list(range(placed)) else None
 
 
 def _bias_by_default(sub, cls: str) -> bool:
@@ -110,7 +126,7 @@ def build(sub, cls: str, d_in: int, d_out: int, ctx: int = 0, dropout: float = 0
     (`stand_in`)."""
     args, kw, extra = _ctor(sub, cls, d_in, d_out, ctx, dropout, heads, kw)
     try:
-        return sub.new(cls, *args, seed=seed, **extra, **kw)
+        return _as_notebook(sub, cls, sub.new(cls, *args, seed=seed, **extra, **kw))
     except CheckFailure as e:
         positional = by_position(sub, cls, args, kw, e)
         if positional is None:
@@ -124,12 +140,25 @@ def build_then(sub, cls: str, d_in: int, d_out: int, ctx: int = 0, dropout: floa
     values). Fails as build() and those requests one by one would (lenient: see proxy.Remote.seq)."""
     args, kw, extra = _ctor(sub, cls, d_in, d_out, ctx, dropout, heads, kw)
     try:
-        return sub.new_seq(cls, *args, steps=list(steps), seed=seed, lenient=lenient, **extra, **kw)
+        m, values = sub.new_seq(cls, *args, steps=list(steps), seed=seed, lenient=lenient, **extra, **kw)
+        return _as_notebook(sub, cls, m), values
     except CheckFailure as e:
         positional = by_position(sub, cls, args, kw, e) if e.step == 0 else None
         if positional is None:
             raise
         return sub.new_seq(cls, *positional, steps=list(steps), seed=seed, lenient=lenient, **extra)
+
+
+def _as_notebook(sub, cls: str, m):
+    """`m` with its recorded constructor call in the notebook's argument names, as the reference takes them (the
+    figures' confirmation and the bug diagnosis build the reference from it): a class built by the student's own
+    names (`context_len`, `droupout`) was recorded with those, and the reference refused them (an internal error)."""
+    name, args, kwargs, seed = m.ctor
+    if cls in SIGNATURES and not args and any(k not in SIGNATURES[cls] for k in kwargs):
+        own = _own_names(sub, cls, SIGNATURES[cls], SIGNATURES[cls]) or {}
+        role = {g: w for w, g in own.items()}
+        m.ctor = (name, args, {role.get(k, k): v for k, v in kwargs.items()}, seed)
+    return m
 
 
 def by_position(sub, cls: str, args: tuple, kw: dict, err: CheckFailure) -> tuple | None:
@@ -616,7 +645,10 @@ def check_signature(sub, cls: str) -> None:
                                        f"`{cls}.__init__`의 시그니처는 노트북과 같습니다. 클래스가 동작하면 이 점수를 "
                                        "받습니다: ") + e.message, e.staff) from None
         return
-    if [g for g in got if g in want] != [w for w in want if w in got]:  # the notebook's names, another order
+    # the notebook's names (or renames of them: (d_in, context_len, d_out, droupout)) in another order
+    role = {g: w for w in want if (g := w if w in got else _rename_of(w, got, want))}
+    roles = [role[g] for g in got if g in role]
+    if roles != [w for w in want if w in roles]:
         guess = [f"`{_rename_of(m, got, want)}` -> `{m}`" for m in want if m not in got and _rename_of(m, got, want)]
         en = f" Rename: {', '.join(guess)}." if guess else ""
         ko = f" 이름 바꾸기: {', '.join(guess)}." if guess else ""
@@ -905,15 +937,15 @@ def _in_own_order(sub, cls: str, names: tuple, values: tuple) -> tuple:
     """`values` (for `names`, in the notebook's order) placed as `cls.__init__` takes them, where its first
     arguments are the notebook's names in another order (dropout before context_length): the heads the grader
     builds beside a wrapper are then the heads the wrapper builds. Else as given."""
-    try:
-        params = sub.signature(cls)
-    except CheckFailure:
+    own = _own_names(sub, cls, names, HEAD_ARGS)  # (renames too: (d_in, context_len, d_out, droupout))
+    if not own:
         return tuple(values)
-    got = [p.get("name") for p in params if p.get("kind") == "POSITIONAL_OR_KEYWORD"][:len(names)]
-    if got == list(names) or sorted(got) != sorted(names):
+    got = [p.get("name") for p in sub.signature(cls) if p.get("kind") == "POSITIONAL_OR_KEYWORD"][:len(names)]
+    role = {g: w for w, g in own.items()}
+    if got == [own[w] for w in names] or sorted(got) != sorted(own.values()):
         return tuple(values)
     by_name = dict(zip(names, values))
-    return tuple(by_name[g] for g in got)
+    return tuple(by_name[role[g]] for g in got)
 
 
 def head_args(sub, spec: dict | None, d_in: int, d_out: int, ctx: int, dropout: float, *more) -> tuple:
@@ -994,12 +1026,13 @@ def stand_in(sub) -> dict[str, str] | None:
                 return _stand_in_spec(sub)
         except CheckFailure:
             _STAND_IN_USED[sub] = True
-            sub.notes.append(Message(
-                f"MultiHeadAttentionWrapper was graded with the grader's stand-in heads in place of your `{head}`, "
-                "which does not work yet (see its checks): the wrapper's own code earns its points, and the heads' "
-                "fault costs points under CausalAttention only.",
-                f"MultiHeadAttentionWrapper는 아직 동작하지 않는 `{head}` 대신 채점기의 대체 헤드로 채점했습니다 "
-                "(해당 검사 참고): 래퍼는 자기 코드로 점수를 받고, 헤드의 잘못은 CausalAttention에서만 감점됩니다."))
+            if not _unfinished(sub, "MultiHeadAttentionWrapper"):  # (of a skeleton's wrapper, the note misleads)
+                sub.notes.append(Message(
+                    f"MultiHeadAttentionWrapper was graded with the grader's stand-in heads in place of your `{head}`, "
+                    "which does not work yet (see its checks): the wrapper's own code earns its points, and the heads' "
+                    "fault costs points under CausalAttention only.",
+                    f"MultiHeadAttentionWrapper는 아직 동작하지 않는 `{head}` 대신 채점기의 대체 헤드로 채점했습니다 "
+                    "(해당 검사 참고): 래퍼는 자기 코드로 점수를 받고, 헤드의 잘못은 CausalAttention에서만 감점됩니다."))
     if not _STAND_IN_USED[sub]:
         return None
     sub.taint({"MultiHeadAttentionWrapper"}, needless=_gate_failed_of(sub))
@@ -1007,6 +1040,22 @@ def stand_in(sub) -> dict[str, str] | None:
 
 
 HEAD_ARGS = ("d_in", "d_out", "context_length", "dropout", "qkv_bias")
+
+
+def _unfinished(sub, cls: str) -> bool:
+    """Whether the submission's `cls` still raises NotImplementedError in its __init__ or forward, as the skeleton
+    does (read from the source, never run): the note that such a wrapper was graded with the grader's heads (seen
+    beside every untouched wrapper of a learner's file) told of a grading that gave it nothing."""
+    import ast
+    node = class_node(sub, cls)
+    for f in (node.body if node is not None else ()):
+        if isinstance(f, ast.FunctionDef) and f.name in ("__init__", "forward"):
+            for st in f.body:
+                exc = st.exc.func if isinstance(st, ast.Raise) and isinstance(st.exc, ast.Call) else \
+                    (st.exc if isinstance(st, ast.Raise) else None)
+                if isinstance(exc, ast.Name) and exc.id == "NotImplementedError":
+                    return True
+    return False
 
 
 def _gate_failed_of(sub) -> Callable[[str], bool]:
@@ -1097,8 +1146,12 @@ def _stand_in_names(sub, head: str) -> dict[str, str]:
         named = _head_names(sub, head)
         if named:
             alias = "" if head == HEAD else f"\n{head} = {HEAD}\n"
+            # (a wrapper that takes its own arguments in another order too is built by their names)
+            own = _reordered_names(sub, "MultiHeadAttentionWrapper", 4, {"num_heads": 2}) or {}
+            call = dict(zip(SIGNATURES["MultiHeadAttentionWrapper"], (3, 2, 4, 0.0, 2)))
+            args, kw = ((), {own[k]: v for k, v in call.items()}) if own else (tuple(call.values()), {})
             try:  # the wrapper builds such heads (the call the notebook's wrapper makes)
-                sub.new("MultiHeadAttentionWrapper", 3, 2, 4, 0.0, 2, seed=0,
+                sub.new("MultiHeadAttentionWrapper", *args, seed=0, **kw,
                         stand_in={"name": head, "source": _reordered(named) + alias})
             except CheckFailure:
                 named = {}

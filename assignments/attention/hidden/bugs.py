@@ -289,6 +289,18 @@ VARIANTS: list[Variant] = [
          'raise NotImplementedError(\n            "MultiHeadAttentionWrapper.forward: see notebook section 3.6.1 / '
          '노트북 3.6.1 참고")'),
       breaks=f"{CA}, {WR}", says=("not implemented yet",)),  # the skeleton's raise, left in place
+    # Neither CausalAttention nor the wrapper begun (their __init__ still raises, as in the skeleton; seen in six of 32
+    # learners' files handed in with the classes they had not reached): the grader's note said the wrapper had been
+    # graded with its stand-in heads in place of the unfinished CausalAttention, a grading that gave it nothing.
+    V("causal_and_wrapper_not_begun",
+      ch(CA, "", "class CausalAttention(nn.Module):\n    def __init__(self, d_in, d_out, context_length, dropout, "
+                 "qkv_bias=False):\n        super().__init__()\n        raise NotImplementedError(\"3.5.3\")\n\n"
+                 "    def forward(self, x):\n        raise NotImplementedError(\"3.5.3\")\n"),
+      ch(WR, "", "class MultiHeadAttentionWrapper(nn.Module):\n    def __init__(self, d_in, d_out, context_length, "
+                 "dropout, num_heads, qkv_bias=False):\n        super().__init__()\n"
+                 "        raise NotImplementedError(\"3.6.1\")\n\n"
+                 "    def forward(self, x):\n        raise NotImplementedError(\"3.6.1\")\n"),
+      breaks=f"{CA}, {WR}", says=("not implemented yet",), never_says=("stand-in heads",)),
     V("wrapper_qkv_bias_not_passed", ch(WR, "dropout, qkv_bias) for _", "dropout) for _"), breaks=WR,
       says=("pass qkv_bias on to every CausalAttention head",)),
     V("wrapper_context_len_argument", ch(WR, "context_length", "context_len"), breaks=WR,
@@ -579,6 +591,36 @@ VARIANTS: list[Variant] = [
                                     "context_length: int, num_heads: int, dropout: float,"), breaks=MHA,
       says=("the notebook's arguments in another order",),
       why="the signature check only: every other check passes the arguments by name"),
+    # Renames beside another order (seen in learners' repositories: CausalAttention(d_in, context_len, d_out, droupout),
+    # a wrapper (num_heads, d_in, d_out, context_lenght, ...)): only the notebook's exact names were passed by name,
+    # so the head was built with context_length for d_out and every check of CausalAttention failed on the mask; the
+    # qkv_bias checks of a MultiHeadAttention (..., num_heads, context_length, dropout, qvk_bias) said "got multiple
+    # values for argument 'num_heads'". The signature check alone charges them.
+    V("causal_arguments_renamed_and_reordered",
+      ch(CA, "d_in: int, d_out: int, context_length: int, dropout: float, qkv_bias: bool = False):",
+         "d_in, context_len, d_out, droupout, qkv_bias=False):"),
+      ch(CA, "nn.Dropout(dropout)", "nn.Dropout(droupout)"), ch(CA, "context_length", "context_len"),
+      ch(WR, "CausalAttention(d_in, d_out, context_length, dropout, qkv_bias)",
+         "CausalAttention(d_in=d_in, context_len=context_length, d_out=d_out, droupout=dropout, qkv_bias=qkv_bias)"),
+      breaks=CA, says=("the notebook's arguments in another order", "`context_len` -> `context_length`"),
+      never_says=("must match the size",)),
+    V("mha_arguments_reordered_and_bias_renamed",
+      ch(MHA, "context_length: int, dropout: float, num_heads: int,\n                 qkv_bias: bool = False):",
+         "num_heads: int, context_length: int, dropout: float,\n                 qvk_bias: bool = False):"),
+      ch(MHA, "bias=qkv_bias", "bias=qvk_bias"), breaks=MHA,
+      says=("the notebook's arguments in another order", "`qvk_bias` -> `qkv_bias`"),
+      never_says=("got multiple values",)),
+    # The head's own order, and a wrapper in its own order too that builds its heads in the head's (seen): the
+    # grader's check that the wrapper builds heads that way called the wrapper in the notebook's order, which it does
+    # not take, so the wrapper was judged with heads in the notebook's order and its right call crashed them (0/15).
+    V("wrapper_and_head_arguments_reordered",
+      ch(CA, "context_length: int, dropout: float, qkv_bias", "dropout: float, context_length: int, qkv_bias"),
+      ch(WR, "context_length: int, dropout: float, num_heads: int,",
+         "context_length: int, num_heads: int, dropout: float,"),
+      ch(WR, "CausalAttention(d_in, d_out, context_length, dropout, qkv_bias)",
+         "CausalAttention(d_in, d_out, dropout, context_length, qkv_bias)"),
+      breaks=f"{CA}, {WR}", says=("the notebook's arguments in another order",),
+      never_says=("dropout probability has to be between 0 and 1",)),
     # A loop over the heads, each head's weights through self.dropout in turn (seen in learners' code): the same
     # dropout with its random draws made head by head. It lost the train-mode dropout point.
     V("ok_head_loop_dropout", ch(MHA, MHA_CORE, HEAD_LOOP.format(drop="self.dropout(weights)", scores="scores"))),
