@@ -505,8 +505,13 @@ def _gate(req: _Ahead, cls: str, seed: int) -> None:
     # before the others: what it gives must be what the gate's module gives after its other calls. Red team, round
     # 13: a per-token map that attended only once it had seen an input equal to 2 * (the one before) + 1, or once
     # the pending requests it found up the call stack held such a pair, passed the gate on its later calls and
-    # earned 10 of CausalAttention's points as a per-token map everywhere else.
-    alone_req, alone = _Ahead(req.sub), step("call", _token_changed(x, 0, seed), seed=seed + 3)
+    # earned 10 of CausalAttention's points as a per-token map everywhere else. With a batch, its two inputs are
+    # swapped (each is attended to on its own): other bytes than the gate's, so that a module that keeps every output
+    # it gave, keyed by its input and weights, cannot hand the same one back. (One that keys them by each batch
+    # input still can: it sees every request the worker gets, and no replay is out of its reach.)
+    swap = [1, 0] if x.dim() == 3 and x.shape[0] == 2 else None
+    x_alone = _token_changed(x, 0, seed) if swap is None else _token_changed(x, 0, seed)[swap]
+    alone_req, alone = _Ahead(req.sub), step("call", x_alone, seed=seed + 3)
     alone_req.build(cls, args, seed, plan=[alone])
     req.build(cls, args, seed, plan=[on_x, on_other, on_first, on_mid, state])
     y = expect_tensor(req.ask(on_x)["out"], f"{cls}(...)(x)")
@@ -554,7 +559,8 @@ def _gate(req: _Ahead, cls: str, seed: int) -> None:
     else:
         _gate_weights(req, x, y, params, seed, cls)
     if y_first is not None:
-        _same_alone(alone_req.ask(alone)["out"], y_first, cls)
+        y_alone = expect_tensor(alone_req.ask(alone)["out"], f"{cls}(...)(x)")
+        _same_alone(y_alone if swap is None or y_alone.dim() == 0 else y_alone[swap], y_first, cls)
 
 
 def _same_alone(got, y_first, cls: str) -> None:
