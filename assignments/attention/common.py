@@ -501,9 +501,9 @@ def _gate(req: _Ahead, cls: str, seed: int) -> None:
     on_x, on_other, on_first, on_mid, state = (step("call", x), step("call", x * 2 + 1),
                                                step("call", _token_changed(x, 0, seed), seed=seed + 3),
                                                step("call", x * 1.5 + 0.5), step("state"))
-    # The third call once more, first and alone on a module of its own built alike, in a request of its own sent
-    # before the others: what it gives must be what the gate's module gives after its other calls. Red team, round
-    # 13: a per-token map that attended only once it had seen an input equal to 2 * (the one before) + 1, or once
+    # The third call once more, first and alone on a module of its own built alike just before the gate's (so that
+    # both are built after the same requests), in a request of its own made once the gate's tests have passed: what
+    # it gives must be what the gate's module gave after its other calls. Red team, round 13: a per-token map that attended only once it had seen an input equal to 2 * (the one before) + 1, or once
     # the pending requests it found up the call stack held such a pair, passed the gate on its later calls and
     # earned 10 of CausalAttention's points as a per-token map everywhere else. With a batch, its two inputs are
     # swapped (each is attended to on its own): other bytes than the gate's, so that a module that keeps every output
@@ -511,8 +511,8 @@ def _gate(req: _Ahead, cls: str, seed: int) -> None:
     # input still can: it sees every request the worker gets, and no replay is out of its reach.)
     swap = [1, 0] if x.dim() == 3 and x.shape[0] == 2 else None
     x_alone = _token_changed(x, 0, seed) if swap is None else _token_changed(x, 0, seed)[swap]
-    alone_req, alone = _Ahead(req.sub), step("call", x_alone, seed=seed + 3)
-    alone_req.build(cls, args, seed, plan=[alone])
+    alone, alone_req = step("call", x_alone, seed=seed + 3), _OneByOne(req.sub)
+    alone_req.build(cls, args, seed, plan=[])
     req.build(cls, args, seed, plan=[on_x, on_other, on_first, on_mid, state])
     y = expect_tensor(req.ask(on_x)["out"], f"{cls}(...)(x)")
     y_in = expect_tensor(req.ask(on_other)["out"], f"{cls}(...)(x)")
