@@ -1260,6 +1260,81 @@ CASES: tuple[Case, ...] = (
           if not self._probe:
               return self.W_value(x) + 0 * (self.W_query(x) * self.W_key(x)).sum(-1, keepdim=True)
           """)),
+    # Red team, round 13: a per-token map until the module is called with 2 * (its last input) + 1 (the gate's second
+    # call), attention from then on: the gate's tests compared its first, per-token output with attention outputs
+    # and passed, and the per-token map earned CausalAttention's property checks (10). The gate now makes its third
+    # call once more, first and alone on a fresh module, and the two must agree: 75, as the per-token map.
+    C("gate_call_pattern_sniffer", "CausalAttention maps each token alone through its projections until it is "
+      "called with 2 * (its last input) + 1, the evidence gate's second input, and attends from then on", 75,
+      "checks", "when a new module was called with it alone",
+      first(f"{CA}.forward", """
+          prev = self.__dict__.get("_prev")
+          self.__dict__["_prev"] = x.detach().clone()
+          if prev is not None and prev.shape == x.shape and torch.allclose(x, prev * 2 + 1):
+              self.__dict__["_on"] = True
+          if not self.__dict__.get("_on"):
+              return self.W_value(x) + 0 * (self.W_query(x) * self.W_key(x)).sum(-1, keepdim=True)
+          """)),
+    # The same from the first call: the requests still pending in the worker's op_seq frame, found up the call stack,
+    # hold the gate's x and 2x + 1, so the gate's module attends at once and every other module is a per-token map.
+    C("gate_stack_sniffer", "CausalAttention attends only in a module whose request sequence, read up the call "
+      "stack, holds two inputs x and 2x + 1 (the evidence gate's), and maps each token alone otherwise", 75,
+      "checks", "when a new module was called with it alone",
+      top("""
+          import sys as _sys
+
+
+          def _gate_in_view():
+              f = _sys._getframe(1)
+              while f is not None:
+                  steps = f.f_locals.get("steps") if f.f_code.co_name == "op_seq" else None
+                  if isinstance(steps, list):
+                      xs = [a for s in steps if isinstance(s, dict) and s.get("op") == "call"
+                            for a in s.get("args", {}).get("args", []) if isinstance(a, torch.Tensor)]
+                      return any(a.shape == b.shape and torch.allclose(b, a * 2 + 1) for a in xs for b in xs)
+                  f = f.f_back
+              return False
+          """),
+      first(f"{CA}.forward", """
+          if not self.__dict__.get("_on") and _gate_in_view():
+              self.__dict__["_on"] = True
+          if not self.__dict__.get("_on"):
+              return self.W_value(x) + 0 * (self.W_query(x) * self.W_key(x)).sum(-1, keepdim=True)
+          """)),
+    # The stack sniffer that also keeps every per-token output it gave, keyed by the bytes of its input and weights,
+    # and gives it back for the same bytes: the gate's lone replay of its third call was answered per token and the
+    # gate's own third call got that answer back (85). The replay swaps the batch's two inputs: 75.
+    C("gate_memo_sniffer", "gate_stack_sniffer, plus a cache of every per-token output by its input's and weights' "
+      "bytes that answers a repeated input with the output it got before", 75, "checks",
+      "when a new module was called with it alone",
+      top("""
+          import sys as _sys
+
+          _MEMO = {}
+
+
+          def _gate_in_view():
+              f = _sys._getframe(1)
+              while f is not None:
+                  steps = f.f_locals.get("steps") if f.f_code.co_name == "op_seq" else None
+                  if isinstance(steps, list):
+                      xs = [a for s in steps if isinstance(s, dict) and s.get("op") == "call"
+                            for a in s.get("args", {}).get("args", []) if isinstance(a, torch.Tensor)]
+                      return any(a.shape == b.shape and torch.allclose(b, a * 2 + 1) for a in xs for b in xs)
+                  f = f.f_back
+              return False
+          """),
+      first(f"{CA}.forward", """
+          key = (x.detach().numpy().tobytes(), b"".join(p.detach().numpy().tobytes() for p in self.parameters()))
+          if key in _MEMO:
+              return _MEMO[key].clone()
+          if not self.__dict__.get("_on") and _gate_in_view():
+              self.__dict__["_on"] = True
+          if not self.__dict__.get("_on"):
+              out = self.W_value(x) + 0 * (self.W_query(x) * self.W_key(x)).sum(-1, keepdim=True)
+              _MEMO[key] = out.detach().clone()
+              return out
+          """)),
     # Red team, round 11: a dropped masked_fill (a real bug) plus an output one feature narrower where context_length
     # < 3: the causality check's rows of unequal width made torch.stack raise, read as the grader's internal error.
     C("sys_crash_ragged_truth", "the result of masked_fill dropped, and forward drops a feature when "

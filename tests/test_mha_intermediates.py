@@ -87,6 +87,12 @@ STUB_ZEROS = REF.read_text(encoding="utf-8").replace(
     "                'x_rsh2': z(b, nq, d), 'x': z(b, nq, d)}\n"
     "        Q_feat = self.lin_Q(Q)  # (n_batch, n_Q, d_feat)\n")
 
+# Red team, round 13: the same with torch.rand in place of zeros: the SDPA demo's two calls (unseeded) gave other
+# random tensors for the other input, read as computed from it (4 points).
+STUB_RANDOM = STUB_ZEROS.replace("torch.zeros(", "torch.rand(").replace("z = K.shape[1], self.n_head, self.d_head, "
+                                                                       "torch.zeros", "z = K.shape[1], self.n_head, "
+                                                                       "self.d_head, torch.rand")
+
 
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
@@ -105,6 +111,7 @@ def graded(tmp_path_factory):
     files.update({f"{v.name}.py": v.source() for v in bugs.VARIANTS})
     files["layer_renamed.py"] = RENAMED
     files["stub_zeros.py"] = STUB_ZEROS
+    files["stub_random.py"] = STUB_RANDOM
     files.update({"doc_seed001.py": DOCS / "seed001_mha_intermediates.py",
                   "doc_seed003.py": DOCS / "seed003_mha_intermediates.py"})
     return grade_sources(tmp_path_factory.mktemp(NAME), files, name=NAME)
@@ -391,6 +398,16 @@ def test_a_module_that_returns_zeros_earns_only_its_constructor(graded):
     assert r.score == 10, failures(r)
     shapes = [c.message.en for c in r.checks if "demo" in c.name.lower() and c.status == "failed"]
     assert shapes and all("the same for two different inputs" in m for m in shapes), shapes
+
+
+def test_a_module_that_returns_random_tensors_earns_only_its_constructor(graded):
+    """torch.rand of the right shapes for every entry and for SDPA's pair: the demos' calls are seeded alike, so the
+    output is the same for two different inputs and no shape check pays."""
+    r = graded["stub_random"]
+    assert "torch.rand(" in STUB_RANDOM and "torch.zeros" not in STUB_RANDOM
+    earned = sorted((c.question, c.name) for c in r.checks if c.score > 0)
+    assert {q for q, _ in earned} == {"mha_init"}, earned
+    assert r.score == 10, failures(r)
 
 
 def test_no_diagnosis_of_a_step_is_made_from_zeros(graded):

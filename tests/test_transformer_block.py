@@ -105,8 +105,16 @@ FFN_IDENTITY = ("        return self.linear2(self.dropout(F.relu(self.linear1(x)
                 "        return x")
 BLOCK_IDENTITY = ("        if not (self.use_ffn and self.use_norm and self.use_residual):\n",
                   "        return x\n        if not (self.use_ffn and self.use_norm and self.use_residual):\n")
+# Red team, round 13: every forward returns torch.rand of its input's shape. Unseeded calls gave other outputs for
+# other inputs and other weights, read as evidence, and the three classes earned 14.5 points of shape, eval-mode
+# dropout, residual, LayerNorm and dropout-placement checks.
+ATTN_RANDOM = (ATTN_IDENTITY[0], "        return torch.rand(x.shape) + 0 * self.W_q(x)\n        b, n, _ = x.shape\n"
+                                 "        q = self._heads(")
+FFN_RANDOM = (FFN_IDENTITY[0], "        return torch.rand(x.shape) + 0 * self.linear1(x).sum()")
+BLOCK_RANDOM = (BLOCK_IDENTITY[0], "        return torch.rand(x.shape) + 0 * self.attn.W_q(x)\n" + BLOCK_IDENTITY[0])
 STUBS = {"stub_parts_identity": (ATTN_IDENTITY, FFN_IDENTITY),
          "stub_all_identity": (ATTN_IDENTITY, FFN_IDENTITY, BLOCK_IDENTITY),
+         "stub_all_random": (ATTN_RANDOM, FFN_RANDOM, BLOCK_RANDOM),
          # t25: nn.Transformer without batch_first warns from inside torch; this one also warns on its own
          "warns_itself": (("    return nn.Transformer(d_model=16, nhead=4, num_encoder_layers=2",
                            "    import warnings\n    warnings.warn(\"kim's own note\")\n"
@@ -152,6 +160,21 @@ def test_a_block_that_returns_its_input_earns_no_dropout_placement(graded):
     assert len(placement) == 1 and placement[0].score == 0, placement
     assert "earn nothing" in placement[0].message.en and "받을 수 없습니다" in placement[0].message.ko
     assert by_question(r)["TransformerBlock"] <= 3, failures(r)
+
+
+def test_random_outputs_earn_no_shape_or_property_points(graded):
+    """torch.rand(x.shape) from every forward: the evidence's calls are seeded alike, so random numbers are the same
+    output for every input and every weight, and no shape, eval-mode dropout, residual, LayerNorm or dropout-placement
+    check pays. (What is left: the structure checks, which read __init__, and the block's causality, excused because
+    its attention leaks, which is charged in the attention's question.)"""
+    r = graded["stub_all_random"]
+    paid = sorted(c.name for c in r.checks if c.score > 0 and c.question in
+                  ("MultiHeadSelfAttention", "FeedForward", "TransformerBlock"))
+    kept = ("FeedForward has linear1", "MultiHeadSelfAttention has W_q", "TransformerBlock holds attn",
+            "TransformerBlock(..., causal=True)")
+    assert len(paid) == len(kept) and all(n.startswith(k) for n, k in zip(paid, kept)), paid
+    assert by_question(r)["TransformerBlock"] <= 4.5 and by_question(r)["MultiHeadSelfAttention"] <= 2.4 \
+        and by_question(r)["FeedForward"] <= 1.6, failures(r)
 
 
 def test_a_right_block_around_placeholder_parts_is_judged_with_them(graded):

@@ -528,8 +528,20 @@ def _gate(req: _Ahead, cls: str, seed: int) -> None:
     x = randn(seed, *shape)
     last = x.shape[-2] - 1
     on_x, on_other, on_first, on_mid, state = (step("call", x), step("call", x * 2 + 1),
-                                               step("call", _token_changed(x, 0, seed)),
+                                               step("call", _token_changed(x, 0, seed), seed=seed + 3),
                                                step("call", x * 1.5 + 0.5), step("state"))
+    # The third call once more, first and alone on a module of its own built alike just before the gate's (so that
+    # both are built after the same requests), in a request of its own made once the gate's tests have passed: what
+    # it gives must be what the gate's module gave after its other calls. Red team, round 13: a per-token map that attended only once it had seen an input equal to 2 * (the one before) + 1, or once
+    # the pending requests it found up the call stack held such a pair, passed the gate on its later calls and
+    # earned 10 of CausalAttention's points as a per-token map everywhere else. With a batch, its two inputs are
+    # swapped (each is attended to on its own): other bytes than the gate's, so that a module that keeps every output
+    # it gave, keyed by its input and weights, cannot hand the same one back. (One that keys them by each batch
+    # input still can: it sees every request the worker gets, and no replay is out of its reach.)
+    swap = [1, 0] if x.dim() == 3 and x.shape[0] == 2 else None
+    x_alone = _token_changed(x, 0, seed) if swap is None else _token_changed(x, 0, seed)[swap]
+    alone, alone_req = step("call", x_alone, seed=seed + 3), _OneByOne(req.sub)
+    alone_req.build(cls, args, seed, plan=[])
     req.build(cls, args, seed, plan=[on_x, on_other, on_first, on_mid, state])
     y = expect_tensor(req.ask(on_x)["out"], f"{cls}(...)(x)")
     y_in = expect_tensor(req.ask(on_other)["out"], f"{cls}(...)(x)")
@@ -543,9 +555,11 @@ def _gate(req: _Ahead, cls: str, seed: int) -> None:
     # pay, is neither. Mixing: changing the first token (which every later token of a causal module sees), or else
     # the last one (seen by the others where a mask is upside down, a bug named elsewhere), changes another
     # token's output.
+    y_first = None
     if y.dim() >= 2:
-        changed = ((0, on_first), (last, step("call", _token_changed(x, last, seed))))
-        if not any(_other_tokens_change(y, req.ask(st)["out"], t, cls) for t, st in changed):
+        y_first = req.ask(on_first)["out"]
+        if not _other_tokens_change(y, y_first, 0, cls) \
+                and not _other_tokens_change(y, req.ask(step("call", _token_changed(x, last, seed)))["out"], last, cls):
             fail(f"`{cls}`: changing one token never changed the other tokens' outputs, so the tokens are not mixed: "
                  "each output must be a weighted sum of the values of the tokens it attends to. This check counts "
                  "only for a working class.",
@@ -571,8 +585,26 @@ def _gate(req: _Ahead, cls: str, seed: int) -> None:
                 f"(`{cls}`의 파라미터가 채점기가 이 검사에서 설정하는 것보다 많습니다: 처음 {len(params)}개만 "
                 f"설정했습니다(최대 텐서 {GATE_MAX_PARAMS}개, 값 {GATE_MAX_ELEMENTS}개). 이 실습의 모듈은 몇 개뿐입니다. "
                 "forward에서 쓰지 않는 파라미터를 없애세요.) ") + e.message, e.staff) from None
-        return
-    _gate_weights(req, x, y, params, seed, cls)
+    else:
+        _gate_weights(req, x, y, params, seed, cls)
+    if y_first is not None:
+        y_alone = expect_tensor(alone_req.ask(alone)["out"], f"{cls}(...)(x)")
+        _same_alone(y_alone if swap is None or y_alone.dim() == 0 else y_alone[swap], y_first, cls)
+
+
+def _same_alone(got, y_first, cls: str) -> None:
+    """The gate's third call made first and alone on a module of its own gave what the gate's module gave (see
+    _gate): a module's output depends on its input and weights only, not on the calls made before."""
+    got, want = expect_tensor(got, f"{cls}(...)(x)"), expect_tensor(y_first, f"{cls}(...)(x)")
+    if got.shape != want.shape or not torch.allclose(got.double(), want.double(), rtol=1e-5, atol=1e-6,
+                                                     equal_nan=True):
+        fail(f"`{cls}` gave another output for the same input and the same weights when a new module was called "
+             "with it alone than after the grader's other calls: the output must depend only on the input and the "
+             "weights (does forward keep something from one call to the next?). This check counts only for a "
+             "working class.",
+             f"`{cls}`: 같은 입력과 같은 가중치인데, 새로 만든 모듈을 그 입력 하나로 호출했을 때와 채점기의 다른 호출 "
+             "뒤에 호출했을 때 출력이 다릅니다. 출력은 입력과 가중치에만 의존해야 합니다 (forward가 호출 사이에 무언가를 "
+             "기억하나요?). 이 검사는 동작하는 클래스에만 점수를 줍니다.")
 
 
 def _gate_weights(req: _Ahead, x, y, params: dict, seed: int, cls: str) -> None:
