@@ -32,7 +32,11 @@ def load(m, state: dict[str, torch.Tensor], cls: str, hint_en: str, hint_ko: str
     # From the grader's side: "missing" = reference names the student's module lacks, "unexpected" = the
     # student's own names the reference has no value for.
     problems = [(f"no {n}", f"{n} 없음") for n in rep.get("missing", [])]
-    problems += [(f"an extra {n}", f"필요 없는 {n}") for n in rep.get("unexpected", []) if n not in not_sent]
+    extra = [n for n in rep.get("unexpected", []) if n not in not_sent]
+    if extra:  # a buffer of the student's own (a scale, a counter) keeps its value: only parameters are extra
+        params = {p[0] for p in m.describe().get("params", [])}
+        extra = [n for n in extra if n in params]
+    problems += [(f"an extra {n}", f"필요 없는 {n}") for n in extra]
     problems += [(f"{n} is {tuple(have)}, expected {tuple(want)}", f"{n}의 shape이 {tuple(have)} (기대: {tuple(want)})")
                  for n, have, want in rep.get("mismatched", [])]
     if problems:
