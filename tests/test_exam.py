@@ -267,6 +267,32 @@ def test_reference_and_skeleton_without_roster(tmp_path):
     assert float(rows["alt"]["score"]) == 100  # written another way: still full marks
 
 
+@pytest.mark.parametrize("corpus", ["ok_extra_buffers", "ok_functional_dropout"])
+def test_a_correct_answer_written_another_way_keeps_full_marks_in_every_variant(work, variants, corpus):
+    """Correct answers from tests/exam_corpus/ok_*.py, graded without a roster (the default variant) and as ada's
+    and bo's papers (their own constants): full marks each time. ok_extra_buffers: buffers of the student's own
+    beside the weights (a scale, a call counter) were "an extra scale" that stopped the reference weights from
+    being copied in (MultiHeadAttention lost 24 of 35); ok_functional_dropout: a block that drops with
+    F.dropout(DROP_RATE, training=self.training), no nn.Dropout of its own, lost the DROP_RATE check (2 points)."""
+    text = (ROOT / "tests" / "exam_corpus" / f"{corpus}.py").read_text(encoding="utf-8")
+    base = work / f"corpus_{corpus}"
+    for sub in ("plain", "roster"):
+        (base / sub).mkdir(parents=True)
+    (base / "plain" / "default.py").write_text(text, encoding="utf-8")
+    for s in ("ada", "bo"):
+        (base / "roster" / f"{s}.py").write_text(exam.render(text, variants[s], s), encoding="utf-8")
+    (base / "exam.secret").write_text(SECRET + "\n")
+    (base / "roster.csv").write_text(ROSTER)
+    runs = (("plain", ()), ("roster", ("--roster", "roster.csv", "--secret-file", "exam.secret")))
+    for sub, extra in runs:
+        p = grade("batch", sub, "--assignment", "midterm", *extra, "--out", f"res_{sub}", cwd=base)
+        assert p.returncode == 0, p.stderr
+        for f in (base / f"res_{sub}").glob("*.json"):
+            r = SubmissionResult.from_dict(json.loads(f.read_text())["extra_data"]["internal"])
+            lost = {c.nodeid.rsplit("::", 1)[-1]: c.message for c in r.checks if c.status != "passed"}
+            assert r.score == r.max_score and not lost, (sub, f.stem, lost)
+
+
 def test_papers_graded_without_roster_are_refused_not_marked_against_the_default(work, papers, variants):
     """QA s9: `grade batch` on the class's papers without --roster (forgotten, or only --secret-file given) graded
     every paper against [exam.default] with a note on stderr only: ada's correct answer to her own paper got 38/100

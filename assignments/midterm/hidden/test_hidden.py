@@ -12,7 +12,7 @@ import torch.nn as nn
 
 from assignments.midterm.common import (build_block, build_mha, build_sdpa, call, call_sdpa, constant, randn,
                                         variant)
-from autograder.checks import check, expect_close, expect_tensor, fail
+from autograder.checks import CheckFailure, check, expect_close, expect_tensor, fail
 from autograder.messages import Message
 from autograder.rng import manual_seed
 from reference import midterm as ref
@@ -32,7 +32,11 @@ def load(m, state: dict[str, torch.Tensor], cls: str, hint_en: str, hint_ko: str
     # From the grader's side: "missing" = reference names the student's module lacks, "unexpected" = the
     # student's own names the reference has no value for.
     problems = [(f"no {n}", f"{n} 없음") for n in rep.get("missing", [])]
-    problems += [(f"an extra {n}", f"필요 없는 {n}") for n in rep.get("unexpected", []) if n not in not_sent]
+    extra = [n for n in rep.get("unexpected", []) if n not in not_sent]
+    if extra:  # a buffer of the student's own (a scale, a counter) keeps its value: only parameters are extra
+        params = {p[0] for p in m.describe().get("params", [])}
+        extra = [n for n in extra if n in params]
+    problems += [(f"an extra {n}", f"필요 없는 {n}") for n in extra]
     problems += [(f"{n} is {tuple(have)}, expected {tuple(want)}", f"{n}의 shape이 {tuple(have)} (기대: {tuple(want)})")
                  for n, have, want in rep.get("mismatched", [])]
     if problems:
@@ -215,6 +219,41 @@ def _block_values(sub, v: dict, d: int, h: int, b: int, T: int, seed: int) -> No
     expect_close(call(m, x, what=what), want, what, atol=ATOL, hint=hint)
 
 
+def _drops_as_the_layer_does(m, v: dict, x: torch.Tensor, seed: int) -> bool:
+    """Whether the block (12, 3) in train mode, with the weights of nn.TransformerEncoderLayer(dropout=DROP_RATE),
+    gives what that layer gives after the same seed (its self_attn called with need_weights False or True): the
+    evidence of the paper's dropout for a block that has no nn.Dropout of its own (F.dropout(x, DROP_RATE,
+    training=self.training)). False where the layer's weights do not fit (the value checks say why)."""
+    d, h, nf = x.shape[-1], 3, bool(v["norm_first"])
+    manual_seed(seed)
+    layer = nn.TransformerEncoderLayer(d, h, int(v["ff_mult"]) * d, dropout=float(v["drop_rate"]), batch_first=True,
+                                       norm_first=nf).train()
+    rep = m.load_state(dict(layer.state_dict()))
+    if rep.get("missing") or rep.get("mismatched"):
+        return False
+    try:
+        got = expect_tensor(m(x, mode="train", seed=seed + 1), f"TransformerBlock({d}, {h})(x) in train mode")
+    except CheckFailure:  # (the block's own failure in train mode: the message below says what this check wants)
+        return False
+
+    def by_hand(z: torch.Tensor, need_weights: bool) -> torch.Tensor:
+        sa = lambda t: layer.dropout1(layer.self_attn(t, t, t, need_weights=need_weights)[0])  # noqa: E731
+        ff = lambda t: layer.dropout2(layer.linear2(layer.dropout(layer.activation(layer.linear1(t)))))  # noqa: E731
+        if nf:
+            z = z + sa(layer.norm1(z))
+            return z + ff(layer.norm2(z))
+        z = layer.norm1(z + sa(z))
+        return layer.norm2(z + ff(z))
+
+    for need_weights in (False, True):
+        manual_seed(seed + 1)
+        with torch.no_grad():
+            want = by_hand(x, need_weights)
+        if got.shape == want.shape and torch.allclose(got, want, atol=ATOL, rtol=1e-4):
+            return True
+    return False
+
+
 @check(question="TransformerBlock", points=2)
 def test_block_uses_drop_rate(sub, options):
     """TransformerBlock's dropout layers use DROP_RATE"""
@@ -234,10 +273,14 @@ def test_block_uses_drop_rate(sub, options):
              "`TransformerBlock(12, 3)`의 출력이 가중치에 따라 바뀌지 않습니다: 이 검사는 가중치로 계산하는 블록에만 "
              "점수를 줍니다.")
     drops = [n for n, kind in m.describe().get("modules", []) if kind == "Dropout" and "." not in n]
+    if not drops and _drops_as_the_layer_does(m, v, x, seed=55):
+        return  # F.dropout(..., DROP_RATE, training=self.training) where the layer has its nn.Dropout modules
     if not drops:
-        fail("`TransformerBlock` has no nn.Dropout of its own: the block applies dropout with your paper's "
+        fail("`TransformerBlock` has no nn.Dropout of its own, and in train mode it does not drop as "
+             "nn.TransformerEncoderLayer(dropout=DROP_RATE) does: the block applies dropout with your paper's "
              f"{_with('drop_rate', v)} after the attention and in the feed-forward part.",
-             "`TransformerBlock`에 자체 nn.Dropout이 없습니다: 블록은 어텐션 뒤와 피드포워드 부분에서 시험지의 "
+             "`TransformerBlock`에 자체 nn.Dropout이 없고, train 모드에서 nn.TransformerEncoderLayer(dropout=DROP_RATE)처럼 "
+             "dropout하지 않습니다: 블록은 어텐션 뒤와 피드포워드 부분에서 시험지의 "
              f"{_with('drop_rate', v)}로 dropout을 적용합니다.")
     ps = (m.describe(*drops).get("attrs") or {})
     wrong = [f"{n} (p = {format(ps[n]['p'], 'g')})" for n in drops
