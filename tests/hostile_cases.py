@@ -1094,6 +1094,34 @@ CASES: tuple[Case, ...] = (
           _real = _protocol.pack
           _protocol.pack = _pack
           """)),
+    # Red team s9: a reply otherwise right, its blob sizes line padded to 16 MB with 8 million empty blobs, cost the
+    # grader 20 s and 1.7 GB to decode, every reply; the correct code earned 3.5 points in 255 s, until its
+    # wall-clock allowance ran out, and the grader was told "sleeping". More than protocol.MAX_BLOBS is malformed.
+    C("sys_crash_blob_count", "correct code, whose worker pads every reply after loading with 8 million empty "
+      "blobs (a 16 MB sizes line)", 0, "checks", "sent a malformed reply",
+      top(r"""
+          import autograder.protocol as _protocol
+
+          _sent = [0]
+
+
+          def _pack(obj):
+              _sent[0] += 1
+              frame = _real(obj)
+              if _sent[0] == 1:  # the load reply goes through, so that the checks start
+                  return frame
+              head_len, area_len = _protocol._HEAD.unpack(frame[:8])
+              head = frame[8:8 + head_len]
+              cut = head.index(b"\n")
+              pad = b",0" * ((16 * 1024 * 1024 - 64 - head_len) // 2)
+              sizes = (head[:cut - 1] + pad + b"]") if cut > 2 else (b"[0" + pad + b"]")
+              head = sizes + head[cut:]
+              return _protocol._HEAD.pack(len(head), area_len) + head + frame[8 + head_len:]
+
+
+          _real = _protocol.pack
+          _protocol.pack = _pack
+          """)),
     C("sys_crash_deep_folders", "leaves a 1,500-deep chain of folders (deeper than PATH_MAX and Python's recursion "
       "limit), ending in a mode-000 folder, in its scratch folder; the attention code is right", 100, None, "",
       top("""
