@@ -36,6 +36,8 @@ _FILE_ONLY = EXECUTE | WRITE_FILE | READ_FILE | TRUNCATE | IOCTL_DEV  # the righ
 NET_BIND_TCP, NET_CONNECT_TCP = 1, 2
 SCOPE_ABSTRACT_UNIX_SOCKET, SCOPE_SIGNAL = 1, 2
 
+# The device files a worker that sees no GPU may open (read and write).
+DEVICES = ("null", "zero", "full", "random", "urandom")
 # System folders a Python process reads (and may execute from); everything else is out of reach.
 SYSTEM_READ = ("/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/etc", "/opt", "/proc", "/sys")
 
@@ -218,9 +220,15 @@ def landlock(scratch: str, read_paths: list[str], gpu: bool = False) -> int:
         raise OSError(err, f"Landlock (ABI {abi}) could not make a ruleset: {os.strerror(err)}")
     read = EXECUTE | READ_FILE | READ_DIR
     rules = [(p, read) for p in read_paths]
-    rules.append(("/dev", read | WRITE_FILE | IOCTL_DEV))  # /dev/null, /dev/urandom, GPUs; no new files
-    if gpu:
+    if gpu:  # the GPU's device files (their names and number vary by driver); no new files
+        rules.append(("/dev", read | WRITE_FILE | IOCTL_DEV))
         rules.append(("/proc", read | WRITE_FILE | TRUNCATE | IOCTL_DEV))
+    else:
+        # Only these device files. Opening /dev/ptmx (even read-only) allocates one of the machine's ptys (4096 in
+        # all): a worker held them, and no terminal could be opened on the machine (red team s9); /dev/fuse and
+        # /dev/net/tun opened too.
+        rules.append(("/dev", READ_DIR))
+        rules += [(f"/dev/{name}", READ_FILE | WRITE_FILE | IOCTL_DEV) for name in DEVICES]
     rules.append((scratch, fs))
     try:
         for path, access in rules:

@@ -731,3 +731,44 @@ def test_landlock_that_the_kernel_has_but_cannot_apply_fails_the_workers_start()
         got = f.read().decode()
     os.waitpid(pid, 0)
     assert got.startswith("raised") and "Landlock" in got, got
+
+
+DEVICE_FILES = '''
+import os
+
+
+def devices():
+    """Which device files this process can open, and how."""
+    got = {}
+    for path, flags in (("/dev/ptmx", os.O_RDONLY | os.O_NOCTTY), ("/dev/ptmx", os.O_RDWR | os.O_NOCTTY),
+                        ("/dev/null", os.O_WRONLY), ("/dev/urandom", os.O_RDONLY), ("/dev/zero", os.O_RDWR)):
+        try:
+            os.close(os.open(path, flags))
+            got[f"{path} {flags & 3}"] = "opened"
+        except OSError as e:
+            got[f"{path} {flags & 3}"] = e.strerror
+    return got
+'''
+
+
+def test_a_worker_that_sees_no_gpu_opens_only_the_ordinary_device_files():
+    """Opening /dev/ptmx, even read-only, allocates one of the machine's ptys (kernel.pty.max, 4096): a worker
+    could hold them all for as long as it was graded, and no terminal could be opened on the machine (red team s9:
+    64 taken by one file). A worker that sees no GPU may open only /dev/null, zero, full, random and urandom."""
+    from autograder.source import Cell, Source
+    if confine.abi_version() < 1:
+        pytest.skip("no Landlock on this kernel")
+    z = Zygote()
+    uid = claim_uid() if is_root() else None
+    sc = make_scratch(uid)
+    try:
+        sub = Submission(Source("dev.py", "py", [Cell(DEVICE_FILES, "dev.py")]),
+                         lambda: z.spawn(Limits(), sc, uid, gpu=False), Limits())
+        sub.start()
+        got = sub.call("devices")
+        sub.close()
+    finally:
+        remove_scratch(sc, uid)
+        z.close()
+    assert got["/dev/ptmx 0"] != "opened" and got["/dev/ptmx 2"] != "opened", sorted(got.items())
+    assert all(got[k] == "opened" for k in ("/dev/null 1", "/dev/urandom 0", "/dev/zero 2")), sorted(got.items())
