@@ -412,13 +412,15 @@ def test_a_worker_that_cannot_set_itself_up_is_the_graders_failure_not_the_submi
     monkeypatch.setattr(sandbox, "_SCRATCH_BASES", {True: "/dev/shm", False: "/dev/shm"})
     zyg = Zygote()
     uid = sandbox.claim_uid()
+    scratch = make_scratch(uid)
     try:
         with pytest.raises(WorkerSetupFailed, match="before it ran any submitted code.*/dev/shm"):
-            zyg.spawn(Limits(), make_scratch(uid), uid)
+            zyg.spawn(Limits(), scratch, uid)
         results = []
         grade(assignment.load("attention"), [Job("ada", REFERENCE)], results.append, zygote=zyg)
     finally:
         zyg.close()
+        remove_scratch(scratch, uid)  # (left in the machine's /dev/shm by every run before)
     (r,) = results
     assert r.error is not None and "autograder itself failed" in r.error.en, r.error
     assert "could not be set up" in r.staff and "/dev/shm" in r.staff
