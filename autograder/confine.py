@@ -442,6 +442,8 @@ class Watchdog:
         if self.cgroup is not None:
             if self.cgroup.over():
                 return {"how": "memory", "limit_mb": self.memory_mb, "processes": len(procs)}
+            if self.cgroup.over_kernel():
+                return {"how": "kernel", "limit_mb": KERNEL_MB, "processes": len(procs)}
         elif procs and self._polled_memory_kb(procs) > self.memory_kb:
             return {"how": "memory", "limit_mb": self.memory_mb, "processes": len(procs)}
         now = time.monotonic()
@@ -611,6 +613,14 @@ def _own_cgroup() -> tuple[str, str] | None:
     return None
 
 
+# Kernel memory a submission's processes may hold (see MemoryCgroup.kernel_kb): a correct one holds well under a
+# megabyte, a fork bomb of the worker's image some tens. A file mapped and closed stays open, and a submission's
+# processes could map 64 x 65,530 of them, each about 490 bytes of its memory cgroup: millions of the machine's
+# struct files (fs.file-max is about one per 10 KB of memory), and every non-root process then got ENFILE while it
+# was graded, other students' workers among them (red team s9: 240,000 for 112 MB). 128 MB is about 270,000.
+KERNEL_MB = 128
+
+
 class MemoryCgroup:
     """One memory cgroup per submission: everything its processes hold (anonymous, shared, memfd, tmpfs, SysV)
     is charged to it. v1: the OOM killer is disabled, so processes stall at the limit and the keeper kills the
@@ -699,6 +709,29 @@ class MemoryCgroup:
             return [int(x) for x in data.split()] if data is not None and len(data) < size else None
         except ValueError:
             return None
+
+    def kernel_kb(self) -> int | None:
+        """Kernel memory charged to the group, in kB (structs of open and mapped files, page tables, socket
+        buffers, processes); None where it cannot be read."""
+        if self.mode == "cgroup-v1":
+            try:
+                return int(self._pread("memory.kmem.usage_in_bytes") or b"") // 1024
+            except ValueError:
+                return None
+        fields = dict(line.split() for line in (self._pread("memory.stat", 1 << 16) or b"").splitlines()
+                      if b" " in line)
+        try:
+            if b"kernel" in fields:
+                return int(fields[b"kernel"]) // 1024
+            return sum(int(fields.get(k, b"0")) for k in (b"slab", b"kernel_stack", b"pagetables", b"sock",
+                                                            b"percpu")) // 1024 if fields else None
+        except ValueError:
+            return None
+
+    def over_kernel(self) -> bool:
+        """Whether the group holds more than KERNEL_MB of kernel memory (see KERNEL_MB)."""
+        kb = self.kernel_kb()
+        return kb is not None and kb > KERNEL_MB * 1024
 
     def over(self) -> bool:
         """Whether the submission hit the limit (v1: a process is stalled waiting for memory; v2: OOM kill)."""
