@@ -36,6 +36,8 @@ _FILE_ONLY = EXECUTE | WRITE_FILE | READ_FILE | TRUNCATE | IOCTL_DEV  # the righ
 NET_BIND_TCP, NET_CONNECT_TCP = 1, 2
 SCOPE_ABSTRACT_UNIX_SOCKET, SCOPE_SIGNAL = 1, 2
 
+# The device files a worker that sees no GPU may open (read and write).
+DEVICES = ("null", "zero", "full", "random", "urandom")
 # System folders a Python process reads (and may execute from); everything else is out of reach.
 SYSTEM_READ = ("/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/etc", "/opt", "/proc", "/sys")
 
@@ -112,6 +114,14 @@ def read_paths(project_root: str) -> list[str]:
 # A uid's keyrings belong to no namespace that the sandbox makes, outlive every process, and are not files
 # (Landlock does not see them): a key a submission leaves is read by the next one under the same worker uid.
 _KEYRING_CALLS = {"x86_64": (0xC000003E, (248, 249, 250)), "aarch64": (0xC00000B7, (217, 218, 219))}
+# socket, socketpair and io_uring_setup, per architecture. A Unix socket named by a path is reached through the file
+# system, not the network namespace, and Landlock (ABI <= 7) does not see a connect() to one: a worker connected to
+# a world-writable socket a root process of the grading machine listened on (red team s9: a host service such as
+# D-Bus, a database or a notebook server). A vsock reaches the hypervisor host, which no namespace covers either.
+# So the worker may not make an AF_UNIX or AF_VSOCK socket (socketpair() of a stream still works: a datagram pair
+# could be sent through to any path), nor an io_uring (whose IORING_OP_SOCKET and _CONNECT no filter sees).
+_SOCKET_CALLS = {"x86_64": (41, 53, 425), "aarch64": (198, 199, 425)}
+_AF_UNIX, _AF_VSOCK, _SOCK_DGRAM = 1, 40, 2
 PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 22, 2
 
 
@@ -123,35 +133,65 @@ class _SockFprog(ctypes.Structure):
     _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(_SockFilter))]
 
 
+def _assemble(prog: list[tuple]) -> list[tuple[int, int, int, int]]:
+    """Classic BPF from (code, jump if true, jump if false, k) rows whose jumps name labels (("label", name) rows
+    mark them); returns the rows with relative jump offsets."""
+    at, rows = {}, []
+    for row in prog:
+        if row[0] == "label":
+            at[row[1]] = len(rows)
+        else:
+            rows.append(row)
+    out = []
+    for i, (code, jt, jf, k) in enumerate(rows):
+        rel = [at[j] - i - 1 if isinstance(j, str) else j for j in (jt, jf)]
+        out.append((code, rel[0], rel[1], k))
+    return out
+
+
 def deny_keyrings() -> bool:
     """A seccomp filter for this process and its future children: the kernel keyring calls fail with EPERM, and
-    so does every call made through another architecture's entry (the 32-bit ABIs number them differently).
-    Needs no_new_privs (set by landlock()). Returns whether the filter is in place."""
+    so does every call made through another architecture's entry (the 32-bit ABIs number them differently); an
+    AF_UNIX or AF_VSOCK socket, a datagram socketpair and an io_uring fail with EACCES (see _SOCKET_CALLS).
+    Needs no_new_privs (set by landlock()). Returns whether the filter is in place: False where the architecture is
+    not known; an OSError where it is but the kernel refused the filter (the worker must not run unconfined)."""
     import errno
     import platform
     known = _KEYRING_CALLS.get(platform.machine())
     if _libc is None or known is None:
         return False
     arch, calls = known
-    ld_abs, jeq, jge, ret = 0x20, 0x15, 0x35, 0x06
-    allow, deny = 0x7FFF0000, 0x00050000 | errno.EPERM
-    n = 4 + len(calls) + 2  # the index of the last instruction, `deny`, is n - 1
+    sock, pair, uring = _SOCKET_CALLS[platform.machine()]
+    ld_abs, jeq, jge, ret, and_k = 0x20, 0x15, 0x35, 0x06, 0x54
+    allow, deny, refuse = 0x7FFF0000, 0x00050000 | errno.EPERM, 0x00050000 | errno.EACCES
+    arg = lambda i: 16 + 8 * i  # noqa: E731 - seccomp_data.args[i], its low 32 bits (little-endian)
     prog = [(ld_abs, 0, 0, 4),  # seccomp_data.arch
-            (jeq, 0, n - 1 - 2, arch),
+            (jeq, 0, "deny", arch),
             (ld_abs, 0, 0, 0),  # seccomp_data.nr
-            (jge, n - 1 - 4, 0, 0x40000000)]  # x86's x32 ABI: the same calls with this bit set
-    prog += [(jeq, n - 1 - (len(prog) + 1 + i), 0, nr) for i, nr in enumerate(calls)]
-    prog += [(ret, 0, 0, allow), (ret, 0, 0, deny)]
-    filters = (_SockFilter * len(prog))(*[_SockFilter(*ins) for ins in prog])
-    fprog = _SockFprog(len(prog), filters)
+            (jge, "deny", 0, 0x40000000)]  # x86's x32 ABI: the same calls with this bit set
+    prog += [(jeq, "deny", 0, nr) for nr in calls]
+    prog += [(jeq, "refuse", 0, uring), (jeq, "socket", 0, sock), (jeq, "pair", 0, pair), (ret, 0, 0, allow),
+             ("label", "socket"), (ld_abs, 0, 0, arg(0)), (jeq, "refuse", 0, _AF_UNIX), (jeq, "refuse", 0, _AF_VSOCK),
+             (ret, 0, 0, allow),
+             ("label", "pair"), (ld_abs, 0, 0, arg(1)), (and_k, 0, 0, 0xF), (jeq, "refuse", 0, _SOCK_DGRAM),
+             (ret, 0, 0, allow),
+             ("label", "deny"), (ret, 0, 0, deny),
+             ("label", "refuse"), (ret, 0, 0, refuse)]
+    rows = _assemble(prog)
+    filters = (_SockFilter * len(rows))(*[_SockFilter(*ins) for ins in rows])
+    fprog = _SockFprog(len(rows), filters)
     _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
-    return _libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0) == 0
+    if _libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"the seccomp filter could not be installed: {os.strerror(err)}")
+    return True
 
 
 def landlock(scratch: str, read_paths: list[str], gpu: bool = False) -> int:
     """Confine this process and its future children: read (and execute) only `read_paths` (see read_paths()),
     write only in `scratch` (and existing device files such as /dev/null), no TCP, no signals to or abstract
-    sockets of processes outside the sandbox. Returns the ABI version applied, 0 if none was.
+    sockets of processes outside the sandbox. Returns the ABI version applied, 0 where the kernel has no Landlock;
+    raises OSError where it has one but the sandbox could not be applied.
 
     gpu: torch was built for a GPU. The NVIDIA driver writes (and truncates) a file under /proc as CUDA starts:
     without that right every worker's CUDA failed to start (cudaGetDeviceCount: error 304, "OS call failed"),
@@ -173,12 +213,22 @@ def landlock(scratch: str, read_paths: list[str], gpu: bool = False) -> int:
     size = 8 if abi < 4 else 16 if abi < 6 else 24
     ruleset = _syscall(_CREATE_RULESET, ctypes.byref(attr), size, 0)
     if ruleset < 0:
-        return 0
+        # The kernel has Landlock but would not make a ruleset (ENFILE: the machine's file table full, e.g. of a
+        # submission's files beside; EMFILE, ENOMEM). Going on unconfined would give the submission every file its
+        # uid can read and write: the worker's start fails instead, as the grader's failure (red team s9).
+        err = ctypes.get_errno()
+        raise OSError(err, f"Landlock (ABI {abi}) could not make a ruleset: {os.strerror(err)}")
     read = EXECUTE | READ_FILE | READ_DIR
     rules = [(p, read) for p in read_paths]
-    rules.append(("/dev", read | WRITE_FILE | IOCTL_DEV))  # /dev/null, /dev/urandom, GPUs; no new files
-    if gpu:
+    if gpu:  # the GPU's device files (their names and number vary by driver); no new files
+        rules.append(("/dev", read | WRITE_FILE | IOCTL_DEV))
         rules.append(("/proc", read | WRITE_FILE | TRUNCATE | IOCTL_DEV))
+    else:
+        # Only these device files. Opening /dev/ptmx (even read-only) allocates one of the machine's ptys (4096 in
+        # all): a worker held them, and no terminal could be opened on the machine (red team s9); /dev/fuse and
+        # /dev/net/tun opened too.
+        rules.append(("/dev", READ_DIR))
+        rules += [(f"/dev/{name}", READ_FILE | WRITE_FILE | IOCTL_DEV) for name in DEVICES]
     rules.append((scratch, fs))
     try:
         for path, access in rules:
@@ -194,7 +244,8 @@ def landlock(scratch: str, read_paths: list[str], gpu: bool = False) -> int:
             finally:
                 os.close(fd)
         if _syscall(_RESTRICT_SELF, ruleset, 0) != 0:
-            return 0
+            err = ctypes.get_errno()
+            raise OSError(err, f"Landlock (ABI {abi}) could not be applied: {os.strerror(err)}")
     finally:
         os.close(ruleset)
     return abi
@@ -391,6 +442,8 @@ class Watchdog:
         if self.cgroup is not None:
             if self.cgroup.over():
                 return {"how": "memory", "limit_mb": self.memory_mb, "processes": len(procs)}
+            if self.cgroup.over_kernel():
+                return {"how": "kernel", "limit_mb": KERNEL_MB, "processes": len(procs)}
         elif procs and self._polled_memory_kb(procs) > self.memory_kb:
             return {"how": "memory", "limit_mb": self.memory_mb, "processes": len(procs)}
         now = time.monotonic()
@@ -560,6 +613,14 @@ def _own_cgroup() -> tuple[str, str] | None:
     return None
 
 
+# Kernel memory a submission's processes may hold (see MemoryCgroup.kernel_kb): a correct one holds well under a
+# megabyte, a fork bomb of the worker's image some tens. A file mapped and closed stays open, and a submission's
+# processes could map 64 x 65,530 of them, each about 490 bytes of its memory cgroup: millions of the machine's
+# struct files (fs.file-max is about one per 10 KB of memory), and every non-root process then got ENFILE while it
+# was graded, other students' workers among them (red team s9: 240,000 for 112 MB). 128 MB is about 270,000.
+KERNEL_MB = 128
+
+
 class MemoryCgroup:
     """One memory cgroup per submission: everything its processes hold (anonymous, shared, memfd, tmpfs, SysV)
     is charged to it. v1: the OOM killer is disabled, so processes stall at the limit and the keeper kills the
@@ -648,6 +709,29 @@ class MemoryCgroup:
             return [int(x) for x in data.split()] if data is not None and len(data) < size else None
         except ValueError:
             return None
+
+    def kernel_kb(self) -> int | None:
+        """Kernel memory charged to the group, in kB (structs of open and mapped files, page tables, socket
+        buffers, processes); None where it cannot be read."""
+        if self.mode == "cgroup-v1":
+            try:
+                return int(self._pread("memory.kmem.usage_in_bytes") or b"") // 1024
+            except ValueError:
+                return None
+        fields = dict(line.split() for line in (self._pread("memory.stat", 1 << 16) or b"").splitlines()
+                      if b" " in line)
+        try:
+            if b"kernel" in fields:
+                return int(fields[b"kernel"]) // 1024
+            return sum(int(fields.get(k, b"0")) for k in (b"slab", b"kernel_stack", b"pagetables", b"sock",
+                                                            b"percpu")) // 1024 if fields else None
+        except ValueError:
+            return None
+
+    def over_kernel(self) -> bool:
+        """Whether the group holds more than KERNEL_MB of kernel memory (see KERNEL_MB)."""
+        kb = self.kernel_kb()
+        return kb is not None and kb > KERNEL_MB * 1024
 
     def over(self) -> bool:
         """Whether the submission hit the limit (v1: a process is stalled waiting for memory; v2: OOM kill)."""

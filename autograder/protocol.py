@@ -51,6 +51,11 @@ MAX_DIM = 1 << 31  # a bound on each dimension, so that shapes multiply without 
 # names and bytes in all (the notes' demo forward of mha_intermediates holds about 40 MB of intermediates).
 MAX_PARTIAL_NAMES = 32
 MAX_PARTIAL_BYTES = 64 * 1024 * 1024
+# Blobs (tensors) in one message; a correct submission's largest reply has a few hundred. Each costs a Python
+# int and a memoryview before the message can be checked: a worker that sent 8 million empty ones in its 16 MB
+# head, after a reply that was otherwise right, held its grader 20 s and 1.7 GB per reply, 255 s a submission
+# until its wall-clock allowance ran out (red team s9).
+MAX_BLOBS = 1 << 16
 
 
 class ProtocolError(Exception):
@@ -257,6 +262,8 @@ def unpack(head: bytes | memoryview, area: bytes | memoryview) -> Any:
         cut = raw.find(b"\n")
         if cut < 0:
             raise ProtocolError("malformed message: no blob sizes")
+        if raw.count(b",", 0, cut) >= MAX_BLOBS:
+            raise ProtocolError(f"malformed message: more than {MAX_BLOBS} blobs")
         sizes = _SIZES_LINE.fullmatch(raw, 0, cut)
         if sizes is None:
             raise ProtocolError("malformed message: no blob sizes")

@@ -490,6 +490,11 @@ class Submission:
             how_en = (f"was stopped: all its processes together used more than the {st.get('limit_mb')} MB of "
                       "memory a submission may use")
             how_ko = f"중단되었습니다: 모든 프로세스가 합쳐서 제출물 메모리 한도 {st.get('limit_mb')} MB를 넘었습니다"
+        elif st.get("how") == "kernel":
+            how_en = (f"was stopped: its processes held more than {st.get('limit_mb')} MB of the kernel's memory (files "
+                      "kept open or mapped by the hundred thousand, sockets full of data, or processes)")
+            how_ko = (f"중단되었습니다: 프로세스들이 커널 메모리를 {st.get('limit_mb')} MB 넘게 사용했습니다 (수십만 개의 "
+                      "열린 파일이나 매핑된 파일, 데이터가 가득 찬 소켓, 또는 프로세스)")
         elif st.get("how") == "protocol":
             how_en = ("sent a malformed reply and was stopped (code that changes the grader's worker or its "
                       "protocol is not graded)")

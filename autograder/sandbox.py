@@ -1000,6 +1000,8 @@ class WorkerProcess:
         also notices, but only a few times a second, so asking here makes the outcome the same on every run."""
         if self.cgroup is not None and self.cgroup.over():
             return {"how": "memory", "limit_mb": self.limits.memory_mb}
+        if self.cgroup is not None and self.cgroup.over_kernel():
+            return {"how": "kernel", "limit_mb": confine.KERNEL_MB}
         if self.modes.get("scratch") == "tmpfs":
             try:  # the scratch tmpfs exists only in the keeper's mount namespace
                 if self._scratch_fd is None:

@@ -989,6 +989,34 @@ CASES: tuple[Case, ...] = (
               exec(_src, globals())
           """), base="skeleton"),
     # Shared memory the per-process limits do not see still counts against the one budget (512 MB).
+    # Red team s9: a file mapped and closed stays open; millions of them filled the machine's file table (every
+    # non-root process got ENFILE, other students' workers among them) for under 2 GB of the submission's cgroup.
+    # Its kernel memory (confine.KERNEL_MB) stops it. The line that waits for its children never ends, so the file
+    # is not graded (as fit_fork_memory).
+    C("fit_kernel_files", "eight children that each map one small file 60,000 times, closing each descriptor "
+      "(480,000 of the machine's open files, about 230 MB of kernel memory), then wait; the attention code is right",
+      0, "error", "MB of the kernel's memory",
+      top(r'''
+          import subprocess as _sp
+          import sys as _sys
+
+          with open("mapped", "w") as _f:
+              _f.write("x" * 4096)
+          _MAP = """
+          import ctypes, os, time
+          libc = ctypes.CDLL(None, use_errno=True)
+          libc.mmap.restype = ctypes.c_void_p
+          libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+          for _ in range(60000):
+              fd = os.open("mapped", os.O_RDONLY)
+              libc.mmap(None, 4096, 1, 2, fd, 0)  # PROT_READ, MAP_PRIVATE
+              os.close(fd)
+          time.sleep(3600)
+          """
+          _kids = [_sp.Popen([_sys.executable, "-c", _MAP]) for _ in range(8)]
+          for _k in _kids:
+              _k.wait()
+          ''')),
     C("sys_hoard_sysv", "correct code plus a 3 GB hoard in SysV shared memory (not counted by RLIMIT_DATA or "
       "anonymous RSS), touched page by page at import", 0, "error",
       "all its processes together used more than the 512 MB",
@@ -1089,6 +1117,34 @@ CASES: tuple[Case, ...] = (
               body = '{"ok": true, "value": {"out": [' + ", ".join([one] * 64) + '], "records": []}}'
               head = ("[4194304]\n" + body).encode()
               return _protocol._HEAD.pack(len(head), 4194304) + head + bytes(4194304)
+
+
+          _real = _protocol.pack
+          _protocol.pack = _pack
+          """)),
+    # Red team s9: a reply otherwise right, its blob sizes line padded to 16 MB with 8 million empty blobs, cost the
+    # grader 20 s and 1.7 GB to decode, every reply; the correct code earned 3.5 points in 255 s, until its
+    # wall-clock allowance ran out, and the grader was told "sleeping". More than protocol.MAX_BLOBS is malformed.
+    C("sys_crash_blob_count", "correct code, whose worker pads every reply after loading with 8 million empty "
+      "blobs (a 16 MB sizes line)", 0, "checks", "sent a malformed reply",
+      top(r"""
+          import autograder.protocol as _protocol
+
+          _sent = [0]
+
+
+          def _pack(obj):
+              _sent[0] += 1
+              frame = _real(obj)
+              if _sent[0] == 1:  # the load reply goes through, so that the checks start
+                  return frame
+              head_len, area_len = _protocol._HEAD.unpack(frame[:8])
+              head = frame[8:8 + head_len]
+              cut = head.index(b"\n")
+              pad = b",0" * ((16 * 1024 * 1024 - 64 - head_len) // 2)
+              sizes = (head[:cut - 1] + pad + b"]") if cut > 2 else (b"[0" + pad + b"]")
+              head = sizes + head[cut:]
+              return _protocol._HEAD.pack(len(head), area_len) + head + frame[8 + head_len:]
 
 
           _real = _protocol.pack

@@ -412,13 +412,15 @@ def test_a_worker_that_cannot_set_itself_up_is_the_graders_failure_not_the_submi
     monkeypatch.setattr(sandbox, "_SCRATCH_BASES", {True: "/dev/shm", False: "/dev/shm"})
     zyg = Zygote()
     uid = sandbox.claim_uid()
+    scratch = make_scratch(uid)
     try:
         with pytest.raises(WorkerSetupFailed, match="before it ran any submitted code.*/dev/shm"):
-            zyg.spawn(Limits(), make_scratch(uid), uid)
+            zyg.spawn(Limits(), scratch, uid)
         results = []
         grade(assignment.load("attention"), [Job("ada", REFERENCE)], results.append, zygote=zyg)
     finally:
         zyg.close()
+        remove_scratch(scratch, uid)  # (left in the machine's /dev/shm by every run before)
     (r,) = results
     assert r.error is not None and "autograder itself failed" in r.error.en, r.error
     assert "could not be set up" in r.staff and "/dev/shm" in r.staff
@@ -619,3 +621,156 @@ def test_a_worker_sees_the_gpus_its_grader_was_given(monkeypatch):
             assert got == want, (value, got)
         finally:
             z.close()
+
+
+REACH_UNIX = '''
+import socket
+
+
+def reach(folder):
+    """What the submission could send to the Unix sockets that a process of the machine listens on in `folder`."""
+    got = []
+    try:
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.connect(folder + "/stream")
+        s.sendall(b"from a worker")
+        got.append("stream")
+    except OSError as e:
+        got.append(f"stream refused: {e.strerror}")
+    try:
+        a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)  # a datagram can name any path
+        a.sendto(b"from a worker", folder + "/dgram")
+        got.append("dgram")
+    except OSError as e:
+        got.append(f"dgram refused: {e.strerror}")
+    try:
+        socket.socket(socket.AF_VSOCK, socket.SOCK_STREAM)  # (not connected: the hypervisor's host is not ours)
+        got.append("vsock")
+    except (OSError, AttributeError) as e:
+        got.append(f"vsock refused: {getattr(e, 'strerror', e)}")
+    return got
+'''
+
+
+def test_a_worker_reaches_no_unix_socket_of_the_machine():
+    """A Unix socket named by a path is reached through the file system: neither the worker's network namespace
+    nor Landlock (ABI <= 7) kept a worker from connecting to one that a root process of the machine listened on,
+    world-writable, in a folder anyone may pass (D-Bus, a database, a notebook server; red team s9: reached). The
+    worker's seccomp filter refuses AF_UNIX and AF_VSOCK sockets and datagram socketpairs; its own socket and
+    a stream socketpair still work."""
+    import socket
+    from autograder.source import Cell, Source
+    folder = tempfile.mkdtemp(prefix="unix-listeners-", dir="/tmp")
+    os.chmod(folder, 0o755)
+    stream = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    dgram = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    z = Zygote()
+    uid = claim_uid() if is_root() else None
+    sc = make_scratch(uid)
+    try:
+        stream.bind(folder + "/stream")
+        stream.listen()
+        dgram.bind(folder + "/dgram")
+        for name in ("stream", "dgram"):
+            os.chmod(f"{folder}/{name}", 0o777)
+        code = REACH_UNIX + "\n\ndef pair():\n    a, b = socket.socketpair()\n    a.sendall(b'x')\n    return b.recv(1).decode()\n"
+        sub = Submission(Source("reach.py", "py", [Cell(code, "reach.py")]), lambda: z.spawn(Limits(), sc, uid),
+                         Limits())
+        sub.start()
+        got = sub.call("reach", folder)
+        paired = sub.call("pair")
+        sub.close()
+        stream.setblocking(False)
+        dgram.setblocking(False)
+        try:
+            conn, _ = stream.accept()
+            reached = [conn.recv(100)]
+        except BlockingIOError:
+            reached = []
+        try:
+            reached.append(dgram.recv(100))
+        except BlockingIOError:
+            pass
+        assert reached == [] and not {"stream", "dgram", "vsock"} & set(got), (reached, got)
+        assert paired == "x"
+    finally:
+        stream.close()
+        dgram.close()
+        shutil.rmtree(folder, ignore_errors=True)
+        remove_scratch(sc, uid)
+        z.close()
+
+
+def test_landlock_that_the_kernel_has_but_cannot_apply_fails_the_workers_start():
+    """Where the kernel has Landlock but cannot make the ruleset (ENFILE: the machine's file table full, which one
+    submission's processes can do by keeping millions of mapped files open; EMFILE here), `landlock()` returned 0
+    and the worker ran unconfined: every file its uid can read, the world-readable submissions and results
+    included (red team s9). It now raises, so the worker's start fails as the grader's failure."""
+    if confine.abi_version() < 1:
+        pytest.skip("no Landlock on this kernel")
+    import resource
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(r)
+            resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))
+            held = []
+            try:
+                while True:
+                    held.append(os.open(os.devnull, os.O_RDONLY))
+            except OSError:
+                pass
+            try:  # no descriptor left for the ruleset
+                got = f"returned {confine.landlock(tempfile.gettempdir(), ['/usr'])}"
+            except OSError as e:
+                got = f"raised {e}"
+            os.write(w, got.encode())
+        finally:
+            os._exit(0)
+    os.close(w)
+    with os.fdopen(r, "rb") as f:
+        got = f.read().decode()
+    os.waitpid(pid, 0)
+    assert got.startswith("raised") and "Landlock" in got, got
+
+
+DEVICE_FILES = '''
+import os
+
+
+def devices():
+    """Which device files this process can open, and how."""
+    got = {}
+    for path, flags in (("/dev/ptmx", os.O_RDONLY | os.O_NOCTTY), ("/dev/ptmx", os.O_RDWR | os.O_NOCTTY),
+                        ("/dev/null", os.O_WRONLY), ("/dev/urandom", os.O_RDONLY), ("/dev/zero", os.O_RDWR)):
+        try:
+            os.close(os.open(path, flags))
+            got[f"{path} {flags & 3}"] = "opened"
+        except OSError as e:
+            got[f"{path} {flags & 3}"] = e.strerror
+    return got
+'''
+
+
+def test_a_worker_that_sees_no_gpu_opens_only_the_ordinary_device_files():
+    """Opening /dev/ptmx, even read-only, allocates one of the machine's ptys (kernel.pty.max, 4096): a worker
+    could hold them all for as long as it was graded, and no terminal could be opened on the machine (red team s9:
+    64 taken by one file). A worker that sees no GPU may open only /dev/null, zero, full, random and urandom."""
+    from autograder.source import Cell, Source
+    if confine.abi_version() < 1:
+        pytest.skip("no Landlock on this kernel")
+    z = Zygote()
+    uid = claim_uid() if is_root() else None
+    sc = make_scratch(uid)
+    try:
+        sub = Submission(Source("dev.py", "py", [Cell(DEVICE_FILES, "dev.py")]),
+                         lambda: z.spawn(Limits(), sc, uid, gpu=False), Limits())
+        sub.start()
+        got = sub.call("devices")
+        sub.close()
+    finally:
+        remove_scratch(sc, uid)
+        z.close()
+    assert got["/dev/ptmx 0"] != "opened" and got["/dev/ptmx 2"] != "opened", sorted(got.items())
+    assert all(got[k] == "opened" for k in ("/dev/null 1", "/dev/urandom 0", "/dev/zero 2")), sorted(got.items())
