@@ -154,7 +154,8 @@ def deny_keyrings() -> bool:
     so does every call made through another architecture's entry (the 32-bit ABIs number them differently); an
     AF_UNIX or AF_VSOCK socket, a datagram socketpair and an io_uring fail with EACCES (see _SOCKET_CALLS).
     Needs no_new_privs (set by landlock()). Returns whether the filter is in place: False where the architecture is
-    not known; an OSError where it is but the kernel refused the filter (the worker must not run unconfined)."""
+    not known or where the kernel or container has no seccomp filters (EINVAL, ENOSYS, EPERM, EACCES); an OSError
+    where it has them but could not install this one (ENOMEM: the worker must not run unconfined)."""
     import errno
     import platform
     known = _KEYRING_CALLS.get(platform.machine())
@@ -183,6 +184,10 @@ def deny_keyrings() -> bool:
     _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
     if _libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0) != 0:
         err = ctypes.get_errno()
+        if err in (errno.EINVAL, errno.ENOSYS, errno.EPERM, errno.EACCES):
+            # No seccomp filters here (a kernel built without them, a container that forbids installing one): the
+            # documented fallback, reported as keyrings_denied False, as where the architecture is not known.
+            return False
         raise OSError(err, f"the seccomp filter could not be installed: {os.strerror(err)}")
     return True
 
@@ -626,8 +631,9 @@ class MemoryCgroup:
     is charged to it. v1: the OOM killer is disabled, so processes stall at the limit and the keeper kills the
     whole tree; v2: memory.oom.group kills the whole group at once. The keeper itself stays outside."""
 
-    def __init__(self, folder: str, mode: str):
+    def __init__(self, folder: str, mode: str, kernel_mb: int | None = KERNEL_MB):
         self.folder, self.mode = folder, mode
+        self.kernel_mb = kernel_mb  # see over_kernel(); None: not limited
         self._fds: dict[str, int] = {}  # files read at every reply, opened once (see over())
 
     @classmethod
@@ -729,9 +735,12 @@ class MemoryCgroup:
             return None
 
     def over_kernel(self) -> bool:
-        """Whether the group holds more than KERNEL_MB of kernel memory (see KERNEL_MB)."""
+        """Whether the group holds more than `kernel_mb` of kernel memory (see KERNEL_MB; never where it is None:
+        a worker that sees a GPU, whose driver's kernel memory no one has measured here)."""
+        if self.kernel_mb is None:
+            return False
         kb = self.kernel_kb()
-        return kb is not None and kb > KERNEL_MB * 1024
+        return kb is not None and kb > self.kernel_mb * 1024
 
     def over(self) -> bool:
         """Whether the submission hit the limit (v1: a process is stalled waiting for memory; v2: OOM kill)."""

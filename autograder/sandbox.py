@@ -425,6 +425,13 @@ def _isolate(spec: dict[str, Any], me: int) \
     modes["memory"] = cg.mode if cg is not None else "polled"
     if cg is not None:
         modes["cgroup"] = os.path.basename(cg.folder)
+        # The kernel memory cap is for a worker that sees no GPU: CUDA's driver and its threads hold kernel memory
+        # that no machine here could measure, and a correct GPU run stopped as the student's would be the worse
+        # failure. The GPU worker runs the same code as the submission's own worker, which is capped.
+        from . import worker  # (imported by the zygote already)
+        if worker.accelerator_built() and spec.get("gpu") is not False:
+            cg.kernel_mb = None
+        modes["kernel memory"] = f"at most {cg.kernel_mb} MB" if cg.kernel_mb is not None else "not capped (GPU)"
     cpu = None
     if is_root() and spec.get("isolate", True):
         cpu = confine.CpuCgroup.create(f"{CGROUP_PREFIX}{me}", lim.get("cpu_cores", 1.25), cg)
@@ -933,7 +940,9 @@ class Spawning:
         w.modes = dict(hello.get("modes") or {})
         w.limits = self.limits
         if isinstance(hello.get("cgroup"), str) and w.modes.get("memory", "").startswith("cgroup"):
-            w.cgroup = confine.MemoryCgroup(hello["cgroup"], w.modes["memory"])
+            w.cgroup = confine.MemoryCgroup(hello["cgroup"], w.modes["memory"],
+                                            None if w.modes.get("kernel memory", "").startswith("not") else
+                                            confine.KERNEL_MB)
         if "setup_error" in hello and hello["setup_error"] is not None:  # (a keeper of an older release sends none)
             w.kill()
             raise WorkerSetupFailed(f"the worker could not be set up, before it ran any submitted code: "

@@ -735,6 +735,40 @@ def test_landlock_that_the_kernel_has_but_cannot_apply_fails_the_workers_start()
     assert got.startswith("raised") and "Landlock" in got, got
 
 
+def test_a_kernel_or_container_without_seccomp_filters_falls_back_and_the_kernel_cap_spares_gpu_workers(monkeypatch):
+    """The fail-closed start (red team s9) is for a kernel that has seccomp filters but could not install this one:
+    where it has none (EINVAL from a kernel built without them, EPERM from a container that forbids installing
+    one), the worker runs with the documented fallback, reported as keyrings_denied False, instead of never
+    starting, so that nothing could be graded there. And the kernel memory cap (KERNEL_MB) is not applied to a
+    worker that sees a GPU, whose driver's kernel memory nobody here has measured."""
+    import ctypes
+    import errno
+
+    class Refusing:
+        def __init__(self, err):
+            self.err = err
+
+        def prctl(self, option, *args):
+            if option == confine.PR_SET_SECCOMP:
+                ctypes.set_errno(self.err)
+                return -1
+            return 0
+
+    for err in (errno.EINVAL, errno.EPERM):
+        monkeypatch.setattr(confine, "_libc", Refusing(err))
+        assert confine.deny_keyrings() is False
+    monkeypatch.setattr(confine, "_libc", Refusing(errno.ENOMEM))
+    with pytest.raises(OSError):
+        confine.deny_keyrings()
+    monkeypatch.undo()
+
+    class Heavy(confine.MemoryCgroup):
+        def kernel_kb(self):
+            return (confine.KERNEL_MB + 1) * 1024
+    assert Heavy("/nonexistent", "cgroup-v1").over_kernel()
+    assert not Heavy("/nonexistent", "cgroup-v1", kernel_mb=None).over_kernel()
+
+
 DEVICE_FILES = '''
 import os
 
