@@ -393,3 +393,34 @@ def test_mha_intermediates_needs_a_real_value_error(graded_mi):
     assert graded_mi["reference"].score == 100, lost(graded_mi["reference"])
     assert lost(graded_mi["message_only"]) == {
         "MultiHeadedAttention raises ValueError when n_head does not divide d_feat": 2.0}  # all of that check, lost(graded_mi["message_only"])
+
+
+def test_the_hidden_gates_sizes_and_seed_do_not_reach_the_students_feedback(tmp_path):
+    """Red team s9: a CausalAttention printing its constructor's arguments and torch.initial_seed(), or raising
+    them in an exception's message at any size but the public gate's, showed the hidden gate's shapes and seed
+    (common.GATE_SHAPES, GATE_SEED) in a visible check's feedback, which undid them for its next submission. What the
+    gate's calls print is not shown, and an exception there is named by its type only; the public checks' own
+    calls still show the student what their code prints and raises."""
+    from assignments.attention.hidden import test_hidden  # noqa: F401 - the hidden gate, as in a grading run
+    from assignments.attention import common
+    leak = REF.replace(
+        "        super().__init__()\n        self.d_out = d_out\n",
+        "        super().__init__()\n        self.d_out = d_out\n"
+        "        print('LEAK', d_in, d_out, context_length, torch.initial_seed())\n", 1)
+    assert leak != REF
+    raising = leak.replace(
+        "    def forward(self, x: torch.Tensor) -> torch.Tensor:  # x: (b, T, d_in)\n        b, num_tokens, d_in = x.shape\n",
+        "    def forward(self, x: torch.Tensor) -> torch.Tensor:  # x: (b, T, d_in)\n        b, num_tokens, d_in = x.shape\n"
+        "        if tuple(x.shape) != (2, 5, 4) and x.shape[-1] == 5:\n"
+        "            raise ValueError(f'LEAK {tuple(x.shape)} {torch.initial_seed()}')\n", 1)
+    assert raising != leak
+    r = grade_sources(tmp_path, {"printing.py": leak, "raising.py": raising})
+    seed = str(common.GATE_SEED[0])
+    (d_in, d_out, ctx, _p), shape = common.GATE_SHAPES["causal"]
+    for name, res in r.items():
+        shown = json.dumps([(c.message.en, c.message.ko, c.output) if c.message else ("", "", c.output)
+                            for c in res.checks] + [n.en + n.ko for n in res.notes], ensure_ascii=False)
+        assert seed not in shown, (name, seed)
+        assert f"LEAK {d_in} {d_out} {ctx}" not in shown and f"LEAK {tuple(shape)}" not in shown, name
+    assert any("LEAK" in c.output for c in r["printing"].checks)  # what the other checks' calls print is shown
+    assert r["printing"].score == 100

@@ -226,6 +226,12 @@ GATE_SHAPES: dict[str, tuple[tuple, tuple[int, ...]]] = {
     "causal": ((4, 3, 5, 0.0), (2, 5, 4)),
     "heads": ((4, 4, 5, 0.0, 2), (2, 5, 4)),
 }
+_PUBLIC_GATE = (dict(GATE_SHAPES), GATE_SEED[0])  # what the public checks show (grade check)
+
+
+def _gate_hidden() -> bool:
+    """Whether the gate runs at the hidden checks' shapes and seed (set by hidden/test_hidden.py)."""
+    return (GATE_SHAPES, GATE_SEED[0]) != _PUBLIC_GATE
 
 
 def gate_args(cls: str) -> tuple[tuple, tuple[int, ...]]:
@@ -267,7 +273,7 @@ def expect_working(sub, cls: str, seed: int | None = None) -> None:
                     raise CheckFailure(Message(
                         "A single CausalAttention does not work yet, so the wrapper cannot show that it works: ",
                         "CausalAttention 하나가 아직 동작하지 않아서 래퍼가 동작함을 보일 수 없습니다: ") + e.message) from None
-            _expect_working(sub, cls, seed)
+            _quiet_if_hidden(sub, cls, seed)
             known[cls] = None
         except CheckFailure as e:
             known[cls] = e.message
@@ -279,6 +285,57 @@ def expect_working(sub, cls: str, seed: int | None = None) -> None:
                                    "nothing: ",
                                    f"앞선 검사에서 `{cls}`가 동작함을 보일 수 없었으므로 이 검사는 점수가 없습니다: ")
                            + known[cls])
+
+
+def _quiet_if_hidden(sub, cls: str, seed: int) -> None:
+    """_expect_working; at the hidden checks' shapes and seed, what the student's code printed during it is not
+    shown, nor the text of an exception it raised (only its type, where it is Python's or torch's): both are the
+    student's to write, and a class that printed its constructor's arguments and torch.initial_seed(), or put them
+    in an exception's message, read the hidden gate's shapes and seed in a visible check's feedback, which undid
+    them for its next submission (red team s9). The other checks show what it prints and raises at their sizes."""
+    if not _gate_hidden():
+        _expect_working(sub, cls, seed)
+        return
+    mark, dropped = len(sub.output), sub.output_dropped
+    try:
+        _expect_working(sub, cls, seed)
+    except CheckFailure as e:
+        raised = getattr(e, "raised", ()) or ()
+        if not raised:
+            raise
+        # The same tests at the public shapes and seed: a class that raises there too (a bug, not a sniffer) is told
+        # what it raises, in words about sizes the student has seen (keys.T on a batch, a mask not sliced).
+        public = _public_gate_failure(sub, cls)
+        if public is not None and getattr(public, "raised", ()):
+            raise public from None
+        kind = raised[0].rsplit(".", 1)
+        name = kind[-1] if kind[0] in ("builtins", "torch") or kind[0].startswith("torch.") else "an exception"
+        raise CheckFailure(Message(
+            f"`{cls}` raised {name} on the evidence checks' own inputs, at sizes the checks do not show (its message "
+            "is left out: it could tell them). The other checks show what it raises at their sizes. This check "
+            "counts only for a working class.",
+            f"`{cls}`이(가) 증거 검사 자체의 입력(검사에서 보여 주지 않는 크기)에서 {name}을(를) 발생시켰습니다 "
+            "(그 크기를 알려 줄 수 있어서 메시지는 보여 주지 않습니다). 다른 검사들이 각자의 크기에서 발생하는 오류를 "
+            "보여 줍니다. 이 검사는 동작하는 클래스에만 점수를 줍니다."), e.staff) from None
+    finally:
+        del sub.output[mark:]
+        sub.output_dropped = dropped
+
+
+def _public_gate_failure(sub, cls: str) -> CheckFailure | None:
+    """How the gate's tests fail at the public checks' shapes and seed (None: they pass)."""
+    saved = dict(GATE_SHAPES), GATE_SEED[0]
+    GATE_SHAPES.update(_PUBLIC_GATE[0])
+    GATE_SEED[0] = _PUBLIC_GATE[1]
+    try:
+        _expect_working(sub, cls, _PUBLIC_GATE[1])
+        return None
+    except CheckFailure as e:
+        return e
+    finally:
+        GATE_SHAPES.clear()
+        GATE_SHAPES.update(saved[0])
+        GATE_SEED[0] = saved[1]
 
 
 def _role(name: str) -> str | None:
