@@ -83,8 +83,11 @@ def select(a: assignments.Assignment, wanted: tuple[str, ...]) -> list[str] | No
                 if q.id == w or q.title == w or any(s == w or s.startswith(w + ".") for s in sections(q.title))]
         if not hits:
             listed = ", ".join(f"{q.id} ({', '.join(sections(q.title)) or q.title})" for q in a.questions)
+            ko_titles = a.ko.get("questions", {}) if isinstance(a.ko, dict) else {}
+            listed_ko = ", ".join(f"{q.id} ({', '.join(sections(q.title)) or str(ko_titles.get(q.id) or q.title)})"
+                                  for q in a.questions)  # (the Korean titles: the English ones read as untranslated)
             raise UsageError(Message(f"No question {w!r} in {a.name}; choose from: {listed}.",
-                                     f"{a.name}에 {w!r} 문제가 없습니다. 다음 중에서 고르세요: {listed}."))
+                                     f"{a.name}에 {w!r} 문제가 없습니다. 다음 중에서 고르세요: {listed_ko}."))
         picked += [h for h in hits if h not in picked]
     return picked
 

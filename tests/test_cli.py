@@ -120,3 +120,18 @@ def test_check_on_a_zip_says_to_unzip_it(tmp_path):
         said = "압축을 풀고" if "ko" in args else "Unzip it"
         assert p.returncode == 2 and said in p.stderr and "Traceback" not in p.stderr, (args, p.stdout, p.stderr)
         assert "UTF-8" not in p.stdout + p.stderr and "Rename" not in p.stderr, (args, p.stderr)
+
+
+def test_an_unknown_question_is_listed_in_korean_with_the_korean_titles():
+    """Exam audit s9: the Korean refusal of an unknown --question listed the questions with their English titles."""
+    from autograder import assignment, cmd_check
+    from autograder.errors import UsageError
+    a = assignment.load("midterm")
+    try:
+        cmd_check.select(a, ("NoSuchQuestion",))
+    except UsageError as e:
+        msg = e.message
+    else:
+        raise AssertionError("an unknown question was accepted")
+    assert "configured by NUM_HEADS" in msg.en and "configured by NUM_HEADS" not in msg.ko, msg.ko
+    assert "NUM_HEADS, QKV_BIAS, DROP_RATE, CONTEXT_LENGTH로 설정하는" in msg.ko, msg.ko
