@@ -1136,14 +1136,12 @@ def _unfinished(sub, cls: str) -> bool:
     does (read from the source, never run): the note that such a wrapper was graded with the grader's heads (seen
     beside every untouched wrapper of a learner's file) told of a grading that gave it nothing."""
     import ast
-    node = class_node(sub, cls)
-    for f in (node.body if node is not None else ()):
-        if isinstance(f, ast.FunctionDef) and f.name in ("__init__", "forward"):
-            for st in f.body:
-                exc = st.exc.func if isinstance(st, ast.Raise) and isinstance(st.exc, ast.Call) else \
-                    (st.exc if isinstance(st, ast.Raise) else None)
-                if isinstance(exc, ast.Name) and exc.id == "NotImplementedError":
-                    return True
+    for f in (method_node(sub, cls, "__init__"), method_node(sub, cls, "forward")):
+        for st in (f.body if f is not None else ()):
+            exc = st.exc.func if isinstance(st, ast.Raise) and isinstance(st.exc, ast.Call) else \
+                (st.exc if isinstance(st, ast.Raise) else None)
+            if isinstance(exc, ast.Name) and exc.id == "NotImplementedError":
+                return True
     return False
 
 
@@ -1264,15 +1262,19 @@ def class_node(sub, cls: str):
     return found
 
 
+def method_node(sub, cls: str, name: str):
+    """The last definition of method `name` in class_node(sub, cls), or None."""
+    import ast
+    node = class_node(sub, cls)
+    found = [f for f in (node.body if node is not None else ()) if isinstance(f, ast.FunctionDef) and f.name == name]
+    return found[-1] if found else None
+
+
 def _source_init_args(sub, head: str) -> list[str] | None:
     """The parameters of `class head`'s __init__ as the submission's source writes them (the last definition),
     read in the grader: a signature asked of the worker is the submission's to forge (__signature__)."""
-    import ast
-    node = class_node(sub, head)
-    if node is None:
-        return None
-    init = [f for f in node.body if isinstance(f, ast.FunctionDef) and f.name == "__init__"]
-    return [a.arg for a in init[-1].args.posonlyargs + init[-1].args.args][1:] if init else None
+    init = method_node(sub, head, "__init__")
+    return [a.arg for a in init.args.posonlyargs + init.args.args][1:] if init is not None else None
 
 
 def _head_names(sub, head: str) -> dict[str, str]:
@@ -1526,8 +1528,6 @@ def _tuple_assert(sub, cls: str) -> bool:
     """Whether `cls.__init__` (as the source writes it, never run) asserts a parenthesised (condition, message)
     tuple: always true, so it never raises."""
     import ast
-    node = class_node(sub, cls)
-    inits = [f for f in (node.body if node is not None else []) if isinstance(f, ast.FunctionDef)
-             and f.name == "__init__"]
-    return bool(inits) and any(isinstance(a, ast.Assert) and isinstance(a.test, ast.Tuple) and a.test.elts
-                               for a in ast.walk(inits[-1]))
+    init = method_node(sub, cls, "__init__")
+    return init is not None and any(isinstance(a, ast.Assert) and isinstance(a.test, ast.Tuple) and a.test.elts
+                                    for a in ast.walk(init))
