@@ -38,6 +38,18 @@ SCOPE_ABSTRACT_UNIX_SOCKET, SCOPE_SIGNAL = 1, 2
 
 # The device files a worker that sees no GPU may open (read and write).
 DEVICES = ("null", "zero", "full", "random", "urandom")
+# The GPU's device files under /dev, by the start of their names: NVIDIA's (nvidia0, nvidiactl, nvidia-uvm,
+# nvidia-uvm-tools, nvidia-modeset, the folder nvidia-caps) and ROCm's (kfd, the folder dri).
+GPU_DEVICES = ("nvidia", "kfd", "dri")
+
+
+def gpu_device_files(dev: str = "/dev") -> list[str]:
+    """The GPU device files and folders under `dev` (see GPU_DEVICES), as the worker's Landlock rules name them."""
+    try:
+        names = os.listdir(dev)
+    except OSError:
+        return []
+    return sorted(os.path.join(dev, n) for n in names if n.startswith(GPU_DEVICES))
 # System folders a Python process reads (and may execute from); everything else is out of reach.
 SYSTEM_READ = ("/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/etc", "/opt", "/proc", "/sys")
 
@@ -121,6 +133,9 @@ _KEYRING_CALLS = {"x86_64": (0xC000003E, (248, 249, 250)), "aarch64": (0xC00000B
 # So the worker may not make an AF_UNIX or AF_VSOCK socket (socketpair() of a stream still works: a datagram pair
 # could be sent through to any path), nor an io_uring (whose IORING_OP_SOCKET and _CONNECT no filter sees).
 _SOCKET_CALLS = {"x86_64": (41, 53, 425), "aarch64": (198, 199, 425)}
+# connect, per architecture: where torch is built for a GPU a worker may make a Unix stream socket, since CUDA's
+# driver does so as it starts (it looks for the MPS daemon's), but connects it nowhere (ENOENT: no daemon there).
+_CONNECT_CALL = {"x86_64": 42, "aarch64": 203}
 _AF_UNIX, _AF_VSOCK, _SOCK_DGRAM = 1, 40, 2
 PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 22, 2
 
@@ -149,13 +164,19 @@ def _assemble(prog: list[tuple]) -> list[tuple[int, int, int, int]]:
     return out
 
 
-def deny_keyrings() -> bool:
+def deny_keyrings(gpu_driver: bool = False) -> bool:
     """A seccomp filter for this process and its future children: the kernel keyring calls fail with EPERM, and
     so does every call made through another architecture's entry (the 32-bit ABIs number them differently); an
     AF_UNIX or AF_VSOCK socket, a datagram socketpair and an io_uring fail with EACCES (see _SOCKET_CALLS).
     Needs no_new_privs (set by landlock()). Returns whether the filter is in place: False where the architecture is
     not known or where the kernel or container has no seccomp filters (EINVAL, ENOSYS, EPERM, EACCES); an OSError
-    where it has them but could not install this one (ENOMEM: the worker must not run unconfined)."""
+    where it has them but could not install this one (ENOMEM: the worker must not run unconfined).
+
+    gpu_driver: torch is built for a GPU. CUDA's driver makes a Unix stream socket as it starts (to look for the MPS
+    daemon) and fails to start where that is refused (error 304 on an H100: every CUDA check was the grader's
+    failure, and a worker that sees no GPU printed the error where `torch.cuda.is_available()` is asked). Such a
+    worker may make a stream (or seqpacket) one, but every connect() fails with ENOENT, as where no daemon
+    listens: it reaches nothing."""
     import errno
     import platform
     known = _KEYRING_CALLS.get(platform.machine())
@@ -165,19 +186,28 @@ def deny_keyrings() -> bool:
     sock, pair, uring = _SOCKET_CALLS[platform.machine()]
     ld_abs, jeq, jge, ret, and_k = 0x20, 0x15, 0x35, 0x06, 0x54
     allow, deny, refuse = 0x7FFF0000, 0x00050000 | errno.EPERM, 0x00050000 | errno.EACCES
+    nowhere = 0x00050000 | errno.ENOENT
     arg = lambda i: 16 + 8 * i  # noqa: E731 - seccomp_data.args[i], its low 32 bits (little-endian)
     prog = [(ld_abs, 0, 0, 4),  # seccomp_data.arch
             (jeq, 0, "deny", arch),
             (ld_abs, 0, 0, 0),  # seccomp_data.nr
             (jge, "deny", 0, 0x40000000)]  # x86's x32 ABI: the same calls with this bit set
     prog += [(jeq, "deny", 0, nr) for nr in calls]
+    if gpu_driver:
+        prog += [(jeq, "nowhere", 0, _CONNECT_CALL[platform.machine()])]
     prog += [(jeq, "refuse", 0, uring), (jeq, "socket", 0, sock), (jeq, "pair", 0, pair), (ret, 0, 0, allow),
-             ("label", "socket"), (ld_abs, 0, 0, arg(0)), (jeq, "refuse", 0, _AF_UNIX), (jeq, "refuse", 0, _AF_VSOCK),
-             (ret, 0, 0, allow),
+             ("label", "socket"), (ld_abs, 0, 0, arg(0)), (jeq, "refuse", 0, _AF_VSOCK)]
+    if gpu_driver:  # a Unix socket, but no datagram one (sendto() names any path)
+        prog += [(jeq, 0, "allowed", _AF_UNIX), (ld_abs, 0, 0, arg(1)), (and_k, 0, 0, 0xF),
+                 (jeq, "refuse", 0, _SOCK_DGRAM), ("label", "allowed"), (ret, 0, 0, allow)]
+    else:
+        prog += [(jeq, "refuse", 0, _AF_UNIX), (ret, 0, 0, allow)]
+    prog += [
              ("label", "pair"), (ld_abs, 0, 0, arg(1)), (and_k, 0, 0, 0xF), (jeq, "refuse", 0, _SOCK_DGRAM),
              (ret, 0, 0, allow),
              ("label", "deny"), (ret, 0, 0, deny),
-             ("label", "refuse"), (ret, 0, 0, refuse)]
+             ("label", "refuse"), (ret, 0, 0, refuse),
+             ("label", "nowhere"), (ret, 0, 0, nowhere)]
     rows = _assemble(prog)
     filters = (_SockFilter * len(rows))(*[_SockFilter(*ins) for ins in rows])
     fprog = _SockFprog(len(rows), filters)
@@ -225,15 +255,17 @@ def landlock(scratch: str, read_paths: list[str], gpu: bool = False) -> int:
         raise OSError(err, f"Landlock (ABI {abi}) could not make a ruleset: {os.strerror(err)}")
     read = EXECUTE | READ_FILE | READ_DIR
     rules = [(p, read) for p in read_paths]
-    if gpu:  # the GPU's device files (their names and number vary by driver); no new files
-        rules.append(("/dev", read | WRITE_FILE | IOCTL_DEV))
+    # Only these device files. Opening /dev/ptmx (even read-only) allocates one of the machine's ptys (4096 in
+    # all): a worker held them, and no terminal could be opened on the machine (red team s9); /dev/fuse and
+    # /dev/net/tun opened too.
+    rules.append(("/dev", READ_DIR))
+    rules += [(f"/dev/{name}", READ_FILE | WRITE_FILE | IOCTL_DEV) for name in DEVICES]
+    if gpu:
+        # and the GPU's (their names and number vary by driver: see GPU_DEVICES). Where none is found by those
+        # names, the whole of /dev as before, so that an unknown driver's GPU still works.
+        found = gpu_device_files()
+        rules += [(path, read | WRITE_FILE | IOCTL_DEV) for path in found] or [("/dev", read | WRITE_FILE | IOCTL_DEV)]
         rules.append(("/proc", read | WRITE_FILE | TRUNCATE | IOCTL_DEV))
-    else:
-        # Only these device files. Opening /dev/ptmx (even read-only) allocates one of the machine's ptys (4096 in
-        # all): a worker held them, and no terminal could be opened on the machine (red team s9); /dev/fuse and
-        # /dev/net/tun opened too.
-        rules.append(("/dev", READ_DIR))
-        rules += [(f"/dev/{name}", READ_FILE | WRITE_FILE | IOCTL_DEV) for name in DEVICES]
     rules.append((scratch, fs))
     try:
         for path, access in rules:

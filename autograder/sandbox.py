@@ -392,10 +392,10 @@ def _become_worker(spec: dict[str, Any], wsock: socket.socket, keeper_pid: int, 
     os.register_at_fork(after_in_child=lambda: os._exit(0))
     # Last step before student code: read only Python's own folders, write only the scratch folder (Landlock).
     from . import worker
+    gpu = worker.accelerator_built() and spec.get("gpu") is not False
     worker.SANDBOX.update(memory_mb=lim["memory_mb"], disk_mb=lim["disk_mb"], uid=uid, modes=spec.get("modes", {}),
-                          landlock=confine.landlock(scratch, _read_paths(),
-                                                    gpu=worker.accelerator_built() and spec.get("gpu") is not False),
-                          keyrings_denied=confine.deny_keyrings())
+                          landlock=confine.landlock(scratch, _read_paths(), gpu=gpu),
+                          keyrings_denied=confine.deny_keyrings(gpu_driver=worker.accelerator_built()))
     worker = Worker(wsock, output_limit=lim["output_kb"] * 1024)
     os.write(ready, READY)
     os.close(ready)

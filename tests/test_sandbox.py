@@ -808,3 +808,102 @@ def test_a_worker_that_sees_no_gpu_opens_only_the_ordinary_device_files():
         z.close()
     assert got["/dev/ptmx 0"] != "opened" and got["/dev/ptmx 2"] != "opened", sorted(got.items())
     assert all(got[k] == "opened" for k in ("/dev/null 1", "/dev/urandom 0", "/dev/zero 2")), sorted(got.items())
+
+
+def _opens_after_landlock(gpu_files):
+    """In a child: Landlock as a GPU worker's, with `gpu_files` as the GPU's device files; which files open."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(r)
+            confine.gpu_device_files = lambda dev="/dev": gpu_files
+            confine.landlock(tempfile.mkdtemp(), ["/usr"], gpu=True)
+            got = []
+            for path in ("/dev/ptmx", "/dev/full", "/dev/null", "/dev/tty"):
+                try:
+                    os.close(os.open(path, os.O_RDWR | os.O_NOCTTY))
+                    got.append(path)
+                except OSError:
+                    pass
+            os.write(w, " ".join(got).encode())
+        finally:
+            os._exit(0)
+    os.close(w)
+    with os.fdopen(r, "rb") as f:
+        got = f.read().decode().split()
+    os.waitpid(pid, 0)
+    return got
+
+
+def test_a_worker_that_sees_a_gpu_opens_the_gpus_device_files_and_the_ordinary_ones_only(tmp_path):
+    """The GPU worker (the CUDA checks' run) may open the GPU's device files, found by name (/dev/nvidia*, kfd,
+    dri), and the ordinary ones: it could open all of /dev, /dev/ptmx (the machine's ptys) among them. Where no
+    GPU device file is found by those names, all of /dev as before, so that an unknown driver's GPU still works.
+    Checked with CUDA on an H100 (tests/test_cuda.py)."""
+    if confine.abi_version() < 1:
+        pytest.skip("no Landlock on this kernel")
+    for name in ("nvidia0", "nvidiactl", "nvidia-uvm", "nvidia-caps", "kfd", "dri", "ptmx", "fuse", "null", "shm"):
+        (tmp_path / name).touch()
+    assert confine.gpu_device_files(str(tmp_path)) == [str(tmp_path / n) for n in
+                                                       ("dri", "kfd", "nvidia-caps", "nvidia-uvm", "nvidia0",
+                                                        "nvidiactl")]
+    assert _opens_after_landlock(["/dev/full"]) == ["/dev/full", "/dev/null"]
+    assert "/dev/ptmx" in _opens_after_landlock([])  # (the fallback: no GPU file found by name)
+
+
+def test_where_torch_is_built_for_a_gpu_a_worker_may_make_a_unix_stream_socket_but_connects_it_nowhere():
+    """CUDA's driver makes a Unix stream socket as it starts (looking for the MPS daemon's) and failed to start
+    where the worker's seccomp filter refused it (error 304 on an H100: every CUDA check was the grader's failure,
+    the reference got 98). Where torch is built for a GPU a worker may make one, but each connect() fails as where
+    no daemon listens (ENOENT): the machine's Unix sockets stay out of reach (red team s9), and datagram and vsock
+    sockets stay refused. Checked on an H100 with torch 2.11+cu130 (.gpu/variants10.py, tests/test_cuda.py)."""
+    import socket
+    folder = tempfile.mkdtemp(prefix="unix-listeners-", dir="/tmp")
+    os.chmod(folder, 0o755)
+    stream = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    dgram = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    try:
+        stream.bind(folder + "/stream")
+        stream.listen()
+        dgram.bind(folder + "/dgram")
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            try:
+                os.close(r)
+                installed = confine.deny_keyrings(gpu_driver=True)
+                ns = {}
+                exec(REACH_UNIX, ns)
+                got = ns["reach"](folder)
+                try:
+                    socket.socket(socket.AF_UNIX, socket.SOCK_STREAM).close()
+                    got.append("made")
+                except OSError as e:
+                    got.append(f"not made: {e.strerror}")
+                a, b = socket.socketpair()
+                a.sendall(b"x")
+                got.append("pair " + b.recv(1).decode())
+                os.write(w, repr((installed, got)).encode())
+            finally:
+                os._exit(0)
+        os.close(w)
+        with os.fdopen(r, "rb") as f:
+            installed, got = eval(f.read().decode())
+        os.waitpid(pid, 0)
+        stream.setblocking(False)
+        dgram.setblocking(False)
+        reached = []
+        for take in (lambda: stream.accept()[0].recv(100), lambda: dgram.recv(100)):
+            try:
+                reached.append(take())
+            except BlockingIOError:
+                pass
+        if not installed:
+            pytest.skip("no seccomp filters here")
+        assert reached == [] and not {"stream", "dgram", "vsock"} & set(got), (reached, got)
+        assert "made" in got and "pair x" in got and "No such file or directory" in got[0], got
+    finally:
+        stream.close()
+        dgram.close()
+        shutil.rmtree(folder, ignore_errors=True)
