@@ -315,6 +315,42 @@ def test_papers_graded_without_roster_are_refused_not_marked_against_the_default
     assert float(rows["ada"]["score"]) == 100 and float(rows["bo"]["score"]) == 0, rows
 
 
+DO_NOTHING = {  # forwards that compute nothing, each with the right shape; constructors that build nothing
+    "zeros": ("return torch.zeros(x.shape[0], x.shape[1], self.d_out)",
+              "return torch.zeros(*Q.shape[:-1], V.shape[-1]), torch.zeros(*Q.shape[:-1], K.shape[-2])",
+              "return torch.zeros(T, T)", "return x"),
+    "random": ("return torch.rand(x.shape[0], x.shape[1], self.d_out)",
+               "return torch.rand(*Q.shape[:-1], V.shape[-1]), torch.rand(*Q.shape[:-1], K.shape[-2])",
+               "return torch.ones(T, T)", "return torch.rand(x.shape)"),
+    "batch_sum": ("return torch.ones(x.shape[0], x.shape[1], self.d_out) * x.sum()",
+                  "return torch.ones(*Q.shape[:-1], V.shape[-1]) * V.sum(), torch.ones(*Q.shape[:-1], K.shape[-2]) * Q.sum()",
+                  "return torch.zeros(T, T)", "return x + x.sum()"),
+}
+
+
+def test_an_answer_that_computes_nothing_earns_no_construction_or_shape_points(tmp_path):
+    """Red team, round 14: forwards returning zeros of the right shape (or `return x`) and empty constructors earned
+    the public checks, 10 of 100 points, as did torch.rand of those shapes and a constant times the input's sum:
+    a shape now pays for an output computed from each example's own input (and, for a module, with its weights),
+    a construction for a module that holds parameters, window_mask's shape for a mask of 0s and 1s."""
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    for name, (mha, sdpa, mask, block) in DO_NOTHING.items():
+        (subs / f"{name}.py").write_text(
+            "import torch\nimport torch.nn as nn\n\n\nclass MultiHeadAttention(nn.Module):\n"
+            "    def __init__(self, d_in, d_out):\n        super().__init__()\n        self.d_out = d_out\n\n"
+            f"    def forward(self, x):\n        {mha}\n\n\nclass ScaledDotProductAttention(nn.Module):\n"
+            f"    def forward(self, Q, K, V, mask=None):\n        {sdpa}\n\n\ndef window_mask(T):\n        {mask}\n\n\n"
+            "class TransformerBlock(nn.Module):\n    def __init__(self, d_model, n_heads):\n        super().__init__()\n\n"
+            f"    def forward(self, x):\n        {block}\n", encoding="utf-8")
+    p = grade("batch", "subs", "--assignment", "midterm", "--out", "res", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    for f in (tmp_path / "res").glob("*.json"):
+        r = SubmissionResult.from_dict(json.loads(f.read_text())["extra_data"]["internal"])
+        assert r.error is None and r.score == 0, (f.stem, [(c.name, c.score) for c in r.checks if c.score])
+    assert len(list((tmp_path / "res").glob("*.json"))) == len(DO_NOTHING)
+
+
 # ---------------------------------------------------------------------------------------------- grade check
 
 @pytest.mark.parametrize("lang", ["en", "ko"])

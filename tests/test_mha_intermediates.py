@@ -93,6 +93,14 @@ STUB_RANDOM = STUB_ZEROS.replace("torch.zeros(", "torch.rand(").replace("z = K.s
                                                                        "torch.zeros", "z = K.shape[1], self.n_head, "
                                                                        "self.d_head, torch.rand")
 
+# Red team, round 14: every entry (and SDPA's pair) a tensor of ones of the right shape times the input's sum: it
+# changes from input to input, which was all the shape checks asked, and earned 19 points of them.
+STUB_SUM = STUB_ZEROS.replace("torch.zeros(*Q.shape[:-1], V.shape[-1]), torch.zeros(*Q.shape[:-1], K.shape[-2])",
+                              "torch.ones(*Q.shape[:-1], V.shape[-1]) * V.sum(), "
+                              "torch.ones(*Q.shape[:-1], K.shape[-2]) * Q.sum()").replace(
+    "z = K.shape[1], self.n_head, self.d_head, torch.zeros",
+    "z = K.shape[1], self.n_head, self.d_head, lambda *s: torch.ones(*s) * (Q.sum() + K.sum() + V.sum())")
+
 
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
@@ -112,6 +120,7 @@ def graded(tmp_path_factory):
     files["layer_renamed.py"] = RENAMED
     files["stub_zeros.py"] = STUB_ZEROS
     files["stub_random.py"] = STUB_RANDOM
+    files["stub_sum.py"] = STUB_SUM
     files.update({"doc_seed001.py": DOCS / "seed001_mha_intermediates.py",
                   "doc_seed003.py": DOCS / "seed003_mha_intermediates.py"})
     return grade_sources(tmp_path_factory.mktemp(NAME), files, name=NAME)
@@ -408,6 +417,18 @@ def test_a_module_that_returns_random_tensors_earns_only_its_constructor(graded)
     earned = sorted((c.question, c.name) for c in r.checks if c.score > 0)
     assert {q for q, _ in earned} == {"mha_init"}, earned
     assert r.score == 10, failures(r)
+
+
+def test_a_module_that_returns_a_constant_times_the_inputs_sum_earns_only_its_constructor(graded):
+    """Ones of the right shapes times the input's sum, for every entry and for SDPA's pair: it differs from input to
+    input, but changing the first example of the batch changes every example's output: no shape check pays."""
+    r = graded["stub_sum"]
+    assert "* V.sum()" in STUB_SUM and "torch.zeros" not in STUB_SUM
+    earned = sorted((c.question, c.name) for c in r.checks if c.score > 0)
+    assert {q for q, _ in earned} == {"mha_init"}, earned
+    assert r.score == 10, failures(r)
+    shapes = [c.message.en for c in r.checks if "demo" in c.name.lower() and c.status == "failed"]
+    assert shapes and all("changed out" in m and "in the other examples too" in m for m in shapes), shapes
 
 
 def test_no_diagnosis_of_a_step_is_made_from_zeros(graded):

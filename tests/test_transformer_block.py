@@ -112,7 +112,14 @@ ATTN_RANDOM = (ATTN_IDENTITY[0], "        return torch.rand(x.shape) + 0 * self.
                                  "        q = self._heads(")
 FFN_RANDOM = (FFN_IDENTITY[0], "        return torch.rand(x.shape) + 0 * self.linear1(x).sum()")
 BLOCK_RANDOM = (BLOCK_IDENTITY[0], "        return torch.rand(x.shape) + 0 * self.attn.W_q(x)\n" + BLOCK_IDENTITY[0])
+# Red team, round 14: ones of the input's shape times the input's sum (plus the weights'): it changes with the input,
+# the weights and token 0, and earned the parts' shape and eval-mode dropout checks and the block's shape (6.3 points).
+SUM = "        return torch.ones_like(x) * (x.sum() + sum(p.sum() for p in self.parameters()))\n"
+ATTN_SUM = (ATTN_IDENTITY[0], SUM + ATTN_IDENTITY[0])
+FFN_SUM = (FFN_IDENTITY[0], SUM.rstrip("\n"))
+BLOCK_SUM = (BLOCK_IDENTITY[0], SUM + BLOCK_IDENTITY[0])
 STUBS = {"stub_parts_identity": (ATTN_IDENTITY, FFN_IDENTITY),
+         "stub_all_sum": (ATTN_SUM, FFN_SUM, BLOCK_SUM),
          "stub_all_identity": (ATTN_IDENTITY, FFN_IDENTITY, BLOCK_IDENTITY),
          "stub_all_random": (ATTN_RANDOM, FFN_RANDOM, BLOCK_RANDOM),
          # t25: nn.Transformer without batch_first warns from inside torch; this one also warns on its own
@@ -176,6 +183,17 @@ def test_random_outputs_earn_no_shape_or_property_points(graded):
     assert by_question(r)["TransformerBlock"] <= 4.5 and by_question(r)["MultiHeadSelfAttention"] <= 2.4 \
         and by_question(r)["FeedForward"] <= 1.6, failures(r)
 
+
+def test_outputs_that_mix_the_examples_of_a_batch_earn_no_shape_or_eval_dropout_points(graded):
+    """Ones times the input's sum: the evidence now changes only the first example of the batch, and the second
+    example's output must stay as it was, so no shape or eval-mode dropout check of the parts pays, nor the block's
+    shape."""
+    r = graded["stub_all_sum"]
+    paid = {c.name for c in r.checks if c.score > 0 and c.question in ("MultiHeadSelfAttention", "FeedForward")}
+    assert all(n.startswith(("FeedForward has linear1", "MultiHeadSelfAttention has W_q")) for n in paid), paid
+    shape = [c for c in r.checks if c.question == "TransformerBlock" and "keeps the shape" in c.name]
+    assert len(shape) == 1 and shape[0].score == 0, shape
+    assert "changing only the first example of the batch" in " ".join(c.message.en for c in r.checks if c.message)
 
 def test_a_right_block_around_placeholder_parts_is_judged_with_them(graded):
     """t28: the block is right, its parts `return x`. The parts' faults are charged in their questions; the block is

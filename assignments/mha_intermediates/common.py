@@ -379,19 +379,42 @@ def derived_shape(key: str, ups: list[tuple[int, ...]], d_feat: int, n_head: int
     return None
 
 
-def demo_outputs(sub, seed: int = 2024) -> dict:
+def demo_outputs(sub, seed: int = 2024, base: int | None = None) -> dict:
     """The notes' self-attention demo, run once per submission and input: src = torch.rand(128, 32, 200), 5 heads
-    (another seed: the evidence that each entry is computed from the input)."""
+    (another seed: the evidence that each entry is computed from the input). With `base`, the input is that of
+    seed `base` with only its first example replaced by that of `seed`."""
     def run() -> dict:
         d = DEMO
         m = build_mha(sub, d["d_feat"], d["n_head"], seed=0, dropout_p=0.1)
         src = rand(seed, d["n_batch"], d["n_src"], d["d_feat"])
+        if base is not None:
+            src = torch.cat([src[:1], rand(base, d["n_batch"], d["n_src"], d["d_feat"])[1:]])
         return forward_dict(m, src, src, src, what=call_text(d["d_feat"], d["n_head"]))
-    return memo(sub, ("demo", seed), run)
+    return memo(sub, ("demo", seed, base), run)
 
 
-def not_from_input(what: str, en: str, ko: str) -> None:
-    """A shape check's evidence failed: the output is the same for two different inputs."""
+def from_own_example(a: Any, b: Any, n_batch: int) -> str | None:
+    """Why `b`, the output for an input whose first example alone was changed, is no evidence that each example's
+    output is computed from its own input: "same" (it did not change), "others" (it changed in other examples too);
+    None when it is. An entry whose first axis is not the batch (a wrong shape, charged at its own step) needs only
+    to change. A constant times the input's sum changed from input to input and earned the shape points of every
+    entry (red team, round 14)."""
+    if type(a) is not torch.Tensor or type(b) is not torch.Tensor or a.shape != b.shape or a.dim() == 0 \
+            or a.shape[0] != n_batch:
+        return None if changed(a, b) else "same"
+    if not changed(a[:1], b[:1]):
+        return "same"
+    return "others" if changed(a[1:], b[1:]) else None
+
+
+def not_from_input(what: str, en: str, ko: str, why: str = "same") -> None:
+    """A shape check's evidence failed: the output is the same for two different inputs ("same"), or changing the
+    first example of the input changed the output of other examples ("others")."""
+    if why == "others":
+        fail(f"With {what}, changing only the first example of the batch changed {en} in the other examples too: it "
+             "is not computed from each example's own input, so its shape earns nothing.",
+             f"{what}에서 배치의 첫 번째 예만 바꿨는데 다른 예의 {ko}도 바뀌었습니다: 각 예의 입력으로부터 계산되지 "
+             "않으므로 shape 점수를 받을 수 없습니다.")
     fail(f"With {what}, {en} came out exactly the same for two different inputs: it is not computed from the "
          "input, so its shape earns nothing.",
          f"{what}에서 서로 다른 두 입력에 대해 {ko}이(가) 똑같이 나왔습니다: 입력으로부터 계산되지 않으므로 shape "
@@ -409,10 +432,11 @@ def check_demo_shapes(sub, keys: tuple[str, ...]) -> None:
         got = entry(out, key, what)
         want = want_all[key]
         # Evidence first: the entry changes with the input (zeros of the right shape earned 15 points).
-        other = tensor_or_none(demo_outputs(sub, 2025), key)
-        if other is not None and not changed(other, got):
+        other = tensor_or_none(demo_outputs(sub, 2025, base=2024), key)
+        why = from_own_example(got, other, d["n_batch"]) if other is not None else None
+        if why is not None:
             not_from_input(f"the notes' demo (n_batch={d['n_batch']}, n_src={d['n_src']}, d_feat={d['d_feat']}, "
-                           f"n_head={d['n_head']})", f"out['{key}']", f"out['{key}']")
+                           f"n_head={d['n_head']})", f"out['{key}']", f"out['{key}']", why)
         if tuple(got.shape) == want:
             continue
         ups = [tensor_or_none(out, u) for u in UPSTREAM.get(key, ())]
@@ -456,7 +480,10 @@ def check_sdpa_demo(sub, which: str) -> None:
     expect_shape(out, out_shape, what + " -> out")
     expect_shape(attention, att_shape, what + " -> attention")
     # Evidence: out and attention are computed from the inputs (zeros of the demo's shapes earned 4 points).
-    out2, attention2 = sdpa_call(sub, rand(21, *qs), rand(22, *ks), rand(23, *vs), what=what, seed=0)
+    # Only the first example of each input changed: each example's output must come from its own input.
+    others = [torch.cat([rand(seed, *shape)[:1], t[1:]]) for seed, shape, t in ((21, qs, Q), (22, ks, K), (23, vs, V))]
+    out2, attention2 = sdpa_call(sub, *others, what=what, seed=0)
     for name, a, b in (("out", out, out2), ("attention", attention, attention2)):
-        if not changed(b, a):
-            not_from_input(f"`{what}`", name, name)
+        why = from_own_example(a, b, qs[0])
+        if why is not None:
+            not_from_input(f"`{what}`", name, name, why)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import torch
 
-from autograder.checks import expect_shape, expect_tensor
+from autograder.checks import expect_shape, expect_tensor, fail
 
 # The default variant: the same values as [exam.default] in assignment.toml and the skeleton's constants.
 DEFAULT_VARIANT = {"num_heads": 2, "qkv_bias": False, "drop_rate": 0.1, "context_length": 8, "mask_window": 3,
@@ -41,14 +41,14 @@ def build_block(sub, d_model: int, n_heads: int, seed: int = 0):
     return sub.new("TransformerBlock", d_model, n_heads, seed=seed)
 
 
-def call(m, *args, what: str) -> torch.Tensor:
-    return expect_tensor(m(*args), what)
+def call(m, *args, what: str, seed: int | None = None) -> torch.Tensor:
+    return expect_tensor(m(*args, seed=seed), what)
 
 
-def call_sdpa(m, Q, K, V, mask=None, what: str = "ScaledDotProductAttention()(Q, K, V)"):
+def call_sdpa(m, Q, K, V, mask=None, what: str = "ScaledDotProductAttention()(Q, K, V)", seed: int | None = None):
     """The student's (out, attention), each checked to be a tensor."""
     from autograder.checks import fail
-    got = m(Q, K, V) if mask is None else m(Q, K, V, mask=mask)
+    got = m(Q, K, V, seed=seed) if mask is None else m(Q, K, V, mask=mask, seed=seed)
     if not isinstance(got, (tuple, list)) or len(got) != 2:
         fail(f"`{what}` should return a pair (out, attention); it returned {type(got).__name__}.",
              f"`{what}`는 (out, attention) 한 쌍을 반환해야 하는데 {type(got).__name__}을(를) 반환했습니다.")
@@ -57,3 +57,68 @@ def call_sdpa(m, Q, K, V, mask=None, what: str = "ScaledDotProductAttention()(Q,
 
 def shapes_ok(t: torch.Tensor, shape: tuple[int, ...], what: str) -> torch.Tensor:
     return expect_shape(t, shape, what)
+
+
+# ---------------------------------------------------------------------------------------------- evidence
+# A shape or a construction is worth points only for a module that computes something: a do-nothing answer
+# (zeros of the right shape, `return x`, an empty __init__) earned 10 of 100 points (red team, round 14). Each
+# check's calls are made from one seed, so that torch.rand of the right shape is the same output for every input.
+SHAPE_EARNS = ("so its shape earns nothing", "shape 점수를 받을 수 없습니다")
+
+
+def _gap(a, b) -> float | None:
+    """The largest finite difference of two tensors of one shape, relative to 1 + the largest finite value of `b`;
+    None where they cannot be compared (another type or shape, not floating point, nothing finite)."""
+    if type(a) is not torch.Tensor or type(b) is not torch.Tensor or a.shape != b.shape or not a.is_floating_point() \
+            or not b.is_floating_point():
+        return None
+    a, b = a.detach().double(), b.detach().double()
+    both = torch.isfinite(a) & torch.isfinite(b)
+    if not bool(both.any()):
+        return None
+    return float((a - b)[both].abs().max()) / (1.0 + float(b[both].abs().max()))
+
+
+def expect_from_input(run, inputs: tuple, what: str, seed: int) -> None:
+    """Evidence that `run(*inputs)` (a tuple of output tensors) computes each example from its own input: with
+    batch element 0 of every input changed, example 0's outputs change and the other examples' stay as they were
+    (zeros, a constant times the input's sum, or torch.rand of the right shape show neither)."""
+    g = torch.Generator().manual_seed(seed)
+    other = []
+    for t in inputs:
+        t2 = t.clone()
+        t2[0] = torch.randn(tuple(t.shape[1:]), generator=g) * 2 + 0.5
+        other.append(t2)
+    for a, b in zip(run(*inputs), run(*other)):
+        own, rest = _gap(b[:1], a[:1]), _gap(b[1:], a[1:])
+        if own is None or own <= 1e-6:
+            fail(f"`{what}` gave the same output for two different inputs: it is not computed from its input, "
+                 f"{SHAPE_EARNS[0]}.",
+                 f"서로 다른 두 입력에 대해 `{what}`의 출력이 같습니다: 입력으로부터 계산되지 않으므로 {SHAPE_EARNS[1]}.")
+        if rest is None or rest > 1e-5:
+            fail(f"`{what}`: changing only the first example of the batch changed the outputs of the other examples: "
+                 f"each example's output is not computed from its own input, {SHAPE_EARNS[0]}.",
+                 f"`{what}`: 배치의 첫 번째 예만 바꿨는데 다른 예의 출력이 바뀌었습니다: 각 예의 출력이 자기 입력으로부터 "
+                 f"계산되지 않으므로 {SHAPE_EARNS[1]}.")
+
+
+def expect_from_weights(m, run, what: str, seed: int) -> None:
+    """Evidence that the module computes with its parameters: other values for them change its output."""
+    y = run()
+    params = {n: t for n, t in m.state().get("params", {}).items() if type(t) is torch.Tensor and t.is_floating_point()}
+    if params:
+        g = torch.Generator().manual_seed(seed)
+        m.load_state({n: torch.randn(tuple(t.shape), generator=g).to(t.dtype) for n, t in params.items()})
+        gap = _gap(run(), y)
+        if gap is not None and gap > 1e-6:
+            return
+    fail(f"`{what}` gives the same output when its weights change: it does not compute with them, {SHAPE_EARNS[0]}.",
+         f"가중치를 바꿔도 `{what}`의 출력이 같습니다: 가중치로 계산하지 않으므로 {SHAPE_EARNS[1]}.")
+
+
+def expect_parameters(m, what: str) -> None:
+    """A construction earns its point only where it builds the layers the paper names (an empty __init__ that only
+    calls super().__init__() constructs too)."""
+    if not m.describe().get("params"):
+        fail(f"`{what}` constructs, but holds no parameters: build the layers your paper names in __init__.",
+             f"`{what}`은(는) 만들어지지만 파라미터가 하나도 없습니다: 시험지가 정한 층을 __init__에서 만드세요.")

@@ -132,10 +132,21 @@ def expect_working(m, d: int, seed: int, what: str, causal: bool | None = True, 
     # Another input drawn on its own: x * 2 + 1 was undone by a block's final LayerNorm (per token, a LayerNorm
     # forgets any scale and shift of its input), and a right block around placeholder parts was told that it
     # "does not depend on its input".
-    if not differs(y, call(m, randn(seed + 5, 2, 5, d), what, causal=causal, seed=seed)):
+    # Only its first example drawn anew: each example's output must come from its own input (ones times the input's
+    # sum changed with the input, its weights and token 0, and earned 13 points of shape, eval-mode dropout and
+    # dropout-placement checks: red team, round 14).
+    y2 = call(m, torch.cat([randn(seed + 5, 2, 5, d)[:1], x[1:]]), what, causal=causal, seed=seed)
+    if not differs(y[:1], y2[:1]) if type(y) is torch.Tensor and type(y2) is torch.Tensor and y.dim() else \
+            not differs(y, y2):
         fail(f"`{what}` gave the same output for two different inputs: it does not depend on its input, so "
              f"{earns[0]}.",
              f"서로 다른 두 입력에 대해 `{what}`의 출력이 같습니다: 입력에 의존하지 않으므로 {earns[1]}.")
+    if type(y) is torch.Tensor and type(y2) is torch.Tensor and y.shape == y2.shape and y.dim() \
+            and y.shape[0] == 2 and differs(y[1:], y2[1:]):
+        fail(f"`{what}`: changing only the first example of the batch changed the output of the second: each "
+             f"example's output is not computed from its own input, so {earns[0]}.",
+             f"`{what}`: 배치의 첫 번째 예만 바꿨는데 두 번째 예의 출력이 바뀌었습니다: 각 예의 출력이 자기 입력으로부터 "
+             f"계산되지 않으므로 {earns[1]}.")
     params = {n: t for n, t in m.state()["params"].items() if type(t) is torch.Tensor and t.is_floating_point()}
     y_new = None
     if params:
