@@ -54,6 +54,11 @@ VARIANTS: list[Variant] = [
     V("init_assert", ch(MHA, "        if d_feat % n_head != 0:\n            raise ValueError(",
                         "        assert d_feat % n_head == 0, ("), breaks="mha_init", says=("ValueError",),
       why="an assert instead of ValueError (and python -O removes asserts)"),
+    V("init_assert_tuple", ch(MHA, "        if d_feat % n_head != 0:\n            raise ValueError(",
+                              "        assert (d_feat % n_head == 0, "), breaks="mha_init",
+      says=("always true",),
+      why="learners round s9: a parenthesised assert of (condition, message) never fails; the feedback only said to "
+          "raise ValueError"),
     V("init_argument_order", ch(MHA, INIT, INIT.replace("actv=F.relu, USE_BIAS=True, dropout_p=0.1",
                                                           "dropout_p=0.1, USE_BIAS=True, actv=F.relu")),
       breaks="mha_init", says=("order differs", "actv=relu"), never_says=("<function", " at 0x")),
