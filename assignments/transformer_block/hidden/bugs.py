@@ -56,6 +56,10 @@ VARIANTS: list[Variant] = [
     V("attn_assert_tuple", ch(ATTN, "        if d_model % n_heads != 0:\n            raise ValueError(",
                               "        assert (d_model % n_heads == 0, "), breaks=ATTN, says=("always true",),
       why="learners round s9: a parenthesised assert of (condition, message) never fails"),
+    V("attn_masked_fill_dropped", ch(ATTN, 'scores = scores.masked_fill(future, float("-inf"))',
+                                     'scores.masked_fill(future, float("-inf"))'), breaks=ATTN,
+      says=("drops its result",),
+      why="learners round s9: the result of masked_fill is not kept; the feedback only said to hide the future"),
     V("attn_heads_not_transposed", ch(ATTN, "return t.view(b, n, self.n_heads, self.d_head).transpose(1, 2)",
                                       "return t.view(b, self.n_heads, n, self.d_head)"), breaks=ATTN,
       en="the heads are split by viewing straight to (b, n_heads, n, d_head); view as (b, n, n_heads, d_head), "
