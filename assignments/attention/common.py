@@ -13,6 +13,7 @@ import torch
 from autograder.checks import (CheckFailure, described, diagnosis, expect_close, expect_shape, expect_tensor,
                                fail)
 from autograder.messages import Message, near_miss
+from autograder.sourcecode import asserts_tuple, class_node, method_node  # noqa: F401  (class_node: hidden checks)
 from autograder.proxy import step, taken
 
 # The lab's running example: "Your journey starts with one step", one 3-d embedding per token.
@@ -1246,30 +1247,6 @@ def _stand_in_names(sub, head: str) -> dict[str, str]:
     return sub.memo[key]
 
 
-def class_node(sub, cls: str):
-    """The last top-level definition of class `cls` in the submission's source, parsed in the grader (never run),
-    or None."""
-    import ast
-    found = None
-    for cell in sub.source.cells:
-        try:
-            tree = ast.parse(cell.code)
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
-            continue
-        for node in tree.body:
-            if isinstance(node, ast.ClassDef) and node.name == cls:
-                found = node
-    return found
-
-
-def method_node(sub, cls: str, name: str):
-    """The last definition of method `name` in class_node(sub, cls), or None."""
-    import ast
-    node = class_node(sub, cls)
-    found = [f for f in (node.body if node is not None else ()) if isinstance(f, ast.FunctionDef) and f.name == name]
-    return found[-1] if found else None
-
-
 def _source_init_args(sub, head: str) -> list[str] | None:
     """The parameters of `class head`'s __init__ as the submission's source writes them (the last definition),
     read in the grader: a signature asked of the worker is the submission's to forge (__signature__)."""
@@ -1527,7 +1504,4 @@ def check_rejects_bad_heads(sub) -> None:
 def _tuple_assert(sub, cls: str) -> bool:
     """Whether `cls.__init__` (as the source writes it, never run) asserts a parenthesised (condition, message)
     tuple: always true, so it never raises."""
-    import ast
-    init = method_node(sub, cls, "__init__")
-    return init is not None and any(isinstance(a, ast.Assert) and isinstance(a.test, ast.Tuple) and a.test.elts
-                                    for a in ast.walk(init))
+    return asserts_tuple(sub, cls)

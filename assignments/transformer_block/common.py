@@ -12,6 +12,7 @@ import torch
 
 from autograder.checks import CheckFailure, expect_shape, expect_tensor, fail
 from autograder.messages import Message
+from autograder.sourcecode import dropped_masked_fill
 
 # nn.Transformer's advice on its fast path ("enable_nested_tensor is True, but ..."), raised while the grader builds
 # its own nn.Transformer (the references, and the public check of make_transformer's parameter shapes): it went to
@@ -197,8 +198,18 @@ def causal_leak(m, d: int, seed: int, what: str, b: int = 2, T: int = 6) -> floa
     return float(diff[torch.isfinite(diff)].max()) if bool(torch.isfinite(diff).any()) else 0.0
 
 
-def fail_leak(cls: str, leak: float, T: int = 6) -> None:
+def fail_leak(cls: str, leak: float, T: int = 6, sub=None) -> None:
     k = T // 2
+    line = dropped_masked_fill(sub, (cls, "forward")) if sub is not None else None
+    if line is not None:  # learners s9: `scores.masked_fill(mask, float("-inf"))` on a line of its own
+        fail(f"`{cls}(..., causal=True)` is not causal: changing tokens {k}..{T - 1} changed the outputs of tokens "
+             f"0..{k - 1} by up to {leak:.3g}. Line {line} of your forward calls .masked_fill(...) and drops its "
+             "result: masked_fill returns a new tensor and leaves the scores as they were. Keep it: "
+             "scores = scores.masked_fill(mask, float('-inf')).",
+             f"`{cls}(..., causal=True)`는 코잘(causal)이 아닙니다: 토큰 {k}..{T - 1}을 바꾸자 토큰 0..{k - 1}의 출력이 "
+             f"최대 {leak:.3g} 바뀌었습니다. forward의 {line}번째 줄이 .masked_fill(...)을 호출하고 결과를 버립니다: "
+             "masked_fill은 새 텐서를 반환하고 점수는 그대로 둡니다. 결과를 저장하세요: "
+             "scores = scores.masked_fill(mask, float('-inf')).")
     fail(f"`{cls}(..., causal=True)` is not causal: changing tokens {k}..{T - 1} changed the outputs of tokens "
          f"0..{k - 1} by up to {leak:.3g}. Hide the future before the softmax: scores above the diagonal "
          "become -inf.",

@@ -54,6 +54,11 @@ VARIANTS: list[Variant] = [
     V("init_assert", ch(MHA, "        if d_feat % n_head != 0:\n            raise ValueError(",
                         "        assert d_feat % n_head == 0, ("), breaks="mha_init", says=("ValueError",),
       why="an assert instead of ValueError (and python -O removes asserts)"),
+    V("init_assert_tuple", ch(MHA, "        if d_feat % n_head != 0:\n            raise ValueError(",
+                              "        assert (d_feat % n_head == 0, "), breaks="mha_init",
+      says=("always true",),
+      why="learners round s9: a parenthesised assert of (condition, message) never fails; the feedback only said to "
+          "raise ValueError"),
     V("init_argument_order", ch(MHA, INIT, INIT.replace("actv=F.relu, USE_BIAS=True, dropout_p=0.1",
                                                           "dropout_p=0.1, USE_BIAS=True, actv=F.relu")),
       breaks="mha_init", says=("order differs", "actv=relu"), never_says=("<function", " at 0x")),
@@ -116,6 +121,13 @@ VARIANTS: list[Variant] = [
     V("scores_head_scale", ch("", 'SCALE = "full"', 'SCALE = "head"'), breaks="scores",
       says=("sqrt(d_feat)", "sqrt(d_head)"),
       why="divides by sqrt(d_head), the paper's convention, while the option says full (right under scale = head)"),
+    V("scores_by_token_count", ch("head_scores", "/ divisor", "/ math.sqrt(K_split.shape[-2])"), breaks="scores",
+      says=("the root of the number of keys n_K",), never_says=("your scores are divided by sqrt(d_head)",),
+      why="learners round s9: divides by the root of the token count; in the padding case n_K = d_head = 6, and the "
+          "feedback said the scores were divided by sqrt(d_head)"),
+    V("scores_scale_0_slash_5", ch("head_scores", "/ divisor", "/ divisor ** 0/5"), breaks="scores",
+      says=("divided by 5",), never_says=("Apply the mask",),
+      why="learners round s9: `d ** 0/5` (a typo for 0.5) divides by 5; the masked case told to apply the mask"),
     V("scores_no_scaling", ch("head_scores", " / divisor", ""), breaks="scores",
       en="the multi-head scores are not scaled; divide Q_split @ K_split^T by the assignment's scale (the notebook "
          "says which)",

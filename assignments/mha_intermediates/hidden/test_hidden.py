@@ -3,6 +3,7 @@ reference's weights copied into the student's module. A step passes when it matc
 it is the right step applied to the student's own (possibly wrong) inputs: a mistake is charged once."""
 from __future__ import annotations
 
+import math
 from typing import Any, Callable, NamedTuple
 
 import torch
@@ -302,6 +303,43 @@ def test_split_cross(sub, options):
 
 # ------------------------------------------------------------------------------- scores
 
+def measured_divisor(qs, ks, sc, mask) -> float | None:
+    """The one number the student's scores divide Q_split @ K_split^T by, read where the mask keeps the scores;
+    None when they are not that product divided by one number (or the shapes do not allow the reading)."""
+    try:
+        raw = torch.matmul(qs.double(), ks.double().transpose(-2, -1))
+        keep = torch.ones_like(raw, dtype=torch.bool) if mask is None else (mask != 0).expand_as(raw)
+    except RuntimeError:
+        return None
+    if raw.shape != sc.shape:
+        return None
+    s = sc.double()
+    keep = keep & torch.isfinite(s) & (s.abs() > 1e-6) & (raw.abs() > 1e-3)
+    if int(keep.sum()) < 4:
+        return None
+    ratios = raw[keep] / s[keep]
+    mid = float(ratios.median())
+    if mid <= 0 or float((ratios - mid).abs().max()) > 1e-3 * mid:
+        return None
+    return mid
+
+
+def divisor_names(value: float, b: int, nq: int, nk: int, d: int, h: int) -> list[tuple[str, str]]:
+    """The quantities of this case that equal `value`, in words (English, Korean)."""
+    dh = d // h
+    cands = [(math.sqrt(d), f"sqrt(d_feat) = sqrt({d})", f"sqrt(d_feat) = sqrt({d})"),
+             (math.sqrt(dh), f"sqrt(d_head) = sqrt({dh})", f"sqrt(d_head) = sqrt({dh})"),
+             (float(d), f"d_feat = {d}", f"d_feat = {d}"), (float(dh), f"d_head = {dh}", f"d_head = {dh}"),
+             (math.sqrt(nk), f"sqrt({nk}), the root of the number of keys n_K", f"키 개수 n_K의 제곱근 sqrt({nk})"),
+             (float(nk), f"{nk}, the number of keys n_K", f"키 개수 n_K = {nk}"),
+             (1.0, "1: the scores are not scaled", "1: 점수를 나누지 않음")]
+    if nq != nk:
+        cands += [(math.sqrt(nq), f"sqrt({nq}), the root of the number of queries n_Q",
+                   f"쿼리 개수 n_Q의 제곱근 sqrt({nq})"), (float(nq), f"{nq}, the number of queries n_Q",
+                                                          f"쿼리 개수 n_Q = {nq}")]
+    return [(en, ko) for v, en, ko in cands if math.isclose(v, value, rel_tol=1e-3)]
+
+
 def check_scores(sub, options, name):
     c = run_case(sub, options, name)
     got, want, mask = c.got, c.want, c.inputs[3]
@@ -316,7 +354,17 @@ def check_scores(sub, options, name):
             other = R.head_scores(qs, ks, alt, mask)
         except RuntimeError:
             other = None
-        if other is not None and informative(other) and other.shape == sc.shape and _close(sc, other, 1e-4):
+        measured = measured_divisor(qs, ks, sc, mask)
+        fits = divisor_names(measured, b, nq, nk, d, h) if measured is not None else []
+        if measured is not None and not math.isclose(measured, div, rel_tol=1e-3):
+            # Named by what the divisor is, in the case's numbers: a case where n_K = d_head (padding: 6 and 6) told
+            # a learner dividing by sqrt(n_K) that the scores were divided by sqrt(d_head).
+            en = " or ".join(n[0] for n in fits) or "none of d_feat, d_head or the number of tokens, or their roots"
+            ko = " 또는 ".join(n[1] for n in fits) or "d_feat, d_head, 토큰 수나 그 제곱근 어느 것도 아님"
+            hint = Message(f"Your scores are Q_split @ K_split^T divided by {measured:.4g} ({en}).",
+                           f"여러분의 scores는 Q_split @ K_split^T를 {measured:.4g}({ko})(으)로 나눈 값입니다.") + hint
+        if other is not None and informative(other) and other.shape == sc.shape and _close(sc, other, 1e-4) \
+                and len(fits) == 1:
             fail(f"`{what}`: your scores are divided by {alt_name}. " + hint.en,
                  f"`{what}`: 점수를 {alt_name}(으)로 나눴습니다. " + hint.ko)
         if mask is not None:  # the scores before the mask, while the attention was computed from the masked ones
@@ -340,7 +388,7 @@ def check_scores(sub, options, name):
         if mask is not None and bool(torch.isinf(sc).any()):
             hint = Message("Masked scores must be -1e9, not -inf: scores.masked_fill(mask == 0, -1e9).",
                            "가려진 점수는 -inf가 아니라 -1e9여야 합니다: scores.masked_fill(mask == 0, -1e9).")
-        elif mask is not None:
+        elif mask is not None and (measured is None or math.isclose(measured, div, rel_tol=1e-3)):
             hint = Message("Apply the mask to the scores before the softmax: scores.masked_fill(mask == 0, -1e9).",
                            "softmax 전에 점수에 마스크를 적용하세요: scores.masked_fill(mask == 0, -1e9).")
     judge(got, want, "scores", what, lambda: R.head_scores(*own(got, "Q_split", "K_split"), div, mask), hint=hint,

@@ -7,8 +7,10 @@ import torch
 
 from assignments.mha_intermediates.common import (build_mha, call_text, check_demo_shapes, check_device_argument,
                                                   check_sdpa_demo, check_signature, divisor, entry,
-                                                  forward_dict, informative, other_divisor, randn, scale_rule)
+                                                  forward_dict, informative, mha_class, other_divisor, randn,
+                                                  scale_rule)
 from autograder.checks import CheckFailure, check, expect_close, fail
+from autograder.sourcecode import asserts_tuple
 
 # ------------------------------------------------------------------------------- ScaledDotProductAttention
 
@@ -52,6 +54,14 @@ def test_mha_rejects_indivisible(sub):
              f"but: {e.message.en}",
              "`MultiHeadedAttention(d_feat=200, n_head=3)`는 ValueError를 발생시켜야 합니다 (200은 3의 배수가 아님). "
              f"실제: {e.message.ko}")
+    if asserts_tuple(sub, mha_class(sub)):
+        fail("`MultiHeadedAttention(d_feat=200, n_head=3)` was accepted: `assert (d_feat % n_head == 0, \"...\")` in "
+             "__init__ asserts a (condition, message) tuple, which is always true, so it never fails. Raise "
+             "ValueError when d_feat % n_head != 0: if d_feat % n_head != 0: raise ValueError(\"...\").",
+             "`MultiHeadedAttention(d_feat=200, n_head=3)`가 만들어졌습니다: __init__의 "
+             "`assert (d_feat % n_head == 0, \"...\")`는 (조건, 메시지) 튜플을 검사하는데, 튜플은 항상 참이라서 절대 "
+             "실패하지 않습니다. d_feat % n_head != 0이면 ValueError를 발생시키세요: "
+             "if d_feat % n_head != 0: raise ValueError(\"...\").")
     fail("`MultiHeadedAttention(d_feat=200, n_head=3)` was accepted, but 200 features cannot be cut into 3 equal "
          "heads. Raise ValueError in __init__ when d_feat % n_head != 0.",
          "`MultiHeadedAttention(d_feat=200, n_head=3)`가 만들어졌지만 200개의 특징은 헤드 3개로 똑같이 나눌 수 "

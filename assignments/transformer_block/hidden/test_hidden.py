@@ -31,6 +31,7 @@ from assignments.transformer_block.hidden.diagnose import explain  # also regist
 from autograder.checks import CheckFailure, check, expect_close, expect_shape, expect_tensor, fail
 from autograder.messages import Message
 from autograder.rng import manual_seed
+from autograder.sourcecode import asserts_tuple
 
 # (nn.Transformer's fast-path advice raised while the grader builds the references is silenced in common.py.)
 
@@ -225,6 +226,17 @@ def attn_against_pytorch(sub, d, h, b, n, seed, causal):
     got = call(m, x, what, causal=causal)
     if causal and tuple(got.shape) == tuple(x.shape) and bool(torch.isnan(got).any()):
         rows = sorted({int(i) for i in torch.isnan(got).any(dim=-1).nonzero()[:, 1]})
+        if rows and rows != [0] and rows[-1] < x.shape[1] - 1:
+            # Row 0 sees only itself, the last row sees every token: NaN in the rows between but not in the last one
+            # is a softmax over another axis (dim=1, the heads), not a mask that hides the diagonal (learners s9).
+            fail(f"`{what}` returns NaN for token(s) {rows}, which have tokens they may see, but not for the last "
+                 "token, which is not masked at all: your softmax turns every -inf of the mask into NaN, so it "
+                 "normalises over another axis than the keys (dim=1 is the heads). Normalise each query's row of "
+                 "scores over the keys: torch.softmax(scores, dim=-1).",
+                 f"`{what}`가 볼 수 있는 토큰이 있는 토큰 {rows}에 대해 NaN을 반환하고, 마스크가 전혀 없는 마지막 "
+                 "토큰에는 반환하지 않습니다: softmax가 마스크의 -inf마다 NaN을 만드므로 키 축이 아닌 다른 축(dim=1은 "
+                 "헤드 축)으로 정규화하고 있습니다. 각 쿼리의 점수 행을 키 축으로 정규화하세요: "
+                 "torch.softmax(scores, dim=-1).")
         fail(f"`{what}` returns NaN for token(s) {rows}: the softmax got a row of scores that are all -inf. "
              "The causal mask must hide only the future (above the diagonal, torch.triu(..., diagonal=1)); "
              "every token may look at itself.",
@@ -249,11 +261,38 @@ def test_attn_causal_matches_pytorch(sub):
         attn_against_pytorch(sub, d, h, b, n, seed, causal=True)
 
 
-@check(question="MultiHeadSelfAttention", points=3)
+@check(question="MultiHeadSelfAttention", points=2)  # 3 until s9; 1 went to test_attn_rejects_indivisible
 def test_attn_head_counts(sub):
     """MultiHeadSelfAttention with 1 head and with 8 heads"""
     for d, h, seed in ((8, 1, 611), (16, 8, 612)):
         attn_against_pytorch(sub, d, h, 2, 4, seed, causal=False)
+
+
+@check(question="MultiHeadSelfAttention", points=1)
+def test_attn_rejects_indivisible(sub):
+    """MultiHeadSelfAttention(10, 3) raises ValueError: 10 features cannot be cut into 3 heads"""
+    expect_working(build_attn(sub, 12, 3, seed=631), 12, 631, attn_text(12, 3), causal=False)  # evidence first
+    try:
+        build_attn(sub, 10, 3, seed=632)
+    except CheckFailure as e:
+        # the worker reports the exception's classes; a plain `assert d_model % n_heads == 0` rejects them too
+        if any(f"builtins.{t}" in getattr(e, "raised", ()) for t in ("ValueError", "AssertionError")):
+            return
+        fail(f"`MultiHeadSelfAttention(10, 3)` should raise ValueError (10 is not a multiple of 3), but: "
+             f"{e.message.en}",
+             f"`MultiHeadSelfAttention(10, 3)`는 ValueError를 발생시켜야 합니다 (10은 3의 배수가 아님). "
+             f"실제: {e.message.ko}")
+    if asserts_tuple(sub, "MultiHeadSelfAttention"):
+        fail("`MultiHeadSelfAttention(10, 3)` was accepted: `assert (d_model % n_heads == 0, \"...\")` in __init__ "
+             "asserts a (condition, message) tuple, which is always true, so it never fails. Raise ValueError when "
+             "d_model % n_heads != 0: if d_model % n_heads != 0: raise ValueError(\"...\").",
+             "`MultiHeadSelfAttention(10, 3)`가 만들어졌습니다: __init__의 `assert (d_model % n_heads == 0, \"...\")`는 "
+             "(조건, 메시지) 튜플을 검사하는데, 튜플은 항상 참이라서 절대 실패하지 않습니다. d_model % n_heads != 0이면 "
+             "ValueError를 발생시키세요: if d_model % n_heads != 0: raise ValueError(\"...\").")
+    fail("`MultiHeadSelfAttention(10, 3)` was accepted, but 10 features cannot be cut into 3 equal heads. Raise "
+         "ValueError in __init__ when d_model % n_heads != 0.",
+         "`MultiHeadSelfAttention(10, 3)`가 만들어졌지만 10개의 특징은 헤드 3개로 똑같이 나눌 수 없습니다. "
+         "__init__에서 d_model % n_heads != 0이면 ValueError를 발생시키세요.")
 
 
 @check(question="MultiHeadSelfAttention", points=2)

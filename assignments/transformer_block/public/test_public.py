@@ -37,7 +37,7 @@ def test_attn_is_causal(sub):
     expect_working(build_attn(sub, 8, 2, seed=2), 8, 22, attn_text(8, 2, causal=True))
     leak = causal_leak(build_attn(sub, 8, 2, seed=2), 8, 21, attn_text(8, 2, causal=True))
     if leak > 1e-5:
-        fail_leak("MultiHeadSelfAttention", leak)
+        fail_leak("MultiHeadSelfAttention", leak, sub=sub)
 
 
 # ------------------------------------------------------------------------------- FeedForward
