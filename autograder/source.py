@@ -13,6 +13,9 @@ from .messages import Message
 MAX_SOURCE_BYTES = 20 * 1024 * 1024  # notebooks with images can be large; code itself never is
 _MAGIC_LINE = re.compile(r"^(\s*)([%!]|\?\?|\?)")
 _HELP_SUFFIX = re.compile(r"^\s*[\w.]+\?{1,2}\s*$")
+_MAGIC_ASSIGN = re.compile(r"^(\s*)[A-Za-z_][\w.]*(\s*,\s*[A-Za-z_][\w.]*)*\s*=\s*[!%]")  # files = !ls
+_TIME_LINE = re.compile(r"^(\s*)%time\s+(.*)$")  # `%time out = f(x)` runs the statement where it stands
+_CELL_MAGICS_RUN_BODY = {"time", "capture"}  # IPython runs these cells' bodies in the notebook's namespace
 
 
 @dataclass(frozen=True)
@@ -85,15 +88,41 @@ def decode(data: bytes, filename: str) -> tuple[str, list[Message]]:
 
 
 def strip_magics(code: str) -> str | None:
-    """Replace IPython magics and shell lines with `pass` (line numbers kept); None for a whole-cell magic."""
-    if code.lstrip().startswith("%%"):
-        return None
+    """Replace IPython magics and shell lines with `pass` (line numbers kept); None for a whole-cell magic whose
+    body is not Python run in the notebook's namespace (%%bash, %%writefile, %%timeit, %%html ...).
+
+    As IPython does: the body of a `%%time` or `%%capture` cell runs (its definitions stay), so does the statement
+    of a `%time` line; `x = !ls` and `x = %env` are magics too, and a shell line ending in a backslash goes on to
+    the next line. A cell that is Python as it stands has no magic (none is valid Python), so it is left as it is:
+    a line of a multi-line string or a continued expression that starts with `%` or `!` is not a magic."""
+    lines = code.splitlines()
+    first = next((k for k, ln in enumerate(lines) if ln.strip()), None)
+    if first is not None and lines[first].lstrip().startswith("%%"):
+        words = lines[first].lstrip()[2:].split()
+        if not words or words[0] not in _CELL_MAGICS_RUN_BODY:
+            return None
+        lines[first] = "pass  # grader: skipped notebook magic"
+        code = "\n".join(lines)
+    try:
+        ast.parse(code)
+        return code
+    except Exception:  # noqa: BLE001 - not Python as it stands: look for magics line by line
+        pass
     out = []
+    continued = False
     for line in code.splitlines():
-        m = _MAGIC_LINE.match(line)
-        if m or _HELP_SUFFIX.match(line):
+        if continued:  # the rest of a shell line or line magic that ended in a backslash
+            out.append("")
+            continued = line.rstrip().endswith("\\")
+            continue
+        timed = _TIME_LINE.match(line)
+        m = _MAGIC_LINE.match(line) or _MAGIC_ASSIGN.match(line)
+        if timed and timed.group(2).strip():
+            out.append(timed.group(1) + timed.group(2))
+        elif m or _HELP_SUFFIX.match(line):
             indent = m.group(1) if m else re.match(r"\s*", line).group(0)
             out.append(f"{indent}pass  # grader: skipped notebook magic")
+            continued = bool(m) and line.rstrip().endswith("\\")
         else:
             out.append(line)
     return "\n".join(out)

@@ -259,3 +259,33 @@ def test_notebook_cells_plus_reference_score_full_marks(graded):
     assert r.error is None, r.error
     assert r.score == 100, [(c.name, getattr(c.message, "en", c.message)) for c in r.checks
                             if c.status not in ("passed", "skipped")]
+
+
+# ----------------------------------------------------------------------------------------- magics as IPython runs them
+
+def test_magics_are_skipped_as_ipython_runs_them_and_the_definitions_beside_them_stay():
+    """What students' notebooks hold, read the way IPython runs it. A `%%time` cell runs its body in the notebook
+    (a class defined there exists afterwards): the grader dropped the whole cell, so a correct SelfAttention_v2
+    timed with `%%time` scored 0. `files = !ls`, `t = %timeit -o f()` and a `!pip install` line continued with a
+    backslash made the whole cell a SyntaxError, losing every definition in it. A line starting with `%` inside a
+    multi-line string or a continued expression is no magic and was rewritten to `pass`."""
+    cls = "class SelfAttention_v2:\n    pass\n"
+    kept = {
+        "%%time\n" + cls: cls,
+        "\n%%capture cap --no-stderr\n!pip install einops\n" + cls: cls,
+        "files = !ls\nver = %env PATH\n" + cls: cls,
+        "t = %timeit -o torch.ones(3)\n" + cls: cls,
+        "!pip install -q torch \\\n    numpy matplotlib\n" + cls: cls,
+        "%time out = 1 + 1\n" + cls: "out = 1 + 1",
+        "DOC = '''\n%d tokens\n!important\n'''\n" + cls: "%d tokens\n!important",
+        "ratio = (10\n         % 3)\n" + cls: "         % 3)",
+    }
+    for src, wanted in kept.items():
+        cells = notebook_cells(json.dumps({"cells": [{"cell_type": "code", "source": src}]}), "nb.ipynb")
+        assert len(cells) == 1, src
+        ast.parse(cells[0].code)  # no SyntaxError: the cell's definitions load
+        assert wanted.rstrip("\n") in cells[0].code, (src, cells[0].code)
+        assert len(cells[0].code.splitlines()) >= len(src.rstrip("\n").splitlines()) - 1, "line numbers kept"
+    for magic in ("%%timeit", "%%writefile attention.py", "%%bash", "%%html"):  # not run in the namespace
+        nb = {"cells": [{"cell_type": "code", "source": f"{magic}\n{cls}"}, {"cell_type": "code", "source": "x = 1"}]}
+        assert [c.code for c in notebook_cells(json.dumps(nb), "nb.ipynb")] == ["x = 1"], magic
