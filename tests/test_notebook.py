@@ -10,7 +10,7 @@ import nbformat
 import pytest
 
 from autograder.source import notebook_cells
-from conftest import REFERENCE, ROOT, SKELETON, grade_sources
+from conftest import REFERENCE, ROOT, SKELETON, by_question, failed_messages, grade_sources, notebook
 
 NOTEBOOK = ROOT / "student_template" / "attention.ipynb"
 HIDDEN = ROOT / "assignments" / "attention" / "hidden" / "test_hidden.py"
@@ -289,3 +289,36 @@ def test_magics_are_skipped_as_ipython_runs_them_and_the_definitions_beside_them
     for magic in ("%%timeit", "%%writefile attention.py", "%%bash", "%%html"):  # not run in the namespace
         nb = {"cells": [{"cell_type": "code", "source": f"{magic}\n{cls}"}, {"cell_type": "code", "source": "x = 1"}]}
         assert [c.code for c in notebook_cells(json.dumps(nb), "nb.ipynb")] == ["x = 1"], magic
+
+
+def test_a_definition_that_needs_a_name_defined_further_down_runs_again_after_the_notebook(tmp_path):
+    """Cells run out of order: the student imported `torch.nn as nn` in the last cell and ran it first, so every
+    `class X(nn.Module)` above it raised NameError when the file ran top to bottom: 10/100, and each class's checks
+    said "`X` is not defined in your submission" (the NameError itself hidden behind five demo-line notes). Such a
+    `class`/`def` statement runs again after the whole file, unless a later statement defined that name again; one
+    that still cannot be defined is named as written but failing, with its error."""
+    ref = REFERENCE.read_text()
+    assert ref.count("import torch.nn as nn\n") == 1 and ref.count("class SelfAttention_v1(nn.Module)") == 1
+    no_import = ref.replace("import torch.nn as nn\n", "")
+    demos = [f"print(undefined_{i})" for i in range(6)]
+    wrong_v1 = ref[ref.index("class SelfAttention_v1"):ref.index("class SelfAttention_v2")].replace("dim=-1", "dim=0")
+    assert "dim=0" in wrong_v1
+    results = grade_sources(tmp_path, {
+        "late_import.ipynb": notebook(*demos, no_import, "import torch.nn as nn"),
+        # the early, broken version failed; the later one is the student's: the early one must not run again
+        "early_broken.ipynb": notebook(wrong_v1, ref, "import torch.nn as nn"),
+        "never.ipynb": notebook(*demos, ref.replace("class SelfAttention_v1(nn.Module)",
+                                                    "class SelfAttention_v1(AttentionBase)")),
+    })
+    r = results["late_import"]
+    assert r.score == 100, [(c.name, c.message and c.message.en) for c in r.checks if c.status != "passed"]
+    notes = [n.en for n in r.notes]
+    assert "class SelfAttention_v1(nn.Module)" in notes[0] and "ran again after the rest of your code" in notes[0]
+    assert "다시 실행했고" in r.notes[0].ko
+    assert results["early_broken"].score == 100
+    r = results["never"]
+    assert by_question(r)["SelfAttention_v1"] == 0 and by_question(r)["SelfAttention_v2"] == 15
+    msgs = failed_messages(r, ("SelfAttention_v1",))
+    assert msgs and all("`SelfAttention_v1` is written in your file, but its definition raised NameError: name "
+                        "'AttentionBase' is not defined" in m for m in msgs), msgs[:1]
+    assert "AttentionBase" in r.notes[0].en
