@@ -166,7 +166,7 @@ def read(path: Path) -> Source:
     if path.suffix == ".py":
         return Source(name, "py", [Cell(text, name)], notes)
     if path.suffix == ".ipynb":
-        return Source(name, "ipynb", notebook_cells(text, name), notes)
+        return Source(name, "ipynb", notebook_cells(text, name, notes), notes)
     raise SubmissionFormatError(Message(f"{name}: only .py and .ipynb files can be graded.",
                                         f"{name}: .py와 .ipynb 파일만 채점할 수 있습니다."))
 
@@ -180,7 +180,27 @@ def _short_title(title: str, limit: int = 70) -> str:
     return cut[:cut.rfind(" ")].rstrip(" /:,") + "…" if " " in cut else cut + "…"
 
 
-def notebook_cells(text: str, name: str) -> list[Cell]:
+_DEF_LINE = re.compile(r"^(?:async\s+)?(?:class|def)\s+[A-Za-z_]\w*\s*[(:]")  # at the start of a line
+
+
+def _code_in_markdown(text: str, heading: str, name: str) -> Message | None:
+    """A markdown cell holding a top-level `class`/`def` (the lab notebooks' markdown has none): an answer typed
+    into, or pasted as, a markdown cell, which Jupyter shows as text and never runs."""
+    line = next((ln for ln in text.splitlines() if _DEF_LINE.match(ln)), None)
+    if line is None:
+        return None
+    code = " ".join(line.split())[:80]
+    where_en = f"the markdown cell under \"{heading}\"" if heading else "a markdown cell"
+    where_ko = f"\"{heading}\" 아래의 마크다운 셀" if heading else "마크다운 셀"
+    return Message(
+        f"{name}: {where_en} holds Python code (`{code}`), but only code cells run, so it was not graded. If it is "
+        "your answer, make it a code cell (Jupyter: select the cell, press Esc then Y; Colab: Ctrl+M Y), without the "
+        "``` lines, save, and check again.",
+        f"{name}: {where_ko}에 파이썬 코드가 있지만 (`{code}`) 코드 셀만 실행되므로 채점되지 않았습니다. 답안이라면 "
+        "코드 셀로 바꾸고 (Jupyter: 셀 선택 후 Esc, Y; Colab: Ctrl+M Y) ``` 줄은 지운 뒤, 저장하고 다시 확인하세요.")
+
+
+def notebook_cells(text: str, name: str, notes: list[Message] | None = None) -> list[Cell]:
     try:
         nb = json.loads(text)
     except (json.JSONDecodeError, RecursionError) as e:
@@ -198,14 +218,19 @@ def notebook_cells(text: str, name: str) -> list[Cell]:
     # Jupyter shows no cell numbers: a place is named as the student sees it, by the section heading above it
     # and the code cell's rank under that heading (the offending line's text is in the message itself).
     heading, rank, i = "", 0, 0
+    markdown: list[tuple[str, str]] = []  # (text, heading above it) of markdown cells, for _code_in_markdown
     for cell in cells:
         if not isinstance(cell, dict):
             continue
         if cell.get("cell_type") == "markdown":
-            titles = [ln.lstrip("#").strip() for ln in _cell_text(cell.get("source")).splitlines()
-                      if ln.startswith("#") and ln.lstrip("#").strip()]
+            titles, fenced = [], False
+            for ln in _cell_text(cell.get("source")).splitlines():
+                fenced ^= ln.lstrip().startswith(("```", "~~~"))  # a `# comment` in a code block is no heading
+                if not fenced and ln.startswith("#") and ln.lstrip("#").strip():
+                    titles.append(ln.lstrip("#").strip())
             if titles:
                 heading, rank = _short_title(titles[-1]), 0
+            markdown.append((_cell_text(cell.get("source")), heading))  # (its own heading, if it has one)
             continue
         if cell.get("cell_type") != "code":
             continue
@@ -215,6 +240,12 @@ def notebook_cells(text: str, name: str) -> list[Cell]:
         if code and code.strip():
             where = f"section \"{heading}\", code cell {rank}" if heading else f"code cell {i}"
             out.append(Cell(code, f"{name}, {where}"))
+    if notes is not None:
+        for text, above in markdown:
+            note = _code_in_markdown(text, above, name)
+            if note is not None:
+                notes.append(note)
+                break  # one is enough to say what happened
     if not out:
         raise SubmissionFormatError(Message(f"{name} has no code cells.", f"{name}에 코드 셀이 없습니다."))
     return out

@@ -322,3 +322,22 @@ def test_a_definition_that_needs_a_name_defined_further_down_runs_again_after_th
     assert msgs and all("`SelfAttention_v1` is written in your file, but its definition raised NameError: name "
                         "'AttentionBase' is not defined" in m for m in msgs), msgs[:1]
     assert "AttentionBase" in r.notes[0].en
+
+
+def test_an_answer_in_a_markdown_cell_is_pointed_out_and_the_handed_out_notebooks_get_no_such_note(tmp_path):
+    """A student who typed (or pasted) the answer into a markdown cell sees it in Jupyter as code, but the grader
+    runs code cells only: the result said only "not implemented yet (the template as handed out)". Now a note
+    names the cell and how to make it a code cell; the lab notebooks' own markdown holds no `class`/`def` line."""
+    from autograder.source import read
+    for nb in sorted((ROOT / "student_template").glob("*.ipynb")):
+        assert read(nb).notes == [], nb.name
+    nb = json.loads(NOTEBOOK.read_text(encoding="utf-8"))
+    nb["cells"].append({"cell_type": "markdown", "metadata": {},
+                        "source": "## 답 / answer\n\n```python\n" + REFERENCE.read_text() + "```\n"})
+    path = tmp_path / "attention.ipynb"
+    path.write_text(json.dumps(nb, ensure_ascii=False), encoding="utf-8")
+    notes = read(path).notes
+    assert len(notes) == 1, notes
+    assert notes[0].en.startswith('attention.ipynb: the markdown cell under "답 / answer" holds Python code (`def '
+                                  'softmax_naive(x: torch.Tensor) -> torch.Tensor:`), but only code cells run')
+    assert "마크다운 셀에 파이썬 코드가 있지만" in notes[0].ko and "Ctrl+M Y" in notes[0].ko
