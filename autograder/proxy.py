@@ -421,7 +421,8 @@ class Submission:
         cell = next((c for c in self.source.cells if c.label == label), None)
         lines = cell.code.splitlines() if cell is not None else []
         code = lines[int(line) - 1].strip()[:200] if 0 < int(line) <= len(lines) else ""
-        return {"type": "Timeout", "where": {"file": label, "line": int(line), "function": "<module>", "code": code},
+        return {"type": "Timeout", "seconds": self.hang_limit(),
+                "where": {"file": label, "line": int(line), "function": "<module>", "code": code},
                 "message": f"this line did not finish within {self.hang_limit():g} s (infinite loop?) and was "
                            "skipped"}
 

@@ -341,3 +341,27 @@ def test_an_answer_in_a_markdown_cell_is_pointed_out_and_the_handed_out_notebook
     assert notes[0].en.startswith('attention.ipynb: the markdown cell under "답 / answer" holds Python code (`def '
                                   'softmax_naive(x: torch.Tensor) -> torch.Tensor:`), but only code cells run')
     assert "마크다운 셀에 파이썬 코드가 있지만" in notes[0].ko and "Ctrl+M Y" in notes[0].ko
+
+
+def test_a_slow_training_cell_and_an_input_cell_are_told_in_both_languages(tmp_path):
+    """A notebook's training cell that runs for minutes is skipped after call_timeout, and a cell calling input()
+    gets EOFError: the classes keep their points. The skip was told in the grader's English inside the Korean note
+    too ("Timeout: this line did not finish ... (infinite loop?)"), and input()'s EOFError without why."""
+    from dataclasses import replace
+    from autograder import assignment, batch
+    from autograder.results import SubmissionResult
+    train = ("model = nn.Linear(8, 8)\nimport time\nstart = time.time()\n"
+             "while time.time() - start < 600:  # training for minutes\n    model(torch.ones(2, 8)).sum().backward()\n")
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    (subs / "nb.ipynb").write_text(notebook('sid = input("학번: ")', REFERENCE.read_text(), train), encoding="utf-8")
+    a = assignment.load("attention")
+    a = replace(a, limits=replace(a.limits, call_timeout=4.0))
+    batch.main(submissions=subs, out=tmp_path / "out", assignment=a, echo=lambda _m: None)
+    r = SubmissionResult.from_dict(json.loads((tmp_path / "out" / "nb.json").read_text())["extra_data"]["internal"])
+    assert r.score == 100
+    hang = next(n for n in r.notes if "while time.time()" in n.en)
+    assert "did not finish within 4 s (a long training loop" in hang.en
+    assert "4초 안에 끝나지 않아서" in hang.ko and "did not finish" not in hang.ko
+    eof = next(n for n in r.notes if "input(" in n.en)
+    assert "The grader types nothing into `input()`" in eof.en and "채점기는 `input()`에" in eof.ko
