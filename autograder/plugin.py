@@ -347,6 +347,32 @@ class GradingPlugin:
                 icode = f": `{inner.get('code')}`" if inner.get("code") else ""
                 loc += f"; raised in `{inner.get('function')}`, line {inner.get('line')}{icode}"
                 loc_ko += f"; `{inner.get('function')}`의 {inner.get('line')}번째 줄에서 발생{icode}"
+            if err.get("type") == "Timeout" and isinstance(err.get("seconds"), (int, float)):  # the grader's words
+                sec = f"{err['seconds']:g}"
+                notes.append(Message(
+                    f"While loading your code ({loc}): this line did not finish within {sec} s (a long training "
+                    "loop, an infinite loop, or waiting for something?) and was skipped; later definitions were "
+                    "still loaded. Keep long runs out of the file you submit.",
+                    f"코드를 불러오는 중 ({loc_ko}): 이 줄이 {sec}초 안에 끝나지 않아서 (긴 학습 루프, 무한 루프, "
+                    "또는 무언가를 기다리는 코드?) 건너뛰었습니다. 이후의 정의는 계속 불러왔습니다. 오래 걸리는 실행은 "
+                    "제출 파일에서 빼 주세요."))
+                continue
+            if err.get("type") == "EOFError" and "input(" in str(w.get("code", "")):
+                notes.append(Message(
+                    f"While loading your code ({loc}): {text}. The grader types nothing into `input()`, so it "
+                    "raised; later definitions were still loaded. Put fixed values in place of `input()`.",
+                    f"코드를 불러오는 중 오류 ({loc_ko}): {text}. 채점기는 `input()`에 아무것도 입력하지 않으므로 "
+                    "오류가 났습니다. 이후의 정의는 계속 불러왔습니다. `input()` 대신 정해진 값을 쓰세요."))
+                continue
+            if err.get("rerun"):
+                notes.append(Message(
+                    f"While loading your code ({loc}): {text}. A name it needs is defined further down (as when "
+                    "notebook cells are run out of order), so it ran again after the rest of your code and worked. "
+                    "Restart the kernel and run all cells to check that your notebook runs from top to bottom.",
+                    f"코드를 불러오는 중 오류 ({loc_ko}): {text}. 필요한 이름이 더 아래에서 정의되어 있어서 (노트북 "
+                    "셀을 순서와 다르게 실행했을 때처럼), 나머지 코드를 모두 실행한 뒤 다시 실행했고 이번에는 "
+                    "성공했습니다. 커널을 다시 시작하고 모든 셀을 실행해서 위에서부터 차례로 실행되는지 확인하세요."))
+                continue
             notes.append(Message(f"While loading your code ({loc}): {text}. Code after this point in the same "
                                  "statement did not run; later definitions were still loaded.",
                                  f"코드를 불러오는 중 오류 ({loc_ko}): {text}. 이 문장은 실행되지 않았고, "

@@ -421,7 +421,8 @@ class Submission:
         cell = next((c for c in self.source.cells if c.label == label), None)
         lines = cell.code.splitlines() if cell is not None else []
         code = lines[int(line) - 1].strip()[:200] if 0 < int(line) <= len(lines) else ""
-        return {"type": "Timeout", "where": {"file": label, "line": int(line), "function": "<module>", "code": code},
+        return {"type": "Timeout", "seconds": self.hang_limit(),
+                "where": {"file": label, "line": int(line), "function": "<module>", "code": code},
                 "message": f"this line did not finish within {self.hang_limit():g} s (infinite loop?) and was "
                            "skipped"}
 
@@ -704,6 +705,14 @@ class Submission:
                 "for the exact name from the notebook.",
                 f"`{name}`이(가) 정의되어 있지 않고 `{guess}`이(가) 있습니다. `{guess}`의 이름을 `{name}`(으)로 "
                 "바꾸세요: 채점기는 노트북에 나온 이름 그대로를 찾습니다."))
+        failed = next((e for e in reversed(self.load_errors) if e.get("defines") == name and not e.get("rerun")), None)
+        if failed is not None:  # it is written, but its `class`/`def` statement raised (a base class not imported)
+            en, ko = _exc_text(failed)
+            raise CheckFailure(Message(
+                f"`{name}` is written in your file, but its definition raised {en}, so `{name}` did not exist "
+                "after your code ran.",
+                f"파일에 `{name}`이(가) 작성되어 있지만 그 정의에서 오류가 발생해서 ({ko}) 코드를 모두 실행한 뒤에도 "
+                f"`{name}`이(가) 존재하지 않았습니다."))
         raise CheckFailure(Message(f"`{name}` is not defined in your submission.",
                                    f"제출물에 `{name}`이(가) 정의되어 있지 않습니다."))
 

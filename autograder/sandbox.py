@@ -376,6 +376,9 @@ def _become_worker(spec: dict[str, Any], wsock: socket.socket, keeper_pid: int, 
         env["CUDA_VISIBLE_DEVICES"] = ""
     os.environ.clear()
     os.environ.update(env)
+    # tempfile caches its folder: the zygote's answer (/tmp, which Landlock refuses a worker) would outlive the new
+    # TMPDIR, and torch.optim (its compile cache folder), tempfile.mkstemp() ... failed with PermissionError.
+    tempfile.tempdir = None
     # Set after the uid change (a credential change clears it): the worker dies with its keeper.
     _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     if os.getppid() != keeper_pid:

@@ -13,6 +13,9 @@ from .messages import Message
 MAX_SOURCE_BYTES = 20 * 1024 * 1024  # notebooks with images can be large; code itself never is
 _MAGIC_LINE = re.compile(r"^(\s*)([%!]|\?\?|\?)")
 _HELP_SUFFIX = re.compile(r"^\s*[\w.]+\?{1,2}\s*$")
+_MAGIC_ASSIGN = re.compile(r"^(\s*)[A-Za-z_][\w.]*(\s*,\s*[A-Za-z_][\w.]*)*\s*=\s*[!%]")  # files = !ls
+_TIME_LINE = re.compile(r"^(\s*)%time\s+(.*)$")  # `%time out = f(x)` runs the statement where it stands
+_CELL_MAGICS_RUN_BODY = {"time", "capture"}  # IPython runs these cells' bodies in the notebook's namespace
 
 
 @dataclass(frozen=True)
@@ -85,15 +88,41 @@ def decode(data: bytes, filename: str) -> tuple[str, list[Message]]:
 
 
 def strip_magics(code: str) -> str | None:
-    """Replace IPython magics and shell lines with `pass` (line numbers kept); None for a whole-cell magic."""
-    if code.lstrip().startswith("%%"):
-        return None
+    """Replace IPython magics and shell lines with `pass` (line numbers kept); None for a whole-cell magic whose
+    body is not Python run in the notebook's namespace (%%bash, %%writefile, %%timeit, %%html ...).
+
+    As IPython does: the body of a `%%time` or `%%capture` cell runs (its definitions stay), so does the statement
+    of a `%time` line; `x = !ls` and `x = %env` are magics too, and a shell line ending in a backslash goes on to
+    the next line. A cell that is Python as it stands has no magic (none is valid Python), so it is left as it is:
+    a line of a multi-line string or a continued expression that starts with `%` or `!` is not a magic."""
+    lines = code.splitlines()
+    first = next((k for k, ln in enumerate(lines) if ln.strip()), None)
+    if first is not None and lines[first].lstrip().startswith("%%"):
+        words = lines[first].lstrip()[2:].split()
+        if not words or words[0] not in _CELL_MAGICS_RUN_BODY:
+            return None
+        lines[first] = "pass  # grader: skipped notebook magic"
+        code = "\n".join(lines)
+    try:
+        ast.parse(code)
+        return code
+    except Exception:  # noqa: BLE001 - not Python as it stands: look for magics line by line
+        pass
     out = []
+    continued = False
     for line in code.splitlines():
-        m = _MAGIC_LINE.match(line)
-        if m or _HELP_SUFFIX.match(line):
+        if continued:  # the rest of a shell line or line magic that ended in a backslash
+            out.append("")
+            continued = line.rstrip().endswith("\\")
+            continue
+        timed = _TIME_LINE.match(line)
+        m = _MAGIC_LINE.match(line) or _MAGIC_ASSIGN.match(line)
+        if timed and timed.group(2).strip():
+            out.append(timed.group(1) + timed.group(2))
+        elif m or _HELP_SUFFIX.match(line):
             indent = m.group(1) if m else re.match(r"\s*", line).group(0)
             out.append(f"{indent}pass  # grader: skipped notebook magic")
+            continued = bool(m) and line.rstrip().endswith("\\")
         else:
             out.append(line)
     return "\n".join(out)
@@ -137,7 +166,7 @@ def read(path: Path) -> Source:
     if path.suffix == ".py":
         return Source(name, "py", [Cell(text, name)], notes)
     if path.suffix == ".ipynb":
-        return Source(name, "ipynb", notebook_cells(text, name), notes)
+        return Source(name, "ipynb", notebook_cells(text, name, notes), notes)
     raise SubmissionFormatError(Message(f"{name}: only .py and .ipynb files can be graded.",
                                         f"{name}: .py와 .ipynb 파일만 채점할 수 있습니다."))
 
@@ -151,7 +180,27 @@ def _short_title(title: str, limit: int = 70) -> str:
     return cut[:cut.rfind(" ")].rstrip(" /:,") + "…" if " " in cut else cut + "…"
 
 
-def notebook_cells(text: str, name: str) -> list[Cell]:
+_DEF_LINE = re.compile(r"^(?:async\s+)?(?:class|def)\s+[A-Za-z_]\w*\s*[(:]")  # at the start of a line
+
+
+def _code_in_markdown(text: str, heading: str, name: str) -> Message | None:
+    """A markdown cell holding a top-level `class`/`def` (the lab notebooks' markdown has none): an answer typed
+    into, or pasted as, a markdown cell, which Jupyter shows as text and never runs."""
+    line = next((ln for ln in text.splitlines() if _DEF_LINE.match(ln)), None)
+    if line is None:
+        return None
+    code = " ".join(line.split())[:80]
+    where_en = f"the markdown cell under \"{heading}\"" if heading else "a markdown cell"
+    where_ko = f"\"{heading}\" 아래의 마크다운 셀" if heading else "마크다운 셀"
+    return Message(
+        f"{name}: {where_en} holds Python code (`{code}`), but only code cells run, so it was not graded. If it is "
+        "your answer, make it a code cell (Jupyter: select the cell, press Esc then Y; Colab: Ctrl+M Y), without the "
+        "``` lines, save, and check again.",
+        f"{name}: {where_ko}에 파이썬 코드가 있지만 (`{code}`) 코드 셀만 실행되므로 채점되지 않았습니다. 답안이라면 "
+        "코드 셀로 바꾸고 (Jupyter: 셀 선택 후 Esc, Y; Colab: Ctrl+M Y) ``` 줄은 지운 뒤, 저장하고 다시 확인하세요.")
+
+
+def notebook_cells(text: str, name: str, notes: list[Message] | None = None) -> list[Cell]:
     try:
         nb = json.loads(text)
     except (json.JSONDecodeError, RecursionError) as e:
@@ -169,14 +218,19 @@ def notebook_cells(text: str, name: str) -> list[Cell]:
     # Jupyter shows no cell numbers: a place is named as the student sees it, by the section heading above it
     # and the code cell's rank under that heading (the offending line's text is in the message itself).
     heading, rank, i = "", 0, 0
+    markdown: list[tuple[str, str]] = []  # (text, heading above it) of markdown cells, for _code_in_markdown
     for cell in cells:
         if not isinstance(cell, dict):
             continue
         if cell.get("cell_type") == "markdown":
-            titles = [ln.lstrip("#").strip() for ln in _cell_text(cell.get("source")).splitlines()
-                      if ln.startswith("#") and ln.lstrip("#").strip()]
+            titles, fenced = [], False
+            for ln in _cell_text(cell.get("source")).splitlines():
+                fenced ^= ln.lstrip().startswith(("```", "~~~"))  # a `# comment` in a code block is no heading
+                if not fenced and ln.startswith("#") and ln.lstrip("#").strip():
+                    titles.append(ln.lstrip("#").strip())
             if titles:
                 heading, rank = _short_title(titles[-1]), 0
+            markdown.append((_cell_text(cell.get("source")), heading))  # (its own heading, if it has one)
             continue
         if cell.get("cell_type") != "code":
             continue
@@ -186,6 +240,12 @@ def notebook_cells(text: str, name: str) -> list[Cell]:
         if code and code.strip():
             where = f"section \"{heading}\", code cell {rank}" if heading else f"code cell {i}"
             out.append(Cell(code, f"{name}, {where}"))
+    if notes is not None:
+        for text, above in markdown:
+            note = _code_in_markdown(text, above, name)
+            if note is not None:
+                notes.append(note)
+                break  # one is enough to say what happened
     if not out:
         raise SubmissionFormatError(Message(f"{name} has no code cells.", f"{name}에 코드 셀이 없습니다."))
     return out

@@ -185,6 +185,9 @@ class Worker:
 
     def _load(self, cells: list[dict[str, str]], skip: set[str], progress: "_Progress") -> dict[str, Any]:
         errors = []
+        defined: dict[str, int] = {}  # name -> rank of the last `class`/`def` statement that defined it
+        pending = []  # (rank, label, stmt, error) of `class`/`def` statements that raised NameError
+        rank = 0
         for cell in cells:
             code, label = str(cell["code"]), str(cell["label"])
             if label.endswith(".py"):  # as `python attention.py` sets it (a notebook has none, as in Jupyter)
@@ -207,8 +210,12 @@ class Worker:
                 if where in skip:
                     continue
                 progress.mark(where)
+                rank += 1
+                is_def = isinstance(stmt, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
                 try:
                     exec(compile(ast.Module(body=[stmt], type_ignores=[]), label, "exec"), self.ns)
+                    if is_def:
+                        defined[stmt.name] = rank
                 except BaseException as e:
                     err = self.describe(e)
                     # The statement that failed, which is what did not run; where the exception came from (a
@@ -219,8 +226,34 @@ class Worker:
                     if err.get("where") and err["where"].get("line") != stmt.lineno:
                         top["inner"] = err["where"]
                     err["where"] = top
+                    if is_def:
+                        err["defines"] = stmt.name
+                        if isinstance(e, NameError):
+                            pending.append((rank, label, stmt, err))
                     errors.append(err)
+        self._rerun(pending, defined, progress)
+        # The definitions' errors first: a graded class that could not be defined matters more than demo lines.
+        errors.sort(key=lambda err: "defines" not in err)
         return {"names": self.op_names(), "errors": errors[:20]}
+
+    def _rerun(self, pending: list, defined: dict[str, int], progress: "_Progress") -> None:
+        """Run again, after the whole file, each `class`/`def` statement that raised NameError and that no later
+        statement defined again: in a notebook the name it needs (`nn` of `class X(nn.Module)`) may be defined
+        further down, in a cell the student ran first. As often as one of them succeeds (one may need another)."""
+        pending = [p for p in pending if defined.get(p[2].name, 0) < p[0]]
+        while pending:
+            left = []
+            for rank, label, stmt, err in pending:
+                progress.mark(f"{label}:{stmt.lineno}")
+                try:
+                    exec(compile(ast.Module(body=[stmt], type_ignores=[]), label, "exec"), self.ns)
+                except BaseException:
+                    left.append((rank, label, stmt, err))
+                else:
+                    err["rerun"] = True
+            if len(left) == len(pending):
+                return
+            pending = left
 
     def op_names(self) -> dict[str, str]:
         """Kinds of the top-level names: every class and function, then values, MAX_NAMES in all (a file with

@@ -10,7 +10,7 @@ import nbformat
 import pytest
 
 from autograder.source import notebook_cells
-from conftest import REFERENCE, ROOT, SKELETON, grade_sources
+from conftest import REFERENCE, ROOT, SKELETON, by_question, failed_messages, grade_sources, notebook
 
 NOTEBOOK = ROOT / "student_template" / "attention.ipynb"
 HIDDEN = ROOT / "assignments" / "attention" / "hidden" / "test_hidden.py"
@@ -259,3 +259,109 @@ def test_notebook_cells_plus_reference_score_full_marks(graded):
     assert r.error is None, r.error
     assert r.score == 100, [(c.name, getattr(c.message, "en", c.message)) for c in r.checks
                             if c.status not in ("passed", "skipped")]
+
+
+# ----------------------------------------------------------------------------------------- magics as IPython runs them
+
+def test_magics_are_skipped_as_ipython_runs_them_and_the_definitions_beside_them_stay():
+    """What students' notebooks hold, read the way IPython runs it. A `%%time` cell runs its body in the notebook
+    (a class defined there exists afterwards): the grader dropped the whole cell, so a correct SelfAttention_v2
+    timed with `%%time` scored 0. `files = !ls`, `t = %timeit -o f()` and a `!pip install` line continued with a
+    backslash made the whole cell a SyntaxError, losing every definition in it. A line starting with `%` inside a
+    multi-line string or a continued expression is no magic and was rewritten to `pass`."""
+    cls = "class SelfAttention_v2:\n    pass\n"
+    kept = {
+        "%%time\n" + cls: cls,
+        "\n%%capture cap --no-stderr\n!pip install einops\n" + cls: cls,
+        "files = !ls\nver = %env PATH\n" + cls: cls,
+        "t = %timeit -o torch.ones(3)\n" + cls: cls,
+        "!pip install -q torch \\\n    numpy matplotlib\n" + cls: cls,
+        "%time out = 1 + 1\n" + cls: "out = 1 + 1",
+        "DOC = '''\n%d tokens\n!important\n'''\n" + cls: "%d tokens\n!important",
+        "ratio = (10\n         % 3)\n" + cls: "         % 3)",
+    }
+    for src, wanted in kept.items():
+        cells = notebook_cells(json.dumps({"cells": [{"cell_type": "code", "source": src}]}), "nb.ipynb")
+        assert len(cells) == 1, src
+        ast.parse(cells[0].code)  # no SyntaxError: the cell's definitions load
+        assert wanted.rstrip("\n") in cells[0].code, (src, cells[0].code)
+        assert len(cells[0].code.splitlines()) >= len(src.rstrip("\n").splitlines()) - 1, "line numbers kept"
+    for magic in ("%%timeit", "%%writefile attention.py", "%%bash", "%%html"):  # not run in the namespace
+        nb = {"cells": [{"cell_type": "code", "source": f"{magic}\n{cls}"}, {"cell_type": "code", "source": "x = 1"}]}
+        assert [c.code for c in notebook_cells(json.dumps(nb), "nb.ipynb")] == ["x = 1"], magic
+
+
+def test_a_definition_that_needs_a_name_defined_further_down_runs_again_after_the_notebook(tmp_path):
+    """Cells run out of order: the student imported `torch.nn as nn` in the last cell and ran it first, so every
+    `class X(nn.Module)` above it raised NameError when the file ran top to bottom: 10/100, and each class's checks
+    said "`X` is not defined in your submission" (the NameError itself hidden behind five demo-line notes). Such a
+    `class`/`def` statement runs again after the whole file, unless a later statement defined that name again; one
+    that still cannot be defined is named as written but failing, with its error."""
+    ref = REFERENCE.read_text()
+    assert ref.count("import torch.nn as nn\n") == 1 and ref.count("class SelfAttention_v1(nn.Module)") == 1
+    no_import = ref.replace("import torch.nn as nn\n", "")
+    demos = [f"print(undefined_{i})" for i in range(6)]
+    wrong_v1 = ref[ref.index("class SelfAttention_v1"):ref.index("class SelfAttention_v2")].replace("dim=-1", "dim=0")
+    assert "dim=0" in wrong_v1
+    results = grade_sources(tmp_path, {
+        "late_import.ipynb": notebook(*demos, no_import, "import torch.nn as nn"),
+        # the early, broken version failed; the later one is the student's: the early one must not run again
+        "early_broken.ipynb": notebook(wrong_v1, ref, "import torch.nn as nn"),
+        "never.ipynb": notebook(*demos, ref.replace("class SelfAttention_v1(nn.Module)",
+                                                    "class SelfAttention_v1(AttentionBase)")),
+    })
+    r = results["late_import"]
+    assert r.score == 100, [(c.name, c.message and c.message.en) for c in r.checks if c.status != "passed"]
+    notes = [n.en for n in r.notes]
+    assert "class SelfAttention_v1(nn.Module)" in notes[0] and "ran again after the rest of your code" in notes[0]
+    assert "다시 실행했고" in r.notes[0].ko
+    assert results["early_broken"].score == 100
+    r = results["never"]
+    assert by_question(r)["SelfAttention_v1"] == 0 and by_question(r)["SelfAttention_v2"] == 15
+    msgs = failed_messages(r, ("SelfAttention_v1",))
+    assert msgs and all("`SelfAttention_v1` is written in your file, but its definition raised NameError: name "
+                        "'AttentionBase' is not defined" in m for m in msgs), msgs[:1]
+    assert "AttentionBase" in r.notes[0].en
+
+
+def test_an_answer_in_a_markdown_cell_is_pointed_out_and_the_handed_out_notebooks_get_no_such_note(tmp_path):
+    """A student who typed (or pasted) the answer into a markdown cell sees it in Jupyter as code, but the grader
+    runs code cells only: the result said only "not implemented yet (the template as handed out)". Now a note
+    names the cell and how to make it a code cell; the lab notebooks' own markdown holds no `class`/`def` line."""
+    from autograder.source import read
+    for nb in sorted((ROOT / "student_template").glob("*.ipynb")):
+        assert read(nb).notes == [], nb.name
+    nb = json.loads(NOTEBOOK.read_text(encoding="utf-8"))
+    nb["cells"].append({"cell_type": "markdown", "metadata": {},
+                        "source": "## 답 / answer\n\n```python\n" + REFERENCE.read_text() + "```\n"})
+    path = tmp_path / "attention.ipynb"
+    path.write_text(json.dumps(nb, ensure_ascii=False), encoding="utf-8")
+    notes = read(path).notes
+    assert len(notes) == 1, notes
+    assert notes[0].en.startswith('attention.ipynb: the markdown cell under "답 / answer" holds Python code (`def '
+                                  'softmax_naive(x: torch.Tensor) -> torch.Tensor:`), but only code cells run')
+    assert "마크다운 셀에 파이썬 코드가 있지만" in notes[0].ko and "Ctrl+M Y" in notes[0].ko
+
+
+def test_a_slow_training_cell_and_an_input_cell_are_told_in_both_languages(tmp_path):
+    """A notebook's training cell that runs for minutes is skipped after call_timeout, and a cell calling input()
+    gets EOFError: the classes keep their points. The skip was told in the grader's English inside the Korean note
+    too ("Timeout: this line did not finish ... (infinite loop?)"), and input()'s EOFError without why."""
+    from dataclasses import replace
+    from autograder import assignment, batch
+    from autograder.results import SubmissionResult
+    train = ("model = nn.Linear(8, 8)\nimport time\nstart = time.time()\n"
+             "while time.time() - start < 600:  # training for minutes\n    model(torch.ones(2, 8)).sum().backward()\n")
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    (subs / "nb.ipynb").write_text(notebook('sid = input("학번: ")', REFERENCE.read_text(), train), encoding="utf-8")
+    a = assignment.load("attention")
+    a = replace(a, limits=replace(a.limits, call_timeout=4.0))
+    batch.main(submissions=subs, out=tmp_path / "out", assignment=a, echo=lambda _m: None)
+    r = SubmissionResult.from_dict(json.loads((tmp_path / "out" / "nb.json").read_text())["extra_data"]["internal"])
+    assert r.score == 100
+    hang = next(n for n in r.notes if "while time.time()" in n.en)
+    assert "did not finish within 4 s (a long training loop" in hang.en
+    assert "4초 안에 끝나지 않아서" in hang.ko and "did not finish" not in hang.ko
+    eof = next(n for n in r.notes if "input(" in n.en)
+    assert "The grader types nothing into `input()`" in eof.en and "채점기는 `input()`에" in eof.ko

@@ -907,3 +907,21 @@ def test_where_torch_is_built_for_a_gpu_a_worker_may_make_a_unix_stream_socket_b
         stream.close()
         dgram.close()
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_a_workers_temporary_files_and_torch_optim_go_to_its_scratch_folder(tmp_path):
+    """The zygote computed tempfile's folder (/tmp) before any worker set TMPDIR to its scratch folder, and every
+    worker kept that cached answer: Landlock refused it, so a notebook's training cell failed at
+    `torch.optim.Adam(...)` with PermissionError '/tmp/torchinductor_uid_...' (torch makes its cache folder there),
+    and `tempfile.NamedTemporaryFile()` did too: the grader's setup read as the student's error."""
+    from conftest import grade_sources, notebook
+    demo = ("import tempfile, os\n"
+            "assert os.path.dirname(tempfile.mkstemp()[1]) == os.environ['TMPDIR'], tempfile.gettempdir()\n"
+            "model = nn.Linear(3, 2)\n"
+            "opt = torch.optim.Adam(model.parameters(), lr=1e-3)\n"
+            "loss = model(torch.ones(4, 3)).sum()\n"
+            "opt.zero_grad(); loss.backward(); opt.step()\n")
+    results = grade_sources(tmp_path, {"train.ipynb": notebook(REFERENCE.read_text(), demo)})
+    r = results["train"]
+    assert r.score == 100
+    assert not [n.en for n in r.notes if "While loading" in n.en], [n.en for n in r.notes]
