@@ -727,6 +727,29 @@ def test_a_wrong_secret_is_the_instructors_error_and_never_the_students(work, pa
         plan.check_marks([Job("ada", subs / "ada.py")])
 
 
+def test_paper_codes_that_students_made_up_do_not_stop_the_batch(work, papers, variants):
+    """A wrong secret gives one other code, the same on every paper. Codes that students made up or edited differ
+    from one another: two such files of three coded ones stopped `grade batch` for the whole sitting as a wrong
+    secret (red team s10). They are now those students' findings (other_secret), and the batch is graded; the same
+    other code on most coded files still stops it."""
+    from autograder.jobs import Job
+    a = assignment.load("midterm")
+    right = exam.paper_mark(SECRET.encode(), "midterm")
+    subs = work / "forged"
+    subs.mkdir()
+    for sid, mark in (("ada", right), ("bo", "0123456789ab"), ("dana", "ba9876543210")):
+        (subs / f"{sid}.py").write_text(exam.render((ROOT / "reference" / "midterm.py").read_text(encoding="utf-8"),
+                                                    variants[sid], sid, mark), encoding="utf-8")
+    plan = exam.Plan(a, exam.require(a), exam.read_roster(work / "roster.csv"), SECRET.encode())
+    plan.check_marks([Job(sid, subs / f"{sid}.py") for sid in ("ada", "bo", "dana")])
+    assert plan.foreign == {"bo", "dana"}
+    (subs / "dana.py").write_text((subs / "dana.py").read_text(encoding="utf-8").replace("ba9876543210",
+                                                                                        "0123456789ab"),
+                                  encoding="utf-8")
+    with pytest.raises(exam.WrongSecret):
+        plan.check_marks([Job(sid, subs / f"{sid}.py") for sid in ("ada", "bo", "dana")])
+
+
 def test_the_audit_reads_only_the_files_that_were_graded(tmp_path, variants):
     """Audit D #3: the audit read whatever was at the stored path: with the folder moved away it said "no findings",
     and with chen's copy of ada's file overwritten by chen's own paper the copy's findings were gone. The results
