@@ -12,7 +12,7 @@ import torch
 
 from autograder.checks import CheckFailure, expect_shape, expect_tensor, fail
 from autograder.messages import Message
-from autograder.sourcecode import dropped_masked_fill
+from autograder.sourcecode import dropped_masked_fill, method_node
 
 # nn.Transformer's advice on its fast path ("enable_nested_tensor is True, but ..."), raised while the grader builds
 # its own nn.Transformer (the references, and the public check of make_transformer's parameter shapes): it went to
@@ -50,8 +50,153 @@ def build_ffn(sub, d: int, d_ff: int, dropout: float = 0.0, seed: int = 0):
     return sub.new("FeedForward", d, d_ff, dropout, seed=seed)
 
 
-def build_block(sub, d: int, h: int, d_ff: int, dropout: float = 0.0, norm_first: bool = False, seed: int = 0):
-    return sub.new("TransformerBlock", d, h, d_ff, dropout, norm_first=norm_first, seed=seed)
+def build_block(sub, d: int, h: int, d_ff: int, dropout: float = 0.0, norm_first: bool = False, seed: int = 0,
+                **switches: bool):
+    """The student's TransformerBlock(d, h, d_ff, dropout, norm_first=..., **switches): norm_first under the
+    student's own name for it (norm_first_name), and built over the grader's stand-in attention where the student's
+    own does not run (attn_stand_in)."""
+    own = norm_first_name(sub)
+    m = sub.new("TransformerBlock", d, h, d_ff, dropout, seed=seed, stand_in=attn_stand_in(sub),
+                **{own or "norm_first": norm_first}, **switches)
+    if own:  # (the diagnosis builds the reference's block from these: under the template's name)
+        m.ctor = (m.ctor[0], m.ctor[1], {("norm_first" if k == own else k): v for k, v in m.ctor[2].items()},
+                  m.ctor[3])
+    return m
+
+
+# ---------------------------------------------------------------------------------------------- norm_first renamed
+
+# The template's arguments of TransformerBlock.__init__, in order.
+BLOCK_ARGS = ("d_model", "n_heads", "d_ff", "dropout", "norm_first", "use_ffn", "use_norm", "use_residual")
+
+
+def norm_first_name(sub) -> str | None:
+    """The student's name for norm_first, where their TransformerBlock.__init__ takes it under another name at the
+    template's place (fifth, after dropout) -- `pre_norm`, `prenorm`, `norm_before` --, else None. Passed as
+    norm_first=..., it was refused ("unexpected keyword argument") and a right block got 0 of 36 and 1 of 12 (learners
+    round s10). The checks pass it under the student's name; the ablation question's signature check charges the
+    name, once. Decided once per submission."""
+    key = "norm_first_name"
+    if key not in sub.memo:
+        sub.memo[key] = None
+        try:
+            params = sub.signature("TransformerBlock")
+        except CheckFailure:
+            params = []
+        got = [p.get("name") for p in params if p.get("kind") == "POSITIONAL_OR_KEYWORD"]
+        if "norm_first" not in got and len(got) > 4 and got[:4] == list(BLOCK_ARGS[:4]):
+            name = got[4]
+            if isinstance(name, str) and name.isidentifier() and name not in BLOCK_ARGS \
+                    and re.search(r"norm|pre|first|ln", name, re.IGNORECASE):
+                sub.memo[key] = name
+    return sub.memo[key]
+
+
+# ---------------------------------------------------------------------------------------------- stand-in attention
+
+# The grader's stand-in attention. Where the student's MultiHeadSelfAttention does not run (it raises, or returns no
+# (b, n, d_model) tensor), the block is built with this class in place of theirs, so that the block is judged on its
+# own code: the attention's fault costs points in its own question only, and the block earns only what it computes
+# (a block whose forward called a raising attention and then returned its input kept 24 of 36, the failure excused
+# as the attention's: learners round s10). It is deliberately NOT the lab's answer (one head, weights from a sigmoid
+# of the raw scores normalised by their sum: no softmax, no scaling, no -inf): it runs in the student's process,
+# where code can read it. It has the template's constructor, parameter names and forward(x, causal=False), and it
+# mixes the tokens (causally with causal=True), so every check of the block can run on it; the grader computes what
+# it gives itself (stand_in_attention).
+ATTN_STAND_IN = '''
+class MultiHeadSelfAttention(nn.Module):
+    """The grader's stand-in attention (not the lab's answer): one head, sigmoid weights normalised by their sum."""
+
+    def __init__(self, d_model, n_heads, dropout=0.1):
+        super().__init__()
+        self.W_q = nn.Linear(d_model, d_model)
+        self.W_k = nn.Linear(d_model, d_model)
+        self.W_v = nn.Linear(d_model, d_model)
+        self.W_o = nn.Linear(d_model, d_model)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x, causal=False):
+        n = x.shape[1]
+        w = torch.sigmoid(self.W_q(x) @ self.W_k(x).transpose(1, 2))
+        if causal:
+            w = w * torch.tril(torch.ones(n, n, dtype=x.dtype, device=x.device))
+        w = self.dropout(w / w.sum(dim=-1, keepdim=True))
+        return self.W_o(w @ self.W_v(x))
+'''
+
+
+def stand_in_attention(state: dict[str, torch.Tensor], x: torch.Tensor, causal: bool = False, drop=None):
+    """What ATTN_STAND_IN computes with the weights `state` (W_q.weight, ...), computed by the grader; `drop` is
+    applied to its weights where its nn.Dropout is (the same draws after the same seed)."""
+    def lin(r, t):
+        return torch.nn.functional.linear(t, state[f"W_{r}.weight"], state[f"W_{r}.bias"])
+    n = x.shape[1]
+    with torch.no_grad():
+        w = torch.sigmoid(lin("q", x) @ lin("k", x).transpose(1, 2))
+        if causal:
+            w = w * torch.tril(torch.ones(n, n, dtype=x.dtype))
+        w = w / w.sum(dim=-1, keepdim=True)
+        if drop is not None:
+            w = drop(w)
+        return lin("o", w @ lin("v", x))
+
+
+def _attn_runs(sub) -> bool:
+    """Whether the student's own MultiHeadSelfAttention, built alone, gives a (b, n, d_model) tensor with and
+    without causal=True (its values are judged in its own question; a block around an attention that runs is judged
+    with that attention)."""
+    x = randn(99, 2, 5, 8)
+    try:
+        m = sub.new("MultiHeadSelfAttention", 8, 2, 0.0, seed=1)
+        for causal in (False, True):
+            y = m(x, causal=causal)
+            if type(y) is not torch.Tensor or tuple(y.shape) != (2, 5, 8):
+                return False
+    except CheckFailure:
+        return False
+    return True
+
+
+def _unfinished(sub, cls: str) -> bool:
+    """Whether `cls`'s __init__ or forward still raises NotImplementedError as the skeleton does (read from the
+    source): the note that such a block was graded over the stand-in would tell of a grading that gave it nothing."""
+    import ast
+    for f in (method_node(sub, cls, "__init__"), method_node(sub, cls, "forward")):
+        for st in (f.body if f is not None else ()):
+            exc = st.exc.func if isinstance(st, ast.Raise) and isinstance(st.exc, ast.Call) else \
+                (st.exc if isinstance(st, ast.Raise) else None)
+            if isinstance(exc, ast.Name) and exc.id == "NotImplementedError":
+                return True
+    return False
+
+
+def attn_stand_in(sub) -> dict[str, str] | None:
+    """new()'s stand_in for the block's attention, or None where the student's own MultiHeadSelfAttention runs (or
+    where the submission defines none under that name: a misspelt class is the one its block builds, charged in the
+    attention's question). Decided once per submission; while it is used, the worker runs only the block's and the
+    ablation's checks (Submission.taint: code that kept the stand-in class could hand it to the attention's)."""
+    key = "attn_stand_in"
+    if key not in sub.memo:
+        sub.memo[key] = sub.names.get("MultiHeadSelfAttention") == "class" and not _attn_runs(sub)
+        if sub.memo[key] and not _unfinished(sub, "TransformerBlock"):
+            sub.notes.append(Message(
+                "TransformerBlock (and exercise 3) was graded with the grader's stand-in attention in place of your "
+                "`MultiHeadSelfAttention`, which does not run yet (see its checks): the block's own code earns its "
+                "points, and the attention's fault costs points under MultiHeadSelfAttention only.",
+                "TransformerBlock(과 실습 과제 3)은 아직 실행되지 않는 `MultiHeadSelfAttention` 대신 채점기의 대체 "
+                "어텐션으로 채점했습니다 (해당 검사 참고): 블록은 자기 코드로 점수를 받고, 어텐션의 잘못은 "
+                "MultiHeadSelfAttention에서만 감점됩니다."))
+    if not sub.memo[key]:
+        return None
+    sub.taint({"TransformerBlock", "ablation"})
+    return {"name": "MultiHeadSelfAttention", "source": ATTN_STAND_IN}
+
+
+def build_block_attn(sub, d: int, h: int, dropout: float = 0.0, seed: int = 0):
+    """The attention a block built by build_block holds, built alone: the student's, or the grader's stand-in."""
+    spec = attn_stand_in(sub)
+    return sub.new("MultiHeadSelfAttention", d, h, dropout, seed=seed, stand_in=spec) if spec else \
+        build_attn(sub, d, h, dropout, seed=seed)
 
 
 def attn_text(d, h, dropout=0.0, causal=False):
@@ -252,7 +397,8 @@ def blame_part(sub, err: CheckFailure | None, d: int = 8, h: int = 2, d_ff: int 
     feed-forward module, which is charged in that module's question: the part gives a wrong shape, NaNs or
     (causal) a leak, or it raises at the very line where the block's call raised. A block that is itself not
     implemented is never excused."""
-    for which in ("attn", "ffn"):
+    # (over the grader's stand-in attention, the block's failure is never the attention's: attn_stand_in)
+    for which in ("ffn",) if attn_stand_in(sub) else ("attn", "ffn"):
         problem = part_problem(sub, which, d, h, d_ff, causal)
         if problem is None:
             continue

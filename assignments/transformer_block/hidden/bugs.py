@@ -90,6 +90,21 @@ VARIANTS: list[Variant] = [
       ch(BLOCK, "MultiHeadSelfAttention(", "MultiheadSelfAttention("), breaks=ATTN,
       says=("`MultiheadSelfAttention`",),
       why="learners round 5: the block's structure check charged the part's name a second time"),
+    V("attn_k_not_transposed", ch(ATTN, "q @ k.transpose(-2, -1)", "q @ k.transpose(1, 2)"), breaks=ATTN,
+      says=("raised RuntimeError",),
+      why="learners round s10: the attention raises (k's heads and tokens swapped instead of its last two axes); "
+          "the block, right, lost its residual, LayerNorm and dropout checks (12 of 36) and 10 of 12 in exercise 3, "
+          "which did not excuse a raising attention, while its comparisons were excused. The block is now judged "
+          "over the grader's stand-in attention"),
+    V("attn_raises_block_returns_input",
+      ch(ATTN, "        b, n, _ = x.shape\n        q = self._heads(",
+         "        raise RuntimeError(\"todo later\")\n        b, n, _ = x.shape\n        q = self._heads("),
+      ch(BLOCK, "        if not (self.use_ffn and self.use_norm and self.use_residual):\n",
+         "        self.attn(x, causal)\n        return x\n"
+         "        if not (self.use_ffn and self.use_norm and self.use_residual):\n"),
+      breaks=f"{ATTN},{BLOCK},ablation", says=("todo later", "it does not compute with them"),
+      why="learners round s10 (security): an attention that always raises and a block whose forward calls it and "
+          "returns its input scored 24 of 36 on the block, every failure excused as the attention's"),
     # ---------------------------------------------------------------- FeedForward
     V("ffn_gelu", ch(FFN, "F.relu(", "F.gelu("), breaks=FFN,
       en="the feed-forward network uses GELU; the block (like nn.TransformerEncoderLayer's default) uses ReLU",
@@ -175,6 +190,12 @@ VARIANTS: list[Variant] = [
          "h = norm1(x + attn(x)) the block ends with norm2(h + ff(h))",
       ko="피드포워드 잔차 연결이 어텐션 서브레이어의 출력 h 대신 블록의 입력 x를 더함; h = norm1(x + attn(x))이면 "
          "블록은 norm2(h + ff(h))로 끝납니다"),
+    V("block_norm_first_renamed", ch(BLOCK, "dropout=0.1, norm_first=False, use_ffn=True",
+                                     "dropout=0.1, pre_norm=False, use_ffn=True"),
+      ch(BLOCK, "self.norm_first = norm_first", "self.norm_first = pre_norm"), breaks="ablation",
+      says=("`pre_norm`", "Rename `pre_norm` to norm_first"),
+      why="learners round s10: norm_first=... was refused, and a right block got 0 of 36 and 1 of 12; now passed under "
+          "the student's name, the name charged once in the signature check"),
     # ---------------------------------------------------------------- nn.Transformer
     V("nn_batch_first_missing", ch("build_transformer", "dim_feedforward=32,\n                          "
                                                         "batch_first=True)", "dim_feedforward=32)"),
