@@ -245,14 +245,17 @@ def test_an_attention_that_maps_each_token_alone_earns_no_causality_or_eval_drop
 def test_a_block_over_an_attention_that_raises_earns_only_what_it_computes(graded):
     """Learners round s10. A block's failure inside the student's own attention was excused as the attention's, and
     the block's other checks paid without evidence: an attention that always raises and a block that calls it and
-    returns its input scored 24 of 36. The block is now built over the grader's stand-in attention (not the lab's
-    answer), said in a note: that block earns nothing, and a right block over a raising attention keeps everything,
-    in exercise 3 too."""
-    fake, right = graded["attn_raises_block_returns_input"], graded["attn_k_not_transposed"]
-    assert by_question(fake)["TransformerBlock"] == 0, failures(fake)
-    assert by_question(right)["TransformerBlock"] == 36 and by_question(right)["ablation"] == 12, failures(right)
-    for r in (fake, right):
-        assert any("stand-in attention" in n.en and "대체 어텐션" in n.ko for n in r.notes), [n.en for n in r.notes]
+    returns its input scored 24 of 36 (and the same through the feed-forward network). The block is now built over
+    the grader's stand-in parts (not the lab's answer), said in a note: that block earns nothing, and a right block
+    over a raising attention, feed-forward network or both keeps everything, in exercise 3 too."""
+    fakes = [graded[s] for s in ("attn_raises_block_returns_input", "ffn_raises_block_returns_input")]
+    rights = [graded[s] for s in ("attn_k_not_transposed", "ffn_raises", "parts_raise_block_right")]
+    for fake in fakes:
+        assert by_question(fake)["TransformerBlock"] == 0, failures(fake)
+    for right in rights:
+        assert by_question(right)["TransformerBlock"] == 36 and by_question(right)["ablation"] == 12, failures(right)
+    for r in fakes + rights:
+        assert any("stand-in parts" in n.en and "대체 구성 요소" in n.ko for n in r.notes), [n.en for n in r.notes]
     assert not any("stand-in" in n.en for n in graded["reference"].notes)
 
 

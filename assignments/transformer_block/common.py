@@ -56,7 +56,7 @@ def build_block(sub, d: int, h: int, d_ff: int, dropout: float = 0.0, norm_first
     student's own name for it (norm_first_name), and built over the grader's stand-in attention where the student's
     own does not run (attn_stand_in)."""
     own = norm_first_name(sub)
-    m = sub.new("TransformerBlock", d, h, d_ff, dropout, seed=seed, stand_in=attn_stand_in(sub),
+    m = sub.new("TransformerBlock", d, h, d_ff, dropout, seed=seed, stand_in=block_stand_in(sub),
                 **{own or "norm_first": norm_first}, **switches)
     if own:  # (the diagnosis builds the reference's block from these: under the template's name)
         m.ctor = (m.ctor[0], m.ctor[1], {("norm_first" if k == own else k): v for k, v in m.ctor[2].items()},
@@ -125,6 +125,32 @@ class MultiHeadSelfAttention(nn.Module):
 '''
 
 
+# The grader's stand-in feed-forward network, on the same terms (tanh, not the lab's ReLU).
+FFN_STAND_IN = '''
+class FeedForward(nn.Module):
+    """The grader's stand-in feed-forward network (not the lab's answer): tanh between the two layers."""
+
+    def __init__(self, d_model, d_ff, dropout=0.1):
+        super().__init__()
+        self.linear1 = nn.Linear(d_model, d_ff)
+        self.linear2 = nn.Linear(d_ff, d_model)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x):
+        return self.linear2(self.dropout(torch.tanh(self.linear1(x))))
+'''
+
+STAND_INS = {"MultiHeadSelfAttention": ATTN_STAND_IN, "FeedForward": FFN_STAND_IN}
+
+
+def stand_in_ffn(state: dict[str, torch.Tensor], x: torch.Tensor, drop=None):
+    """What FFN_STAND_IN computes with the weights `state` (linear1.weight, ...), `drop` where its dropout is."""
+    F_ = torch.nn.functional
+    with torch.no_grad():
+        hid = torch.tanh(F_.linear(x, state["linear1.weight"], state["linear1.bias"]))
+        return F_.linear(hid if drop is None else drop(hid), state["linear2.weight"], state["linear2.bias"])
+
+
 def stand_in_attention(state: dict[str, torch.Tensor], x: torch.Tensor, causal: bool = False, drop=None):
     """What ATTN_STAND_IN computes with the weights `state` (W_q.weight, ...), computed by the grader; `drop` is
     applied to its weights where its nn.Dropout is (the same draws after the same seed)."""
@@ -141,15 +167,15 @@ def stand_in_attention(state: dict[str, torch.Tensor], x: torch.Tensor, causal: 
         return lin("o", w @ lin("v", x))
 
 
-def _attn_runs(sub) -> bool:
-    """Whether the student's own MultiHeadSelfAttention, built alone, gives a (b, n, d_model) tensor with and
-    without causal=True (its values are judged in its own question; a block around an attention that runs is judged
-    with that attention)."""
+def _part_runs(sub, cls: str) -> bool:
+    """Whether the student's own `cls` (MultiHeadSelfAttention, FeedForward), built alone, gives a (b, n, d_model)
+    tensor (the attention with and without causal=True). Its values are judged in its own question; a block around
+    a part that runs is judged with that part."""
     x = randn(99, 2, 5, 8)
     try:
-        m = sub.new("MultiHeadSelfAttention", 8, 2, 0.0, seed=1)
-        for causal in (False, True):
-            y = m(x, causal=causal)
+        m = sub.new(cls, 8, 2 if cls == "MultiHeadSelfAttention" else 12, 0.0, seed=1)
+        for kw in ({"causal": False}, {"causal": True}) if cls == "MultiHeadSelfAttention" else ({},):
+            y = m(x, **kw)
             if type(y) is not torch.Tensor or tuple(y.shape) != (2, 5, 8):
                 return False
     except CheckFailure:
@@ -170,26 +196,44 @@ def _unfinished(sub, cls: str) -> bool:
     return False
 
 
-def attn_stand_in(sub) -> dict[str, str] | None:
-    """new()'s stand_in for the block's attention, or None where the student's own MultiHeadSelfAttention runs (or
-    where the submission defines none under that name: a misspelt class is the one its block builds, charged in the
-    attention's question). Decided once per submission; while it is used, the worker runs only the block's and the
-    ablation's checks (Submission.taint: code that kept the stand-in class could hand it to the attention's)."""
-    key = "attn_stand_in"
+def stand_ins(sub) -> tuple[str, ...]:
+    """The student's parts the block is built without: MultiHeadSelfAttention and/or FeedForward where the
+    submission defines that class and it does not run (_part_runs). (A misspelt class is not replaced: it is the one
+    its block builds, charged in the part's question.) Decided once per submission, with the note."""
+    key = "stand_ins"
     if key not in sub.memo:
-        sub.memo[key] = sub.names.get("MultiHeadSelfAttention") == "class" and not _attn_runs(sub)
+        sub.memo[key] = tuple(cls for cls in STAND_INS if sub.names.get(cls) == "class" and not _part_runs(sub, cls))
         if sub.memo[key] and not _unfinished(sub, "TransformerBlock"):
+            en = " and ".join(f"`{c}`" for c in sub.memo[key])
+            ko = ", ".join(f"`{c}`" for c in sub.memo[key])
             sub.notes.append(Message(
-                "TransformerBlock (and exercise 3) was graded with the grader's stand-in attention in place of your "
-                "`MultiHeadSelfAttention`, which does not run yet (see its checks): the block's own code earns its "
-                "points, and the attention's fault costs points under MultiHeadSelfAttention only.",
-                "TransformerBlock(과 실습 과제 3)은 아직 실행되지 않는 `MultiHeadSelfAttention` 대신 채점기의 대체 "
-                "어텐션으로 채점했습니다 (해당 검사 참고): 블록은 자기 코드로 점수를 받고, 어텐션의 잘못은 "
-                "MultiHeadSelfAttention에서만 감점됩니다."))
-    if not sub.memo[key]:
+                f"TransformerBlock (and exercise 3) was graded with the grader's stand-in parts in place of your {en}, "
+                "which does not run yet (see its checks): the block's own code earns its points, and the part's fault "
+                "costs points in the part's own question only.",
+                f"TransformerBlock(과 실습 과제 3)은 아직 실행되지 않는 {ko} 대신 채점기의 대체 구성 요소로 채점했습니다 "
+                "(해당 검사 참고): 블록은 자기 코드로 점수를 받고, 구성 요소의 잘못은 그 문항에서만 감점됩니다."))
+    return sub.memo[key]
+
+
+def block_stand_in(sub) -> dict[str, str] | None:
+    """new()'s stand_in for a block (and for its parts built alone), or None where the student's parts run. While
+    it is used, the worker runs only the block's and the ablation's checks (Submission.taint: code that kept a
+    stand-in class could hand it to the parts' checks)."""
+    names = stand_ins(sub)
+    if not names:
         return None
     sub.taint({"TransformerBlock", "ablation"})
-    return {"name": "MultiHeadSelfAttention", "source": ATTN_STAND_IN}
+    return {"name": ",".join(names), "source": "".join(STAND_INS[c] for c in names)}
+
+
+def attn_stand_in(sub) -> dict[str, str] | None:
+    """block_stand_in where the attention is among the parts stood in for, else None."""
+    return block_stand_in(sub) if "MultiHeadSelfAttention" in stand_ins(sub) else None
+
+
+def ffn_stand_in(sub) -> dict[str, str] | None:
+    """block_stand_in where the feed-forward network is among the parts stood in for, else None."""
+    return block_stand_in(sub) if "FeedForward" in stand_ins(sub) else None
 
 
 def build_block_attn(sub, d: int, h: int, dropout: float = 0.0, seed: int = 0):
@@ -197,6 +241,13 @@ def build_block_attn(sub, d: int, h: int, dropout: float = 0.0, seed: int = 0):
     spec = attn_stand_in(sub)
     return sub.new("MultiHeadSelfAttention", d, h, dropout, seed=seed, stand_in=spec) if spec else \
         build_attn(sub, d, h, dropout, seed=seed)
+
+
+def build_block_ffn(sub, d: int, d_ff: int, dropout: float = 0.0, seed: int = 0):
+    """The feed-forward network a block built by build_block holds, built alone: the student's, or the stand-in."""
+    spec = ffn_stand_in(sub)
+    return sub.new("FeedForward", d, d_ff, dropout, seed=seed, stand_in=spec) if spec else \
+        build_ffn(sub, d, d_ff, dropout, seed=seed)
 
 
 def attn_text(d, h, dropout=0.0, causal=False):
@@ -397,8 +448,9 @@ def blame_part(sub, err: CheckFailure | None, d: int = 8, h: int = 2, d_ff: int 
     feed-forward module, which is charged in that module's question: the part gives a wrong shape, NaNs or
     (causal) a leak, or it raises at the very line where the block's call raised. A block that is itself not
     implemented is never excused."""
-    # (over the grader's stand-in attention, the block's failure is never the attention's: attn_stand_in)
-    for which in ("ffn",) if attn_stand_in(sub) else ("attn", "ffn"):
+    # (over the grader's stand-in parts, the block's failure is never theirs: stand_ins)
+    replaced = stand_ins(sub)
+    for which in [w for w, c in (("attn", "MultiHeadSelfAttention"), ("ffn", "FeedForward")) if c not in replaced]:
         problem = part_problem(sub, which, d, h, d_ff, causal)
         if problem is None:
             continue

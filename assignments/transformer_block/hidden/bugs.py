@@ -120,6 +120,22 @@ VARIANTS: list[Variant] = [
     V("ffn_width_d_model", ch(FFN, FFN_WIDTH, FFN_WIDTH.replace("d_ff", "d_model")), breaks=FFN,
       says=("linear1.weight is (12, 12), expected (20, 12)",),
       why="the hidden width is d_model, not d_ff; the block is judged with the student's own feed-forward"),
+    V("ffn_raises", ch(FFN, "return self.linear2(self.dropout(F.relu(self.linear1(x))))",
+                       "raise RuntimeError(\"todo later\")"), breaks=FFN, says=("todo later",),
+      why="the feed-forward network raises: a right block lost 12 of 36 and 7 of 12 in exercise 3 (the checks that "
+          "do not excuse a raising part); it is now judged over the grader's stand-in feed-forward network"),
+    V("ffn_raises_block_returns_input", ch(FFN, "return self.linear2(self.dropout(F.relu(self.linear1(x))))",
+                                           "raise RuntimeError(\"todo later\")"),
+      ch(BLOCK, "        if not (self.use_ffn and self.use_norm and self.use_residual):\n",
+         "        self.ff(self.attn(x, causal))\n        return x\n"
+         "        if not (self.use_ffn and self.use_norm and self.use_residual):\n"),
+      breaks=f"{FFN},{BLOCK},ablation", says=("todo later", "it does not compute with them"),
+      why="the same hole as attn_raises_block_returns_input through the feed-forward network: 24 of 36 on the block"),
+    V("parts_raise_block_right",
+      ch(ATTN, "q @ k.transpose(-2, -1)", "q @ k.transpose(1, 2)"),
+      ch(FFN, "return self.linear2(self.dropout(F.relu(self.linear1(x))))", "raise RuntimeError(\"todo later\")"),
+      breaks=f"{ATTN},{FFN}", says=("todo later", "raised RuntimeError"),
+      why="both parts raise; the block, right, is judged over both stand-ins"),
     # ---------------------------------------------------------------- TransformerBlock
     V("block_no_attn_residual", ch(BLOCK, POST_ATTN, "x = self.norm1(self.dropout1(self.attn(x, causal)))"),
       ch(BLOCK, PRE_ATTN, "x = self.dropout1(self.attn(self.norm1(x), causal))"), breaks=BLOCK,
