@@ -295,7 +295,8 @@ class Worker:
         if not stand_in:
             obj = self.ns[name](*args, **kwargs)
         else:
-            replaced, source = str(stand_in["name"]), str(stand_in["source"])
+            # ("name" may list several top-level names, comma-separated: each is the class of that name in source)
+            replaced, source = str(stand_in["name"]).split(","), str(stand_in["source"])
             if source not in self.stand_ins:
                 self.stand_ins[source] = compile(source, "<grader's stand-in>", "exec")
             # A new class for every object built: a class kept from one build to the next could be changed by the
@@ -303,15 +304,17 @@ class Worker:
             space: dict[str, Any] = {"torch": torch, "nn": nn, "__name__": "grader_stand_in"}
             exec(self.stand_ins[source], space)
             missing = object()
-            saved = self.ns.get(replaced, missing)
-            self.ns[replaced] = space[replaced]
+            saved = {r: self.ns.get(r, missing) for r in replaced}
+            for r in replaced:
+                self.ns[r] = space[r]
             try:
                 obj = self.ns[name](*args, **kwargs)
             finally:
-                if saved is missing:
-                    self.ns.pop(replaced, None)
-                else:
-                    self.ns[replaced] = saved
+                for r, was in saved.items():
+                    if was is missing:
+                        self.ns.pop(r, None)
+                    else:
+                        self.ns[r] = was
         handle = len(self.objects) + 1
         self.objects[handle] = obj
         return {"handle": handle, "type": type(obj).__name__, "module": isinstance(obj, nn.Module)}

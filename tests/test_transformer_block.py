@@ -172,15 +172,15 @@ def test_a_block_that_returns_its_input_earns_no_dropout_placement(graded):
 def test_random_outputs_earn_no_shape_or_property_points(graded):
     """torch.rand(x.shape) from every forward: the evidence's calls are seeded alike, so random numbers are the same
     output for every input and every weight, and no shape, eval-mode dropout, residual, LayerNorm or dropout-placement
-    check pays. (What is left: the structure checks, which read __init__, and the block's causality, excused because
-    its attention leaks, which is charged in the attention's question.)"""
+    check pays. (What is left: the parts' parameter checks, which read __init__, and the block's causality, excused
+    because its attention leaks, which is charged in the attention's question. The block's structure check asks for
+    the same evidence as its shape since learners round s10.)"""
     r = graded["stub_all_random"]
     paid = sorted(c.name for c in r.checks if c.score > 0 and c.question in
                   ("MultiHeadSelfAttention", "FeedForward", "TransformerBlock"))
-    kept = ("FeedForward has linear1", "MultiHeadSelfAttention has W_q", "TransformerBlock holds attn",
-            "TransformerBlock(..., causal=True)")
+    kept = ("FeedForward has linear1", "MultiHeadSelfAttention has W_q", "TransformerBlock(..., causal=True)")
     assert len(paid) == len(kept) and all(n.startswith(k) for n, k in zip(paid, kept)), paid
-    assert by_question(r)["TransformerBlock"] <= 4.5 and by_question(r)["MultiHeadSelfAttention"] <= 2.4 \
+    assert by_question(r)["TransformerBlock"] <= 2.25 and by_question(r)["MultiHeadSelfAttention"] <= 2.4 \
         and by_question(r)["FeedForward"] <= 1.6, failures(r)
 
 
@@ -240,6 +240,32 @@ def test_an_attention_that_maps_each_token_alone_earns_no_causality_or_eval_drop
     assert block["LayerNorm placement: pre-norm normalises the sub-layer inputs; post-norm normalises the residual sums"]
     assert block["TransformerBlock(..., dropout=0.5) in eval mode gives what the same block with dropout=0.0 gives"]
     assert lost(r) <= {"MultiHeadSelfAttention", "TransformerBlock"}, lost(r)
+
+
+def test_a_block_over_an_attention_that_raises_earns_only_what_it_computes(graded):
+    """Learners round s10. A block's failure inside the student's own attention was excused as the attention's, and
+    the block's other checks paid without evidence: an attention that always raises and a block that calls it and
+    returns its input scored 24 of 36 (and the same through the feed-forward network). The block is now built over
+    the grader's stand-in parts (not the lab's answer), said in a note: that block earns nothing, and a right block
+    over a raising attention, feed-forward network or both keeps everything, in exercise 3 too."""
+    fakes = [graded[s] for s in ("attn_raises_block_returns_input", "ffn_raises_block_returns_input")]
+    rights = [graded[s] for s in ("attn_k_not_transposed", "ffn_raises", "parts_raise_block_right")]
+    for fake in fakes:
+        assert by_question(fake)["TransformerBlock"] == 0, failures(fake)
+    for right in rights:
+        assert by_question(right)["TransformerBlock"] == 36 and by_question(right)["ablation"] == 12, failures(right)
+    for r in fakes + rights:
+        assert any("stand-in parts" in n.en and "대체 구성 요소" in n.ko for n in r.notes), [n.en for n in r.notes]
+    assert not any("stand-in" in n.en for n in graded["reference"].notes)
+
+
+def test_norm_first_under_another_name_is_charged_once(graded):
+    """Learners round s10: `pre_norm` for norm_first; passed as norm_first=..., it was refused, and a right block got
+    0 of 36 and 1 of 12. It is passed under the student's name; the signature check alone charges the name."""
+    r = graded["block_norm_first_renamed"]
+    assert by_question(r)["TransformerBlock"] == 36 and by_question(r)["ablation"] == 10, failures(r)
+    charged = [c for c in r.checks if c.status != "passed"]
+    assert [c.name[:40] for c in charged] == ["TransformerBlock takes use_ffn=True, use"], failures(r)
 
 
 def failures(r):

@@ -12,7 +12,7 @@ import torch
 
 from autograder.checks import CheckFailure, expect_shape, expect_tensor, fail
 from autograder.messages import Message
-from autograder.sourcecode import dropped_masked_fill
+from autograder.sourcecode import dropped_masked_fill, method_node
 
 # nn.Transformer's advice on its fast path ("enable_nested_tensor is True, but ..."), raised while the grader builds
 # its own nn.Transformer (the references, and the public check of make_transformer's parameter shapes): it went to
@@ -50,8 +50,204 @@ def build_ffn(sub, d: int, d_ff: int, dropout: float = 0.0, seed: int = 0):
     return sub.new("FeedForward", d, d_ff, dropout, seed=seed)
 
 
-def build_block(sub, d: int, h: int, d_ff: int, dropout: float = 0.0, norm_first: bool = False, seed: int = 0):
-    return sub.new("TransformerBlock", d, h, d_ff, dropout, norm_first=norm_first, seed=seed)
+def build_block(sub, d: int, h: int, d_ff: int, dropout: float = 0.0, norm_first: bool = False, seed: int = 0,
+                **switches: bool):
+    """The student's TransformerBlock(d, h, d_ff, dropout, norm_first=..., **switches): norm_first under the
+    student's own name for it (norm_first_name), and built over the grader's stand-in attention where the student's
+    own does not run (attn_stand_in)."""
+    own = norm_first_name(sub)
+    m = sub.new("TransformerBlock", d, h, d_ff, dropout, seed=seed, stand_in=block_stand_in(sub),
+                **{own or "norm_first": norm_first}, **switches)
+    if own:  # (the diagnosis builds the reference's block from these: under the template's name)
+        m.ctor = (m.ctor[0], m.ctor[1], {("norm_first" if k == own else k): v for k, v in m.ctor[2].items()},
+                  m.ctor[3])
+    return m
+
+
+# ---------------------------------------------------------------------------------------------- norm_first renamed
+
+# The template's arguments of TransformerBlock.__init__, in order.
+BLOCK_ARGS = ("d_model", "n_heads", "d_ff", "dropout", "norm_first", "use_ffn", "use_norm", "use_residual")
+
+
+def norm_first_name(sub) -> str | None:
+    """The student's name for norm_first, where their TransformerBlock.__init__ takes it under another name at the
+    template's place (fifth, after dropout) -- `pre_norm`, `prenorm`, `norm_before` --, else None. Passed as
+    norm_first=..., it was refused ("unexpected keyword argument") and a right block got 0 of 36 and 1 of 12 (learners
+    round s10). The checks pass it under the student's name; the ablation question's signature check charges the
+    name, once. Decided once per submission."""
+    key = "norm_first_name"
+    if key not in sub.memo:
+        sub.memo[key] = None
+        try:
+            params = sub.signature("TransformerBlock")
+        except CheckFailure:
+            params = []
+        got = [p.get("name") for p in params if p.get("kind") == "POSITIONAL_OR_KEYWORD"]
+        if "norm_first" not in got and len(got) > 4 and got[:4] == list(BLOCK_ARGS[:4]):
+            name = got[4]
+            if isinstance(name, str) and name.isidentifier() and name not in BLOCK_ARGS \
+                    and re.search(r"norm|pre|first|ln", name, re.IGNORECASE):
+                sub.memo[key] = name
+    return sub.memo[key]
+
+
+# ---------------------------------------------------------------------------------------------- stand-in attention
+
+# The grader's stand-in attention. Where the student's MultiHeadSelfAttention does not run (it raises, or returns no
+# (b, n, d_model) tensor), the block is built with this class in place of theirs, so that the block is judged on its
+# own code: the attention's fault costs points in its own question only, and the block earns only what it computes
+# (a block whose forward called a raising attention and then returned its input kept 24 of 36, the failure excused
+# as the attention's: learners round s10). It is deliberately NOT the lab's answer (one head, weights from a sigmoid
+# of the raw scores normalised by their sum: no softmax, no scaling, no -inf): it runs in the student's process,
+# where code can read it. It has the template's constructor, parameter names and forward(x, causal=False), and it
+# mixes the tokens (causally with causal=True), so every check of the block can run on it; the grader computes what
+# it gives itself (stand_in_attention).
+ATTN_STAND_IN = '''
+class MultiHeadSelfAttention(nn.Module):
+    """The grader's stand-in attention (not the lab's answer): one head, sigmoid weights normalised by their sum."""
+
+    def __init__(self, d_model, n_heads, dropout=0.1):
+        super().__init__()
+        self.W_q = nn.Linear(d_model, d_model)
+        self.W_k = nn.Linear(d_model, d_model)
+        self.W_v = nn.Linear(d_model, d_model)
+        self.W_o = nn.Linear(d_model, d_model)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x, causal=False):
+        n = x.shape[1]
+        w = torch.sigmoid(self.W_q(x) @ self.W_k(x).transpose(1, 2))
+        if causal:
+            w = w * torch.tril(torch.ones(n, n, dtype=x.dtype, device=x.device))
+        w = self.dropout(w / w.sum(dim=-1, keepdim=True))
+        return self.W_o(w @ self.W_v(x))
+'''
+
+
+# The grader's stand-in feed-forward network, on the same terms (tanh, not the lab's ReLU).
+FFN_STAND_IN = '''
+class FeedForward(nn.Module):
+    """The grader's stand-in feed-forward network (not the lab's answer): tanh between the two layers."""
+
+    def __init__(self, d_model, d_ff, dropout=0.1):
+        super().__init__()
+        self.linear1 = nn.Linear(d_model, d_ff)
+        self.linear2 = nn.Linear(d_ff, d_model)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x):
+        return self.linear2(self.dropout(torch.tanh(self.linear1(x))))
+'''
+
+STAND_INS = {"MultiHeadSelfAttention": ATTN_STAND_IN, "FeedForward": FFN_STAND_IN}
+
+
+def stand_in_ffn(state: dict[str, torch.Tensor], x: torch.Tensor, drop=None):
+    """What FFN_STAND_IN computes with the weights `state` (linear1.weight, ...), `drop` where its dropout is."""
+    F_ = torch.nn.functional
+    with torch.no_grad():
+        hid = torch.tanh(F_.linear(x, state["linear1.weight"], state["linear1.bias"]))
+        return F_.linear(hid if drop is None else drop(hid), state["linear2.weight"], state["linear2.bias"])
+
+
+def stand_in_attention(state: dict[str, torch.Tensor], x: torch.Tensor, causal: bool = False, drop=None):
+    """What ATTN_STAND_IN computes with the weights `state` (W_q.weight, ...), computed by the grader; `drop` is
+    applied to its weights where its nn.Dropout is (the same draws after the same seed)."""
+    def lin(r, t):
+        return torch.nn.functional.linear(t, state[f"W_{r}.weight"], state[f"W_{r}.bias"])
+    n = x.shape[1]
+    with torch.no_grad():
+        w = torch.sigmoid(lin("q", x) @ lin("k", x).transpose(1, 2))
+        if causal:
+            w = w * torch.tril(torch.ones(n, n, dtype=x.dtype))
+        w = w / w.sum(dim=-1, keepdim=True)
+        if drop is not None:
+            w = drop(w)
+        return lin("o", w @ lin("v", x))
+
+
+def _part_runs(sub, cls: str) -> bool:
+    """Whether the student's own `cls` (MultiHeadSelfAttention, FeedForward), built alone, gives a (b, n, d_model)
+    tensor (the attention with and without causal=True). Its values are judged in its own question; a block around
+    a part that runs is judged with that part."""
+    x = randn(99, 2, 5, 8)
+    try:
+        m = sub.new(cls, 8, 2 if cls == "MultiHeadSelfAttention" else 12, 0.0, seed=1)
+        for kw in ({"causal": False}, {"causal": True}) if cls == "MultiHeadSelfAttention" else ({},):
+            y = m(x, **kw)
+            if type(y) is not torch.Tensor or tuple(y.shape) != (2, 5, 8):
+                return False
+    except CheckFailure:
+        return False
+    return True
+
+
+def _unfinished(sub, cls: str) -> bool:
+    """Whether `cls`'s __init__ or forward still raises NotImplementedError as the skeleton does (read from the
+    source): the note that such a block was graded over the stand-in would tell of a grading that gave it nothing."""
+    import ast
+    for f in (method_node(sub, cls, "__init__"), method_node(sub, cls, "forward")):
+        for st in (f.body if f is not None else ()):
+            exc = st.exc.func if isinstance(st, ast.Raise) and isinstance(st.exc, ast.Call) else \
+                (st.exc if isinstance(st, ast.Raise) else None)
+            if isinstance(exc, ast.Name) and exc.id == "NotImplementedError":
+                return True
+    return False
+
+
+def stand_ins(sub) -> tuple[str, ...]:
+    """The student's parts the block is built without: MultiHeadSelfAttention and/or FeedForward where the
+    submission defines that class and it does not run (_part_runs). (A misspelt class is not replaced: it is the one
+    its block builds, charged in the part's question.) Decided once per submission, with the note."""
+    key = "stand_ins"
+    if key not in sub.memo:
+        sub.memo[key] = tuple(cls for cls in STAND_INS if sub.names.get(cls) == "class" and not _part_runs(sub, cls))
+        if sub.memo[key] and not _unfinished(sub, "TransformerBlock"):
+            en = " and ".join(f"`{c}`" for c in sub.memo[key])
+            ko = ", ".join(f"`{c}`" for c in sub.memo[key])
+            sub.notes.append(Message(
+                f"TransformerBlock (and exercise 3) was graded with the grader's stand-in parts in place of your {en}, "
+                "which does not run yet (see its checks): the block's own code earns its points, and the part's fault "
+                "costs points in the part's own question only.",
+                f"TransformerBlock(과 실습 과제 3)은 아직 실행되지 않는 {ko} 대신 채점기의 대체 구성 요소로 채점했습니다 "
+                "(해당 검사 참고): 블록은 자기 코드로 점수를 받고, 구성 요소의 잘못은 그 문항에서만 감점됩니다."))
+    return sub.memo[key]
+
+
+def block_stand_in(sub) -> dict[str, str] | None:
+    """new()'s stand_in for a block (and for its parts built alone), or None where the student's parts run. While
+    it is used, the worker runs only the block's and the ablation's checks (Submission.taint: code that kept a
+    stand-in class could hand it to the parts' checks)."""
+    names = stand_ins(sub)
+    if not names:
+        return None
+    sub.taint({"TransformerBlock", "ablation"})
+    return {"name": ",".join(names), "source": "".join(STAND_INS[c] for c in names)}
+
+
+def attn_stand_in(sub) -> dict[str, str] | None:
+    """block_stand_in where the attention is among the parts stood in for, else None."""
+    return block_stand_in(sub) if "MultiHeadSelfAttention" in stand_ins(sub) else None
+
+
+def ffn_stand_in(sub) -> dict[str, str] | None:
+    """block_stand_in where the feed-forward network is among the parts stood in for, else None."""
+    return block_stand_in(sub) if "FeedForward" in stand_ins(sub) else None
+
+
+def build_block_attn(sub, d: int, h: int, dropout: float = 0.0, seed: int = 0):
+    """The attention a block built by build_block holds, built alone: the student's, or the grader's stand-in."""
+    spec = attn_stand_in(sub)
+    return sub.new("MultiHeadSelfAttention", d, h, dropout, seed=seed, stand_in=spec) if spec else \
+        build_attn(sub, d, h, dropout, seed=seed)
+
+
+def build_block_ffn(sub, d: int, d_ff: int, dropout: float = 0.0, seed: int = 0):
+    """The feed-forward network a block built by build_block holds, built alone: the student's, or the stand-in."""
+    spec = ffn_stand_in(sub)
+    return sub.new("FeedForward", d, d_ff, dropout, seed=seed, stand_in=spec) if spec else \
+        build_ffn(sub, d, d_ff, dropout, seed=seed)
 
 
 def attn_text(d, h, dropout=0.0, causal=False):
@@ -252,7 +448,9 @@ def blame_part(sub, err: CheckFailure | None, d: int = 8, h: int = 2, d_ff: int 
     feed-forward module, which is charged in that module's question: the part gives a wrong shape, NaNs or
     (causal) a leak, or it raises at the very line where the block's call raised. A block that is itself not
     implemented is never excused."""
-    for which in ("attn", "ffn"):
+    # (over the grader's stand-in parts, the block's failure is never theirs: stand_ins)
+    replaced = stand_ins(sub)
+    for which in [w for w, c in (("attn", "MultiHeadSelfAttention"), ("ffn", "FeedForward")) if c not in replaced]:
         problem = part_problem(sub, which, d, h, d_ff, causal)
         if problem is None:
             continue

@@ -90,6 +90,21 @@ VARIANTS: list[Variant] = [
       ch(BLOCK, "MultiHeadSelfAttention(", "MultiheadSelfAttention("), breaks=ATTN,
       says=("`MultiheadSelfAttention`",),
       why="learners round 5: the block's structure check charged the part's name a second time"),
+    V("attn_k_not_transposed", ch(ATTN, "q @ k.transpose(-2, -1)", "q @ k.transpose(1, 2)"), breaks=ATTN,
+      says=("raised RuntimeError",),
+      why="learners round s10: the attention raises (k's heads and tokens swapped instead of its last two axes); "
+          "the block, right, lost its residual, LayerNorm and dropout checks (12 of 36) and 10 of 12 in exercise 3, "
+          "which did not excuse a raising attention, while its comparisons were excused. The block is now judged "
+          "over the grader's stand-in attention"),
+    V("attn_raises_block_returns_input",
+      ch(ATTN, "        b, n, _ = x.shape\n        q = self._heads(",
+         "        raise RuntimeError(\"todo later\")\n        b, n, _ = x.shape\n        q = self._heads("),
+      ch(BLOCK, "        if not (self.use_ffn and self.use_norm and self.use_residual):\n",
+         "        self.attn(x, causal)\n        return x\n"
+         "        if not (self.use_ffn and self.use_norm and self.use_residual):\n"),
+      breaks=f"{ATTN},{BLOCK},ablation", says=("todo later", "it does not compute with them"),
+      why="learners round s10 (security): an attention that always raises and a block whose forward calls it and "
+          "returns its input scored 24 of 36 on the block, every failure excused as the attention's"),
     # ---------------------------------------------------------------- FeedForward
     V("ffn_gelu", ch(FFN, "F.relu(", "F.gelu("), breaks=FFN,
       en="the feed-forward network uses GELU; the block (like nn.TransformerEncoderLayer's default) uses ReLU",
@@ -105,6 +120,22 @@ VARIANTS: list[Variant] = [
     V("ffn_width_d_model", ch(FFN, FFN_WIDTH, FFN_WIDTH.replace("d_ff", "d_model")), breaks=FFN,
       says=("linear1.weight is (12, 12), expected (20, 12)",),
       why="the hidden width is d_model, not d_ff; the block is judged with the student's own feed-forward"),
+    V("ffn_raises", ch(FFN, "return self.linear2(self.dropout(F.relu(self.linear1(x))))",
+                       "raise RuntimeError(\"todo later\")"), breaks=FFN, says=("todo later",),
+      why="the feed-forward network raises: a right block lost 12 of 36 and 7 of 12 in exercise 3 (the checks that "
+          "do not excuse a raising part); it is now judged over the grader's stand-in feed-forward network"),
+    V("ffn_raises_block_returns_input", ch(FFN, "return self.linear2(self.dropout(F.relu(self.linear1(x))))",
+                                           "raise RuntimeError(\"todo later\")"),
+      ch(BLOCK, "        if not (self.use_ffn and self.use_norm and self.use_residual):\n",
+         "        self.ff(self.attn(x, causal))\n        return x\n"
+         "        if not (self.use_ffn and self.use_norm and self.use_residual):\n"),
+      breaks=f"{FFN},{BLOCK},ablation", says=("todo later", "it does not compute with them"),
+      why="the same hole as attn_raises_block_returns_input through the feed-forward network: 24 of 36 on the block"),
+    V("parts_raise_block_right",
+      ch(ATTN, "q @ k.transpose(-2, -1)", "q @ k.transpose(1, 2)"),
+      ch(FFN, "return self.linear2(self.dropout(F.relu(self.linear1(x))))", "raise RuntimeError(\"todo later\")"),
+      breaks=f"{ATTN},{FFN}", says=("todo later", "raised RuntimeError"),
+      why="both parts raise; the block, right, is judged over both stand-ins"),
     # ---------------------------------------------------------------- TransformerBlock
     V("block_no_attn_residual", ch(BLOCK, POST_ATTN, "x = self.norm1(self.dropout1(self.attn(x, causal)))"),
       ch(BLOCK, PRE_ATTN, "x = self.dropout1(self.attn(self.norm1(x), causal))"), breaks=BLOCK,
@@ -175,6 +206,12 @@ VARIANTS: list[Variant] = [
          "h = norm1(x + attn(x)) the block ends with norm2(h + ff(h))",
       ko="피드포워드 잔차 연결이 어텐션 서브레이어의 출력 h 대신 블록의 입력 x를 더함; h = norm1(x + attn(x))이면 "
          "블록은 norm2(h + ff(h))로 끝납니다"),
+    V("block_norm_first_renamed", ch(BLOCK, "dropout=0.1, norm_first=False, use_ffn=True",
+                                     "dropout=0.1, pre_norm=False, use_ffn=True"),
+      ch(BLOCK, "self.norm_first = norm_first", "self.norm_first = pre_norm"), breaks="ablation",
+      says=("`pre_norm`", "Rename `pre_norm` to norm_first"),
+      why="learners round s10: norm_first=... was refused, and a right block got 0 of 36 and 1 of 12; now passed under "
+          "the student's name, the name charged once in the signature check"),
     # ---------------------------------------------------------------- nn.Transformer
     V("nn_batch_first_missing", ch("build_transformer", "dim_feedforward=32,\n                          "
                                                         "batch_first=True)", "dim_feedforward=32)"),

@@ -109,7 +109,7 @@ def judge_ablation(sub, switch):
         for nf in (False, True):
             layer = ref_layer(d, h, d_ff, nf, seed)
             what = block_text(d, h, d_ff, 0.0, nf).replace(")(x)", f", {switch}=False)(x)")
-            m = sub.new("TransformerBlock", d, h, d_ff, 0.0, norm_first=nf, seed=seed, **{switch: False})
+            m = build_block(sub, d, h, d_ff, 0.0, nf, seed=seed, **{switch: False})
             load_block(sub, m, state_for(layer, switch), d, h, d_ff)
             x = randn(seed + 1, 2, 6, d)
             want = nn_ablated(layer, x, switch)

@@ -24,9 +24,11 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from assignments.transformer_block.common import (CONFIG, EVIDENCE, differs, expect_working, attn_text, block_text, build_attn, build_block,
-                                                  blame_part, build_ffn, build_transformer, call, ffn_text,
-                                                  randn, transformer_out, with_pytorch_weights)
+from assignments.transformer_block.common import (CONFIG, EVIDENCE, differs, expect_working, attn_stand_in, attn_text,
+                                                  block_text, build_attn, build_block, build_block_attn, blame_part,
+                                                  build_block_ffn, build_ffn, build_transformer, call, ffn_stand_in,
+                                                  ffn_text, randn, stand_in_attention, stand_in_ffn, transformer_out,
+                                                  with_pytorch_weights)
 from assignments.transformer_block.hidden.diagnose import explain  # also registers the grader's bug diagnosis
 from autograder.checks import CheckFailure, check, expect_close, expect_shape, expect_tensor, fail
 from autograder.messages import Message
@@ -165,7 +167,8 @@ PART_PREFIXES = ("attn.", "ff.")
 
 
 def build_part(sub, prefix, d, h, d_ff):
-    return build_attn(sub, d, h, seed=1) if prefix == "attn." else build_ffn(sub, d, d_ff, seed=1)
+    """The part a block holds, built alone (the attention: the grader's stand-in where the block is built over it)."""
+    return build_block_attn(sub, d, h, seed=1) if prefix == "attn." else build_block_ffn(sub, d, d_ff, seed=1)
 
 
 def parts_refuse(sub, state, d, h, d_ff):
@@ -567,8 +570,13 @@ VARIANTS = ("no_res_attn", "no_res_ff", "no_res", "other_order", "no_final_norm"
 BLOCK_CASES = [(16, 4, 32, 801), (12, 3, 20, 802)]  # d_model, n_heads, d_ff, seed
 
 
-def ref_parts(layer):
-    return (lambda z, c: ref_attn(layer, z, c)), (lambda z: ref_ffn(layer, z))
+def ref_parts(layer, stand_in=False, stand_in_ff=False):
+    """PyTorch's attention and feed-forward as functions; stand_in, stand_in_ff: the grader's stand-in attention,
+    feed-forward network in place of PyTorch's (the block holds them: attn_stand_in, ffn_stand_in)."""
+    attend = (lambda z, c: stand_in_attention(attn_state(layer.self_attn), z, c)) if stand_in else \
+        (lambda z, c: ref_attn(layer, z, c))
+    feed = (lambda z: stand_in_ffn(ffn_state(layer), z)) if stand_in_ff else (lambda z: ref_ffn(layer, z))
+    return attend, feed
 
 
 def student_parts(sub, layer, d, h, d_ff, block=None):
@@ -614,7 +622,10 @@ def judge_block(sub, d, h, d_ff, seed, norm_first, causal, dropout=0.0):
     load_block(sub, m, block_state(layer), d, h, d_ff)
     x = randn(seed + 1, 2, 6, d)
     what = block_text(d, h, d_ff, dropout, norm_first, causal)
-    want = ref_block(layer, x, causal)
+    # over stand-in parts, the right block is the one around them
+    si, sf = attn_stand_in(sub) is not None, ffn_stand_in(sub) is not None
+    want = safe_compose(x, ref_parts(layer, si, sf), layer, norm_first, causal) if si or sf else \
+        ref_block(layer, x, causal)
     try:
         got = call(m, x, what, causal=causal)
     except CheckFailure as e:
@@ -629,7 +640,7 @@ def judge_block(sub, d, h, d_ff, seed, norm_first, causal, dropout=0.0):
     named = explain(sub, m, x, causal=causal)(got)  # a known bug of the table, exactly (hidden/bugs.py)
     if named is not None:
         expect_close(got, want, with_pytorch_weights(what), explain=lambda _got: named)
-    for parts in (ref_parts(layer), mine):
+    for parts in (ref_parts(layer, si, sf), mine):
         if parts is None:
             continue
         for v in VARIANTS:
@@ -732,7 +743,7 @@ def _block_evidence(sub, nf, d, h, d_ff, seed):
         expect_working(m, d, seed + 3, what, causal=None, earns=PROPERTIES)
     except CheckFailure:
         try:
-            expect_working(build_attn(sub, d, h, 0.0, seed=seed), d, seed + 4, attn_text(d, h), causal=False)
+            expect_working(build_block_attn(sub, d, h, 0.0, seed=seed), d, seed + 4, attn_text(d, h), causal=False)
         except CheckFailure:
             return  # its own attention mixes nothing either: charged in that question, not again here
         raise
@@ -851,8 +862,8 @@ def test_block_eval_ignores_dropout(sub):
             outs.append(call(m, x, block_text(d, h, d_ff, p, nf)))
         if close(outs[0], outs[1]):
             continue
-        for build, text in ((lambda p: build_attn(sub, d, h, p, seed=2), "attn"),
-                            (lambda p: build_ffn(sub, d, d_ff, p, seed=2), "ffn")):
+        for build, text in ((lambda p: build_block_attn(sub, d, h, p, seed=2), "attn"),
+                            (lambda p: build_block_ffn(sub, d, d_ff, p, seed=2), "ffn")):
             try:  # a part that keeps dropping in eval mode is charged to that part
                 if not close(call(build(0.5), x, text), call(build(0.0), x, text)):
                     return
@@ -865,18 +876,24 @@ def test_block_eval_ignores_dropout(sub):
                                   "따르는 nn.Dropout 모듈(self.dropout1, self.dropout2)을 쓰세요."))
 
 
-def block_by_hand(layer, x, norm_first, p, seed, where=("right", "right"), per_head=False):
+def block_by_hand(layer, x, norm_first, p, seed, where=("right", "right"), per_head=False, stand_in=False,
+                  stand_in_ff=False):
     """PyTorch's block in train mode step by step, drawing in the reference's order after manual_seed(seed): the
     attention's dropout (on its weights), dropout1, the feed-forward's dropout, dropout2. `where` puts dropout1
     and dropout2: "right" (on the sub-layer's output, before the residual addition), "missing", "after_add"
-    (on the residual sum). per_head: the attention draws its heads' masks one after another (dropping_per_head)."""
+    (on the residual sum). per_head: the attention draws its heads' masks one after another (dropping_per_head).
+    stand_in: the block holds the grader's stand-in attention (attn_stand_in), which drops its weights once;
+    stand_in_ff: the grader's stand-in feed-forward network (ffn_stand_in)."""
     drop = dropping(p)
     attn_drop = dropping_per_head(p) if per_head else drop
     n1, n2 = norms(layer)
     manual_seed(seed)
     with torch.no_grad():
-        for layer_fn, norm, at in ((lambda z: attn_by_hand(layer, z, False, attn_drop), n1, where[0]),
-                                   (lambda z: layer.linear2(drop(F.relu(layer.linear1(z)))), n2, where[1])):
+        attend = (lambda z: stand_in_attention(attn_state(layer.self_attn), z, False, drop)) if stand_in else \
+            (lambda z: attn_by_hand(layer, z, False, attn_drop))
+        for layer_fn, norm, at in ((attend, n1, where[0]),
+                                   ((lambda z: stand_in_ffn(ffn_state(layer), z, drop)) if stand_in_ff else
+                                    (lambda z: layer.linear2(drop(F.relu(layer.linear1(z))))), n2, where[1])):
             y = layer_fn(norm(x) if norm_first else x)
             total = x + y if at == "missing" else drop(x + y) if at == "after_add" else x + drop(y)
             x = total if norm_first else norm(total)
@@ -911,6 +928,9 @@ def test_block_dropout_placement(sub):
     """TransformerBlock in train mode: dropout1 and dropout2 drop each sub-layer's output before the residual addition"""
     d, h, d_ff, seed = 12, 3, 20, 851
     x = randn(seed + 1, 2, 6, d)
+    si = attn_stand_in(sub) is not None  # the block holds the grader's stand-in attention
+    sf = ffn_stand_in(sub) is not None  # the grader's stand-in feed-forward network
+    heads = (False,) if si else (False, True)
     for nf in (False, True):
         # Evidence first, as for the other property checks: this one passes where a part fails its own dropout
         # checks, and a block that returns its input (parts that return theirs) earned it that way.
@@ -920,28 +940,33 @@ def test_block_dropout_placement(sub):
         load_block(sub, m, block_state(layer), d, h, d_ff)
         what = block_text(d, h, d_ff, 0.5, nf)
         got = call(m, x, what, mode="train", seed=seed + 2)
-        if any(close(got, block_by_hand(layer, x, nf, 0.5, seed + 2, per_head=ph)) for ph in (False, True)):
+        if any(close(got, block_by_hand(layer, x, nf, 0.5, seed + 2, per_head=ph, stand_in=si, stand_in_ff=sf))
+               for ph in heads):
             continue
         # The block's draws follow its parts' own: a part that does not drop like the reference (or is wrong in
         # eval mode, or does not take PyTorch's weights) is charged in its own question.
-        for part_check in (lambda: attn_train(sub, *ATTN_DROPOUT_CASES[0]), lambda: attn_eval(sub),
-                           lambda: ffn_train(sub), lambda: ffn_eval(sub)):
+        # (A stand-in part is not the student's: the student's part's faults are no excuse then.)
+        for part_check in ((() if si else (lambda: attn_train(sub, *ATTN_DROPOUT_CASES[0]), lambda: attn_eval(sub)))
+                           + (() if sf else (lambda: ffn_train(sub), lambda: ffn_eval(sub)))):
             try:
                 part_check()
             except CheckFailure:
                 return
         plain = build_block(sub, d, h, d_ff, 0.0, nf, seed=seed)
         load_block(sub, plain, block_state(layer), d, h, d_ff)
-        if not close(call(plain, x, block_text(d, h, d_ff, 0.0, nf)), ref_block(layer, x)):
+        if not close(call(plain, x, block_text(d, h, d_ff, 0.0, nf)),
+                     block_by_hand(layer, x, nf, 0.0, seed + 2, stand_in=si, stand_in_ff=sf) if si or sf else
+                     ref_block(layer, x)):
             fail("The dropout cannot be judged: the block already differs from PyTorch's in eval mode (see the "
                  "checks that compare with the encoder layer).",
                  "dropout을 평가할 수 없습니다: 블록이 eval 모드에서 이미 PyTorch와 다릅니다 "
                  "(인코더 레이어와 비교하는 검사를 보세요).")
         for where in [(a, f) for a in ("right", "missing", "after_add") for f in ("right", "missing", "after_add")]:
-            if where != ("right", "right") and any(close(got, block_by_hand(layer, x, nf, 0.5, seed + 2, where, ph))
-                                                   for ph in (False, True)):
+            if where != ("right", "right") and any(
+                    close(got, block_by_hand(layer, x, nf, 0.5, seed + 2, where, ph, si, sf)) for ph in heads):
                 raise CheckFailure(dropout_message(where, what), staff=f"{what}: dropout {where}")
-        expect_close(got, block_by_hand(layer, x, nf, 0.5, seed + 2), what + " in train mode", hint=BLOCK_DROPOUT_HINT,
+        expect_close(got, block_by_hand(layer, x, nf, 0.5, seed + 2, stand_in=si, stand_in_ff=sf), what + " in train mode",
+                     hint=BLOCK_DROPOUT_HINT,
                      explain=explain(sub, m, x, mode="train", seed=seed + 2))
 
 

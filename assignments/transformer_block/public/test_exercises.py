@@ -3,7 +3,7 @@ and the block with its feed-forward network, LayerNorm or residual connections s
 import torch
 import torch.nn as nn
 
-from assignments.transformer_block.common import block_text, call, randn
+from assignments.transformer_block.common import block_text, build_block, call, norm_first_name, randn
 from autograder.checks import CheckFailure, check, expect_shape, fail
 
 SWITCHES = (("use_ffn", "True"), ("use_norm", "True"), ("use_residual", "True"))
@@ -66,10 +66,18 @@ def test_transformer_shape_answers(sub):
 @check(question="ablation", points=2)
 def test_block_switches_signature(sub):
     """TransformerBlock takes use_ffn=True, use_norm=True, use_residual=True after norm_first"""
-    sub.new("TransformerBlock", 8, 2, 12, 0.0, seed=0)  # earns nothing until the block can be built
+    build_block(sub, 8, 2, 12, 0.0, seed=0)  # earns nothing until the block can be built
     params = [(p["name"], p["default"]) for p in sub.signature("TransformerBlock")
               if p["kind"] in ("POSITIONAL_OR_KEYWORD", "KEYWORD_ONLY")]
     names = [n for n, _ in params]
+    own = norm_first_name(sub)
+    if own is not None:  # (the other checks pass it under the student's name: the name is charged here, once)
+        fail(f"`TransformerBlock.__init__` calls its fifth argument `{own}`; the template names it norm_first, and "
+             f"code that builds TransformerBlock(..., norm_first=True) fails with yours. Rename `{own}` to norm_first "
+             "(the other checks passed it under your name).",
+             f"`TransformerBlock.__init__`의 다섯 번째 인자 이름이 `{own}`입니다. 템플릿의 이름은 norm_first이며, "
+             f"TransformerBlock(..., norm_first=True)로 만드는 코드는 여러분의 블록에서 실패합니다. `{own}`을(를) "
+             "norm_first로 바꾸세요 (다른 검사들은 여러분의 이름으로 넘겼습니다).")
     if "norm_first" not in names or [p for p in params[names.index("norm_first") + 1:]][:3] != list(SWITCHES):
         got = ", ".join(n if d is None else f"{n}={d}" for n, d in params)
         fail(f"`TransformerBlock.__init__` takes ({got}); after norm_first it should take use_ffn=True, "
@@ -83,11 +91,11 @@ def test_block_switches_take_effect(sub):
     """Each switch changes the block's output (same seed, same input) and keeps its shape"""
     x = randn(71, 2, 5, 8)
     base_what = block_text(8, 2, 12)
-    base = call(sub.new("TransformerBlock", 8, 2, 12, 0.0, seed=3), x, base_what)
+    base = call(build_block(sub, 8, 2, 12, 0.0, seed=3), x, base_what)
     for name, _ in SWITCHES:
         what = base_what.replace(")(x)", f", {name}=False)(x)")
         try:
-            got = call(sub.new("TransformerBlock", 8, 2, 12, 0.0, seed=3, **{name: False}), x, what)
+            got = call(build_block(sub, 8, 2, 12, 0.0, seed=3, **{name: False}), x, what)
         except CheckFailure:
             raise
         expect_shape(got, tuple(x.shape), what)

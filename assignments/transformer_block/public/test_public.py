@@ -78,7 +78,8 @@ def test_block_shape(sub):
 @check(question="TransformerBlock", points=3)
 def test_block_structure(sub):
     """TransformerBlock holds attn (MultiHeadSelfAttention), ff (FeedForward), norm1 and norm2 (nn.LayerNorm)"""
-    info = build_block(sub, 8, 2, 12, seed=4).describe()
+    m = build_block(sub, 8, 2, 12, seed=4)
+    info = m.describe()
     modules = dict(info.get("modules", []))
     want = {"attn": "MultiHeadSelfAttention", "ff": "FeedForward", "norm1": "LayerNorm", "norm2": "LayerNorm"}
     # A part under the student's misspelt name of it (MultiheadSelfAttention) is that part: the name is charged in
@@ -90,6 +91,16 @@ def test_block_structure(sub):
     if wrong:
         fail(f"`TransformerBlock` is not built from the template's parts: {'; '.join(wrong)}.",
              f"`TransformerBlock`이 템플릿의 구성 요소로 만들어지지 않았습니다: {'; '.join(wrong)}.")
+    # Evidence: the parts are used (a forward that calls them and returns its input holds them all too).
+    try:
+        expect_working(m, 8, 14, block_text(8, 2, 12), causal=None, mixes=False, earns=STRUCTURE)
+    except CheckFailure as e:
+        if blame_part(sub, e, 8, 2, 12):
+            return  # the block fails because its feed-forward fails: charged to that part
+        raise
+
+
+STRUCTURE = ("holding its parts earns nothing", "구성 요소를 가진 것만으로는 점수를 받을 수 없습니다")
 
 
 @check(question="TransformerBlock", points=3)
