@@ -750,7 +750,9 @@ def check_signature(sub, cls: str) -> None:
              "넘깁니다.)")
     renames = []
     for w, g in zip(want, got):
-        if w != g:
+        # (never one of the notebook's own names into another: (d_in, d_out, num_heads, qkv_bias) lacks
+        # context_length and dropout; its num_heads is no rename of context_length)
+        if w != g and g not in want:
             renames.append(f"`{g}` -> `{w}`")
     missing = [w for w in want if w not in got]
     guess = [f"`{_rename_of(m, got, want)}` -> `{m}`" for m in missing if _rename_of(m, got, want)]
@@ -768,7 +770,7 @@ def check_signature(sub, cls: str) -> None:
              f"`{cls}.__init__`의 인자가 ({', '.join(got)})입니다. 노트북의 시그니처는 ({', '.join(want)})입니다. "
              f"{extra}에 기본값을 주거나 없애세요: 노트북의 호출은 이 인자를 넘기지 않습니다.")
     # What no rename above gives (a missing qkv_bias beside head_num for num_heads): to add.
-    renamed_to = {w for w, g in zip(want, got) if w != g} if not guess \
+    renamed_to = {w for w, g in zip(want, got) if w != g and g not in want} if not guess \
         else {m for m in missing if _rename_of(m, got, want)}
     unguessed = ", ".join(f"`{m}`" for m in missing if m not in renamed_to)
     fail(f"`{cls}.__init__` takes ({', '.join(got)}); the notebook's signature is ({', '.join(want)}). "

@@ -587,6 +587,15 @@ VARIANTS: list[Variant] = [
       never_says=("unexpected keyword argument 'num_heads'",),
       why="learners round 5: the signature check named the rename only, and the qkv_bias check a TypeError about "
           "num_heads"),
+    # A wrapper without context_length and dropout, its heads built with fixed ones (seen in a learner's repository:
+    # (d_in, d_out, num_heads, qkv_bias)): the signature check offered `num_heads` -> `context_length` and `qkv_bias` ->
+    # `dropout`, renaming the notebook's own arguments into others; what is missing is context_length and dropout.
+    V("wrapper_without_context_length_and_dropout",
+      ch(WR, "def __init__(self, d_in: int, d_out: int, context_length: int, dropout: float, num_heads: int,\n"
+             "                 qkv_bias: bool = False):\n        super().__init__()",
+         "def __init__(self, d_in: int, d_out: int, num_heads: int, qkv_bias: bool = False):\n"
+         "        super().__init__()\n        context_length, dropout = 64, 0.0"), breaks=WR,
+      says=("Add `context_length`, `dropout`",), never_says=("`num_heads` -> `context_length`", "`qkv_bias` -> `dropout`")),
     V("mha_arguments_reordered", ch(MHA, "context_length: int, dropout: float, num_heads: int,",
                                     "context_length: int, num_heads: int, dropout: float,"), breaks=MHA,
       says=("the notebook's arguments in another order",),
