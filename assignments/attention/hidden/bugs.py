@@ -11,6 +11,8 @@ from reference import attention as R
 
 REFERENCE_SOURCE = Path(R.__file__).read_text(encoding="utf-8")
 V = functools.partial(row, REFERENCE_SOURCE)  # one table row: the reference plus its changes (autograder/bugtable.py)
+# The wrapper's class as the reference writes it (its lines, for a row that moves it).
+WRAPPER_SOURCE = REFERENCE_SOURCE[slice(*scope(REFERENCE_SOURCE, "MultiHeadAttentionWrapper"))]
 
 CA, MHA, WR, V1, V2 = "CausalAttention", "MultiHeadAttention", "MultiHeadAttentionWrapper", "SelfAttention_v1", \
     "SelfAttention_v2"
@@ -596,6 +598,12 @@ VARIANTS: list[Variant] = [
          "def __init__(self, d_in: int, d_out: int, num_heads: int, qkv_bias: bool = False):\n"
          "        super().__init__()\n        context_length, dropout = 64, 0.0"), breaks=WR,
       says=("Add `context_length`, `dropout`",), never_says=("`num_heads` -> `context_length`", "`qkv_bias` -> `dropout`")),
+    # The wrapper indented under CausalAttention (seen in a learner's repository): a class attribute of
+    # CausalAttention, no top-level class. The feedback said only "`MultiHeadAttentionWrapper` is not defined in your
+    # submission" of a class the student can see in the file.
+    V("wrapper_nested_in_causal_attention", ch(WR, WRAPPER_SOURCE, "".join(
+        "    " + line if line.strip() else line for line in WRAPPER_SOURCE.splitlines(keepends=True))),
+      breaks=WR, says=("`MultiHeadAttentionWrapper` is defined inside `CausalAttention`",)),
     V("mha_arguments_reordered", ch(MHA, "context_length: int, dropout: float, num_heads: int,",
                                     "context_length: int, num_heads: int, dropout: float,"), breaks=MHA,
       says=("the notebook's arguments in another order",),
