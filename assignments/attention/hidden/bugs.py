@@ -604,6 +604,13 @@ VARIANTS: list[Variant] = [
     V("wrapper_nested_in_causal_attention", ch(WR, WRAPPER_SOURCE, "".join(
         "    " + line if line.strip() else line for line in WRAPPER_SOURCE.splitlines(keepends=True))),
       breaks=WR, says=("`MultiHeadAttentionWrapper` is defined inside `CausalAttention`",)),
+    # SelfAttention_v2 without the qkv_bias argument, its projections without a bias (seen in a learner's repository):
+    # both bias checks said "TypeError: ... unexpected keyword argument 'qkv_bias'", and the one that judges the use
+    # of the biases charged the missing argument a third time (a bias=False hard-coded costs one bias point).
+    V("v2_without_qkv_bias_argument", ch(V2, "d_out: int, qkv_bias: bool = False):", "d_out: int):"),
+      ch(V2, "bias=qkv_bias", "bias=False"), breaks=V2,
+      says=("Add `qkv_bias`", "`SelfAttention_v2.__init__` takes no `qkv_bias`"),
+      never_says=("unexpected keyword argument 'qkv_bias'",)),
     V("mha_arguments_reordered", ch(MHA, "context_length: int, dropout: float, num_heads: int,",
                                     "context_length: int, num_heads: int, dropout: float,"), breaks=MHA,
       says=("the notebook's arguments in another order",),
