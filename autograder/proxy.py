@@ -117,6 +117,38 @@ def class_methods(source: Source) -> dict[str, list[str]]:
     return classes
 
 
+def nested_definition(source: Source, name: str, kind: str = "class") -> str | None:
+    """Where `class name` (kind "class") or `def name` (kind "function", not as a method: a def in a function's
+    body) is written indented inside a top-level class or function (read, not run): the enclosing top-level name,
+    else None. Such a definition exists only inside the enclosing body, never as a name of the module. Cells
+    Python's parser refuses are left out."""
+    from .source import Unparsable, parse
+    funcs = (ast.FunctionDef, ast.AsyncFunctionDef)
+    want = ast.ClassDef if kind == "class" else funcs
+
+    def inside(node: ast.AST) -> bool:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, want) and child.name == name and (kind == "class" or isinstance(node, funcs)):
+                return True
+            if inside(child):
+                return True
+        return False
+
+    for cell in source.cells:
+        try:
+            tree = parse(cell.code, cell.label)
+        except Unparsable:
+            continue
+        for top in tree.body:
+            if isinstance(top, (ast.ClassDef, *funcs)) and top.name != name:
+                try:
+                    if inside(top):
+                        return top.name
+                except RecursionError:  # (code nested deeper than Python's recursion limit: not told)
+                    continue
+    return None
+
+
 def misspelt_method(source: Source, cls: str, wanted: str,
                     classes: dict[str, list[str]] | None = None) -> Message | None:
     """When class `cls` (read from the source, not run) lacks method `wanted` but defines a near spelling of it
@@ -294,6 +326,7 @@ class Submission:
         self.notes: list[Message] = []  # what the checks want the student to read at the top of the result
         self.graded_names: frozenset[str] = frozenset()  # the assignment's names: never offered as a rename
         self._spelling: dict[tuple[str, str], Message | None] = {}
+        self._nested: dict[str, str | None] = {}  # nested_definition, per missing name
         self._signatures: dict[str, list[dict[str, Any]]] = {}  # see signature()
         self._classes: dict[str, list[str]] | None = None  # class_methods(source), read once when first needed
         self._env: dict[str, Any] | None = None
@@ -713,6 +746,15 @@ class Submission:
                 "after your code ran.",
                 f"파일에 `{name}`이(가) 작성되어 있지만 그 정의에서 오류가 발생해서 ({ko}) 코드를 모두 실행한 뒤에도 "
                 f"`{name}`이(가) 존재하지 않았습니다."))
+        if name not in self._nested:  # (read once per name: every check of a missing class asks)
+            self._nested[name] = nested_definition(self.source, name, kind)
+        outer = self._nested[name]
+        if outer is not None:  # (seen: the wrapper indented under CausalAttention, at the end of its cell)
+            raise CheckFailure(Message(
+                f"`{name}` is defined inside `{outer}` (indented under it), so it exists only there, not as a name "
+                f"of your file: move `{name}` to the top level (no indentation before its `class`/`def`).",
+                f"`{name}`이(가) `{outer}` 안에 정의되어 있습니다 (그 아래로 들여쓰기됨). 그래서 파일의 이름으로는 "
+                f"존재하지 않습니다: `{name}`을(를) 최상단으로 옮기세요 (`class`/`def` 앞에 들여쓰기 없이)."))
         raise CheckFailure(Message(f"`{name}` is not defined in your submission.",
                                    f"제출물에 `{name}`이(가) 정의되어 있지 않습니다."))
 

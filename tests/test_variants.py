@@ -255,3 +255,11 @@ def test_a_wrong_default_of_qkv_bias_costs_only_the_signature_point(graded):
     r = graded["v2_qkv_bias_default_true"]
     lost = [c for c in r.checks if c.question == "SelfAttention_v2" and c.score < c.points]
     assert len(lost) == 1 and "signature" in lost[0].nodeid, [(c.nodeid, c.message.en) for c in lost]
+
+
+def test_a_missing_qkv_bias_argument_costs_the_signature_and_one_bias_point(graded):
+    """SelfAttention_v2(d_in, d_out) without qkv_bias: the signature check and the check that qkv_bias=True makes
+    biases charge it, in words (it lost a third point, and both bias checks showed a TypeError)."""
+    r = graded["v2_without_qkv_bias_argument"]
+    lost = [c for c in r.checks if c.question == "SelfAttention_v2" and c.score < c.points]
+    assert sum(c.points - c.score for c in lost) == 2, [(c.nodeid, c.message.en) for c in lost]

@@ -709,6 +709,24 @@ def projection_names(params: set[str], prefix: str = "") -> Message | None:
                    "채점기는 그 이름으로 가중치와 bias를 찾습니다")
 
 
+def no_qkv_bias(sub, cls: str) -> Message | None:
+    """Where `cls.__init__` takes no qkv_bias (nor **kwargs, nor an argument in its place that a call by position
+    would reach, such as a renamed `bias`): the words that say so, for the checks that build it with
+    qkv_bias=True (instead of the TypeError of the call)."""
+    params = sub.signature(cls)
+    placed = [p for p in params if p.get("kind") == "POSITIONAL_OR_KEYWORD"]
+    if any(p.get("name") == "qkv_bias" or p.get("kind") == "VAR_KEYWORD" for p in params) \
+            or len(placed) > SIGNATURES[cls].index("qkv_bias"):
+        return None
+    heads = cls == "MultiHeadAttentionWrapper"
+    return Message(f"`{cls}.__init__` takes no `qkv_bias`, so `qkv_bias=True` cannot give the projections a bias: add "
+                   "`qkv_bias=False` to its arguments and " + ("pass it on to every CausalAttention head." if heads
+                                                             else "pass it to nn.Linear(..., bias=qkv_bias)."),
+                   f"`{cls}.__init__`에 `qkv_bias` 인자가 없어서 `qkv_bias=True`로 투영에 bias를 줄 수 없습니다: 인자에 "
+                   "`qkv_bias=False`를 추가하고 " + ("모든 CausalAttention 헤드에 넘기세요." if heads else
+                                                   "nn.Linear(..., bias=qkv_bias)에 넘기세요."))
+
+
 def check_signature(sub, cls: str) -> None:
     """Argument names as in the notebook; earns nothing until the class can be constructed."""
     want = SIGNATURES[cls]
@@ -750,7 +768,9 @@ def check_signature(sub, cls: str) -> None:
              "넘깁니다.)")
     renames = []
     for w, g in zip(want, got):
-        if w != g:
+        # (never one of the notebook's own names into another: (d_in, d_out, num_heads, qkv_bias) lacks
+        # context_length and dropout; its num_heads is no rename of context_length)
+        if w != g and g not in want:
             renames.append(f"`{g}` -> `{w}`")
     missing = [w for w in want if w not in got]
     guess = [f"`{_rename_of(m, got, want)}` -> `{m}`" for m in missing if _rename_of(m, got, want)]
@@ -768,7 +788,7 @@ def check_signature(sub, cls: str) -> None:
              f"`{cls}.__init__`의 인자가 ({', '.join(got)})입니다. 노트북의 시그니처는 ({', '.join(want)})입니다. "
              f"{extra}에 기본값을 주거나 없애세요: 노트북의 호출은 이 인자를 넘기지 않습니다.")
     # What no rename above gives (a missing qkv_bias beside head_num for num_heads): to add.
-    renamed_to = {w for w, g in zip(want, got) if w != g} if not guess \
+    renamed_to = {w for w, g in zip(want, got) if w != g and g not in want} if not guess \
         else {m for m in missing if _rename_of(m, got, want)}
     unguessed = ", ".join(f"`{m}`" for m in missing if m not in renamed_to)
     fail(f"`{cls}.__init__` takes ({', '.join(got)}); the notebook's signature is ({', '.join(want)}). "

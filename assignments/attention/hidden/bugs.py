@@ -11,6 +11,8 @@ from reference import attention as R
 
 REFERENCE_SOURCE = Path(R.__file__).read_text(encoding="utf-8")
 V = functools.partial(row, REFERENCE_SOURCE)  # one table row: the reference plus its changes (autograder/bugtable.py)
+# The wrapper's class as the reference writes it (its lines, for a row that moves it).
+WRAPPER_SOURCE = REFERENCE_SOURCE[slice(*scope(REFERENCE_SOURCE, "MultiHeadAttentionWrapper"))]
 
 CA, MHA, WR, V1, V2 = "CausalAttention", "MultiHeadAttention", "MultiHeadAttentionWrapper", "SelfAttention_v1", \
     "SelfAttention_v2"
@@ -587,6 +589,28 @@ VARIANTS: list[Variant] = [
       never_says=("unexpected keyword argument 'num_heads'",),
       why="learners round 5: the signature check named the rename only, and the qkv_bias check a TypeError about "
           "num_heads"),
+    # A wrapper without context_length and dropout, its heads built with fixed ones (seen in a learner's repository:
+    # (d_in, d_out, num_heads, qkv_bias)): the signature check offered `num_heads` -> `context_length` and `qkv_bias` ->
+    # `dropout`, renaming the notebook's own arguments into others; what is missing is context_length and dropout.
+    V("wrapper_without_context_length_and_dropout",
+      ch(WR, "def __init__(self, d_in: int, d_out: int, context_length: int, dropout: float, num_heads: int,\n"
+             "                 qkv_bias: bool = False):\n        super().__init__()",
+         "def __init__(self, d_in: int, d_out: int, num_heads: int, qkv_bias: bool = False):\n"
+         "        super().__init__()\n        context_length, dropout = 64, 0.0"), breaks=WR,
+      says=("Add `context_length`, `dropout`",), never_says=("`num_heads` -> `context_length`", "`qkv_bias` -> `dropout`")),
+    # The wrapper indented under CausalAttention (seen in a learner's repository): a class attribute of
+    # CausalAttention, no top-level class. The feedback said only "`MultiHeadAttentionWrapper` is not defined in your
+    # submission" of a class the student can see in the file.
+    V("wrapper_nested_in_causal_attention", ch(WR, WRAPPER_SOURCE, "".join(
+        "    " + line if line.strip() else line for line in WRAPPER_SOURCE.splitlines(keepends=True))),
+      breaks=WR, says=("`MultiHeadAttentionWrapper` is defined inside `CausalAttention`",)),
+    # SelfAttention_v2 without the qkv_bias argument, its projections without a bias (seen in a learner's repository):
+    # both bias checks said "TypeError: ... unexpected keyword argument 'qkv_bias'", and the one that judges the use
+    # of the biases charged the missing argument a third time (a bias=False hard-coded costs one bias point).
+    V("v2_without_qkv_bias_argument", ch(V2, "d_out: int, qkv_bias: bool = False):", "d_out: int):"),
+      ch(V2, "bias=qkv_bias", "bias=False"), breaks=V2,
+      says=("Add `qkv_bias`", "`SelfAttention_v2.__init__` takes no `qkv_bias`"),
+      never_says=("unexpected keyword argument 'qkv_bias'",)),
     V("mha_arguments_reordered", ch(MHA, "context_length: int, dropout: float, num_heads: int,",
                                     "context_length: int, num_heads: int, dropout: float,"), breaks=MHA,
       says=("the notebook's arguments in another order",),

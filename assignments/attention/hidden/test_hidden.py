@@ -516,6 +516,8 @@ def qkv_bias_used(sub, cls):
     """With qkv_bias=True, forward uses the biases: other bias values give another output. Only where the biases
     exist (whether they do is the public check's, for SelfAttention_v2)."""
     expect_working(sub, cls)
+    if common.no_qkv_bias(sub, cls) is not None:
+        return  # no qkv_bias to pass: charged by the signature check and the check that the biases exist
     seed, b, T, d_in, d_out, heads, ctx = CONFIGS[cls][0]
     what = call_text(cls, d_in, d_out, ctx, 0.0, heads).replace(")(x)", ", qkv_bias=True)(x)")
     ref = ref_build(cls, d_in, d_out, ctx, 0.0, heads, seed=seed, qkv_bias=True).eval()
@@ -553,18 +555,9 @@ def with_qkv_bias(sub, cls):
     """qkv_bias=True gives the query, key and value projections a bias (of every head), used in forward: other
     bias values give another output. Judged on its own: a bug elsewhere in forward is charged elsewhere."""
     expect_working(sub, cls)
-    params = sub.signature(cls)
-    placed = [p for p in params if p.get("kind") == "POSITIONAL_OR_KEYWORD"]
-    if not any(p.get("name") == "qkv_bias" or p.get("kind") == "VAR_KEYWORD" for p in params) \
-            and len(placed) <= common.SIGNATURES[cls].index("qkv_bias"):  # (nothing in its place: `bias` would be)
-        # (said in these words, not as the TypeError of another argument the check passes by name)
-        heads = cls == "MultiHeadAttentionWrapper"
-        fail(f"`{cls}.__init__` takes no `qkv_bias`, so `qkv_bias=True` cannot give the projections a bias: add "
-             "`qkv_bias=False` to its arguments and " + ("pass it on to every CausalAttention head." if heads else
-                                                         "pass it to nn.Linear(..., bias=qkv_bias)."),
-             f"`{cls}.__init__`에 `qkv_bias` 인자가 없어서 `qkv_bias=True`로 투영에 bias를 줄 수 없습니다: 인자에 "
-             "`qkv_bias=False`를 추가하고 " + ("모든 CausalAttention 헤드에 넘기세요." if heads else
-                                             "nn.Linear(..., bias=qkv_bias)에 넘기세요."))
+    missing_argument = common.no_qkv_bias(sub, cls)
+    if missing_argument is not None:  # (said in these words, not as the TypeError of an argument passed by name)
+        raise CheckFailure(missing_argument)
     seed, b, T, d_in, d_out, heads, ctx = CONFIGS[cls][0]
     what = call_text(cls, d_in, d_out, ctx, 0.0, heads).replace(")(x)", ", qkv_bias=True)(x)")
     ref = ref_build(cls, d_in, d_out, ctx, 0.0, heads, seed=seed, qkv_bias=True).eval()

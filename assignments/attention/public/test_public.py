@@ -8,7 +8,7 @@ import torch
 from assignments.attention.common import (BATCH, INPUTS, _role, build, check_causality, check_eval_no_dropout,
                                           check_heads_structure, check_mask_buffer, check_rejects_bad_heads,
                                           check_short_sequence, check_signature, check_wrapper_matches_heads,
-                                          confirm_figures, expect_working, explain, projection_names)
+                                          confirm_figures, expect_working, explain, no_qkv_bias, projection_names)
 from autograder.checks import check, expect_close, expect_shape, fail
 
 T = torch.tensor
@@ -140,6 +140,10 @@ def test_mha_notebook(sub):
 @check(question="SelfAttention_v2", points=1)
 def test_v2_qkv_bias(sub):
     """SelfAttention_v2(..., qkv_bias=True) gives the three projections a bias"""
+    missing_argument = no_qkv_bias(sub, "SelfAttention_v2")
+    if missing_argument is not None:  # (in words, not as the TypeError of the call below)
+        expect_working(sub, "SelfAttention_v2")
+        fail(missing_argument.en, missing_argument.ko)
     m = build(sub, "SelfAttention_v2", 3, 2, seed=1, qkv_bias=True)
     shapes = {n: tuple(s) for n, s, _ in m.describe()["params"]}
     params = set(shapes)
