@@ -241,6 +241,7 @@ def notebook_cells(text: str, name: str, notes: list[Message] | None = None) -> 
     # Jupyter shows no cell numbers: a place is named as the student sees it, by the section heading above it
     # and the code cell's rank under that heading (the offending line's text is in the message itself).
     heading, rank, i = "", 0, 0
+    used: set[str] = set()
     markdown: list[tuple[str, str]] = []  # (text, heading above it) of markdown cells, for _code_in_markdown
     for cell in cells:
         if not isinstance(cell, dict):
@@ -262,7 +263,15 @@ def notebook_cells(text: str, name: str, notes: list[Message] | None = None) -> 
         code = strip_magics(_cell_text(cell.get("source")))
         if code and code.strip():
             where = f"section \"{heading}\", code cell {rank}" if heading else f"code cell {i}"
-            out.append(Cell(code, f"{name}, {where}"))
+            label = f"{name}, {where}"
+            if label in used:
+                # A heading used twice ("## Try it" after each part): the label is how the worker and the grader
+                # name a cell ("label:line" of a line that hung and is skipped on the next load, the lines quoted in
+                # messages), so two cells of one label shared them: a training cell that hung at line 1 of the second
+                # skipped line 1 of the first, its `import torch.nn as nn`, and every class was lost (red team s15).
+                label += f" (code cell {i} of the notebook)"  # (ends as no label made above ends: unique)
+            used.add(label)
+            out.append(Cell(code, label))
     if notes is not None:
         for text, above in markdown:
             note = _code_in_markdown(text, above, name)

@@ -387,3 +387,19 @@ def test_code_too_large_to_parse_in_the_grader_is_refused_when_read(tmp_path):
     nb["cells"][0]["outputs"] = [{"output_type": "stream", "name": "stdout", "text": "0.1234 " * 300_000}]
     (tmp_path / "outputs.ipynb").write_text(json.dumps(nb))
     assert [c.code for c in source.read(tmp_path / "outputs.ipynb").cells] == [ref]
+
+
+def test_cells_under_headings_used_twice_keep_labels_of_their_own():
+    """A cell is named by its section heading and its rank under it; with a heading used twice ("## Try it" after
+    each part) two cells had one label, which is also how the worker and the grader tell cells apart: a demo loop
+    that never finished at line 1 of the second was skipped at line 1 of the first as well (its
+    `import torch.nn as nn`), so a correct notebook scored 9/44 in grade check, and the note quoted the wrong line
+    (red team s15)."""
+    md = lambda t: {"cell_type": "markdown", "source": t}  # noqa: E731
+    code = lambda t: {"cell_type": "code", "source": t}  # noqa: E731
+    nb = {"cells": [md("## Try it"), code("import torch.nn as nn\n"), md("## Try it"), code("while True:\n    pass\n"),
+                    md("## Try it"), code("x = 1\n"), code("y = 2\n"), md("## Other"), code("z = 3\n")]}
+    labels = [c.label for c in notebook_cells(json.dumps(nb), "nb.ipynb")]
+    assert len(set(labels)) == len(labels), labels
+    assert labels[0] == 'nb.ipynb, section "Try it", code cell 1' and labels[-1] == 'nb.ipynb, section "Other", code cell 1'
+    assert labels[1] == 'nb.ipynb, section "Try it", code cell 1 (code cell 2 of the notebook)', labels
