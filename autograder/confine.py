@@ -136,7 +136,7 @@ _SOCKET_CALLS = {"x86_64": (41, 53, 425), "aarch64": (198, 199, 425)}
 # connect, per architecture: where torch is built for a GPU a worker may make a Unix stream socket, since CUDA's
 # driver does so as it starts (it looks for the MPS daemon's), but connects it nowhere (ENOENT: no daemon there).
 _CONNECT_CALL = {"x86_64": 42, "aarch64": 203}
-_AF_UNIX, _AF_VSOCK, _SOCK_DGRAM = 1, 40, 2
+_AF_UNIX, _AF_VSOCK, _SOCK_STREAM, _SOCK_SEQPACKET = 1, 40, 1, 5
 PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 22, 2
 
 
@@ -160,6 +160,8 @@ def _assemble(prog: list[tuple]) -> list[tuple[int, int, int, int]]:
     out = []
     for i, (code, jt, jf, k) in enumerate(rows):
         rel = [at[j] - i - 1 if isinstance(j, str) else j for j in (jt, jf)]
+        if not all(0 <= r <= 255 for r in rel):  # classic BPF jumps only forward, at most 255 rows
+            raise ValueError(f"seccomp row {i}: jump {rel} out of range")
         out.append((code, rel[0], rel[1], k))
     return out
 
@@ -197,14 +199,17 @@ def deny_keyrings(gpu_driver: bool = False) -> bool:
         prog += [(jeq, "nowhere", 0, _CONNECT_CALL[platform.machine()])]
     prog += [(jeq, "refuse", 0, uring), (jeq, "socket", 0, sock), (jeq, "pair", 0, pair), (ret, 0, 0, allow),
              ("label", "socket"), (ld_abs, 0, 0, arg(0)), (jeq, "refuse", 0, _AF_VSOCK)]
+    # Unix sockets: only the connected kinds, stream and seqpacket, whose sendto() cannot name a path. A list of the
+    # kinds allowed, not of those refused: SOCK_RAW of AF_UNIX is a datagram socket under another name (af_unix.c),
+    # and a pair of them sent to a socket of the machine where SOCK_DGRAM was refused (red team s15).
+    connected = lambda ok: [(ld_abs, 0, 0, arg(1)), (and_k, 0, 0, 0xF), (jeq, ok, 0, _SOCK_STREAM),  # noqa: E731
+                            (jeq, ok, "refuse", _SOCK_SEQPACKET)]
     if gpu_driver:  # a Unix socket, but no datagram one (sendto() names any path)
-        prog += [(jeq, 0, "allowed", _AF_UNIX), (ld_abs, 0, 0, arg(1)), (and_k, 0, 0, 0xF),
-                 (jeq, "refuse", 0, _SOCK_DGRAM), ("label", "allowed"), (ret, 0, 0, allow)]
+        prog += [(jeq, 0, "allowed", _AF_UNIX)] + connected("allowed")
     else:
-        prog += [(jeq, "refuse", 0, _AF_UNIX), (ret, 0, 0, allow)]
-    prog += [
-             ("label", "pair"), (ld_abs, 0, 0, arg(1)), (and_k, 0, 0, 0xF), (jeq, "refuse", 0, _SOCK_DGRAM),
-             (ret, 0, 0, allow),
+        prog += [(jeq, "refuse", "allowed", _AF_UNIX)]
+    prog += [("label", "allowed"), (ret, 0, 0, allow),
+             ("label", "pair")] + connected("pair allowed") + [("label", "pair allowed"), (ret, 0, 0, allow),
              ("label", "deny"), (ret, 0, 0, deny),
              ("label", "refuse"), (ret, 0, 0, refuse),
              ("label", "nowhere"), (ret, 0, 0, nowhere)]

@@ -11,6 +11,13 @@ from .errors import SubmissionFormatError
 from .messages import Message
 
 MAX_SOURCE_BYTES = 20 * 1024 * 1024  # notebooks with images can be large; code itself never is
+# The code itself (a .py file, or a notebook's code cells together), in characters. The grader parses a submission's
+# code in its own process, outside the submission's memory budget (a notebook cell's magics at read, a class's
+# methods for a spelling hint, the exam audit, `grade report`), and Python's AST of code such as `a` on every line
+# takes about 0.9 GB of memory per MB (measured): a 2 MB notebook cell took the grader's read() to 0.8 GB, so the
+# 20 MB allowed before would have taken it near 18 GB, for over a minute (red team s15). A pasted tensor or printed
+# output is what makes more.
+MAX_CODE_CHARS = 512 * 1024  # ~0.5 GB of AST at the worst; a lab's whole code is some 30 KB
 _MAGIC_LINE = re.compile(r"^(\s*)([%!]|\?\?|\?)")
 _HELP_SUFFIX = re.compile(r"^\s*[\w.]+\?{1,2}\s*$")
 _MAGIC_ASSIGN = re.compile(r"^(\s*)[A-Za-z_][\w.]*(\s*,\s*[A-Za-z_][\w.]*)*\s*=\s*[!%]")  # files = !ls
@@ -164,11 +171,24 @@ def read(path: Path) -> Source:
             f"{name} 파일에 NUL 바이트가 있어 텍스트 파일이 아닙니다 (이름만 바꾼 바이너리 파일이거나 저장 오류?). "
             "UTF-8 텍스트로 저장해서 다시 제출하세요."))
     if path.suffix == ".py":
+        _check_code_size(len(text), name, "")
         return Source(name, "py", [Cell(text, name)], notes)
     if path.suffix == ".ipynb":
         return Source(name, "ipynb", notebook_cells(text, name, notes), notes)
     raise SubmissionFormatError(Message(f"{name}: only .py and .ipynb files can be graded.",
                                         f"{name}: .py와 .ipynb 파일만 채점할 수 있습니다."))
+
+
+def _check_code_size(chars: int, name: str, where_en: str, where_ko: str = "") -> None:
+    if chars > MAX_CODE_CHARS:
+        kb, limit = chars // 1024, MAX_CODE_CHARS // 1024
+        raise SubmissionFormatError(Message(
+            f"{name}{where_en} holds {kb} KB of code, over the {limit} KB limit. Code alone is never this large: "
+            "remove the data, printed output or pasted tensors saved in it (load data from a separate file instead) "
+            "and submit again.",
+            f"{name}{where_ko}에 코드가 {kb} KB 있어 제한({limit} KB)을 넘습니다. 코드만으로는 이렇게 커질 수 "
+            "없습니다. 저장된 데이터, 출력 결과, 붙여 넣은 텐서를 지우고 (데이터는 별도 파일에서 읽으세요) 다시 "
+            "제출하세요."))
 
 
 def _short_title(title: str, limit: int = 70) -> str:
@@ -214,10 +234,14 @@ def notebook_cells(text: str, name: str, notes: list[Message] | None = None) -> 
     if not isinstance(cells, list):
         raise SubmissionFormatError(Message(f"{name} is JSON but not a Jupyter notebook (no cells).",
                                             f"{name} 파일은 JSON이지만 주피터 노트북이 아닙니다 (셀이 없음)."))
+    _check_code_size(sum(len(_cell_text(c.get("source"))) for c in cells
+                         if isinstance(c, dict) and c.get("cell_type") == "code"),
+                     name, " (its code cells together)", " (코드 셀 전체)")
     out: list[Cell] = []
     # Jupyter shows no cell numbers: a place is named as the student sees it, by the section heading above it
     # and the code cell's rank under that heading (the offending line's text is in the message itself).
     heading, rank, i = "", 0, 0
+    used: set[str] = set()
     markdown: list[tuple[str, str]] = []  # (text, heading above it) of markdown cells, for _code_in_markdown
     for cell in cells:
         if not isinstance(cell, dict):
@@ -239,7 +263,15 @@ def notebook_cells(text: str, name: str, notes: list[Message] | None = None) -> 
         code = strip_magics(_cell_text(cell.get("source")))
         if code and code.strip():
             where = f"section \"{heading}\", code cell {rank}" if heading else f"code cell {i}"
-            out.append(Cell(code, f"{name}, {where}"))
+            label = f"{name}, {where}"
+            if label in used:
+                # A heading used twice ("## Try it" after each part): the label is how the worker and the grader
+                # name a cell ("label:line" of a line that hung and is skipped on the next load, the lines quoted in
+                # messages), so two cells of one label shared them: a training cell that hung at line 1 of the second
+                # skipped line 1 of the first, its `import torch.nn as nn`, and every class was lost (red team s15).
+                label += f" (code cell {i} of the notebook)"  # (ends as no label made above ends: unique)
+            used.add(label)
+            out.append(Cell(code, label))
     if notes is not None:
         for text, above in markdown:
             note = _code_in_markdown(text, above, name)

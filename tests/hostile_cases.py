@@ -215,6 +215,10 @@ CASES: tuple[Case, ...] = (
     K("load_blank", "a .py file of blank lines (read-only, an odd mode that must survive)", 0, "error",
       "load_blank.py is empty"),
     K("load_markdown_only", "a notebook of markdown cells only", 0, "error", "has no code cells"),
+    # Red team s15: the grader parses code in its own process (spelling hints, magics, the exam audit, the report),
+    # outside the memory budget; Python's AST of `a` lines is about 0.9 GB per MB. Refused when read.
+    C("load_code_flood", "the reference plus 600 KB of lines holding `a`, whose AST in the grader would take ~0.5 GB",
+      0, "error", "KB of code, over the 512 KB limit", end("a\n" * 300_000)),
     K("load_candidates", "a folder with two .py files and no attention.py", 0, "error",
       "several candidate files (part1.py, part2.py)"),
     K("load_no_code", "a folder with no .py or .ipynb file", 0, "error", "No .py or .ipynb file was found"),

@@ -365,3 +365,41 @@ def test_a_slow_training_cell_and_an_input_cell_are_told_in_both_languages(tmp_p
     assert "4초 안에 끝나지 않아서" in hang.ko and "did not finish" not in hang.ko
     eof = next(n for n in r.notes if "input(" in n.en)
     assert "The grader types nothing into `input()`" in eof.en and "채점기는 `input()`에" in eof.ko
+
+
+def test_code_too_large_to_parse_in_the_grader_is_refused_when_read(tmp_path):
+    """The grader parses a submission's code in its own process, outside the submission's memory budget (a notebook
+    cell at read, for its magics; a class's methods for a spelling hint; the exam audit; grade report). Python's AST
+    of `a` on every line takes about 0.9 GB per MB of code, and up to 20 MB was read: a 2 MB notebook cell took
+    read() to 0.8 GB (red team s15), 20 MB would near 18 GB. The code, a .py file or a notebook's code cells
+    together, is refused over source.MAX_CODE_CHARS, before anything parses it; outputs (images) do not count."""
+    from autograder import source
+    from autograder.errors import SubmissionFormatError
+    ref = REFERENCE.read_text()
+    flood = "a\n" * (source.MAX_CODE_CHARS // 4 + 1)  # two such cells: each under the limit, together over it
+    for name, text in (("flood.ipynb", notebook(ref, flood, flood)), ("flood.py", ref + flood + flood)):
+        (tmp_path / name).write_text(text)
+        with pytest.raises(SubmissionFormatError) as e:
+            source.read(tmp_path / name)
+        assert "KB of code, over the 512 KB limit" in e.value.message.en, e.value.message.en
+        assert "제한(512 KB)을 넘습니다" in e.value.message.ko
+    nb = json.loads(notebook(ref))
+    nb["cells"][0]["outputs"] = [{"output_type": "stream", "name": "stdout", "text": "0.1234 " * 300_000}]
+    (tmp_path / "outputs.ipynb").write_text(json.dumps(nb))
+    assert [c.code for c in source.read(tmp_path / "outputs.ipynb").cells] == [ref]
+
+
+def test_cells_under_headings_used_twice_keep_labels_of_their_own():
+    """A cell is named by its section heading and its rank under it; with a heading used twice ("## Try it" after
+    each part) two cells had one label, which is also how the worker and the grader tell cells apart: a demo loop
+    that never finished at line 1 of the second was skipped at line 1 of the first as well (its
+    `import torch.nn as nn`), so a correct notebook scored 9/44 in grade check, and the note quoted the wrong line
+    (red team s15)."""
+    md = lambda t: {"cell_type": "markdown", "source": t}  # noqa: E731
+    code = lambda t: {"cell_type": "code", "source": t}  # noqa: E731
+    nb = {"cells": [md("## Try it"), code("import torch.nn as nn\n"), md("## Try it"), code("while True:\n    pass\n"),
+                    md("## Try it"), code("x = 1\n"), code("y = 2\n"), md("## Other"), code("z = 3\n")]}
+    labels = [c.label for c in notebook_cells(json.dumps(nb), "nb.ipynb")]
+    assert len(set(labels)) == len(labels), labels
+    assert labels[0] == 'nb.ipynb, section "Try it", code cell 1' and labels[-1] == 'nb.ipynb, section "Other", code cell 1'
+    assert labels[1] == 'nb.ipynb, section "Try it", code cell 1 (code cell 2 of the notebook)', labels

@@ -643,6 +643,15 @@ def reach(folder):
         got.append("dgram")
     except OSError as e:
         got.append(f"dgram refused: {e.strerror}")
+    # SOCK_RAW of AF_UNIX is a datagram socket under another name (af_unix.c: "BSD has AF_UNIX, SOCK_RAW"): a pair
+    # of them, and where Unix sockets are allowed at all a socket of its own, sent to any path (red team s15).
+    for kind, make in (("raw pair", lambda: socket.socketpair(socket.AF_UNIX, socket.SOCK_RAW)[0]),
+                       ("raw", lambda: socket.socket(socket.AF_UNIX, socket.SOCK_RAW))):
+        try:
+            make().sendto(b"from a worker", folder + "/dgram")
+            got.append(kind)
+        except OSError as e:
+            got.append(f"{kind} refused: {e.strerror}")
     try:
         socket.socket(socket.AF_VSOCK, socket.SOCK_STREAM)  # (not connected: the hypervisor's host is not ours)
         got.append("vsock")
@@ -691,7 +700,7 @@ def test_a_worker_reaches_no_unix_socket_of_the_machine():
             reached.append(dgram.recv(100))
         except BlockingIOError:
             pass
-        assert reached == [] and not {"stream", "dgram", "vsock"} & set(got), (reached, got)
+        assert reached == [] and not {"stream", "dgram", "raw pair", "raw", "vsock"} & set(got), (reached, got)
         assert paired == "x"
     finally:
         stream.close()
@@ -901,7 +910,7 @@ def test_where_torch_is_built_for_a_gpu_a_worker_may_make_a_unix_stream_socket_b
                 pass
         if not installed:
             pytest.skip("no seccomp filters here")
-        assert reached == [] and not {"stream", "dgram", "vsock"} & set(got), (reached, got)
+        assert reached == [] and not {"stream", "dgram", "raw pair", "raw", "vsock"} & set(got), (reached, got)
         assert "made" in got and "pair x" in got and "No such file or directory" in got[0], got
     finally:
         stream.close()
