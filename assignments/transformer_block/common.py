@@ -10,7 +10,8 @@ import warnings
 
 import torch
 
-from autograder.checks import CheckFailure, expect_shape, expect_tensor, fail
+from autograder.bugtable import Call
+from autograder.checks import CheckFailure, diagnosis, expect_shape, expect_tensor, fail
 from autograder.messages import Message
 from autograder.sourcecode import dropped_masked_fill, method_node
 
@@ -51,12 +52,12 @@ def build_ffn(sub, d: int, d_ff: int, dropout: float = 0.0, seed: int = 0):
 
 
 def build_block(sub, d: int, h: int, d_ff: int, dropout: float = 0.0, norm_first: bool = False, seed: int = 0,
-                **switches: bool):
+                stand_in: dict[str, str] | None = None, **switches: bool):
     """The student's TransformerBlock(d, h, d_ff, dropout, norm_first=..., **switches): norm_first under the
     student's own name for it (norm_first_name), and built over the grader's stand-in attention where the student's
     own does not run (attn_stand_in)."""
     own = norm_first_name(sub)
-    m = sub.new("TransformerBlock", d, h, d_ff, dropout, seed=seed, stand_in=block_stand_in(sub),
+    m = sub.new("TransformerBlock", d, h, d_ff, dropout, seed=seed, stand_in=stand_in or block_stand_in(sub),
                 **{own or "norm_first": norm_first}, **switches)
     if own:  # (the diagnosis builds the reference's block from these: under the template's name)
         m.ctor = (m.ctor[0], m.ctor[1], {("norm_first" if k == own else k): v for k, v in m.ctor[2].items()},
@@ -169,7 +170,7 @@ def stand_in_attention(state: dict[str, torch.Tensor], x: torch.Tensor, causal: 
 
 def _part_runs(sub, cls: str) -> bool:
     """Whether the student's own `cls` (MultiHeadSelfAttention, FeedForward), built alone, gives a (b, n, d_model)
-    tensor (the attention with and without causal=True). Its values are judged in its own question; a block around
+    tensor (the attention with and without causal=True), the same one for the same input in eval mode. Its values are judged in its own question; a block around
     a part that runs is judged with that part."""
     x = randn(99, 2, 5, 8)
     try:
@@ -177,6 +178,10 @@ def _part_runs(sub, cls: str) -> bool:
         for kw in ({"causal": False}, {"causal": True}) if cls == "MultiHeadSelfAttention" else ({},):
             y = m(x, **kw)
             if type(y) is not torch.Tensor or tuple(y.shape) != (2, 5, 8):
+                return False
+            # Another output for the same input in eval mode (F.dropout(x, 0.1, True)): no block around it can be
+            # compared with anything, and the block lost 18 of 36 and 9 of 12 in exercise 3 for the part's dropout.
+            if differs(m(x, **kw), y):
                 return False
     except CheckFailure:
         return False
@@ -208,10 +213,10 @@ def stand_ins(sub) -> tuple[str, ...]:
             ko = ", ".join(f"`{c}`" for c in sub.memo[key])
             sub.notes.append(Message(
                 f"TransformerBlock (and exercise 3) was graded with the grader's stand-in parts in place of your {en}, "
-                "which does not run yet (see its checks): the block's own code earns its points, and the part's fault "
-                "costs points in the part's own question only.",
-                f"TransformerBlock(과 실습 과제 3)은 아직 실행되지 않는 {ko} 대신 채점기의 대체 구성 요소로 채점했습니다 "
-                "(해당 검사 참고): 블록은 자기 코드로 점수를 받고, 구성 요소의 잘못은 그 문항에서만 감점됩니다."))
+                "which does not run yet, or gives another output at each call in eval mode (see its checks): the "
+                "block's own code earns its points, and the part's fault costs points in the part's own question only.",
+                f"TransformerBlock(과 실습 과제 3)은 아직 실행되지 않거나 eval 모드에서 호출할 때마다 출력이 달라지는 "
+                f"{ko} 대신 채점기의 대체 구성 요소로 채점했습니다 (해당 검사 참고): 블록은 자기 코드로 점수를 받고, 구성 요소의 잘못은 그 문항에서만 감점됩니다."))
     return sub.memo[key]
 
 
@@ -223,6 +228,19 @@ def block_stand_in(sub) -> dict[str, str] | None:
     if not names:
         return None
     sub.taint({"TransformerBlock", "ablation"})
+    return {"name": ",".join(names), "source": "".join(STAND_INS[c] for c in names)}
+
+
+def causal_stand_in(sub) -> dict[str, str] | None:
+    """For the block's causality check: the stand-ins with the grader's (causal) attention among them, where the
+    student's own attention runs but leaks the future (part_problem), else None. Such a block was excused without
+    any evidence that it is causal itself (it kept its points whether or not it passed causal on); over the causal
+    stand-in it shows it, and the attention's leak is charged in the attention's question only."""
+    names = stand_ins(sub)
+    if "MultiHeadSelfAttention" in names or part_problem(sub, "attn", causal=True) != ("wrong", "not causal"):
+        return None
+    sub.taint({"TransformerBlock", "ablation"})
+    names = tuple(c for c in STAND_INS if c in names or c == "MultiHeadSelfAttention")
     return {"name": ",".join(names), "source": "".join(STAND_INS[c] for c in names)}
 
 
@@ -394,8 +412,33 @@ def causal_leak(m, d: int, seed: int, what: str, b: int = 2, T: int = 6) -> floa
     return float(diff[torch.isfinite(diff)].max()) if bool(torch.isfinite(diff).any()) else 0.0
 
 
-def fail_leak(cls: str, leak: float, T: int = 6, sub=None) -> None:
+def draws_in_eval(m, d: int, seed: int, what: str, T: int = 6) -> bool:
+    """Whether `m`, called twice in eval mode on the same input with causal=True, gives two different outputs:
+    something random still runs after model.eval() (F.dropout(x, 0.1, True): a dropout whose training flag is
+    hard-coded). Such a layer "leaks" in causal_leak because every call draws anew, not because it sees the
+    future (learners round s11: it was told to hide the future, or to pass causal=causal on)."""
+    x = randn(seed, 2, T, d)
+    return differs(call(m, x, what, causal=True), call(m, x, what, causal=True))
+
+
+def fail_random_in_eval(what: str, where: str = "forward") -> None:
+    """The causality cannot be judged: `what` gives two outputs for one input in eval mode (draws_in_eval)."""
+    fail(f"`{what}` gives different outputs for the same input in eval mode, so its causality cannot be shown: a "
+         f"dropout in its {where} still drops after model.eval(). F.dropout(x, p, True) or F.dropout(x, p) always "
+         "drops; pass training=self.training, or use an nn.Dropout module (it follows model.eval()).",
+         f"eval 모드에서 같은 입력에 대해 `{what}`의 출력이 매번 달라서 코잘(causal) 여부를 보일 수 없습니다: "
+         f"{where}의 dropout이 model.eval() 뒤에도 값을 버립니다. F.dropout(x, p, True)나 F.dropout(x, p)는 항상 "
+         "버립니다; training=self.training을 넘기거나 nn.Dropout 모듈을 쓰세요 (model.eval()을 따릅니다).")
+
+
+def fail_leak(cls: str, leak: float, T: int = 6, sub=None, m=None, d: int = 8, seed: int = 21,
+              what: str = "") -> None:
+    """The causality check's failure for a leak of `leak` (causal_leak(m, d, seed, what, T=T) gave it): named as a
+    dropout that runs in eval mode, a dropped masked_fill, or a known bug of the table (the diagnosis, where the
+    hidden checks registered it: heads merged without transposing back mix the tokens), else the general advice."""
     k = T // 2
+    if m is not None and draws_in_eval(m, d, seed, what, T):
+        fail_random_in_eval(what)
     line = dropped_masked_fill(sub, (cls, "forward")) if sub is not None else None
     if line is not None:  # learners s9: `scores.masked_fill(mask, float("-inf"))` on a line of its own
         fail(f"`{cls}(..., causal=True)` is not causal: changing tokens {k}..{T - 1} changed the outputs of tokens "
@@ -406,11 +449,18 @@ def fail_leak(cls: str, leak: float, T: int = 6, sub=None) -> None:
              f"최대 {leak:.3g} 바뀌었습니다. forward의 {line}번째 줄이 .masked_fill(...)을 호출하고 결과를 버립니다: "
              "masked_fill은 새 텐서를 반환하고 점수는 그대로 둡니다. 결과를 저장하세요: "
              "scores = scores.masked_fill(mask, float('-inf')).")
-    fail(f"`{cls}(..., causal=True)` is not causal: changing tokens {k}..{T - 1} changed the outputs of tokens "
-         f"0..{k - 1} by up to {leak:.3g}. Hide the future before the softmax: scores above the diagonal "
-         "become -inf.",
-         f"`{cls}(..., causal=True)`는 코잘(causal)이 아닙니다: 토큰 {k}..{T - 1}을 바꾸자 토큰 0..{k - 1}의 출력이 "
-         f"최대 {leak:.3g} 바뀌었습니다. softmax 전에 미래를 가리세요: 대각선 위의 점수를 -inf로.")
+    said = Message(f"`{cls}(..., causal=True)` is not causal: changing tokens {k}..{T - 1} changed the outputs of "
+                   f"tokens 0..{k - 1} by up to {leak:.3g}.",
+                   f"`{cls}(..., causal=True)`는 코잘(causal)이 아닙니다: 토큰 {k}..{T - 1}을 바꾸자 토큰 "
+                   f"0..{k - 1}의 출력이 최대 {leak:.3g} 바뀌었습니다.")
+    if m is not None and sub is not None:
+        x = randn(seed, 2, T, d)
+        named = diagnosis("transformer_block", sub, target=m, got=call(m, x, what, causal=True),
+                          call=Call((x,), {"causal": True}, "eval", None))
+        if named is not None:  # e.g. heads merged without transposing back: the mask is right, the merge mixes
+            raise CheckFailure(said + named)
+    raise CheckFailure(said + Message("Hide the future before the softmax: scores above the diagonal become -inf.",
+                                      "softmax 전에 미래를 가리세요: 대각선 위의 점수를 -inf로."))
 
 
 def part_problem(sub, which: str, d: int = 8, h: int = 2, d_ff: int = 12,
@@ -443,14 +493,16 @@ def _cause(text: str):
     return ("todo", m.group(1)) if m else None
 
 
-def blame_part(sub, err: CheckFailure | None, d: int = 8, h: int = 2, d_ff: int = 12, causal: bool = False) -> bool:
+def blame_part(sub, err: CheckFailure | None, d: int = 8, h: int = 2, d_ff: int = 12, causal: bool = False,
+               parts: tuple[str, ...] = ("attn", "ffn")) -> bool:
     """True when a failure of the student's block follows from a failure of the student's own attention or
     feed-forward module, which is charged in that module's question: the part gives a wrong shape, NaNs or
     (causal) a leak, or it raises at the very line where the block's call raised. A block that is itself not
     implemented is never excused."""
     # (over the grader's stand-in parts, the block's failure is never theirs: stand_ins)
     replaced = stand_ins(sub)
-    for which in [w for w, c in (("attn", "MultiHeadSelfAttention"), ("ffn", "FeedForward")) if c not in replaced]:
+    for which in [w for w, c in (("attn", "MultiHeadSelfAttention"), ("ffn", "FeedForward"))
+                  if c not in replaced and w in parts]:
         problem = part_problem(sub, which, d, h, d_ff, causal)
         if problem is None:
             continue

@@ -70,7 +70,8 @@ VARIANTS: list[Variant] = [
       en="the heads are merged without transposing back: weights @ v is (b, n_heads, n, d_head); .transpose(1, 2) "
          "it before .reshape(b, n, d_model)",
       ko="다시 전치하지 않고 헤드를 합침: weights @ v는 (b, n_heads, n, d_head)이므로 .reshape(b, n, d_model) "
-         "전에 .transpose(1, 2)하세요"),
+         "전에 .transpose(1, 2)하세요", never_says=("Hide the future",),
+      why="learners round s11: the merge mixes the tokens, and the causality check told them to hide the future"),
     V("attn_no_out_proj", ch(ATTN, "return self.W_o(context)", "return context"), breaks=ATTN,
       en="W_o is never applied; return self.W_o(context)",
       ko="W_o를 적용하지 않음; self.W_o(context)를 반환하세요"),
@@ -82,6 +83,12 @@ VARIANTS: list[Variant] = [
     V("attn_functional_dropout", ch(ATTN, ATTN_DROP, "weights = F.dropout(torch.softmax(scores, dim=-1), "
                                                      "self.dropout.p)"), breaks=ATTN,
       says=("the dropout is still active in eval mode",), why="F.dropout keeps dropping in eval mode"),
+    V("attn_dropout_training_true", ch(ATTN, ATTN_DROP, "weights = F.dropout(torch.softmax(scores, dim=-1), 0.1, "
+                                                        "True)"), breaks=ATTN,
+      says=("gives different outputs for the same input in eval mode",), never_says=("Hide the future",),
+      why="learners round s11: F.dropout(x, 0.1, True) drops in eval mode; its causality check said to hide the "
+          "future, and the block (18 of 36) and exercise 3 (9 of 12) were charged for it too; the block is now judged "
+          "over the grader's stand-in attention"),
     V("attn_q_no_bias", ch(ATTN, "self.W_q = nn.Linear(d_model, d_model)",
                            "self.W_q = nn.Linear(d_model, d_model, bias=False)"), breaks=ATTN,
       says=("W_q.bias",), why="PyTorch's query bias cannot be copied in; the block is judged with the student's "
@@ -109,6 +116,13 @@ VARIANTS: list[Variant] = [
     V("ffn_gelu", ch(FFN, "F.relu(", "F.gelu("), breaks=FFN,
       en="the feed-forward network uses GELU; the block (like nn.TransformerEncoderLayer's default) uses ReLU",
       ko="피드포워드 네트워크가 GELU를 씀; 이 블록은 (nn.TransformerEncoderLayer의 기본값처럼) ReLU를 씁니다"),
+    V("ffn_gelu_tanh", ch(FFN, "F.relu(self.linear1(x))", "F.gelu(self.linear1(x), approximate=\"tanh\")"),
+      breaks=FFN,
+      en="the feed-forward network uses GELU (its tanh approximation, 0.5 * x * (1 + tanh(...))); the block (like "
+         "nn.TransformerEncoderLayer's default) uses ReLU",
+      ko="피드포워드 네트워크가 GELU(tanh 근사, 0.5 * x * (1 + tanh(...)))를 씀; 이 블록은 "
+         "(nn.TransformerEncoderLayer의 기본값처럼) ReLU를 씁니다",
+      why="learners round s11: a hand-written tanh GELU (as in GPT-2's code) was told only the expected formula"),
     V("ffn_dropout_at_output", ch(FFN, "return self.linear2(self.dropout(F.relu(self.linear1(x))))",
                                   "return self.dropout(self.linear2(F.relu(self.linear1(x))))"), breaks=FFN,
       en="dropout is applied to linear2's output; apply it between the ReLU and linear2: "
@@ -168,13 +182,36 @@ VARIANTS: list[Variant] = [
          "normalises the residual sum: norm1(x + attn(x))",
       ko="post-norm 블록이 LayerNorm을 서브레이어의 출력에 적용함(x + norm1(attn(x))); "
          "post-norm은 잔차 합을 정규화합니다: norm1(x + attn(x))"),
+    V("block_post_norm2_on_branch", ch(BLOCK, POST_FF, "x = x + self.norm2(self.dropout2(self.ff(x)))"),
+      breaks=BLOCK,
+      en="the post-norm block applies norm2 to the feed-forward output, x + norm2(ff(x)), while the attention "
+         "sub-layer is right; post-norm normalises the residual sum: norm2(x + ff(x))",
+      ko="post-norm 블록이 norm2를 피드포워드 출력에 적용함(x + norm2(ff(x))), 어텐션 서브레이어는 맞음; "
+         "post-norm은 잔차 합을 정규화합니다: norm2(x + ff(x))",
+      why="learners round s11: only the feed-forward residual on the wrong side; the comparisons said only to "
+          "compare with nn.TransformerEncoderLayer"),
     V("block_causal_not_passed", ch(BLOCK, POST_ATTN, "x = self.norm1(x + self.dropout1(self.attn(x)))"),
       ch(BLOCK, PRE_ATTN, "x = x + self.dropout1(self.attn(self.norm1(x)))"), breaks=BLOCK,
       says=("causal=causal",)),
+    V("attn_leaks_block_ignores_causal", ch(ATTN, 'scores = scores.masked_fill(future, float("-inf"))',
+                                            'scores.masked_fill(future, float("-inf"))'),
+      ch(BLOCK, POST_ATTN, "x = self.norm1(x + self.dropout1(self.attn(x)))"),
+      ch(BLOCK, PRE_ATTN, "x = x + self.dropout1(self.attn(self.norm1(x)))"), breaks=f"{ATTN},{BLOCK}",
+      says=("drops its result", "causal=causal", "stand-in attention, which is causal"),
+      why="a block whose attention leaks was excused in its causality check without evidence that it is causal "
+          "itself: this one never passes causal on and kept its 36 of 36; it is now checked over the grader's causal "
+          "stand-in attention"),
     V("block_functional_dropout", ch(BLOCK, POST_ATTN, "x = self.norm1(x + F.dropout(self.attn(x, causal), "
                                                        "self.dropout1.p))"),
       ch(BLOCK, PRE_ATTN, "x = x + F.dropout(self.attn(self.norm1(x), causal), self.dropout1.p)"), breaks=BLOCK,
       says=("F.dropout",), why="F.dropout keeps dropping in eval mode"),
+    V("block_dropout_training_true", ch(BLOCK, POST_ATTN, "x = self.norm1(x + F.dropout(self.attn(x, causal), 0.1, "
+                                                          "True))"), breaks=BLOCK,
+      says=("gives different outputs for the same input in eval mode", "training=self.training",
+            "another output at each call in eval mode"),
+      never_says=("causal=causal",),
+      why="learners round s11: F.dropout(x, 0.1, True) in the block drops in eval mode; its causality check told "
+          "them to pass the flag on, self.attn(..., causal=causal)"),
     V("block_no_dropout", ch(BLOCK, POST_ATTN, "x = self.norm1(x + self.attn(x, causal))"),
       ch(BLOCK, POST_FF, "x = self.norm2(x + self.ff(x))"), ch(BLOCK, PRE_ATTN, "x = x + self.attn(self.norm1(x), causal)"),
       ch(BLOCK, PRE_FF, "x = x + self.ff(self.norm2(x))"), breaks=BLOCK,

@@ -640,6 +640,14 @@ def judge_block(sub, d, h, d_ff, seed, norm_first, causal, dropout=0.0):
     named = explain(sub, m, x, causal=causal)(got)  # a known bug of the table, exactly (hidden/bugs.py)
     if named is not None:
         expect_close(got, want, with_pytorch_weights(what), explain=lambda _got: named)
+    if differs(call(m, x, what, causal=causal), got):  # F.dropout(x, 0.1, True): learners round s11
+        expect_close(got, want, with_pytorch_weights(what), hint=Message(
+            "Your block gives another output at each call in eval mode: a dropout still drops after model.eval() "
+            "(F.dropout(x, p, True), or F.dropout(x, p)); pass training=self.training, or use self.dropout1 and "
+            "self.dropout2.",
+            "eval 모드에서 블록의 출력이 호출할 때마다 달라집니다: model.eval() 뒤에도 dropout이 값을 버립니다 "
+            "(F.dropout(x, p, True) 또는 F.dropout(x, p)); training=self.training을 넘기거나 self.dropout1과 "
+            "self.dropout2를 쓰세요."))
     for parts in (ref_parts(layer, si, sf), mine):
         if parts is None:
             continue

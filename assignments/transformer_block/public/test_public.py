@@ -7,7 +7,8 @@ residual connections and misplaced LayerNorms.
 """
 from assignments.transformer_block.common import (attn_params, attn_text, block_text, build_attn, build_block,
                                                   build_ffn, call, causal_leak, check_params,
-                                                  check_transformer_config, fail_leak, ffn_params, ffn_text,
+                                                  causal_stand_in, check_transformer_config, draws_in_eval,
+                                                  fail_leak, fail_random_in_eval, ffn_params, ffn_text,
                                                   blame_part, expect_working, randn, transformer_out, SHAPE)
 from autograder.checks import CheckFailure, check, expect_shape, fail
 from autograder.messages import Message, near_miss
@@ -34,10 +35,12 @@ def test_attn_parameters(sub):
 @check(question="MultiHeadSelfAttention", points=3)
 def test_attn_is_causal(sub):
     """MultiHeadSelfAttention(..., causal=True): future tokens do not change earlier outputs"""
-    expect_working(build_attn(sub, 8, 2, seed=2), 8, 22, attn_text(8, 2, causal=True))
-    leak = causal_leak(build_attn(sub, 8, 2, seed=2), 8, 21, attn_text(8, 2, causal=True))
+    what = attn_text(8, 2, causal=True)
+    expect_working(build_attn(sub, 8, 2, seed=2), 8, 22, what)
+    m = build_attn(sub, 8, 2, seed=2)
+    leak = causal_leak(m, 8, 21, what)
     if leak > 1e-5:
-        fail_leak("MultiHeadSelfAttention", leak, sub=sub)
+        fail_leak("MultiHeadSelfAttention", leak, sub=sub, m=m, d=8, seed=21, what=what)
 
 
 # ------------------------------------------------------------------------------- FeedForward
@@ -106,29 +109,42 @@ STRUCTURE = ("holding its parts earns nothing", "구성 요소를 가진 것만�
 @check(question="TransformerBlock", points=3)
 def test_block_is_causal(sub):
     """TransformerBlock(..., causal=True): future tokens do not change earlier outputs"""
+    # Where the student's own attention runs but leaks the future, the block is shown causal over the grader's causal
+    # stand-in attention instead: excused, it kept these points whether or not it passed causal on.
+    spec = causal_stand_in(sub)
+    parts = ("ffn",) if spec else ("attn", "ffn")
+    said = Message("(Checked over the grader's stand-in attention, which is causal, in place of your "
+                   "MultiHeadSelfAttention, which is not: see its question.)",
+                   "(여러분의 MultiHeadSelfAttention은 코잘(causal)이 아니므로 (그 문항 참고) 코잘인 채점기의 대체 "
+                   "어텐션으로 검사했습니다.)") if spec else Message("", "")
     for nf in (False, True):
+        what = block_text(8, 2, 12, norm_first=nf, causal=True)
         try:
-            expect_working(build_block(sub, 8, 2, 12, norm_first=nf, seed=5), 8, 52,
-                           block_text(8, 2, 12, norm_first=nf, causal=True))
+            expect_working(build_block(sub, 8, 2, 12, norm_first=nf, seed=5, stand_in=spec), 8, 52, what)
         except CheckFailure as e:
-            if blame_part(sub, e, 8, 2, 12, causal=True):
+            if blame_part(sub, e, 8, 2, 12, causal=True, parts=parts):
                 return  # the attention leaks (a mask that hides the past) or raises: charged there
-            raise CheckFailure(e.message + own_attention_mixes_nothing(sub), e.staff) from None
-        m = build_block(sub, 8, 2, 12, norm_first=nf, seed=5)
+            raise CheckFailure(e.message + said + (Message("", "") if spec else own_attention_mixes_nothing(sub)),
+                               e.staff) from None
+        m = build_block(sub, 8, 2, 12, norm_first=nf, seed=5, stand_in=spec)
         try:
-            leak = causal_leak(m, 8, 51, block_text(8, 2, 12, norm_first=nf, causal=True))
+            leak = causal_leak(m, 8, 51, what)
         except CheckFailure as e:
-            if blame_part(sub, e, 8, 2, 12, causal=True):
+            if blame_part(sub, e, 8, 2, 12, causal=True, parts=parts):
                 return
             raise
         if leak > 1e-5:
-            if blame_part(sub, None, 8, 2, 12, causal=True):
-                return  # the attention itself leaks: charged there
-            fail(f"`TransformerBlock(..., norm_first={nf})(x, causal=True)` is not causal (outputs of earlier "
-                 f"tokens changed by up to {leak:.3g}) although your attention is: pass the flag on, "
-                 "self.attn(..., causal=causal).",
-                 f"어텐션은 코잘(causal)인데 `TransformerBlock(..., norm_first={nf})(x, causal=True)`는 코잘(causal)이 "
-                 f"아닙니다 (앞 토큰의 출력이 최대 {leak:.3g} 바뀜). 플래그를 넘기세요: self.attn(..., causal=causal).")
+            if blame_part(sub, None, 8, 2, 12, causal=True, parts=parts):
+                return  # the feed-forward network fails: charged there
+            if draws_in_eval(m, 8, 51, what):  # F.dropout(..., 0.1, True): not a flag left behind (learners s11)
+                fail_random_in_eval(what)
+            raise CheckFailure(Message(
+                f"`TransformerBlock(..., norm_first={nf})(x, causal=True)` is not causal (outputs of earlier tokens "
+                f"changed by up to {leak:.3g}) although its attention is: pass the flag on, "
+                "self.attn(..., causal=causal).",
+                f"어텐션은 코잘(causal)인데 `TransformerBlock(..., norm_first={nf})(x, causal=True)`는 코잘(causal)이 "
+                f"아닙니다 (앞 토큰의 출력이 최대 {leak:.3g} 바뀜). 플래그를 넘기세요: self.attn(..., causal=causal).")
+                + said)
 
 
 def own_attention_mixes_nothing(sub) -> Message:
