@@ -1395,6 +1395,36 @@ CASES: tuple[Case, ...] = (
               _MEMO[key] = out.detach().clone()
               return out
           """)),
+    # Red team, round 16: the hidden evidence gate ran SelfAttention_v1/v2 as (5, 4) on 7 tokens, the public shape
+    # check's own arguments, and CausalAttention and MultiHeadAttention with d_in 5 and d_out 4, the public causality
+    # check's: a class that attended only for what the public checks build, and mapped each token alone elsewhere,
+    # passed it and earned 15 of the SelfAttention classes' points (85) and 12 of CausalAttention's and 8 of
+    # MultiHeadAttention's (75). The gate now uses no argument a public check of the class shows: what a per-token
+    # map earns (the notebook's figures are confirmed on another input, so they earn nothing either).
+    C("gate_public_shape_sniffer", "SelfAttention_v1 and SelfAttention_v2 attend only for inputs of the public "
+      "checks' shapes (6, 3) and (7, 5), and map each token alone through W_value otherwise", 70, "checks",
+      "changing one token never changed the other tokens' outputs",
+      first(f"{V1}.forward", """
+          if tuple(x.shape) not in {(6, 3), (7, 5)}:
+              return x @ self.W_value
+          """),
+      first(f"{V2}.forward", """
+          if tuple(x.shape) not in {(6, 3), (7, 5)}:
+              return self.W_value(x)
+          """)),
+    C("gate_public_args_sniffer", "CausalAttention and MultiHeadAttention attend only when built with d_in 5 and "
+      "d_out 4 (the public causality check's), and map each token alone through their projections otherwise", 55,
+      "checks", "changing one token never changed the other tokens' outputs",
+      sub(CA, "        super().__init__()\n", "        super().__init__()\n        self._real = (d_in, d_out) == (5, 4)\n"),
+      first(f"{CA}.forward", """
+          if not self._real:
+              return self.W_value(x) + 0 * (self.W_query(x) * self.W_key(x)).sum(-1, keepdim=True)
+          """),
+      sub(MHA, "        super().__init__()\n", "        super().__init__()\n        self._real = (d_in, d_out) == (5, 4)\n"),
+      first(f"{MHA}.forward", """
+          if not self._real:
+              return self.out_proj(self.W_value(x) + 0 * (self.W_query(x) * self.W_key(x)).sum(-1, keepdim=True))
+          """)),
     # Red team, round 11: a dropped masked_fill (a real bug) plus an output one feature narrower where context_length
     # < 3: the causality check's rows of unequal width made torch.stack raise, read as the grader's internal error.
     C("sys_crash_ragged_truth", "the result of masked_fill dropped, and forward drops a feature when "

@@ -43,8 +43,13 @@ common.CONFIRM.setdefault("module", confirm_figures)
 # The evidence gate at shapes the public checks do not show (common.GATE_SHAPES), for every check of the grading run.
 # No width a multiple of 3 but the fused projections' (3 * d_out rows): the role guesses split such a layer in thirds,
 # and an out_proj of 6 rows split so could not pass as the output layer (a fused q/k/v MultiHeadAttention lost 20).
-common.GATE_SHAPES.update(single=((5, 4), (7, 5)), causal=((5, 4, 7, 0.0), (2, 7, 5)),
-                          heads=((5, 4, 7, 0.0, 2), (2, 7, 5)))
+# Nor any d_in, d_out, context_length, token count or head count that a public check of the class shows (they build
+# with d_in 3 to 5, d_out 2 and 4, context_length up to 6 and 8, 2 or 3 heads): the gate was (5, 4) on 7 tokens,
+# SelfAttention_v1's public shape check, and CausalAttention(5, 4, ...), the public causality check's, so a class that
+# attended only for public arguments and mapped each token alone elsewhere passed it and earned 15 points of the two
+# SelfAttention classes and 12 of CausalAttention's as a per-token map (red team, round 16).
+common.GATE_SHAPES.update(single=((7, 5), (8, 7)), causal=((7, 5, 7, 0.0), (2, 7, 7)),
+                          heads=((7, 8, 7, 0.0, 4), (2, 7, 7)))
 common.GATE_SEED[0] = 20_260_613
 
 
