@@ -1425,6 +1425,31 @@ CASES: tuple[Case, ...] = (
           if not self._real:
               return self.out_proj(self.W_value(x) + 0 * (self.W_query(x) * self.W_key(x)).sum(-1, keepdim=True))
           """)),
+    # Red team, round 16: a per-token map in train mode (or with gradients on), attention otherwise. Every call of
+    # the gate and of the property checks is in eval mode without gradients, so it passed the gate and lost only the
+    # dropout checks (CausalAttention 22 of 25, MultiHeadAttention 19 of 20: 96) or the gradient checks (23, 18: 96).
+    # The gate's lone replay now runs in train mode with gradients on (dropout 0.0): 55, as the per-token map.
+    C("gate_train_mode_sniffer", "CausalAttention and MultiHeadAttention map each token alone through their "
+      "projections when self.training, and attend in eval mode", 55, "checks", "in train mode, with gradients on",
+      first(f"{CA}.forward", """
+          if self.training:
+              return self.W_value(x) + 0 * (self.W_query(x) * self.W_key(x)).sum(-1, keepdim=True)
+          """),
+      first(f"{MHA}.forward", """
+          if self.training:
+              return self.out_proj(self.W_value(x) + 0 * (self.W_query(x) * self.W_key(x)).sum(-1, keepdim=True))
+          """)),
+    C("gate_grad_mode_sniffer", "CausalAttention and MultiHeadAttention map each token alone through their "
+      "projections when torch.is_grad_enabled(), and attend under torch.no_grad()", 55, "checks",
+      "in train mode, with gradients on",
+      first(f"{CA}.forward", """
+          if torch.is_grad_enabled():
+              return self.W_value(x) + 0 * (self.W_query(x) * self.W_key(x)).sum(-1, keepdim=True)
+          """),
+      first(f"{MHA}.forward", """
+          if torch.is_grad_enabled():
+              return self.out_proj(self.W_value(x) + 0 * (self.W_query(x) * self.W_key(x)).sum(-1, keepdim=True))
+          """)),
     # Red team, round 11: a dropped masked_fill (a real bug) plus an output one feature narrower where context_length
     # < 3: the causality check's rows of unequal width made torch.stack raise, read as the grader's internal error.
     C("sys_crash_ragged_truth", "the result of masked_fill dropped, and forward drops a feature when "

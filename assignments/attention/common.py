@@ -646,8 +646,52 @@ def _gate(req: _Ahead, cls: str, seed: int) -> None:
     else:
         _gate_weights(req, x, y, params, seed, cls)
     if y_first is not None:
-        y_alone = expect_tensor(alone_req.ask(alone)["out"], f"{cls}(...)(x)")
-        _same_alone(y_alone if swap is None or y_alone.dim() == 0 else y_alone[swap], y_first, cls)
+        _replay_alone(alone_req, alone, x_alone, seed, swap, y_first, cls)
+
+
+def _replay_alone(alone_req: "_OneByOne", alone, x_alone, seed: int, swap, y_first, cls: str) -> None:
+    """The gate's lone replay of its third call (see _gate), made in train mode with gradients on, as training runs
+    a module: with dropout 0.0 that gives what eval mode without gradients gave (every other call of the gate, and
+    of the checks but the dropout and gradient ones). Red team, round 16: a per-token map whenever `self.training`
+    or `torch.is_grad_enabled()`, attention otherwise, passed the gate and lost only the dropout and gradient checks
+    (20 of CausalAttention's 25, 17 of MultiHeadAttention's 20). A train-mode output that changes with the seed is
+    randomness in train mode (a dropout that ignores its argument, charged by the dropout checks): then the replay is
+    judged in eval mode, as before; so is one whose train-mode call or backward pass raises."""
+    def unswapped(out):
+        y = expect_tensor(out, f"{cls}(...)(x)")
+        return y if swap is None or y.dim() == 0 else y[swap]
+
+    if type(y_first) is not torch.Tensor or not y_first.is_floating_point():
+        _same_alone(unswapped(alone_req.ask(alone)["out"]), y_first, cls)
+        return
+    g = torch.zeros(tuple(y_first.shape), dtype=y_first.dtype)
+    try:
+        train = unswapped(alone_req.ask(step("call", x_alone, seed=seed + 3, mode="train", grad_output=g))["out"])
+    except CheckFailure:
+        train = None
+    if train is not None and _close(train, y_first):
+        return
+    _same_alone(unswapped(alone_req.ask(alone)["out"]), y_first, cls)  # a module that keeps something between calls
+    if train is None:
+        return
+    try:
+        again = unswapped(alone_req.ask(step("call", x_alone, seed=seed + 4, mode="train", grad_output=g))["out"])
+    except CheckFailure:
+        return
+    if _close(again, train):
+        fail(f"`{cls}` gives another output in train mode, with gradients on, than in eval mode without them, "
+             "with dropout=0.0 and the same input and weights: forward must compute the same attention whether or "
+             "not the module is training (only self.dropout follows model.train()). This check counts only for a "
+             "working class.",
+             f"dropout=0.0이고 입력과 가중치가 같은데 `{cls}`의 출력이 train 모드(그래디언트 계산 켬)와 eval "
+             "모드(그래디언트 끔)에서 다릅니다: forward는 학습 중이든 아니든 같은 어텐션을 계산해야 합니다 "
+             "(model.train()을 따르는 것은 self.dropout뿐입니다). 이 검사는 동작하는 클래스에만 점수를 줍니다.")
+
+
+def _close(a, b) -> bool:
+    """Whether two outputs agree as _same_alone asks (same shape, close, NaN where the other has NaN)."""
+    return type(a) is torch.Tensor and type(b) is torch.Tensor and a.shape == b.shape and bool(
+        torch.allclose(a.double(), b.double(), rtol=1e-5, atol=1e-6, equal_nan=True))
 
 
 def _same_alone(got, y_first, cls: str) -> None:
