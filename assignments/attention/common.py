@@ -1040,6 +1040,38 @@ def check_short_sequence(sub, cls: str, seed: int) -> None:
             f"(Input had {T} tokens with context_length={ctx}: slice the mask with [:num_tokens, :num_tokens].)",
             f"(입력 토큰 {T}개, context_length={ctx}: 마스크를 [:num_tokens, :num_tokens]로 잘라 쓰세요.)")) from None
     expect_shape(y, (b, T, width), call_text(cls, d_in, d_out, ctx, 0.0, heads))
+    check_lengths_reused(m, x, y, ctx, call_text(cls, d_in, d_out, ctx, 0.0, heads))
+
+
+def check_lengths_reused(m, x: torch.Tensor, y, ctx: int, what: str) -> None:
+    """The module `m`, already called once on `x` (fewer tokens than context_length) with output `y`, called next on
+    context_length tokens and then on `x` again, must work and give `y` again. Red team, round 16: a mask made for the
+    first input's length and kept (`if not hasattr(self, "_m"): self.register_buffer("_m", mask[:T, :T])`) fails on
+    any later input of another length, as text generation makes, and kept full marks: every check called each module
+    at one length only."""
+    T = x.shape[-2]
+    if T >= ctx:
+        return
+    full = randn(4711, *x.shape[:-2], ctx, x.shape[-1])
+    outs = m.calls((full,), (x,), lenient=True)
+    for n, o in zip((ctx, T), outs):
+        if isinstance(o, CheckFailure):
+            raise CheckFailure(Message(
+                f"`{what}` worked on {T} tokens, but the same module called next on {n} tokens failed: ",
+                f"`{what}`이(가) 토큰 {T}개에서는 동작했지만, 같은 모듈을 이어서 토큰 {n}개로 호출하자 실패했습니다: ")
+                + o.message + Message(
+                " Does forward make its mask for the first input's length and keep it? Slice the registered mask "
+                "with [:num_tokens, :num_tokens] in every call.",
+                " forward가 첫 입력의 길이에 맞춘 마스크를 만들어 계속 쓰나요? 호출할 때마다 등록된 마스크를 "
+                "[:num_tokens, :num_tokens]로 잘라 쓰세요."), o.staff) from None
+    expect_close(expect_tensor(outs[1], what), y,
+                 described(what, f"on the same {T} tokens again, after a call on {ctx} tokens",
+                           f"(토큰 {ctx}개로 호출한 뒤 같은 토큰 {T}개로 다시 호출)"),
+                 hint=Message("Each call must depend only on its own input: slice the registered mask with "
+                              "[:num_tokens, :num_tokens] in every call instead of keeping one made for an earlier "
+                              "input's length.",
+                              "각 호출은 자기 입력에만 의존해야 합니다: 이전 입력의 길이에 맞춘 마스크를 계속 쓰지 말고 "
+                              "호출할 때마다 등록된 마스크를 [:num_tokens, :num_tokens]로 잘라 쓰세요."))
 
 
 def check_eval_no_dropout(sub, cls: str, seed: int) -> None:

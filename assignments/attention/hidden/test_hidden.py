@@ -8,7 +8,8 @@ import pytest
 import torch
 
 from assignments.attention.common import (ORDER_HINT, _role, build, build_head, build_then, call_text,
-                                          check_eval_no_dropout, check_wrapper_dropout, check_wrapper_matches_heads,
+                                          check_eval_no_dropout, check_lengths_reused, check_wrapper_dropout,
+                                          check_wrapper_matches_heads,
                                           expect_working, explain, projection_names, randn, run_wrapper)
 from assignments.attention import common
 from assignments.attention.hidden import diagnose  # noqa: F401  (registers the grader's bug diagnosis)
@@ -1019,9 +1020,11 @@ def test_mha_eval_ignores_dropout(sub):
 def test_mha_shapes(sub):
     """MultiHeadAttention keeps d_out features for 1 to 4 heads and short sequences"""
     for seed, b, T, d_in, d_out, heads, ctx in CONFIGS["MultiHeadAttention"]:
-        _m, (res,) = build_then(sub, "MultiHeadAttention", d_in, d_out, ctx, 0.0, heads, seed=seed,
-                                steps=[step("call", randn(seed, b, T, d_in))])
-        expect_shape(res["out"], (b, T, d_out), call_text("MultiHeadAttention", d_in, d_out, ctx, 0.0, heads))
+        x = randn(seed, b, T, d_in)
+        m, (res,) = build_then(sub, "MultiHeadAttention", d_in, d_out, ctx, 0.0, heads, seed=seed,
+                               steps=[step("call", x)])
+        what = call_text("MultiHeadAttention", d_in, d_out, ctx, 0.0, heads)
+        check_lengths_reused(m, x, expect_shape(res["out"], (b, T, d_out), what), ctx, what)
     expect_working(sub, "MultiHeadAttention")
 
 
