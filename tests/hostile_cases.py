@@ -1450,6 +1450,17 @@ CASES: tuple[Case, ...] = (
           if torch.is_grad_enabled():
               return self.out_proj(self.W_value(x) + 0 * (self.W_query(x) * self.W_key(x)).sum(-1, keepdim=True))
           """)),
+    # Red team, round 16: every class attends with qkv_bias=False and maps each token alone with qkv_bias=True. The
+    # bias checks only asked that the biases change the output, and no check compared a qkv_bias=True module with
+    # anything: 100. Now, with its biases zero, it must give what qkv_bias=False gives with the same weights (the class
+    # compared with itself): the bias checks of SelfAttention_v2, CausalAttention and MultiHeadAttention, 97.
+    C("qkv_bias_true_per_token", "SelfAttention_v2, CausalAttention and MultiHeadAttention map each token alone "
+      "through their projections when built with qkv_bias=True, and attend otherwise", 97, "checks",
+      "with its W_query, W_key, W_value biases all zero does not give what the same weights give",
+      *(e for cls, out in ((V2, "{}"), (CA, "{}"), (MHA, "self.out_proj({})")) for e in (
+          sub(cls, "        super().__init__()\n", "        super().__init__()\n        self._biased = qkv_bias\n"),
+          first(f"{cls}.forward", "if self._biased:\n    return " +
+                out.format("self.W_value(x) + self.W_query(x) * self.W_key(x)") + "\n")))),
     # Red team, round 11: a dropped masked_fill (a real bug) plus an output one feature narrower where context_length
     # < 3: the causality check's rows of unequal width made torch.stack raise, read as the grader's internal error.
     C("sys_crash_ragged_truth", "the result of masked_fill dropped, and forward drops a feature when "

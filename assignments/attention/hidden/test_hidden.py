@@ -532,7 +532,8 @@ def qkv_bias_used(sub, cls):
     biases = [n for n, _ in ref.named_parameters() if n.endswith(".bias") and "out_proj" not in n]
     if any(target(names.get(n, n)) not in have for n in biases):
         return  # no such biases: charged by the check that they exist
-    _bias_changes_output(m, ref, biases, cls, seed, b, T, d_in, what, names)
+    _bias_changes_output(m, ref, biases, cls, seed, b, T, d_in, what, names,
+                         plain=lambda: build(sub, cls, d_in, d_out, ctx, 0.0, heads, seed=seed))
 
 
 def _params_and_names(m, ref) -> tuple[dict[str, tuple], dict[str, str]]:
@@ -542,7 +543,11 @@ def _params_and_names(m, ref) -> tuple[dict[str, tuple], dict[str, str]]:
     return listed, match_params(list(listed.items()), [(n, tuple(p.shape)) for n, p in ref.named_parameters()])
 
 
-def _bias_changes_output(m, ref, biases, cls, seed, b, T, d_in, what, names) -> None:
+def _bias_changes_output(m, ref, biases, cls, seed, b, T, d_in, what, names, plain=None) -> None:
+    """Other bias values give another output; and with the biases zero, the output is that of the same class built
+    with qkv_bias=False and given the same weights (`plain` builds it). The second is the class compared with itself,
+    so a bug elsewhere in forward is not charged here. Red team, round 16: classes that attended with qkv_bias=False
+    and mapped each token alone with qkv_bias=True (no check compared them with anything) kept 100/100."""
     x = make_input(cls, seed + 20, b, T, d_in)
     g = torch.Generator().manual_seed(seed)
     outs = []
@@ -555,6 +560,20 @@ def _bias_changes_output(m, ref, biases, cls, seed, b, T, d_in, what, names) -> 
              "use them. Compute queries, keys and values with the nn.Linear layers (self.W_query(x), ...).",
              f"`{what}`의 출력이 W_query, W_key, W_value의 bias 값과 상관없이 같습니다: forward가 bias를 쓰지 "
              "않습니다. 쿼리, 키, 값을 nn.Linear 층으로 계산하세요 (self.W_query(x), ...).")
+    if plain is None:
+        return
+    without = plain()
+    without.load_state(m.state()["params"])  # (its names; the biases it lacks are left out)
+    want = expect_tensor(without(x), what.replace(", qkv_bias=True)", ")"))
+    got = outs[0]
+    if got.shape != want.shape or not torch.allclose(got.double(), want.double(), rtol=1e-4, atol=1e-5,
+                                                     equal_nan=True):
+        fail(f"`{what}` with its W_query, W_key, W_value biases all zero does not give what the same weights give "
+             "with qkv_bias=False: qkv_bias must only add a bias to the three projections, and forward compute the "
+             "same attention either way.",
+             f"W_query, W_key, W_value의 bias를 모두 0으로 둔 `{what}`의 출력이 같은 가중치에 qkv_bias=False일 때와 "
+             "다릅니다: qkv_bias는 세 투영에 bias를 더하기만 해야 하고, forward는 어느 쪽이든 같은 어텐션을 계산해야 "
+             "합니다.")
 
 
 def with_qkv_bias(sub, cls):
@@ -599,7 +618,8 @@ def with_qkv_bias(sub, cls):
              "nn.Linear(d_in, d_out, bias=qkv_bias)로 만드세요" +
              (". 그리고 모든 CausalAttention 헤드에 qkv_bias를 넘기세요." if where else "."))
     biases = [n for n, _ in ref.named_parameters() if n.endswith(".bias") and "out_proj" not in n]
-    _bias_changes_output(m, ref, biases, cls, seed, b, T, d_in, what, names)
+    _bias_changes_output(m, ref, biases, cls, seed, b, T, d_in, what, names,
+                         plain=lambda: build(sub, cls, d_in, d_out, ctx, 0.0, heads, seed=seed))
 
 
 def _changed(a, b) -> bool:
