@@ -1395,6 +1395,72 @@ CASES: tuple[Case, ...] = (
               _MEMO[key] = out.detach().clone()
               return out
           """)),
+    # Red team, round 16: the hidden evidence gate ran SelfAttention_v1/v2 as (5, 4) on 7 tokens, the public shape
+    # check's own arguments, and CausalAttention and MultiHeadAttention with d_in 5 and d_out 4, the public causality
+    # check's: a class that attended only for what the public checks build, and mapped each token alone elsewhere,
+    # passed it and earned 15 of the SelfAttention classes' points (85) and 12 of CausalAttention's and 8 of
+    # MultiHeadAttention's (75). The gate now uses no argument a public check of the class shows: what a per-token
+    # map earns (the notebook's figures are confirmed on another input, so they earn nothing either).
+    C("gate_public_shape_sniffer", "SelfAttention_v1 and SelfAttention_v2 attend only for inputs of the public "
+      "checks' shapes (6, 3) and (7, 5), and map each token alone through W_value otherwise", 70, "checks",
+      "changing one token never changed the other tokens' outputs",
+      first(f"{V1}.forward", """
+          if tuple(x.shape) not in {(6, 3), (7, 5)}:
+              return x @ self.W_value
+          """),
+      first(f"{V2}.forward", """
+          if tuple(x.shape) not in {(6, 3), (7, 5)}:
+              return self.W_value(x)
+          """)),
+    C("gate_public_args_sniffer", "CausalAttention and MultiHeadAttention attend only when built with d_in 5 and "
+      "d_out 4 (the public causality check's), and map each token alone through their projections otherwise", 55,
+      "checks", "changing one token never changed the other tokens' outputs",
+      sub(CA, "        super().__init__()\n", "        super().__init__()\n        self._real = (d_in, d_out) == (5, 4)\n"),
+      first(f"{CA}.forward", """
+          if not self._real:
+              return self.W_value(x) + 0 * (self.W_query(x) * self.W_key(x)).sum(-1, keepdim=True)
+          """),
+      sub(MHA, "        super().__init__()\n", "        super().__init__()\n        self._real = (d_in, d_out) == (5, 4)\n"),
+      first(f"{MHA}.forward", """
+          if not self._real:
+              return self.out_proj(self.W_value(x) + 0 * (self.W_query(x) * self.W_key(x)).sum(-1, keepdim=True))
+          """)),
+    # Red team, round 16: a per-token map in train mode (or with gradients on), attention otherwise. Every call of
+    # the gate and of the property checks is in eval mode without gradients, so it passed the gate and lost only the
+    # dropout checks (CausalAttention 22 of 25, MultiHeadAttention 19 of 20: 96) or the gradient checks (23, 18: 96).
+    # The gate's lone replay now runs in train mode with gradients on (dropout 0.0): 55, as the per-token map.
+    C("gate_train_mode_sniffer", "CausalAttention and MultiHeadAttention map each token alone through their "
+      "projections when self.training, and attend in eval mode", 55, "checks", "in train mode, with gradients on",
+      first(f"{CA}.forward", """
+          if self.training:
+              return self.W_value(x) + 0 * (self.W_query(x) * self.W_key(x)).sum(-1, keepdim=True)
+          """),
+      first(f"{MHA}.forward", """
+          if self.training:
+              return self.out_proj(self.W_value(x) + 0 * (self.W_query(x) * self.W_key(x)).sum(-1, keepdim=True))
+          """)),
+    C("gate_grad_mode_sniffer", "CausalAttention and MultiHeadAttention map each token alone through their "
+      "projections when torch.is_grad_enabled(), and attend under torch.no_grad()", 55, "checks",
+      "in train mode, with gradients on",
+      first(f"{CA}.forward", """
+          if torch.is_grad_enabled():
+              return self.W_value(x) + 0 * (self.W_query(x) * self.W_key(x)).sum(-1, keepdim=True)
+          """),
+      first(f"{MHA}.forward", """
+          if torch.is_grad_enabled():
+              return self.out_proj(self.W_value(x) + 0 * (self.W_query(x) * self.W_key(x)).sum(-1, keepdim=True))
+          """)),
+    # Red team, round 16: every class attends with qkv_bias=False and maps each token alone with qkv_bias=True. The
+    # bias checks only asked that the biases change the output, and no check compared a qkv_bias=True module with
+    # anything: 100. Now, with its biases zero, it must give what qkv_bias=False gives with the same weights (the class
+    # compared with itself): the bias checks of SelfAttention_v2, CausalAttention and MultiHeadAttention, 97.
+    C("qkv_bias_true_per_token", "SelfAttention_v2, CausalAttention and MultiHeadAttention map each token alone "
+      "through their projections when built with qkv_bias=True, and attend otherwise", 97, "checks",
+      "with its W_query, W_key, W_value biases all zero does not give what the same weights give",
+      *(e for cls, out in ((V2, "{}"), (CA, "{}"), (MHA, "self.out_proj({})")) for e in (
+          sub(cls, "        super().__init__()\n", "        super().__init__()\n        self._biased = qkv_bias\n"),
+          first(f"{cls}.forward", "if self._biased:\n    return " +
+                out.format("self.W_value(x) + self.W_query(x) * self.W_key(x)") + "\n")))),
     # Red team, round 11: a dropped masked_fill (a real bug) plus an output one feature narrower where context_length
     # < 3: the causality check's rows of unequal width made torch.stack raise, read as the grader's internal error.
     C("sys_crash_ragged_truth", "the result of masked_fill dropped, and forward drops a feature when "

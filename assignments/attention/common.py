@@ -646,8 +646,52 @@ def _gate(req: _Ahead, cls: str, seed: int) -> None:
     else:
         _gate_weights(req, x, y, params, seed, cls)
     if y_first is not None:
-        y_alone = expect_tensor(alone_req.ask(alone)["out"], f"{cls}(...)(x)")
-        _same_alone(y_alone if swap is None or y_alone.dim() == 0 else y_alone[swap], y_first, cls)
+        _replay_alone(alone_req, alone, x_alone, seed, swap, y_first, cls)
+
+
+def _replay_alone(alone_req: "_OneByOne", alone, x_alone, seed: int, swap, y_first, cls: str) -> None:
+    """The gate's lone replay of its third call (see _gate), made in train mode with gradients on, as training runs
+    a module: with dropout 0.0 that gives what eval mode without gradients gave (every other call of the gate, and
+    of the checks but the dropout and gradient ones). Red team, round 16: a per-token map whenever `self.training`
+    or `torch.is_grad_enabled()`, attention otherwise, passed the gate and lost only the dropout and gradient checks
+    (20 of CausalAttention's 25, 17 of MultiHeadAttention's 20). A train-mode output that changes with the seed is
+    randomness in train mode (a dropout that ignores its argument, charged by the dropout checks): then the replay is
+    judged in eval mode, as before; so is one whose train-mode call or backward pass raises."""
+    def unswapped(out):
+        y = expect_tensor(out, f"{cls}(...)(x)")
+        return y if swap is None or y.dim() == 0 else y[swap]
+
+    if type(y_first) is not torch.Tensor or not y_first.is_floating_point():
+        _same_alone(unswapped(alone_req.ask(alone)["out"]), y_first, cls)
+        return
+    g = torch.zeros(tuple(y_first.shape), dtype=y_first.dtype)
+    try:
+        train = unswapped(alone_req.ask(step("call", x_alone, seed=seed + 3, mode="train", grad_output=g))["out"])
+    except CheckFailure:
+        train = None
+    if train is not None and _close(train, y_first):
+        return
+    _same_alone(unswapped(alone_req.ask(alone)["out"]), y_first, cls)  # a module that keeps something between calls
+    if train is None:
+        return
+    try:
+        again = unswapped(alone_req.ask(step("call", x_alone, seed=seed + 4, mode="train", grad_output=g))["out"])
+    except CheckFailure:
+        return
+    if _close(again, train):
+        fail(f"`{cls}` gives another output in train mode, with gradients on, than in eval mode without them, "
+             "with dropout=0.0 and the same input and weights: forward must compute the same attention whether or "
+             "not the module is training (only self.dropout follows model.train()). This check counts only for a "
+             "working class.",
+             f"dropout=0.0이고 입력과 가중치가 같은데 `{cls}`의 출력이 train 모드(그래디언트 계산 켬)와 eval "
+             "모드(그래디언트 끔)에서 다릅니다: forward는 학습 중이든 아니든 같은 어텐션을 계산해야 합니다 "
+             "(model.train()을 따르는 것은 self.dropout뿐입니다). 이 검사는 동작하는 클래스에만 점수를 줍니다.")
+
+
+def _close(a, b) -> bool:
+    """Whether two outputs agree as _same_alone asks (same shape, close, NaN where the other has NaN)."""
+    return type(a) is torch.Tensor and type(b) is torch.Tensor and a.shape == b.shape and bool(
+        torch.allclose(a.double(), b.double(), rtol=1e-5, atol=1e-6, equal_nan=True))
 
 
 def _same_alone(got, y_first, cls: str) -> None:
@@ -996,6 +1040,38 @@ def check_short_sequence(sub, cls: str, seed: int) -> None:
             f"(Input had {T} tokens with context_length={ctx}: slice the mask with [:num_tokens, :num_tokens].)",
             f"(입력 토큰 {T}개, context_length={ctx}: 마스크를 [:num_tokens, :num_tokens]로 잘라 쓰세요.)")) from None
     expect_shape(y, (b, T, width), call_text(cls, d_in, d_out, ctx, 0.0, heads))
+    check_lengths_reused(m, x, y, ctx, call_text(cls, d_in, d_out, ctx, 0.0, heads))
+
+
+def check_lengths_reused(m, x: torch.Tensor, y, ctx: int, what: str) -> None:
+    """The module `m`, already called once on `x` (fewer tokens than context_length) with output `y`, called next on
+    context_length tokens and then on `x` again, must work and give `y` again. Red team, round 16: a mask made for the
+    first input's length and kept (`if not hasattr(self, "_m"): self.register_buffer("_m", mask[:T, :T])`) fails on
+    any later input of another length, as text generation makes, and kept full marks: every check called each module
+    at one length only."""
+    T = x.shape[-2]
+    if T >= ctx:
+        return
+    full = randn(4711, *x.shape[:-2], ctx, x.shape[-1])
+    outs = m.calls((full,), (x,), lenient=True)
+    for n, o in zip((ctx, T), outs):
+        if isinstance(o, CheckFailure):
+            raise CheckFailure(Message(
+                f"`{what}` worked on {T} tokens, but the same module called next on {n} tokens failed: ",
+                f"`{what}`이(가) 토큰 {T}개에서는 동작했지만, 같은 모듈을 이어서 토큰 {n}개로 호출하자 실패했습니다: ")
+                + o.message + Message(
+                " Does forward make its mask for the first input's length and keep it? Slice the registered mask "
+                "with [:num_tokens, :num_tokens] in every call.",
+                " forward가 첫 입력의 길이에 맞춘 마스크를 만들어 계속 쓰나요? 호출할 때마다 등록된 마스크를 "
+                "[:num_tokens, :num_tokens]로 잘라 쓰세요."), o.staff) from None
+    expect_close(expect_tensor(outs[1], what), y,
+                 described(what, f"on the same {T} tokens again, after a call on {ctx} tokens",
+                           f"(토큰 {ctx}개로 호출한 뒤 같은 토큰 {T}개로 다시 호출)"),
+                 hint=Message("Each call must depend only on its own input: slice the registered mask with "
+                              "[:num_tokens, :num_tokens] in every call instead of keeping one made for an earlier "
+                              "input's length.",
+                              "각 호출은 자기 입력에만 의존해야 합니다: 이전 입력의 길이에 맞춘 마스크를 계속 쓰지 말고 "
+                              "호출할 때마다 등록된 마스크를 [:num_tokens, :num_tokens]로 잘라 쓰세요."))
 
 
 def check_eval_no_dropout(sub, cls: str, seed: int) -> None:

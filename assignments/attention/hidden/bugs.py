@@ -645,6 +645,18 @@ VARIANTS: list[Variant] = [
          "CausalAttention(d_in, d_out, dropout, context_length, qkv_bias)"),
       breaks=f"{CA}, {WR}", says=("the notebook's arguments in another order",),
       never_says=("dropout probability has to be between 0 and 1",)),
+    # Red team, round 16: the mask made for the first input's length and kept (a buffer registered on the first call),
+    # so any later call at another length fails (text generation calls one module at growing lengths). It kept full
+    # marks: every check called each module at one length only. The short-sequence checks now call the module again at
+    # context_length tokens and then at the short length: 1 point each.
+    V("causal_mask_kept_from_first_call", ch(CA, FILL, "if not hasattr(self, \"first_mask\"):\n"
+      "            self.register_buffer(\"first_mask\", self.mask.bool()[:num_tokens, :num_tokens], persistent=False)\n"
+      "        scores = scores.masked_fill(self.first_mask, -torch.inf)"), breaks=CA,
+      says=("but the same module called next on",)),
+    V("mha_mask_kept_from_first_call", ch(MHA, FILL, "if not hasattr(self, \"first_mask\"):\n"
+      "            self.register_buffer(\"first_mask\", self.mask.bool()[:num_tokens, :num_tokens], persistent=False)\n"
+      "        scores = scores.masked_fill(self.first_mask, -torch.inf)"), breaks=MHA,
+      says=("but the same module called next on",)),
     # A loop over the heads, each head's weights through self.dropout in turn (seen in learners' code): the same
     # dropout with its random draws made head by head. It lost the train-mode dropout point.
     V("ok_head_loop_dropout", ch(MHA, MHA_CORE, HEAD_LOOP.format(drop="self.dropout(weights)", scores="scores"))),

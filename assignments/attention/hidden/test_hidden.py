@@ -8,7 +8,8 @@ import pytest
 import torch
 
 from assignments.attention.common import (ORDER_HINT, _role, build, build_head, build_then, call_text,
-                                          check_eval_no_dropout, check_wrapper_dropout, check_wrapper_matches_heads,
+                                          check_eval_no_dropout, check_lengths_reused, check_wrapper_dropout,
+                                          check_wrapper_matches_heads,
                                           expect_working, explain, projection_names, randn, run_wrapper)
 from assignments.attention import common
 from assignments.attention.hidden import diagnose  # noqa: F401  (registers the grader's bug diagnosis)
@@ -43,8 +44,13 @@ common.CONFIRM.setdefault("module", confirm_figures)
 # The evidence gate at shapes the public checks do not show (common.GATE_SHAPES), for every check of the grading run.
 # No width a multiple of 3 but the fused projections' (3 * d_out rows): the role guesses split such a layer in thirds,
 # and an out_proj of 6 rows split so could not pass as the output layer (a fused q/k/v MultiHeadAttention lost 20).
-common.GATE_SHAPES.update(single=((5, 4), (7, 5)), causal=((5, 4, 7, 0.0), (2, 7, 5)),
-                          heads=((5, 4, 7, 0.0, 2), (2, 7, 5)))
+# Nor any d_in, d_out, context_length, token count or head count that a public check of the class shows (they build
+# with d_in 3 to 5, d_out 2 and 4, context_length up to 6 and 8, 2 or 3 heads): the gate was (5, 4) on 7 tokens,
+# SelfAttention_v1's public shape check, and CausalAttention(5, 4, ...), the public causality check's, so a class that
+# attended only for public arguments and mapped each token alone elsewhere passed it and earned 15 points of the two
+# SelfAttention classes and 12 of CausalAttention's as a per-token map (red team, round 16).
+common.GATE_SHAPES.update(single=((7, 5), (8, 7)), causal=((7, 5, 7, 0.0), (2, 7, 7)),
+                          heads=((7, 8, 7, 0.0, 4), (2, 7, 7)))
 common.GATE_SEED[0] = 20_260_613
 
 
@@ -526,7 +532,8 @@ def qkv_bias_used(sub, cls):
     biases = [n for n, _ in ref.named_parameters() if n.endswith(".bias") and "out_proj" not in n]
     if any(target(names.get(n, n)) not in have for n in biases):
         return  # no such biases: charged by the check that they exist
-    _bias_changes_output(m, ref, biases, cls, seed, b, T, d_in, what, names)
+    _bias_changes_output(m, ref, biases, cls, seed, b, T, d_in, what, names,
+                         plain=lambda: build(sub, cls, d_in, d_out, ctx, 0.0, heads, seed=seed))
 
 
 def _params_and_names(m, ref) -> tuple[dict[str, tuple], dict[str, str]]:
@@ -536,7 +543,11 @@ def _params_and_names(m, ref) -> tuple[dict[str, tuple], dict[str, str]]:
     return listed, match_params(list(listed.items()), [(n, tuple(p.shape)) for n, p in ref.named_parameters()])
 
 
-def _bias_changes_output(m, ref, biases, cls, seed, b, T, d_in, what, names) -> None:
+def _bias_changes_output(m, ref, biases, cls, seed, b, T, d_in, what, names, plain=None) -> None:
+    """Other bias values give another output; and with the biases zero, the output is that of the same class built
+    with qkv_bias=False and given the same weights (`plain` builds it). The second is the class compared with itself,
+    so a bug elsewhere in forward is not charged here. Red team, round 16: classes that attended with qkv_bias=False
+    and mapped each token alone with qkv_bias=True (no check compared them with anything) kept 100/100."""
     x = make_input(cls, seed + 20, b, T, d_in)
     g = torch.Generator().manual_seed(seed)
     outs = []
@@ -549,6 +560,20 @@ def _bias_changes_output(m, ref, biases, cls, seed, b, T, d_in, what, names) -> 
              "use them. Compute queries, keys and values with the nn.Linear layers (self.W_query(x), ...).",
              f"`{what}`의 출력이 W_query, W_key, W_value의 bias 값과 상관없이 같습니다: forward가 bias를 쓰지 "
              "않습니다. 쿼리, 키, 값을 nn.Linear 층으로 계산하세요 (self.W_query(x), ...).")
+    if plain is None:
+        return
+    without = plain()
+    without.load_state(m.state()["params"])  # (its names; the biases it lacks are left out)
+    want = expect_tensor(without(x), what.replace(", qkv_bias=True)", ")"))
+    got = outs[0]
+    if got.shape != want.shape or not torch.allclose(got.double(), want.double(), rtol=1e-4, atol=1e-5,
+                                                     equal_nan=True):
+        fail(f"`{what}` with its W_query, W_key, W_value biases all zero does not give what the same weights give "
+             "with qkv_bias=False: qkv_bias must only add a bias to the three projections, and forward compute the "
+             "same attention either way.",
+             f"W_query, W_key, W_value의 bias를 모두 0으로 둔 `{what}`의 출력이 같은 가중치에 qkv_bias=False일 때와 "
+             "다릅니다: qkv_bias는 세 투영에 bias를 더하기만 해야 하고, forward는 어느 쪽이든 같은 어텐션을 계산해야 "
+             "합니다.")
 
 
 def with_qkv_bias(sub, cls):
@@ -593,7 +618,8 @@ def with_qkv_bias(sub, cls):
              "nn.Linear(d_in, d_out, bias=qkv_bias)로 만드세요" +
              (". 그리고 모든 CausalAttention 헤드에 qkv_bias를 넘기세요." if where else "."))
     biases = [n for n, _ in ref.named_parameters() if n.endswith(".bias") and "out_proj" not in n]
-    _bias_changes_output(m, ref, biases, cls, seed, b, T, d_in, what, names)
+    _bias_changes_output(m, ref, biases, cls, seed, b, T, d_in, what, names,
+                         plain=lambda: build(sub, cls, d_in, d_out, ctx, 0.0, heads, seed=seed))
 
 
 def _changed(a, b) -> bool:
@@ -1014,9 +1040,11 @@ def test_mha_eval_ignores_dropout(sub):
 def test_mha_shapes(sub):
     """MultiHeadAttention keeps d_out features for 1 to 4 heads and short sequences"""
     for seed, b, T, d_in, d_out, heads, ctx in CONFIGS["MultiHeadAttention"]:
-        _m, (res,) = build_then(sub, "MultiHeadAttention", d_in, d_out, ctx, 0.0, heads, seed=seed,
-                                steps=[step("call", randn(seed, b, T, d_in))])
-        expect_shape(res["out"], (b, T, d_out), call_text("MultiHeadAttention", d_in, d_out, ctx, 0.0, heads))
+        x = randn(seed, b, T, d_in)
+        m, (res,) = build_then(sub, "MultiHeadAttention", d_in, d_out, ctx, 0.0, heads, seed=seed,
+                               steps=[step("call", x)])
+        what = call_text("MultiHeadAttention", d_in, d_out, ctx, 0.0, heads)
+        check_lengths_reused(m, x, expect_shape(res["out"], (b, T, d_out), what), ctx, what)
     expect_working(sub, "MultiHeadAttention")
 
 
