@@ -50,6 +50,8 @@ def gpu_device_files(dev: str = "/dev") -> list[str]:
     except OSError:
         return []
     return sorted(os.path.join(dev, n) for n in names if n.startswith(GPU_DEVICES))
+
+
 # System folders a Python process reads (and may execute from); everything else is out of reach.
 SYSTEM_READ = ("/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/etc", "/opt", "/proc", "/sys")
 
@@ -130,8 +132,8 @@ _KEYRING_CALLS = {"x86_64": (0xC000003E, (248, 249, 250)), "aarch64": (0xC00000B
 # system, not the network namespace, and Landlock (ABI <= 7) does not see a connect() to one: a worker connected to
 # a world-writable socket a root process of the grading machine listened on (red team s9: a host service such as
 # D-Bus, a database or a notebook server). A vsock reaches the hypervisor host, which no namespace covers either.
-# So the worker may not make an AF_UNIX or AF_VSOCK socket (socketpair() of a stream still works: a datagram pair
-# could be sent through to any path), nor an io_uring (whose IORING_OP_SOCKET and _CONNECT no filter sees).
+# So the worker may not make an AF_UNIX or AF_VSOCK socket (a socketpair() of a stream or seqpacket still works; a
+# datagram pair could be sent through to any path), nor an io_uring (whose IORING_OP_SOCKET and _CONNECT no filter sees).
 _SOCKET_CALLS = {"x86_64": (41, 53, 425), "aarch64": (198, 199, 425)}
 # connect, per architecture: where torch is built for a GPU a worker may make a Unix stream socket, since CUDA's
 # driver does so as it starts (it looks for the MPS daemon's), but connects it nowhere (ENOENT: no daemon there).
@@ -169,7 +171,8 @@ def _assemble(prog: list[tuple]) -> list[tuple[int, int, int, int]]:
 def deny_keyrings(gpu_driver: bool = False) -> bool:
     """A seccomp filter for this process and its future children: the kernel keyring calls fail with EPERM, and
     so does every call made through another architecture's entry (the 32-bit ABIs number them differently); an
-    AF_UNIX or AF_VSOCK socket, a datagram socketpair and an io_uring fail with EACCES (see _SOCKET_CALLS).
+    AF_UNIX or AF_VSOCK socket, a socketpair other than a stream or seqpacket one (a datagram or raw pair) and an
+    io_uring fail with EACCES (see _SOCKET_CALLS).
     Needs no_new_privs (set by landlock()). Returns whether the filter is in place: False where the architecture is
     not known or where the kernel or container has no seccomp filters (EINVAL, ENOSYS, EPERM, EACCES); an OSError
     where it has them but could not install this one (ENOMEM: the worker must not run unconfined).
