@@ -6,18 +6,28 @@ from __future__ import annotations
 import ast
 
 
-def class_node(sub, cls: str):
-    """The last top-level definition of class `cls` in the submission's source, or None."""
-    found = None
+def _top_level(sub):
+    """Every top-level statement of the submission's source, cell after cell (cells Python cannot parse left out)."""
     for cell in sub.source.cells:
         try:
             tree = ast.parse(cell.code)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             continue
-        for node in tree.body:
-            if isinstance(node, ast.ClassDef) and node.name == cls:
-                found = node
+        yield from tree.body
+
+
+def _last(sub, kind: type, name: str):
+    """The last top-level definition of `name` of that kind (ast.ClassDef, ast.FunctionDef), or None."""
+    found = None
+    for node in _top_level(sub):
+        if isinstance(node, kind) and node.name == name:
+            found = node
     return found
+
+
+def class_node(sub, cls: str):
+    """The last top-level definition of class `cls` in the submission's source, or None."""
+    return _last(sub, ast.ClassDef, cls)
 
 
 def method_node(sub, cls: str, name: str):
@@ -25,6 +35,18 @@ def method_node(sub, cls: str, name: str):
     node = class_node(sub, cls)
     found = [f for f in (node.body if node is not None else ()) if isinstance(f, ast.FunctionDef) and f.name == name]
     return found[-1] if found else None
+
+
+def unfinished(sub, cls: str) -> bool:
+    """Whether `cls`'s __init__ or forward still raises NotImplementedError as the skeleton does: a note that the
+    class was graded over the grader's stand-in parts would tell of a grading that gave it nothing."""
+    for f in (method_node(sub, cls, "__init__"), method_node(sub, cls, "forward")):
+        for st in (f.body if f is not None else ()):
+            exc = st.exc.func if isinstance(st, ast.Raise) and isinstance(st.exc, ast.Call) else \
+                (st.exc if isinstance(st, ast.Raise) else None)
+            if isinstance(exc, ast.Name) and exc.id == "NotImplementedError":
+                return True
+    return False
 
 
 def asserts_tuple(sub, cls: str, method: str = "__init__") -> bool:
@@ -39,16 +61,7 @@ def dropped_masked_fill(sub, *where: tuple[str, str]) -> int | None:
     on a line of its own) in one of the (class, method) pairs `where` ("" as the class: a top-level function), or
     None."""
     for cls, name in where:
-        if cls:
-            node = method_node(sub, cls, name)
-        else:
-            node = None
-            for cell in sub.source.cells:
-                try:
-                    tree = ast.parse(cell.code)
-                except (SyntaxError, ValueError, RecursionError, MemoryError):
-                    continue
-                node = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == name), node)
+        node = method_node(sub, cls, name) if cls else _last(sub, ast.FunctionDef, name)
         if node is None:
             continue
         for st in ast.walk(node):

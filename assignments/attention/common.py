@@ -13,7 +13,7 @@ import torch
 from autograder.checks import (CheckFailure, described, diagnosis, expect_close, expect_shape, expect_tensor,
                                fail)
 from autograder.messages import Message, near_miss
-from autograder.sourcecode import asserts_tuple, class_node, method_node  # noqa: F401  (class_node: hidden checks)
+from autograder.sourcecode import asserts_tuple, class_node, method_node, unfinished  # noqa: F401  (class_node: hidden checks)
 from autograder.proxy import step, taken
 
 # The lab's running example: "Your journey starts with one step", one 3-d embedding per token.
@@ -1212,7 +1212,7 @@ def stand_in(sub) -> dict[str, str] | None:
                 return _stand_in_spec(sub)
         except CheckFailure:
             _STAND_IN_USED[sub] = True
-            if not _unfinished(sub, "MultiHeadAttentionWrapper"):  # (of a skeleton's wrapper, the note misleads)
+            if not unfinished(sub, "MultiHeadAttentionWrapper"):  # (of a skeleton's wrapper, the note misleads)
                 sub.notes.append(Message(
                     f"MultiHeadAttentionWrapper was graded with the grader's stand-in heads in place of your `{head}`, "
                     "which does not work yet (see its checks): the wrapper's own code earns its points, and the heads' "
@@ -1226,20 +1226,6 @@ def stand_in(sub) -> dict[str, str] | None:
 
 
 HEAD_ARGS = ("d_in", "d_out", "context_length", "dropout", "qkv_bias")
-
-
-def _unfinished(sub, cls: str) -> bool:
-    """Whether the submission's `cls` still raises NotImplementedError in its __init__ or forward, as the skeleton
-    does (read from the source, never run): the note that such a wrapper was graded with the grader's heads (seen
-    beside every untouched wrapper of a learner's file) told of a grading that gave it nothing."""
-    import ast
-    for f in (method_node(sub, cls, "__init__"), method_node(sub, cls, "forward")):
-        for st in (f.body if f is not None else ()):
-            exc = st.exc.func if isinstance(st, ast.Raise) and isinstance(st.exc, ast.Call) else \
-                (st.exc if isinstance(st, ast.Raise) else None)
-            if isinstance(exc, ast.Name) and exc.id == "NotImplementedError":
-                return True
-    return False
 
 
 def _gate_failed_of(sub) -> Callable[[str], bool]:

@@ -13,7 +13,7 @@ import torch
 from autograder.bugtable import Call
 from autograder.checks import CheckFailure, diagnosis, expect_shape, expect_tensor, fail
 from autograder.messages import Message
-from autograder.sourcecode import dropped_masked_fill, method_node
+from autograder.sourcecode import dropped_masked_fill, unfinished
 
 # nn.Transformer's advice on its fast path ("enable_nested_tensor is True, but ..."), raised while the grader builds
 # its own nn.Transformer (the references, and the public check of make_transformer's parameter shapes): it went to
@@ -188,19 +188,6 @@ def _part_runs(sub, cls: str) -> bool:
     return True
 
 
-def _unfinished(sub, cls: str) -> bool:
-    """Whether `cls`'s __init__ or forward still raises NotImplementedError as the skeleton does (read from the
-    source): the note that such a block was graded over the stand-in would tell of a grading that gave it nothing."""
-    import ast
-    for f in (method_node(sub, cls, "__init__"), method_node(sub, cls, "forward")):
-        for st in (f.body if f is not None else ()):
-            exc = st.exc.func if isinstance(st, ast.Raise) and isinstance(st.exc, ast.Call) else \
-                (st.exc if isinstance(st, ast.Raise) else None)
-            if isinstance(exc, ast.Name) and exc.id == "NotImplementedError":
-                return True
-    return False
-
-
 def stand_ins(sub) -> tuple[str, ...]:
     """The student's parts the block is built without: MultiHeadSelfAttention and/or FeedForward where the
     submission defines that class and it does not run (_part_runs). (A misspelt class is not replaced: it is the one
@@ -208,7 +195,7 @@ def stand_ins(sub) -> tuple[str, ...]:
     key = "stand_ins"
     if key not in sub.memo:
         sub.memo[key] = tuple(cls for cls in STAND_INS if sub.names.get(cls) == "class" and not _part_runs(sub, cls))
-        if sub.memo[key] and not _unfinished(sub, "TransformerBlock"):
+        if sub.memo[key] and not unfinished(sub, "TransformerBlock"):
             en = " and ".join(f"`{c}`" for c in sub.memo[key])
             ko = ", ".join(f"`{c}`" for c in sub.memo[key])
             sub.notes.append(Message(
