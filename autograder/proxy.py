@@ -117,6 +117,23 @@ def class_methods(source: Source) -> dict[str, list[str]]:
     return classes
 
 
+def written_module(source: Source, name: str) -> str | None:
+    """The module (a notebook's `%%writefile NAME.py` cell, source.writefile_module) whose top level defines `name`
+    (a class or function, read, not run), else None."""
+    from .source import Unparsable, parse
+    for cell in source.cells:
+        if cell.module is None:
+            continue
+        try:
+            tree = parse(cell.code, cell.label)
+        except Unparsable:
+            continue
+        if any(isinstance(n, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == name
+               for n in tree.body):
+            return cell.module
+    return None
+
+
 def nested_definition(source: Source, name: str, kind: str = "class") -> str | None:
     """Where `class name` (kind "class") or `def name` (kind "function", not as a method: a def in a function's
     body) is written indented inside a top-level class or function (read, not run): the enclosing top-level name,
@@ -327,6 +344,7 @@ class Submission:
         self.graded_names: frozenset[str] = frozenset()  # the assignment's names: never offered as a rename
         self._spelling: dict[tuple[str, str], Message | None] = {}
         self._nested: dict[str, str | None] = {}  # nested_definition, per missing name
+        self._written: dict[str, str | None] = {}  # written_module, per missing name
         self._signatures: dict[str, list[dict[str, Any]]] = {}  # see signature()
         self._classes: dict[str, list[str]] | None = None  # class_methods(source), read once when first needed
         self._env: dict[str, Any] | None = None
@@ -352,7 +370,8 @@ class Submission:
         self.worker = self.spawn()  # returns once the worker is ready: the budget starts after this
         self.generation += 1
         self.modes = dict(getattr(self.worker, "modes", {}) or {})
-        cells = [{"code": c.code, "label": c.label} for c in self.source.cells]
+        cells = [{"code": c.code, "label": c.label} if c.module is None else
+                 {"code": c.code, "label": c.label, "module": c.module, "append": c.append} for c in self.source.cells]
         try:
             loaded = self._raw("load", {"cells": cells, "skip": list(self.skip)}, loading=True)
         except WorkerTimeout:
@@ -749,6 +768,17 @@ class Submission:
         if name not in self._nested:  # (read once per name: every check of a missing class asks)
             self._nested[name] = nested_definition(self.source, name, kind)
         outer = self._nested[name]
+        if name not in self._written:
+            self._written[name] = written_module(self.source, name)
+        module = self._written[name]
+        if outer is None and module is not None:  # a %%writefile cell wrote it to a file no later cell imports it from
+            raise CheckFailure(Message(
+                f"`{name}` is written to the file {module}.py by a `%%writefile` cell of your notebook, but it was "
+                f"never imported into the notebook, so it does not exist there: add `from {module} import {name}` "
+                f"(or `from {module} import *`) in a cell after it.",
+                f"`{name}`은(는) 노트북의 `%%writefile` 셀이 {module}.py 파일에 쓰지만 노트북으로 import되지 않아 "
+                f"노트북에는 존재하지 않습니다: 그 셀 뒤의 셀에 `from {module} import {name}` (또는 "
+                f"`from {module} import *`)를 추가하세요."))
         if outer is not None:  # (seen: the wrapper indented under CausalAttention, at the end of its cell)
             raise CheckFailure(Message(
                 f"`{name}` is defined inside `{outer}` (indented under it), so it exists only there, not as a name "

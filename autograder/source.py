@@ -23,12 +23,38 @@ _HELP_SUFFIX = re.compile(r"^\s*[\w.]+\?{1,2}\s*$")
 _MAGIC_ASSIGN = re.compile(r"^(\s*)[A-Za-z_][\w.]*(\s*,\s*[A-Za-z_][\w.]*)*\s*=\s*[!%]")  # files = !ls
 _TIME_LINE = re.compile(r"^(\s*)%time\s+(.*)$")  # `%time out = f(x)` runs the statement where it stands
 _CELL_MAGICS_RUN_BODY = {"time", "capture"}  # IPython runs these cells' bodies in the notebook's namespace
+_MODULE_NAME = re.compile(r"(?:\./)?([A-Za-z_][A-Za-z0-9_]*)\.py")
+
+
+def writefile_module(code: str) -> tuple[str, bool, str] | None:
+    """(module name, append, body) of a `%%writefile [-a] NAME.py` cell that writes a Python module into the
+    notebook's own folder, which later cells can import (`from NAME import *`); None for any other cell (another
+    file or folder, other options). The body keeps the magic's line, blank, so that line numbers are the cell's."""
+    lines = code.splitlines()
+    first = next((k for k, ln in enumerate(lines) if ln.strip()), None)
+    if first is None or not lines[first].lstrip().startswith("%%writefile"):
+        return None
+    words = lines[first].split()
+    if words[0] != "%%writefile":
+        return None
+    flags = [w for w in words[1:] if w.startswith("-")]
+    names = [w for w in words[1:] if not w.startswith("-")]
+    if len(names) != 1 or any(f not in ("-a", "--append") for f in flags):
+        return None
+    m = _MODULE_NAME.fullmatch(names[0])
+    if m is None:
+        return None
+    return m.group(1), bool(flags), "\n" * (first + 1) + "\n".join(lines[first + 1:])
 
 
 @dataclass(frozen=True)
 class Cell:
     code: str
     label: str  # shown to students: "attention.py" or "attention.ipynb, cell 7"
+    # A notebook's `%%writefile NAME.py` cell: its body is the module NAME (importable by the later cells, as
+    # Jupyter makes it by writing the file into the notebook's folder), not code run in the notebook's namespace.
+    module: str | None = None
+    append: bool = False  # `%%writefile -a`: added to what earlier cells wrote to that file
 
 
 @dataclass
@@ -260,8 +286,9 @@ def notebook_cells(text: str, name: str, notes: list[Message] | None = None) -> 
             continue
         i += 1
         rank += 1
-        code = strip_magics(_cell_text(cell.get("source")))
-        if code and code.strip():
+        written = writefile_module(_cell_text(cell.get("source")))
+        code = strip_magics(_cell_text(cell.get("source"))) if written is None else written[2]
+        if code and (code.strip() or written is not None):
             where = f"section \"{heading}\", code cell {rank}" if heading else f"code cell {i}"
             label = f"{name}, {where}"
             if label in used:
@@ -271,7 +298,7 @@ def notebook_cells(text: str, name: str, notes: list[Message] | None = None) -> 
                 # skipped line 1 of the first, its `import torch.nn as nn`, and every class was lost (red team s15).
                 label += f" (code cell {i} of the notebook)"  # (ends as no label made above ends: unique)
             used.add(label)
-            out.append(Cell(code, label))
+            out.append(Cell(code, label) if written is None else Cell(code, label, written[0], written[1]))
     if notes is not None:
         for text, above in markdown:
             note = _code_in_markdown(text, above, name)

@@ -81,6 +81,7 @@ class Worker:
         self.objects: dict[int, Any] = {}
         self.stand_ins: dict[str, Any] = {}  # source -> its code, compiled (op_new's stand_in)
         self.lines: dict[str, list[str]] = {}
+        self.files = NotebookFiles()  # the modules a notebook's %%writefile cells wrote (op_load)
         self.out = BoundedText(output_limit)
         self.frame: dict[str, Any] | None = None  # a failed call's callee frame (op_call's `partial`), sent once
         self.seq_progress: _ScratchFile | None = None  # scratch/seq.progress (op_seq)
@@ -190,6 +191,10 @@ class Worker:
         rank = 0
         for cell in cells:
             code, label = str(cell["code"]), str(cell["label"])
+            if cell.get("module"):  # a notebook's `%%writefile NAME.py`: what `import NAME` runs from here on
+                self.lines[label] = code.splitlines()
+                self.files.write(str(cell["module"]), label, code, bool(cell.get("append")))
+                continue
             if label.endswith(".py"):  # as `python attention.py` sets it (a notebook has none, as in Jupyter)
                 self.ns.setdefault("__file__", label)
             self.lines[label] = code.splitlines()
@@ -508,6 +513,39 @@ class Worker:
         return {"cuda": SANDBOX["cuda"], "cuda_error": SANDBOX.get("cuda_error", ""), "torch": torch.__version__,
                 "landlock": SANDBOX.get("landlock", 0), "keyrings_denied": SANDBOX.get("keyrings_denied", False),
                 "uid": os.getuid() if hasattr(os, "getuid") else None}  # Windows has no uids (plainworker.py)
+
+
+class NotebookFiles:
+    """The Python files a notebook's `%%writefile NAME.py` cells wrote into its folder, served to `import NAME`
+    from memory (the sandbox has no such folder to write to): a finder at the front of sys.meta_path, as the
+    notebook's own folder is at the front of sys.path in Jupyter. A module is run when it is first imported, from
+    what the cells before that import wrote (each cell under its own label, so that a traceback names the cell and
+    its line); writing the file again after that changes nothing until a reload, as in Jupyter."""
+
+    def __init__(self) -> None:
+        self.parts: dict[str, list[tuple[str, str]]] = {}
+
+    def write(self, module: str, label: str, code: str, append: bool) -> None:
+        if append and module in self.parts:
+            self.parts[module].append((label, code))
+        else:
+            self.parts[module] = [(label, code)]
+        if self not in sys.meta_path:
+            sys.meta_path.insert(0, self)
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
+        if path is not None or fullname not in self.parts:
+            return None
+        import importlib.util
+        return importlib.util.spec_from_loader(fullname, self, origin=f"{fullname}.py")
+
+    def create_module(self, spec: Any) -> None:
+        return None  # the default module object
+
+    def exec_module(self, module: Any) -> None:
+        module.__file__ = f"{module.__name__}.py"
+        for label, code in self.parts.get(module.__name__, []):
+            exec(compile(code, label, "exec"), module.__dict__)
 
 
 _ABSENT = object()

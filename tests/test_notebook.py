@@ -286,9 +286,49 @@ def test_magics_are_skipped_as_ipython_runs_them_and_the_definitions_beside_them
         ast.parse(cells[0].code)  # no SyntaxError: the cell's definitions load
         assert wanted.rstrip("\n") in cells[0].code, (src, cells[0].code)
         assert len(cells[0].code.splitlines()) >= len(src.rstrip("\n").splitlines()) - 1, "line numbers kept"
-    for magic in ("%%timeit", "%%writefile attention.py", "%%bash", "%%html"):  # not run in the namespace
+    for magic in ("%%timeit", "%%writefile attention.py", "%%bash", "%%html", "%%writefile notes.txt",
+                  "%%writefile src/attention.py"):  # not run in the namespace
         nb = {"cells": [{"cell_type": "code", "source": f"{magic}\n{cls}"}, {"cell_type": "code", "source": "x = 1"}]}
-        assert [c.code for c in notebook_cells(json.dumps(nb), "nb.ipynb")] == ["x = 1"], magic
+        assert [c.code for c in notebook_cells(json.dumps(nb), "nb.ipynb") if c.module is None] == ["x = 1"], magic
+    # (a Python module written into the notebook's folder is kept as that module: see the test below)
+    nb = {"cells": [{"cell_type": "code", "source": f"%%writefile attention.py\n{cls}"}]}
+    assert [(c.module, c.append, c.code) for c in notebook_cells(json.dumps(nb), "nb.ipynb")] == \
+        [("attention", False, "\n" + cls.rstrip("\n"))]
+
+
+def test_classes_a_writefile_cell_writes_to_a_module_that_the_notebook_imports_are_graded(tmp_path):
+    """A notebook that writes its classes to a file with `%%writefile my_attention.py` and imports them with `from
+    my_attention import *` (as students do to hand in a .py as well) scored 0/100: the grader dropped the cell, and
+    the import raised ModuleNotFoundError. The cell is now the module the import loads (appended to with `-a`, the
+    version written before the import), a bug in it is charged as in a .py file, and a module that is never
+    imported is named in both languages."""
+    ref = REFERENCE.read_text()
+    at = ref.index("\nclass CausalAttention")
+    bug = ref.replace("        scores = scores.masked_fill(self.mask", "        scores.masked_fill(self.mask", 1)  # dropped
+    assert bug != ref
+    results = grade_sources(tmp_path, {
+        "star.ipynb": notebook("%%writefile my_attention.py\n" + ref, "from my_attention import *\nprint(1)"),
+        "appended.ipynb": notebook("%%writefile -a parts.py\n" + ref[:at], "x = 1",
+                                   "%%writefile parts.py --append\n" + ref[at:],
+                                   "import parts as P\nCausalAttention = P.CausalAttention\nfrom parts import *"),
+        "rewritten.ipynb": notebook("%%writefile ./m.py\nraise RuntimeError('first draft')",
+                                    "%%writefile m.py\n" + ref, "from m import *"),
+        "bug_module.ipynb": notebook("%%writefile bug_mod.py\n" + bug, "from bug_mod import *"),
+        "bug_file.py": bug,
+        "never.ipynb": notebook("%%writefile my_attention.py\n" + ref, "import torch"),
+    })
+    for sid in ("star", "appended", "rewritten"):
+        r = results[sid]
+        assert r.score == 100, (sid, [(c.name, c.message and c.message.en) for c in r.checks if c.status != "passed"])
+    assert results["bug_file"].score < 100
+    assert by_question(results["bug_module"]) == by_question(results["bug_file"])
+    r = results["never"]
+    assert r.score == 0
+    msgs = failed_messages(r, ("CausalAttention",))
+    assert msgs and all("`CausalAttention` is written to the file my_attention.py by a `%%writefile` cell" in m
+                        and "from my_attention import CausalAttention" in m for m in msgs), msgs[:1]
+    ko = failed_messages(r, ("CausalAttention",), "ko")
+    assert ko and all("%%writefile" in k and "import되지 않아" in k for k in ko), ko[:1]
 
 
 def test_a_definition_that_needs_a_name_defined_further_down_runs_again_after_the_notebook(tmp_path):
