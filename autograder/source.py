@@ -246,6 +246,26 @@ def _code_in_markdown(text: str, heading: str, name: str) -> Message | None:
         "코드 셀로 바꾸고 (Jupyter: 셀 선택 후 Esc, Y; Colab: Ctrl+M Y) ``` 줄은 지운 뒤, 저장하고 다시 확인하세요.")
 
 
+def _v3_cells(worksheets: list) -> list[dict]:
+    """The cells of an nbformat 3 notebook (IPython 1 to 3, still in some course repositories) as nbformat 4 has
+    them: the worksheets' cells in order, a code cell's `input` as its source, a heading cell as a markdown
+    heading of its level."""
+    out: list[dict] = []
+    for sheet in worksheets:
+        for cell in sheet.get("cells", []) if isinstance(sheet, dict) and isinstance(sheet.get("cells"), list) else []:
+            if not isinstance(cell, dict):
+                continue
+            kind = cell.get("cell_type")
+            if kind == "code":
+                out.append({"cell_type": "code", "source": cell.get("input", "")})
+            elif kind == "heading":
+                level = cell.get("level") if type(cell.get("level")) is int and 1 <= cell.get("level") <= 6 else 1
+                out.append({"cell_type": "markdown", "source": "#" * level + " " + _cell_text(cell.get("source"))})
+            elif kind == "markdown":
+                out.append({"cell_type": "markdown", "source": cell.get("source", "")})
+    return out
+
+
 def notebook_cells(text: str, name: str, notes: list[Message] | None = None) -> list[Cell]:
     try:
         nb = json.loads(text)
@@ -257,6 +277,8 @@ def notebook_cells(text: str, name: str, notes: list[Message] | None = None) -> 
             f"{name} 파일이 올바른 노트북이 아닙니다: JSON이 깨졌습니다{where}. 텍스트로 고치지 말고 "
             "Jupyter/Colab에서 다시 내려받으세요 (파일 > 다운로드 > .ipynb).")) from None
     cells = nb.get("cells") if isinstance(nb, dict) else None
+    if cells is None and isinstance(nb, dict) and isinstance(nb.get("worksheets"), list):
+        cells = _v3_cells(nb["worksheets"])
     if not isinstance(cells, list):
         raise SubmissionFormatError(Message(f"{name} is JSON but not a Jupyter notebook (no cells).",
                                             f"{name} 파일은 JSON이지만 주피터 노트북이 아닙니다 (셀이 없음)."))

@@ -443,3 +443,23 @@ def test_cells_under_headings_used_twice_keep_labels_of_their_own():
     assert len(set(labels)) == len(labels), labels
     assert labels[0] == 'nb.ipynb, section "Try it", code cell 1' and labels[-1] == 'nb.ipynb, section "Other", code cell 1'
     assert labels[1] == 'nb.ipynb, section "Try it", code cell 1 (code cell 2 of the notebook)', labels
+
+
+def test_an_nbformat_3_notebook_is_read_as_its_worksheets_cells(tmp_path):
+    """A notebook saved by IPython 1 to 3 (nbformat 3: cells under `worksheets`, a code cell's source under
+    `input`, headings as cells of their own), as some course repositories still hold, was refused as "not a
+    Jupyter notebook (no cells)": a correct one scored 0. Its cells are now read as nbformat 4 has them."""
+    ref = REFERENCE.read_text()
+    v3 = {"nbformat": 3, "nbformat_minor": 0, "metadata": {"name": ""}, "worksheets": [{"cells": [
+        {"cell_type": "heading", "level": 2, "metadata": {}, "source": ["Self-attention"]},
+        {"cell_type": "code", "collapsed": False, "input": ["import torch\n", "print(torch.ones(2))"],
+         "language": "python", "metadata": {}, "outputs": [], "prompt_number": 1},
+        {"cell_type": "markdown", "metadata": {}, "source": ["The classes:"]},
+        {"cell_type": "code", "collapsed": False, "input": ref, "language": "python", "metadata": {},
+         "outputs": [], "prompt_number": 2}]}]}
+    cells = notebook_cells(json.dumps(v3), "old.ipynb")
+    assert [c.label for c in cells] == ['old.ipynb, section "Self-attention", code cell 1',
+                                        'old.ipynb, section "Self-attention", code cell 2']
+    assert cells[0].code == "import torch\nprint(torch.ones(2))" and cells[1].code == ref
+    r = grade_sources(tmp_path, {"old.ipynb": json.dumps(v3)})["old"]
+    assert r.error is None and r.score == 100, (r.error, r.score)
