@@ -155,6 +155,18 @@ def choose_file(folder: Path, assignment: Assignment) -> tuple[Path | None, Mess
     files = _gradable(folder)
     named = [p for p in files if p.name in assignment.files]
     if len(named) == 1:
+        if untouched(named[0]):  # the template as handed out, beside the student's work under a name of their own
+            worked = [p for p in files if p not in named and p.name not in NOT_ANSWERS
+                      and not p.name.startswith("test_") and not untouched(p)]
+            if len(worked) == 1:
+                new, old = shown_name(str(worked[0].relative_to(folder))), shown_name(named[0].name)
+                return worked[0], None, Message(
+                    f"Graded {new}, not {old}: {old} is the template as handed out, unchanged, and {new} is the "
+                    f"only other code file. Name your work {' or '.join(assignment.files)} (and submit only that "
+                    "file) to avoid doubt.",
+                    f"{old}이(가) 아니라 {new}을(를) 채점했습니다: {old}은(는) 받은 그대로의 템플릿이고 {new}이(가) "
+                    f"유일한 다른 코드 파일입니다. 헷갈리지 않도록 작업한 파일 이름을 {' 또는 '.join(assignment.files)}"
+                    "(으)로 하고 그 파일만 제출하세요.")
         return named[0], None, None
     pair = newer_of_pair(named)
     if pair is not None:

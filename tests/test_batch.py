@@ -522,3 +522,28 @@ def test_a_worked_file_beside_the_untouched_template_is_graded_whatever_the_time
     path, err, note = discover.choose_file(paper, m)
     assert err is None and path.name == "midterm.py" and "template as handed out" in note.en, note
     assert discover.untouched(paper / "midterm.ipynb") and not discover.untouched(paper / "midterm.py")
+
+
+def test_work_under_a_name_of_ones_own_beside_the_untouched_template_is_graded(tmp_path):
+    """Variants round 3: a folder holding the bundle's transformer_block.py as handed out and the student's solved
+    notebook under a name of their own (Week7_kim.ipynb) graded the template: 0/100. The one other code file is
+    graded, with a note; a template that was worked on, or two other candidates, keep the named file."""
+    import shutil
+
+    from autograder import discover
+    a = assignment.load("transformer_block")
+    template = ROOT / "student_template" / "transformer_block.py"
+    solved = ROOT / "reference" / "transformer_block.py"
+    subs = tmp_path / "subs"
+    for folder, files in {"kim": {"transformer_block.py": template, "Week7_kim.py": solved},
+                          "lee": {"transformer_block.py": solved, "Week7_lee.py": solved},
+                          "park": {"transformer_block.py": template, "draft.py": solved, "final.py": solved}}.items():
+        (subs / folder).mkdir(parents=True)
+        for name, src in files.items():
+            shutil.copy(src, subs / folder / name)
+    jobs = {job.student: job for job in discover.find(subs, a)}
+    assert jobs["kim"].path.name == "Week7_kim.py"
+    path, err, note = discover.choose_file(subs / "kim", a)
+    assert path.name == "Week7_kim.py" and err is None and "template as handed out" in note.en and note.ko
+    assert jobs["lee"].path.name == "transformer_block.py"
+    assert jobs["park"].path.name == "transformer_block.py"
