@@ -8,7 +8,7 @@ import unicodedata
 from pathlib import Path
 from typing import Any
 
-from .assignment import Assignment
+from .assignment import PROJECT_ROOT, Assignment
 from .errors import UsageError
 from .messages import Message
 from .jobs import Job
@@ -93,13 +93,49 @@ def unique_ids(wanted: list[tuple[str, bool]]) -> list[str]:
     return out
 
 
+def _code(path: Path) -> str | None:
+    """The file's code (a notebook's code cells, joined), with the exam's EXAM VARIANT block left out and blank
+    lines and trailing spaces dropped: what tells an untouched template or paper from a worked file. None where the
+    file cannot be read."""
+    from . import exam, source  # (exam imports what imports this module)
+    try:
+        text = "\n".join(c.code for c in source.read(path).cells)
+    except Exception:  # noqa: BLE001 (any file the grader cannot read is not the untouched template)
+        return None
+    begin = text.find(exam.VARIANT_BEGIN)
+    end = text.find(exam.VARIANT_END, begin + 1) if begin >= 0 else -1
+    if begin >= 0 and end >= 0:
+        text = text[:begin] + text[end:]
+    return "\n".join(line.rstrip() for line in text.splitlines() if line.strip())
+
+
+def untouched(path: Path) -> bool:
+    """Whether `path` is the bundle's own template of that name, unchanged (or an exam paper as handed out): its
+    code is student_template/<name>'s, whatever its outputs, line endings or blank lines."""
+    template = PROJECT_ROOT / "student_template" / path.name
+    if not template.is_file():
+        return False
+    mine = _code(path)
+    return mine is not None and mine == _code(template)
+
+
 def newer_of_pair(paths: list[Path]) -> tuple[Path, Message] | None:
     """For a .py and an .ipynb side by side (the bundle ships both), the one the student worked on: the more
-    recently modified. None when `paths` is not exactly such a pair."""
+    recently modified, unless that one is the untouched template and the other is not. None when `paths` is not
+    exactly such a pair."""
     if len(paths) != 2 or {p.suffix for p in paths} != {".py", ".ipynb"}:
         return None
     # On a tie (copied together) the notebook wins: it is the lab's main format.
     newer, older = sorted(paths, key=lambda p: (p.stat().st_mtime_ns, p.suffix == ".ipynb"), reverse=True)
+    if untouched(newer) and not untouched(older):
+        # Variants round 3: a solved .py beside the bundle's notebook as handed out, uploaded together (a tie) or
+        # the notebook touched last, graded the notebook: 0/100 for a correct answer.
+        new, old = shown_name(older.name), shown_name(newer.name)
+        return older, Message(
+            f"Graded {new}, not {old}: both were there and {old} is the template as handed out, unchanged. "
+            "Submit only one to avoid doubt.",
+            f"{old}이(가) 아니라 {new}을(를) 채점했습니다: 두 파일이 모두 있었고 {old}은(는) 받은 그대로의 "
+            "템플릿입니다. 헷갈리지 않도록 하나만 제출하세요.")
     new, old = shown_name(newer.name), shown_name(older.name)  # the names may hold escapes or odd bytes
     return newer, Message(
         f"Graded {new}, not {old}: both were there and {new} was modified more recently "
@@ -119,6 +155,18 @@ def choose_file(folder: Path, assignment: Assignment) -> tuple[Path | None, Mess
     files = _gradable(folder)
     named = [p for p in files if p.name in assignment.files]
     if len(named) == 1:
+        if untouched(named[0]):  # the template as handed out, beside the student's work under a name of their own
+            worked = [p for p in files if p not in named and p.name not in NOT_ANSWERS
+                      and not p.name.startswith("test_") and not untouched(p)]
+            if len(worked) == 1:
+                new, old = shown_name(str(worked[0].relative_to(folder))), shown_name(named[0].name)
+                return worked[0], None, Message(
+                    f"Graded {new}, not {old}: {old} is the template as handed out, unchanged, and {new} is the "
+                    f"only other code file. Name your work {' or '.join(assignment.files)} (and submit only that "
+                    "file) to avoid doubt.",
+                    f"{old}이(가) 아니라 {new}을(를) 채점했습니다: {old}은(는) 받은 그대로의 템플릿이고 {new}이(가) "
+                    f"유일한 다른 코드 파일입니다. 헷갈리지 않도록 작업한 파일 이름을 {' 또는 '.join(assignment.files)}"
+                    "(으)로 하고 그 파일만 제출하세요.")
         return named[0], None, None
     pair = newer_of_pair(named)
     if pair is not None:

@@ -442,11 +442,12 @@ class Worker:
                 info["attrs"][a] = None
                 continue
             entry: dict[str, Any] = {"type": type(v).__name__}
-            if isinstance(v, (list, tuple, nn.ModuleList, nn.Sequential)):
-                entry["len"] = len(v)
-                entry["items"] = [type(x).__name__ for x in v][:64]
-                entry["kinds"] = [[c.__name__ for c in type(x).__mro__][:8] for x in v][:64]  # (subclasses)
-                entry["same_object"] = len({id(x) for x in v}) < len(v)
+            if isinstance(v, (list, tuple, nn.ModuleList, nn.Sequential, nn.ModuleDict)):
+                held = list(v.values()) if isinstance(v, nn.ModuleDict) else v  # (a dict of modules: its modules)
+                entry["len"] = len(held)
+                entry["items"] = [type(x).__name__ for x in held][:64]
+                entry["kinds"] = [[c.__name__ for c in type(x).__mro__][:8] for x in held][:64]  # (subclasses)
+                entry["same_object"] = len({id(x) for x in held}) < len(held)
             if type(v) in (int, float, bool, str) or isinstance(v, torch.Tensor):
                 entry["value"] = v
             if isinstance(v, nn.Dropout):

@@ -478,3 +478,72 @@ def test_a_folder_with_an_upper_case_extension_or_a_link_is_told_so(tmp_path):
     assert ".PY" in upper.ko and "소문자" in upper.ko
     assert "attention.py is a symbolic link" in linked.en and "not followed" in linked.en and "심볼릭 링크" in linked.ko
     assert jobs["empty"].error.en.startswith("No .py or .ipynb file was found")
+
+
+def test_a_worked_file_beside_the_untouched_template_is_graded_whatever_the_times(tmp_path):
+    """Variants round 3: a folder holding a solved mha_intermediates.py and the bundle's notebook as handed out (both
+    uploaded at once: the same modification time, or the notebook touched last) graded the notebook, 0/100. The
+    file that is not the untouched template is graded; an exam paper's notebook (its EXAM VARIANT block rendered
+    for the student) counts as untouched; with both files worked on, or both untouched, the newer still wins."""
+    import shutil
+
+    from autograder import discover, exam
+    templates = ROOT / "student_template"
+    subs = tmp_path / "subs"
+    a = assignment.load("mha_intermediates")
+    cases = {"py_solved": ("mha_intermediates", ROOT / "reference" / "mha_intermediates.py", None),
+             "nb_solved": ("mha_intermediates", None, "x = 1\n"),
+             "both_untouched": ("mha_intermediates", None, None)}
+    for folder, (name, py, nb_extra) in cases.items():
+        (subs / folder).mkdir(parents=True)
+        shutil.copy(py or templates / f"{name}.py", subs / folder / f"{name}.py")
+        nb = json.loads((templates / f"{name}.ipynb").read_text(encoding="utf-8"))
+        if nb_extra:
+            nb["cells"].append({"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [],
+                                "source": nb_extra})
+        (subs / folder / f"{name}.ipynb").write_text(json.dumps(nb), encoding="utf-8")
+        when = time.time() - 60
+        os.utime(subs / folder / f"{name}.py", (when, when))
+        os.utime(subs / folder / f"{name}.ipynb", (when, when))  # uploaded together: a tie
+    picked = {job.student: job for job in discover.find(subs, a)}
+    assert picked["py_solved"].path.name == "mha_intermediates.py"
+    assert picked["nb_solved"].path.name == "mha_intermediates.ipynb"
+    assert picked["both_untouched"].path.name == "mha_intermediates.ipynb"  # the tie, as before
+    # An exam paper's notebook as handed out, beside the student's answer in the .py (the notebook newer).
+    m = assignment.load("midterm")
+    v = exam.require(m).default
+    paper = subs.parent / "exam" / "ada"
+    paper.mkdir(parents=True)
+    (paper / "midterm.ipynb").write_text(exam.render_notebook((templates / "midterm.ipynb").read_text(encoding="utf-8"),
+                                                              v, "ada"), encoding="utf-8")
+    (paper / "midterm.py").write_text(exam.render((ROOT / "reference" / "midterm.py").read_text(encoding="utf-8"),
+                                                  v, "ada"), encoding="utf-8")
+    os.utime(paper / "midterm.py", (time.time() - 600, time.time() - 600))
+    path, err, note = discover.choose_file(paper, m)
+    assert err is None and path.name == "midterm.py" and "template as handed out" in note.en, note
+    assert discover.untouched(paper / "midterm.ipynb") and not discover.untouched(paper / "midterm.py")
+
+
+def test_work_under_a_name_of_ones_own_beside_the_untouched_template_is_graded(tmp_path):
+    """Variants round 3: a folder holding the bundle's transformer_block.py as handed out and the student's solved
+    notebook under a name of their own (Week7_kim.ipynb) graded the template: 0/100. The one other code file is
+    graded, with a note; a template that was worked on, or two other candidates, keep the named file."""
+    import shutil
+
+    from autograder import discover
+    a = assignment.load("transformer_block")
+    template = ROOT / "student_template" / "transformer_block.py"
+    solved = ROOT / "reference" / "transformer_block.py"
+    subs = tmp_path / "subs"
+    for folder, files in {"kim": {"transformer_block.py": template, "Week7_kim.py": solved},
+                          "lee": {"transformer_block.py": solved, "Week7_lee.py": solved},
+                          "park": {"transformer_block.py": template, "draft.py": solved, "final.py": solved}}.items():
+        (subs / folder).mkdir(parents=True)
+        for name, src in files.items():
+            shutil.copy(src, subs / folder / name)
+    jobs = {job.student: job for job in discover.find(subs, a)}
+    assert jobs["kim"].path.name == "Week7_kim.py"
+    path, err, note = discover.choose_file(subs / "kim", a)
+    assert path.name == "Week7_kim.py" and err is None and "template as handed out" in note.en and note.ko
+    assert jobs["lee"].path.name == "transformer_block.py"
+    assert jobs["park"].path.name == "transformer_block.py"

@@ -1420,7 +1420,8 @@ def check_heads_structure(sub, heads: int = 3) -> None:
     info = m.describe("heads")
     h = info["attrs"].get("heads")
     if h is None:
-        held = sorted(n for n, kind in info.get("modules", []) if "." not in n and kind in ("ModuleList", "Sequential"))
+        held = sorted(n for n, kind in info.get("modules", []) if "." not in n
+                      and kind in ("ModuleList", "Sequential", "ModuleDict"))
         if len(held) == 1:  # the heads, registered, under another name
             fail(f"`MultiHeadAttentionWrapper` keeps its heads in `self.{held[0]}`; the notebook calls the list "
                  "`self.heads` (what code that reads the heads, and a saved state_dict, use).",
@@ -1428,7 +1429,7 @@ def check_heads_structure(sub, heads: int = 3) -> None:
                  "부릅니다 (헤드를 읽는 코드와 저장된 state_dict가 쓰는 이름).")
         fail("`MultiHeadAttentionWrapper` has no attribute `heads`.",
              "`MultiHeadAttentionWrapper`에 `heads` 속성이 없습니다.")
-    if h["type"] not in ("ModuleList", "Sequential"):  # (an nn.Sequential registers its heads too)
+    if h["type"] not in ("ModuleList", "Sequential", "ModuleDict"):  # (nn.Sequential, nn.ModuleDict register them too)
         fail(f"`self.heads` is a {h['type']}, so PyTorch does not see the heads' weights (no .parameters(), "
              "no .to(device), nothing in state_dict). Wrap the list: nn.ModuleList([...]).",
              f"`self.heads`가 {h['type']}이라서 PyTorch가 헤드의 가중치를 보지 못합니다 (.parameters(), .to(device), "

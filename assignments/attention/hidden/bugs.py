@@ -502,6 +502,13 @@ VARIANTS: list[Variant] = [
     V("ok_heads_sequential", ch(WR, "self.heads = nn.ModuleList(\n            [", "self.heads = nn.Sequential(\n            *["),
       why="fidelity round 7: an nn.Sequential registers its heads as a ModuleList does, and was told that PyTorch "
           "does not see their weights"),
+    V("ok_heads_moduledict", ch(WR, "self.heads = nn.ModuleList(\n            [CausalAttention(d_in, d_out, context_length, "
+                                    "dropout, qkv_bias) for _ in range(num_heads)]",
+                                "self.heads = nn.ModuleDict(\n            {f\"head_{i}\": CausalAttention(d_in, d_out, "
+                                "context_length, dropout, qkv_bias) for i in range(num_heads)}"),
+      ch(WR, "[head(x) for head in self.heads]", "[head(x) for head in self.heads.values()]"),
+      why="variants round 3: an nn.ModuleDict registers its heads too (heads.head_0.W_query.weight); it lost 5 of 15, "
+          "told that PyTorch does not see the heads' weights and that no weight could be copied in"),
     V("ok_head_subclass", ch("", "class MultiHeadAttentionWrapper(nn.Module):",
                              "class Head(CausalAttention):\n    pass\n\n\nclass MultiHeadAttentionWrapper(nn.Module):"),
       ch(WR, "[CausalAttention(", "[Head("),

@@ -210,13 +210,40 @@ def _container_rename(have: list[tuple[str, tuple]], want: list[tuple[str, tuple
                 out.setdefault(parts[0] + ".", []).append((".".join(parts[1:2]), tuple(shape)))
         return {k: sorted(v) for k, v in out.items()}
     mine, theirs = containers(have), containers(want)
-    moved = {}
+    moved = _keyed_rename(have, want, theirs, mine)
     for top, held in theirs.items():
-        if top in mine:
+        if top in mine or any(k.startswith(top) for k in moved):
             continue
         same = [t for t, h in mine.items() if t not in theirs and h == held]
         if len(same) == 1:
             moved[top] = same[0]
+    return moved
+
+
+def _keyed_rename(have: list[tuple[str, tuple]], want: list[tuple[str, tuple]], theirs: dict[str, list],
+                  mine: dict[str, list]) -> dict[str, str]:
+    """The notebook's numbered entries of a container held under keys (an nn.ModuleDict: heads.head_0.W_query.weight
+    for heads.0.W_query.weight), in the order the keys were added (the order of the student's parameters): "heads.0."
+    -> "heads.head_0.", ... where the keys are as many as the notebook's entries and each holds that entry's names
+    and shapes (variants round 3: a wrapper with its heads in a ModuleDict lost 5 of 15, told the heads were not
+    registered)."""
+    def entries(names, top):  # key -> sorted (name within the entry, shape), keys in order of first appearance
+        out: dict[str, list] = {}
+        for n, shape in names:
+            parts = n.split(".")
+            if len(parts) > 2 and parts[0] + "." == top:
+                out.setdefault(parts[1], []).append((".".join(parts[2:]), tuple(shape)))
+        return {k: sorted(v) for k, v in out.items()}
+    moved: dict[str, str] = {}
+    for top in theirs:
+        if top in mine:
+            continue
+        keys, numbered = entries(have, top), entries(want, top)
+        if not keys or any(k.isdigit() for k in keys) or list(numbered) != [str(i) for i in range(len(numbered))] \
+                or len(keys) != len(numbered):
+            continue
+        if all(held == numbered[str(i)] for i, held in enumerate(keys.values())):
+            moved.update({f"{top}{i}.": f"{top}{k}." for i, k in enumerate(keys)})
     return moved
 
 

@@ -237,6 +237,12 @@ VARIANTS: list[Variant] = [
                                  "    def forward(self, query, key, value, mask=None):\n"
                                  "        return self.steps(query, key, value, mask)\n\n"
                                  "    def steps(self, Q, K, V, mask=None):\n")),
+    # dropout on each head's weights in a loop: the heads' masks are drawn one after another
+    V("ok_head_loop_dropout", ch(MHA, "x_raw = weigh_values(attention, V_split, self.dropout)",
+                                 "x_raw = torch.stack([self.dropout(attention[:, h]) @ V_split[:, h]\n"
+                                 "                             for h in range(self.n_head)], dim=1)"),
+      why="variants round 3: a correct per-head loop lost the train-mode x_raw point (the check drew one mask over "
+          "all heads at once)"),
 ]
 TABLE = Table(REFERENCE_SOURCE, VARIANTS)
 BY_NAME = TABLE.by_name

@@ -89,6 +89,10 @@ def test_mha_uses_constants(sub, options):
              "`MultiHeadAttention`에 등록된 버퍼 `mask`가 없습니다. "
              "torch.triu(torch.ones(CONTEXT_LENGTH, CONTEXT_LENGTH), diagonal=1)을 등록하세요.")
     mask = expect_tensor(mask, "self.mask")
+    # The same triangle kept with leading axes of size 1, (1, 1, n, n), to broadcast against the scores: the attention
+    # lab's MultiHeadAttention takes it (variants round 3: it cost this check's 8 points here).
+    while mask.dim() > 2 and mask.shape[0] == 1:
+        mask = mask[0]
     if tuple(mask.shape) != (n, n) or not bool(((mask != 0) == torch.triu(torch.ones(n, n), 1).bool()).all()):
         fail(f"`self.mask` should be the (CONTEXT_LENGTH, CONTEXT_LENGTH) upper triangle above the diagonal with "
              f"your paper's {_with('context_length', v)}; it has shape {tuple(mask.shape)}.",

@@ -320,6 +320,11 @@ VARIANTS: list[Variant] = [
       says=("your own LayerNorm class",), never_says=("called LayerNorm 0 times",),
       why="learners round s9: a hand-written LayerNorm (as in the textbook) computes what nn.LayerNorm does, but the "
           "placement check sees only nn.LayerNorm calls and said the block called LayerNorm 0 times"),
+    V("ok_no_feed_forward_parts_when_off",
+      ch(BLOCK, "self.ff = FeedForward(d_model, d_ff, dropout)", "self.ff = FeedForward(d_model, d_ff, dropout) if use_ffn else None"),
+      ch(BLOCK, "self.norm2 = nn.LayerNorm(d_model)", "self.norm2 = nn.LayerNorm(d_model) if use_ffn else None"),
+      why="variants round 3: with use_ffn=False the feed-forward sub-layer's LayerNorm is not built either; the "
+          "ablation check sent PyTorch's norm2 and lost 3 points, 'no parameter named norm2.bias, norm2.weight'"),
     V("ok_mask_buffer_and_sequential",
       ch(ATTN, "self.dropout = nn.Dropout(dropout)  # on the attention weights",
          "self.dropout = nn.Dropout(dropout)  # on the attention weights\n"

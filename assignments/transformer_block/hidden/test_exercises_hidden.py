@@ -53,13 +53,14 @@ def composed(x, attend, feed, n1, n2, norm_first, switch):
 
 
 def state_for(layer, switch):
-    """The weights a block with this part switched off needs (no feed-forward or LayerNorm weights when off)."""
+    """The weights a block with this part switched off needs (no feed-forward or LayerNorm weights when off; without
+    the feed-forward sub-layer, not its LayerNorm norm2 either: variants round 3, a block that builds neither when
+    use_ffn=False lost 3 points, told that PyTorch's norm2 could not be copied in)."""
     state = {f"attn.{k}": v for k, v in attn_state(layer.self_attn).items()}
     if switch != "use_ffn":
         state.update({f"ff.{k}": v for k, v in ffn_state(layer).items()})
-    if switch != "use_norm":
-        state.update({f"{n}.{t}": getattr(getattr(layer, n), t).detach().clone()
-                      for n in ("norm1", "norm2") for t in ("weight", "bias")})
+    norms = {"use_norm": (), "use_ffn": ("norm1",)}.get(switch, ("norm1", "norm2"))
+    state.update({f"{n}.{t}": getattr(getattr(layer, n), t).detach().clone() for n in norms for t in ("weight", "bias")})
     return state
 
 
