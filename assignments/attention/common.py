@@ -353,6 +353,110 @@ def _role(name: str) -> str | None:
     return found.pop() if len(found) == 1 else None
 
 
+# ---------------------------------------------------------------------------------------------- the student's names
+# for the notebook's parameters (shared by the hidden checks and the bug diagnosis)
+
+def target(name: str) -> str:
+    """The student's parameter a param_map value names: "qkv.weight#1/3" (the second third of a fused query, key
+    and value projection) is qkv.weight."""
+    return name.split("#", 1)[0]
+
+
+def piece(tensor, name: str):
+    """The part of the student's `tensor` that a param_map value names (all of it, or one third of a fused one)."""
+    if "#" not in name or type(tensor) is not torch.Tensor:
+        return tensor
+    i, n = (int(v) for v in name.split("#", 1)[1].split("/"))
+    rows = tensor.shape[0] // n if tensor.dim() else 0
+    return tensor[i * rows:(i + 1) * rows]
+
+
+def _split_name(name: str) -> tuple[str, str]:
+    """("heads.0.", "weight") for heads.0.W_query.weight: where a parameter sits and which of its layer's it is."""
+    parts = name.split(".")
+    return ".".join(parts[:-2]) + ("." if len(parts) > 2 else ""), parts[-1]
+
+
+def match_params(have: list[tuple[str, tuple]], want: list[tuple[str, tuple]]) -> dict[str, str]:
+    """The reference's name -> the student's, for a module whose layers are named otherwise than the notebook's:
+    the same name where there is one; else the same role (query, key, value: W_q, Wq, q_proj, query...) at the
+    same place (heads.N.), the same kind (weight, bias) and shape; else, for what is left, the order they were
+    created in with the same shapes (out_proj as last_layer, fc_out). {} where every name is the notebook's or
+    no complete one-to-one match exists (then the checks say which names are missing, as before).
+
+    A container under another name (the wrapper's heads as self.attention_heads) is read as the notebook's when
+    it alone holds what the notebook's would, shape for shape: its missing name costs the structure check only."""
+    moved = _container_rename(have, want)  # the notebook's container -> the student's, e.g. "heads." -> "attn_heads."
+    back = {v: k for k, v in moved.items()}
+    have = [(_prefix_renamed(h, back), shape) for h, shape in have]
+    return {n: h for n, h in ((n, _prefix_renamed(h, moved)) for n, h in _match_params(have, want).items()) if n != h}
+
+
+def _prefix_renamed(name: str, prefixes: dict[str, str]) -> str:
+    for old, new in prefixes.items():
+        if name.startswith(old):
+            return new + name[len(old):]
+    return name
+
+
+def _container_rename(have: list[tuple[str, tuple]], want: list[tuple[str, tuple]]) -> dict[str, str]:
+    def containers(names):  # "heads." for heads.0.W_query.weight: a top-level list of modules
+        out: dict[str, list] = {}
+        for n, shape in names:
+            parts = n.split(".")
+            if len(parts) > 2 and parts[1].isdigit():
+                out.setdefault(parts[0] + ".", []).append((".".join(parts[1:2]), tuple(shape)))
+        return {k: sorted(v) for k, v in out.items()}
+    mine, theirs = containers(have), containers(want)
+    moved = {}
+    for top, held in theirs.items():
+        if top in mine:
+            continue
+        same = [t for t, h in mine.items() if t not in theirs and h == held]
+        if len(same) == 1:
+            moved[top] = same[0]
+    return moved
+
+
+def _match_params(have: list[tuple[str, tuple]], want: list[tuple[str, tuple]]) -> dict[str, str]:
+    """match_params with every name the same where it can be (identities included)."""
+    left = dict(have)
+    out: dict[str, str] = {}
+    for n, shape in want:
+        if left.get(n) == shape:
+            out[n] = n
+            del left[n]
+    for n, shape in want:
+        role = _role(n) if n not in out else None
+        if role is None:
+            continue
+        where, kind = _split_name(n)
+        found = [h for h, hs in left.items() if hs == shape and _split_name(h) == (where, kind) and _role(h) == role]
+        if len(found) == 1:
+            out[n] = found[0]
+            del left[found[0]]
+    # One projection computing all three (nn.Linear(d_in, 3 * d_out), split into query, key and value in that
+    # order, as learners from nanoGPT write it): each role is a third of its rows.
+    for where, kind in sorted({_split_name(n) for n, _ in want if n not in out}):
+        trio = {_role(n): (n, shape) for n, shape in want if n not in out and _split_name(n) == (where, kind)}
+        if not all(r in trio for r in ("query", "key", "value")) or len({trio[r][1] for r in ("query", "key",
+                                                                                              "value")}) != 1:
+            continue
+        shape = trio["query"][1]
+        fused = (3 * shape[0], *shape[1:])
+        found = [h for h, hs in left.items() if hs == fused and _split_name(h) == (where, kind) and _role(h) is None]
+        if len(found) == 1:
+            for i, r in enumerate(("query", "key", "value")):
+                out[trio[r][0]] = f"{found[0]}#{i}/3"
+            del left[found[0]]
+    rest = [(n, shape) for n, shape in want if n not in out]
+    if len(rest) != len(left) or any(hs != shape or _split_name(h)[0] != _split_name(n)[0]
+                                     for (h, hs), (n, shape) in zip(left.items(), rest)):
+        return {}
+    out.update((n, h) for (h, _hs), (n, _shape) in zip(left.items(), rest))
+    return out
+
+
 class _OffPlan(Exception):
     """A check asked for a request other than the next one it had planned (see _Ahead)."""
 

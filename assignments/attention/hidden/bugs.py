@@ -329,6 +329,11 @@ VARIANTS: list[Variant] = [
          "scores = scores.masked_fill(...)로 대입하거나 masked_fill_을 쓰세요",
       never_says=("does not follow .to(device)",),
       why="seen in learners' code: it was also charged as a device fault (its registered mask goes unused)"),
+    V("mha_own_names_masked_fill_dropped", ch(MHA, "W_query", "w_queries"), ch(MHA, "W_key", "w_keys"),
+      ch(MHA, "W_value", "w_values"), ch(MHA, "scores = scores.masked_fill(", "scores.masked_fill("), breaks=MHA,
+      says=("thrown away",),
+      why="learners round rl11: with its own projection names (w_queries, w_keys, w_values) the diagnosis could not "
+          "copy its weights into the bug versions, and the dropped masked_fill was only told 'differs'"),
     V("mha_mask_diagonal0", ch(MHA, "diagonal=1))", "diagonal=0))"), breaks=MHA,
       en="the mask hides the diagonal too (diagonal=0), so the first token attends to nothing; use diagonal=1",
       ko="마스크가 대각선까지 가려서(diagonal=0) 첫 토큰이 아무것도 보지 못함; diagonal=1을 쓰세요",
