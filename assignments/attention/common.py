@@ -878,6 +878,9 @@ def no_qkv_bias(sub, cls: str) -> Message | None:
 def check_signature(sub, cls: str) -> None:
     """Argument names as in the notebook; earns nothing until the class can be constructed."""
     want = SIGNATURES[cls]
+    spelling = sub.misspelt(cls, "__init__")
+    if spelling is not None:  # (its signature is nn.Module's: "takes (); ... Add d_in, ..." told the wrong fix)
+        raise CheckFailure(spelling)
     params = [p for p in sub.signature(cls) if p["kind"] in ("POSITIONAL_OR_KEYWORD", "KEYWORD_ONLY")]
     got = [p["name"] for p in params]
     # Extra arguments after the notebook's, each with a default (`verbose=False`), change no call of the notebook.

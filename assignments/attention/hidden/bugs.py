@@ -427,6 +427,10 @@ VARIANTS: list[Variant] = [
       why="seen: a keyword renamed in the signature cost the whole class; it is retried by position"),
     V("mha_misspelt_init", ch(MHA, "def __init__(", "def __init_("), breaks=MHA,
       says=("defines `__init_`, not `__init__`",), never_says=("takes 1 positional argument", "unexpected keyword")),
+    V("wrapper_misspelt_init", ch(WR, "def __init__(", "def __init_("), breaks=WR,
+      says=("defines `__init_`, not `__init__`",), never_says=("takes ();",),
+      why="learners round rl11: the signature check told a wrapper with `def __init_(self, d_in, ...)` that its "
+          "__init__ takes () and to add every argument"),
     V("mha_misspelt_forward", ch(MHA, "def forward(", "def foward("), breaks=MHA,
       says=("defines `foward`, not `forward`",)),
     V("mha_missing", ch(MHA, "", ""), breaks=MHA, says=("`MultiHeadAttention` is not defined",),
