@@ -1623,12 +1623,13 @@ def check_wrapper_dropout(sub, seed: int, b: int, T: int, d_in: int, d_out: int,
     what = described(call_text("MultiHeadAttentionWrapper", d_in, d_out, T, p, heads), "in train mode",
                      "(train 모드)")
 
-    def wrapper_and_heads(spec: dict | None, forced: bool = False) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    def wrapper_and_heads(spec: dict | None, forced: bool = False) -> tuple[Any, torch.Tensor, torch.Tensor,
+                                                                               torch.Tensor]:
         """The wrapper in train mode, its heads built alone and called in turn in train mode, and the first head
         in eval mode: over the student's own heads, or the grader's (`spec`, new()'s stand_in; build() passes it
         itself where stand_in(sub) says so, `forced` here)."""
         kw = {"stand_in": spec} if forced else {}
-        _m, (res,) = build_then(sub, "MultiHeadAttentionWrapper", d_in, d_out, T, p, heads, seed=seed,
+        m, (res,) = build_then(sub, "MultiHeadAttentionWrapper", d_in, d_out, T, p, heads, seed=seed,
                                 steps=[step("call", x, mode="train", seed=seed + 7)], **kw)
         got = expect_shape(res["out"], (b, T, heads * d_out), what)
         try:
@@ -1643,15 +1644,17 @@ def check_wrapper_dropout(sub, seed: int, b: int, T: int, d_in: int, d_out: int,
         except CheckFailure as e:
             raise CheckFailure(Message("The wrapper could not be judged because CausalAttention fails: ",
                                        "CausalAttention이 실패해서 래퍼를 평가할 수 없습니다: ") + e.message) from None
-        return got, want, calm
+        return m, got, want, calm
 
     spec = stand_in(sub)
-    got, want, calm = wrapper_and_heads(spec)
+    m, got, want, calm = wrapper_and_heads(spec)
     if spec is None and not _changed_tensor(want[..., :d_out], calm):
         # The student's heads ignore dropout (charged under CausalAttention): over them, a wrapper that does not
         # pass dropout on looks right. Judged over the grader's heads instead.
-        got, want, _calm = wrapper_and_heads(_stand_in_spec(sub), forced=True)
-    expect_close(got, want, what, hint=Message(
+        m, got, want, _calm = wrapper_and_heads(_stand_in_spec(sub), forced=True)
+    # (the diagnosis names what else makes the wrapper differ: learners round rl11, a wrapper that projects the
+    # concatenated heads with an out_proj of its own was told to pass dropout on to its heads)
+    expect_close(got, want, what, explain=explain(sub, m, x, mode="train", seed=seed + 7), hint=Message(
         "In train mode each head must drop out with the wrapper's dropout: pass dropout on to every head, in the "
         "notebook's order of arguments: CausalAttention(d_in, d_out, context_length, dropout, qkv_bias).",
         "train 모드에서는 각 헤드가 래퍼의 dropout으로 dropout해야 합니다: 노트북의 인자 순서대로 모든 헤드에 dropout을 "

@@ -427,6 +427,18 @@ VARIANTS: list[Variant] = [
       why="seen: a keyword renamed in the signature cost the whole class; it is retried by position"),
     V("mha_misspelt_init", ch(MHA, "def __init__(", "def __init_("), breaks=MHA,
       says=("defines `__init_`, not `__init__`",), never_says=("takes 1 positional argument", "unexpected keyword")),
+    V("wrapper_out_proj", ch(WR, "for _ in range(num_heads)]\n        )\n",
+                             "for _ in range(num_heads)]\n        )\n"
+                             "        self.out_proj = nn.Linear(num_heads * d_out, num_heads * d_out)\n"),
+      ch(WR, "return torch.cat([head(x) for head in self.heads], dim=-1)",
+         "return self.out_proj(torch.cat([head(x) for head in self.heads], dim=-1))"), breaks=WR,
+      en="the wrapper passes the heads' concatenated outputs through a linear layer (out_proj) of its own; the "
+         "notebook's wrapper returns the concatenation itself (the output projection is MultiHeadAttention's)",
+      ko="래퍼가 헤드 출력을 이어 붙인 뒤 자체 선형 층(out_proj)에 통과시킴; 노트북의 래퍼는 이어 붙인 결과를 그대로 "
+         "반환합니다 (출력 투영은 MultiHeadAttention에 있습니다)",
+      never_says=("pass dropout on to every head",),
+      why="learners round rl11: its output checks said only 'differs', and the train-mode check told it to pass "
+          "dropout on to its heads, which it did"),
     V("wrapper_misspelt_init", ch(WR, "def __init__(", "def __init_("), breaks=WR,
       says=("defines `__init_`, not `__init__`",), never_says=("takes ();",),
       why="learners round rl11: the signature check told a wrapper with `def __init_(self, d_in, ...)` that its "
