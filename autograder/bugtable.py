@@ -249,10 +249,13 @@ def _output(mod: Any, ctor: Ctor, params: dict | None, call: Call, cls: str | No
 
 def diagnose_module(table: Table, reference: Any, until: float, target: Any, got: Any, call: Call,
                     cls: str | None = None, prepare: Callable[[Any], None] | None = None,
-                    candidates: list[Variant] | None = None) -> Message | None:
+                    candidates: list[Variant] | None = None,
+                    rename: Callable[[dict], dict] | None = None) -> Message | None:
     """The library bug that explains the student's module `target` (a proxy handle) having given `got` when
     called as `call` says, or None. The student's code is not run again; only the module's weights are read.
-    `candidates`: the bugs to try (by default every library bug that reaches the class)."""
+    `candidates`: the bugs to try (by default every library bug that reaches the class). `rename`: the student's
+    weights under the reference's names, where the assignment can tell which is which (projections named
+    otherwise); without it, weights under other names name no bug."""
     ctor = target.ctor
     cls = cls or (ctor[0] if ctor is not None else None)
     if ctor is None or not hasattr(reference, cls):
@@ -261,6 +264,8 @@ def diagnose_module(table: Table, reference: Any, until: float, target: Any, got
     if not candidates:
         return None
     params = target.state()["params"]
+    if rename is not None:
+        params = rename(params)
     # With the student's weights the reference either gives their output (their forward is right: look for a bug
     # in how weights are created, built from the same seed) or it does not (look for a bug in forward).
     forward_right = same(output(reference, ctor, params, call, cls, prepare), got)

@@ -269,6 +269,18 @@ def test_norm_first_under_another_name_is_charged_once(graded):
     assert [c.name[:40] for c in charged] == ["TransformerBlock takes use_ffn=True, use"], failures(r)
 
 
+def test_a_block_without_norm_first_keeps_its_post_norm_points(graded):
+    """Learners round rl11: TransformerBlock(d_model, n_heads, d_ff, dropout), post-norm, without norm_first and the
+    switches, got 0 of 36 ("unexpected keyword argument 'norm_first'" in every check). Built without the keyword, it
+    loses exactly the pre-norm checks (norm_first=True, with and without causal=True, and the pre-norm placement)."""
+    r = graded["block_without_norm_first"]
+    assert by_question(r)["TransformerBlock"] == 36 - 5.25 - 3.75 - 3.75, failures(r)
+    charged = sorted(c.name[:40] for c in r.checks if c.status != "passed" and c.question == "TransformerBlock")
+    assert all("norm_first=True" in c.message.en or "pre-norm" in c.message.en for c in r.checks
+               if c.status != "passed" and c.question == "TransformerBlock"), failures(r)
+    assert len(charged) == 3, failures(r)
+
+
 def failures(r):
     return [(c.question, c.name, c.message.en if c.message else "") for c in r.checks if c.status != "passed"]
 

@@ -353,6 +353,137 @@ def _role(name: str) -> str | None:
     return found.pop() if len(found) == 1 else None
 
 
+# ---------------------------------------------------------------------------------------------- the student's names
+# for the notebook's parameters (shared by the hidden checks and the bug diagnosis)
+
+def target(name: str) -> str:
+    """The student's parameter a param_map value names: "qkv.weight#1/3" (the second third of a fused query, key
+    and value projection) is qkv.weight."""
+    return name.split("#", 1)[0]
+
+
+def piece(tensor, name: str):
+    """The part of the student's `tensor` that a param_map value names (all of it, or one third of a fused one)."""
+    if "#" not in name or type(tensor) is not torch.Tensor:
+        return tensor
+    i, n = (int(v) for v in name.split("#", 1)[1].split("/"))
+    rows = tensor.shape[0] // n if tensor.dim() else 0
+    return tensor[i * rows:(i + 1) * rows]
+
+
+def _split_name(name: str) -> tuple[str, str]:
+    """("heads.0.", "weight") for heads.0.W_query.weight: where a parameter sits and which of its layer's it is."""
+    parts = name.split(".")
+    return ".".join(parts[:-2]) + ("." if len(parts) > 2 else ""), parts[-1]
+
+
+def match_params(have: list[tuple[str, tuple]], want: list[tuple[str, tuple]]) -> dict[str, str]:
+    """The reference's name -> the student's, for a module whose layers are named otherwise than the notebook's:
+    the same name where there is one; else the same role (query, key, value: W_q, Wq, q_proj, query...) at the
+    same place (heads.N.), the same kind (weight, bias) and shape; else, for what is left, the order they were
+    created in with the same shapes (out_proj as last_layer, fc_out). {} where every name is the notebook's or
+    no complete one-to-one match exists (then the checks say which names are missing, as before).
+
+    A container under another name (the wrapper's heads as self.attention_heads) is read as the notebook's when
+    it alone holds what the notebook's would, shape for shape: its missing name costs the structure check only."""
+    moved = _container_rename(have, want)  # the notebook's container -> the student's, e.g. "heads." -> "attn_heads."
+    back = {v: k for k, v in moved.items()}
+    have = [(_prefix_renamed(h, back), shape) for h, shape in have]
+    return {n: h for n, h in ((n, _prefix_renamed(h, moved)) for n, h in _match_params(have, want).items()) if n != h}
+
+
+def _prefix_renamed(name: str, prefixes: dict[str, str]) -> str:
+    for old, new in prefixes.items():
+        if name.startswith(old):
+            return new + name[len(old):]
+    return name
+
+
+def _container_rename(have: list[tuple[str, tuple]], want: list[tuple[str, tuple]]) -> dict[str, str]:
+    def containers(names):  # "heads." for heads.0.W_query.weight: a top-level list of modules
+        out: dict[str, list] = {}
+        for n, shape in names:
+            parts = n.split(".")
+            if len(parts) > 2 and parts[1].isdigit():
+                out.setdefault(parts[0] + ".", []).append((".".join(parts[1:2]), tuple(shape)))
+        return {k: sorted(v) for k, v in out.items()}
+    mine, theirs = containers(have), containers(want)
+    moved = _keyed_rename(have, want, theirs, mine)
+    for top, held in theirs.items():
+        if top in mine or any(k.startswith(top) for k in moved):
+            continue
+        same = [t for t, h in mine.items() if t not in theirs and h == held]
+        if len(same) == 1:
+            moved[top] = same[0]
+    return moved
+
+
+def _keyed_rename(have: list[tuple[str, tuple]], want: list[tuple[str, tuple]], theirs: dict[str, list],
+                  mine: dict[str, list]) -> dict[str, str]:
+    """The notebook's numbered entries of a container held under keys (an nn.ModuleDict: heads.head_0.W_query.weight
+    for heads.0.W_query.weight), in the order the keys were added (the order of the student's parameters): "heads.0."
+    -> "heads.head_0.", ... where the keys are as many as the notebook's entries and each holds that entry's names
+    and shapes (variants round 3: a wrapper with its heads in a ModuleDict lost 5 of 15, told the heads were not
+    registered)."""
+    def entries(names, top):  # key -> sorted (name within the entry, shape), keys in order of first appearance
+        out: dict[str, list] = {}
+        for n, shape in names:
+            parts = n.split(".")
+            if len(parts) > 2 and parts[0] + "." == top:
+                out.setdefault(parts[1], []).append((".".join(parts[2:]), tuple(shape)))
+        return {k: sorted(v) for k, v in out.items()}
+    moved: dict[str, str] = {}
+    for top in theirs:
+        if top in mine:
+            continue
+        keys, numbered = entries(have, top), entries(want, top)
+        if not keys or any(k.isdigit() for k in keys) or list(numbered) != [str(i) for i in range(len(numbered))] \
+                or len(keys) != len(numbered):
+            continue
+        if all(held == numbered[str(i)] for i, held in enumerate(keys.values())):
+            moved.update({f"{top}{i}.": f"{top}{k}." for i, k in enumerate(keys)})
+    return moved
+
+
+def _match_params(have: list[tuple[str, tuple]], want: list[tuple[str, tuple]]) -> dict[str, str]:
+    """match_params with every name the same where it can be (identities included)."""
+    left = dict(have)
+    out: dict[str, str] = {}
+    for n, shape in want:
+        if left.get(n) == shape:
+            out[n] = n
+            del left[n]
+    for n, shape in want:
+        role = _role(n) if n not in out else None
+        if role is None:
+            continue
+        where, kind = _split_name(n)
+        found = [h for h, hs in left.items() if hs == shape and _split_name(h) == (where, kind) and _role(h) == role]
+        if len(found) == 1:
+            out[n] = found[0]
+            del left[found[0]]
+    # One projection computing all three (nn.Linear(d_in, 3 * d_out), split into query, key and value in that
+    # order, as learners from nanoGPT write it): each role is a third of its rows.
+    for where, kind in sorted({_split_name(n) for n, _ in want if n not in out}):
+        trio = {_role(n): (n, shape) for n, shape in want if n not in out and _split_name(n) == (where, kind)}
+        if not all(r in trio for r in ("query", "key", "value")) or len({trio[r][1] for r in ("query", "key",
+                                                                                              "value")}) != 1:
+            continue
+        shape = trio["query"][1]
+        fused = (3 * shape[0], *shape[1:])
+        found = [h for h, hs in left.items() if hs == fused and _split_name(h) == (where, kind) and _role(h) is None]
+        if len(found) == 1:
+            for i, r in enumerate(("query", "key", "value")):
+                out[trio[r][0]] = f"{found[0]}#{i}/3"
+            del left[found[0]]
+    rest = [(n, shape) for n, shape in want if n not in out]
+    if len(rest) != len(left) or any(hs != shape or _split_name(h)[0] != _split_name(n)[0]
+                                     for (h, hs), (n, shape) in zip(left.items(), rest)):
+        return {}
+    out.update((n, h) for (h, _hs), (n, _shape) in zip(left.items(), rest))
+    return out
+
+
 class _OffPlan(Exception):
     """A check asked for a request other than the next one it had planned (see _Ahead)."""
 
@@ -774,6 +905,9 @@ def no_qkv_bias(sub, cls: str) -> Message | None:
 def check_signature(sub, cls: str) -> None:
     """Argument names as in the notebook; earns nothing until the class can be constructed."""
     want = SIGNATURES[cls]
+    spelling = sub.misspelt(cls, "__init__")
+    if spelling is not None:  # (its signature is nn.Module's: "takes (); ... Add d_in, ..." told the wrong fix)
+        raise CheckFailure(spelling)
     params = [p for p in sub.signature(cls) if p["kind"] in ("POSITIONAL_OR_KEYWORD", "KEYWORD_ONLY")]
     got = [p["name"] for p in params]
     # Extra arguments after the notebook's, each with a default (`verbose=False`), change no call of the notebook.
@@ -1517,12 +1651,13 @@ def check_wrapper_dropout(sub, seed: int, b: int, T: int, d_in: int, d_out: int,
     what = described(call_text("MultiHeadAttentionWrapper", d_in, d_out, T, p, heads), "in train mode",
                      "(train 모드)")
 
-    def wrapper_and_heads(spec: dict | None, forced: bool = False) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    def wrapper_and_heads(spec: dict | None, forced: bool = False) -> tuple[Any, torch.Tensor, torch.Tensor,
+                                                                               torch.Tensor]:
         """The wrapper in train mode, its heads built alone and called in turn in train mode, and the first head
         in eval mode: over the student's own heads, or the grader's (`spec`, new()'s stand_in; build() passes it
         itself where stand_in(sub) says so, `forced` here)."""
         kw = {"stand_in": spec} if forced else {}
-        _m, (res,) = build_then(sub, "MultiHeadAttentionWrapper", d_in, d_out, T, p, heads, seed=seed,
+        m, (res,) = build_then(sub, "MultiHeadAttentionWrapper", d_in, d_out, T, p, heads, seed=seed,
                                 steps=[step("call", x, mode="train", seed=seed + 7)], **kw)
         got = expect_shape(res["out"], (b, T, heads * d_out), what)
         try:
@@ -1537,15 +1672,17 @@ def check_wrapper_dropout(sub, seed: int, b: int, T: int, d_in: int, d_out: int,
         except CheckFailure as e:
             raise CheckFailure(Message("The wrapper could not be judged because CausalAttention fails: ",
                                        "CausalAttention이 실패해서 래퍼를 평가할 수 없습니다: ") + e.message) from None
-        return got, want, calm
+        return m, got, want, calm
 
     spec = stand_in(sub)
-    got, want, calm = wrapper_and_heads(spec)
+    m, got, want, calm = wrapper_and_heads(spec)
     if spec is None and not _changed_tensor(want[..., :d_out], calm):
         # The student's heads ignore dropout (charged under CausalAttention): over them, a wrapper that does not
         # pass dropout on looks right. Judged over the grader's heads instead.
-        got, want, _calm = wrapper_and_heads(_stand_in_spec(sub), forced=True)
-    expect_close(got, want, what, hint=Message(
+        m, got, want, _calm = wrapper_and_heads(_stand_in_spec(sub), forced=True)
+    # (the diagnosis names what else makes the wrapper differ: learners round rl11, a wrapper that projects the
+    # concatenated heads with an out_proj of its own was told to pass dropout on to its heads)
+    expect_close(got, want, what, explain=explain(sub, m, x, mode="train", seed=seed + 7), hint=Message(
         "In train mode each head must drop out with the wrapper's dropout: pass dropout on to every head, in the "
         "notebook's order of arguments: CausalAttention(d_in, d_out, context_length, dropout, qkv_bias).",
         "train 모드에서는 각 헤드가 래퍼의 dropout으로 dropout해야 합니다: 노트북의 인자 순서대로 모든 헤드에 dropout을 "

@@ -329,6 +329,11 @@ VARIANTS: list[Variant] = [
          "scores = scores.masked_fill(...)로 대입하거나 masked_fill_을 쓰세요",
       never_says=("does not follow .to(device)",),
       why="seen in learners' code: it was also charged as a device fault (its registered mask goes unused)"),
+    V("mha_own_names_masked_fill_dropped", ch(MHA, "W_query", "w_queries"), ch(MHA, "W_key", "w_keys"),
+      ch(MHA, "W_value", "w_values"), ch(MHA, "scores = scores.masked_fill(", "scores.masked_fill("), breaks=MHA,
+      says=("thrown away",),
+      why="learners round rl11: with its own projection names (w_queries, w_keys, w_values) the diagnosis could not "
+          "copy its weights into the bug versions, and the dropped masked_fill was only told 'differs'"),
     V("mha_mask_diagonal0", ch(MHA, "diagonal=1))", "diagonal=0))"), breaks=MHA,
       en="the mask hides the diagonal too (diagonal=0), so the first token attends to nothing; use diagonal=1",
       ko="마스크가 대각선까지 가려서(diagonal=0) 첫 토큰이 아무것도 보지 못함; diagonal=1을 쓰세요",
@@ -422,6 +427,22 @@ VARIANTS: list[Variant] = [
       why="seen: a keyword renamed in the signature cost the whole class; it is retried by position"),
     V("mha_misspelt_init", ch(MHA, "def __init__(", "def __init_("), breaks=MHA,
       says=("defines `__init_`, not `__init__`",), never_says=("takes 1 positional argument", "unexpected keyword")),
+    V("wrapper_out_proj", ch(WR, "for _ in range(num_heads)]\n        )\n",
+                             "for _ in range(num_heads)]\n        )\n"
+                             "        self.out_proj = nn.Linear(num_heads * d_out, num_heads * d_out)\n"),
+      ch(WR, "return torch.cat([head(x) for head in self.heads], dim=-1)",
+         "return self.out_proj(torch.cat([head(x) for head in self.heads], dim=-1))"), breaks=WR,
+      en="the wrapper passes the heads' concatenated outputs through a linear layer (out_proj) of its own; the "
+         "notebook's wrapper returns the concatenation itself (the output projection is MultiHeadAttention's)",
+      ko="래퍼가 헤드 출력을 이어 붙인 뒤 자체 선형 층(out_proj)에 통과시킴; 노트북의 래퍼는 이어 붙인 결과를 그대로 "
+         "반환합니다 (출력 투영은 MultiHeadAttention에 있습니다)",
+      never_says=("pass dropout on to every head",),
+      why="learners round rl11: its output checks said only 'differs', and the train-mode check told it to pass "
+          "dropout on to its heads, which it did"),
+    V("wrapper_misspelt_init", ch(WR, "def __init__(", "def __init_("), breaks=WR,
+      says=("defines `__init_`, not `__init__`",), never_says=("takes ();",),
+      why="learners round rl11: the signature check told a wrapper with `def __init_(self, d_in, ...)` that its "
+          "__init__ takes () and to add every argument"),
     V("mha_misspelt_forward", ch(MHA, "def forward(", "def foward("), breaks=MHA,
       says=("defines `foward`, not `forward`",)),
     V("mha_missing", ch(MHA, "", ""), breaks=MHA, says=("`MultiHeadAttention` is not defined",),

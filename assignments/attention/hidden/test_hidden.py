@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from assignments.attention.common import (ORDER_HINT, _role, build, build_head, build_then, call_text,
+from assignments.attention.common import (ORDER_HINT, build, build_head, build_then, call_text,
                                           check_eval_no_dropout, check_lengths_reused, check_wrapper_dropout,
-                                          check_wrapper_matches_heads,
-                                          expect_working, explain, projection_names, randn, run_wrapper)
+                                          check_wrapper_matches_heads, expect_working, explain, match_params, piece,
+                                          projection_names, randn, run_wrapper, target)
 from assignments.attention import common
 from assignments.attention.hidden import diagnose  # noqa: F401  (registers the grader's bug diagnosis)
 from autograder.checks import CheckFailure, check, described, expect_close, expect_shape, expect_tensor, fail
@@ -137,21 +137,6 @@ def ref_params(ref, names: dict[str, str] | None = None) -> dict:
     return as_student(names, {k: v.detach() for k, v in ref.named_parameters()})
 
 
-def target(name: str) -> str:
-    """The student's parameter a param_map value names: "qkv.weight#1/3" (the second third of a fused query, key
-    and value projection) is qkv.weight."""
-    return name.split("#", 1)[0]
-
-
-def piece(tensor, name: str):
-    """The part of the student's `tensor` that a param_map value names (all of it, or one third of a fused one)."""
-    if "#" not in name or type(tensor) is not torch.Tensor:
-        return tensor
-    i, n = (int(v) for v in name.split("#", 1)[1].split("/"))
-    rows = tensor.shape[0] // n if tensor.dim() else 0
-    return tensor[i * rows:(i + 1) * rows]
-
-
 def as_student(names: dict[str, str] | None, tensors: dict) -> dict:
     """{reference name: tensor} under the student's names (param_map); the pieces of a fused projection joined in
     their order (query, key, value)."""
@@ -171,119 +156,6 @@ def as_student(names: dict[str, str] | None, tensors: dict) -> dict:
 def unnamed(report, ref) -> bool:
     """Whether a load_state report says some reference parameter has no parameter of that name."""
     return bool({n for n, _ in ref.named_parameters()} & set(report.get("missing") or ()))
-
-
-def _split_name(name: str) -> tuple[str, str]:
-    """("heads.0.", "weight") for heads.0.W_query.weight: where a parameter sits and which of its layer's it is."""
-    parts = name.split(".")
-    return ".".join(parts[:-2]) + ("." if len(parts) > 2 else ""), parts[-1]
-
-
-def match_params(have: list[tuple[str, tuple]], want: list[tuple[str, tuple]]) -> dict[str, str]:
-    """The reference's name -> the student's, for a module whose layers are named otherwise than the notebook's:
-    the same name where there is one; else the same role (query, key, value: W_q, Wq, q_proj, query...) at the
-    same place (heads.N.), the same kind (weight, bias) and shape; else, for what is left, the order they were
-    created in with the same shapes (out_proj as last_layer, fc_out). {} where every name is the notebook's or
-    no complete one-to-one match exists (then the checks say which names are missing, as before).
-
-    A container under another name (the wrapper's heads as self.attention_heads) is read as the notebook's when
-    it alone holds what the notebook's would, shape for shape: its missing name costs the structure check only."""
-    moved = _container_rename(have, want)  # the notebook's container -> the student's, e.g. "heads." -> "attn_heads."
-    back = {v: k for k, v in moved.items()}
-    have = [(_renamed(h, back), shape) for h, shape in have]
-    return {n: h for n, h in ((n, _renamed(h, moved)) for n, h in _match_params(have, want).items()) if n != h}
-
-
-def _renamed(name: str, prefixes: dict[str, str]) -> str:
-    for old, new in prefixes.items():
-        if name.startswith(old):
-            return new + name[len(old):]
-    return name
-
-
-def _container_rename(have: list[tuple[str, tuple]], want: list[tuple[str, tuple]]) -> dict[str, str]:
-    def containers(names):  # "heads." for heads.0.W_query.weight: a top-level list of modules
-        out: dict[str, list] = {}
-        for n, shape in names:
-            parts = n.split(".")
-            if len(parts) > 2 and parts[1].isdigit():
-                out.setdefault(parts[0] + ".", []).append((".".join(parts[1:2]), tuple(shape)))
-        return {k: sorted(v) for k, v in out.items()}
-    mine, theirs = containers(have), containers(want)
-    moved = _keyed_rename(have, want, theirs, mine)
-    for top, held in theirs.items():
-        if top in mine or any(k.startswith(top) for k in moved):
-            continue
-        same = [t for t, h in mine.items() if t not in theirs and h == held]
-        if len(same) == 1:
-            moved[top] = same[0]
-    return moved
-
-
-def _keyed_rename(have: list[tuple[str, tuple]], want: list[tuple[str, tuple]], theirs: dict[str, list],
-                  mine: dict[str, list]) -> dict[str, str]:
-    """The notebook's numbered entries of a container held under keys (an nn.ModuleDict: heads.head_0.W_query.weight
-    for heads.0.W_query.weight), in the order the keys were added (the order of the student's parameters): "heads.0."
-    -> "heads.head_0.", ... where the keys are as many as the notebook's entries and each holds that entry's names
-    and shapes (variants round 3: a wrapper with its heads in a ModuleDict lost 5 of 15, told the heads were not
-    registered)."""
-    def entries(names, top):  # key -> sorted (name within the entry, shape), keys in order of first appearance
-        out: dict[str, list] = {}
-        for n, shape in names:
-            parts = n.split(".")
-            if len(parts) > 2 and parts[0] + "." == top:
-                out.setdefault(parts[1], []).append((".".join(parts[2:]), tuple(shape)))
-        return {k: sorted(v) for k, v in out.items()}
-    moved: dict[str, str] = {}
-    for top in theirs:
-        if top in mine:
-            continue
-        keys, numbered = entries(have, top), entries(want, top)
-        if not keys or any(k.isdigit() for k in keys) or list(numbered) != [str(i) for i in range(len(numbered))] \
-                or len(keys) != len(numbered):
-            continue
-        if all(held == numbered[str(i)] for i, held in enumerate(keys.values())):
-            moved.update({f"{top}{i}.": f"{top}{k}." for i, k in enumerate(keys)})
-    return moved
-
-
-def _match_params(have: list[tuple[str, tuple]], want: list[tuple[str, tuple]]) -> dict[str, str]:
-    """match_params with every name the same where it can be (identities included)."""
-    left = dict(have)
-    out: dict[str, str] = {}
-    for n, shape in want:
-        if left.get(n) == shape:
-            out[n] = n
-            del left[n]
-    for n, shape in want:
-        role = _role(n) if n not in out else None
-        if role is None:
-            continue
-        where, kind = _split_name(n)
-        found = [h for h, hs in left.items() if hs == shape and _split_name(h) == (where, kind) and _role(h) == role]
-        if len(found) == 1:
-            out[n] = found[0]
-            del left[found[0]]
-    # One projection computing all three (nn.Linear(d_in, 3 * d_out), split into query, key and value in that
-    # order, as learners from nanoGPT write it): each role is a third of its rows.
-    for where, kind in sorted({_split_name(n) for n, _ in want if n not in out}):
-        trio = {_role(n): (n, shape) for n, shape in want if n not in out and _split_name(n) == (where, kind)}
-        if not all(r in trio for r in ("query", "key", "value")) or len({trio[r][1] for r in ("query", "key",
-                                                                                              "value")}) != 1:
-            continue
-        shape = trio["query"][1]
-        fused = (3 * shape[0], *shape[1:])
-        found = [h for h, hs in left.items() if hs == fused and _split_name(h) == (where, kind) and _role(h) is None]
-        if len(found) == 1:
-            for i, r in enumerate(("query", "key", "value")):
-                out[trio[r][0]] = f"{found[0]}#{i}/3"
-            del left[found[0]]
-    rest = [(n, shape) for n, shape in want if n not in out]
-    if len(rest) != len(left) or any(hs != shape or _split_name(h)[0] != _split_name(n)[0]
-                                     for (h, hs), (n, shape) in zip(left.items(), rest)):
-        return {}
-    out.update((n, h) for (h, _hs), (n, _shape) in zip(left.items(), rest))
-    return out
 
 
 def _map_key(cls, ref) -> tuple:

@@ -65,6 +65,17 @@ VARIANTS: list[Variant] = [
     V("init_use_bias_lowercase", ch(MHA, "USE_BIAS", "use_bias"), breaks="mha_init",
       says=("not in the notes: use_bias",),
       why="learners round 5: every check passed USE_BIAS= by name, and the whole class got 20/100"),
+    V("init_feature_argument_renamed", ch(MHA, "d_feat", "d_model"),
+      breaks="mha_init", says=("missing d_feat; not in the notes: d_model",),
+      why="learners round rl11: (d_model, n_head, ...) failed every check with 'unexpected keyword argument d_feat' "
+          "(20/100 for a right class); d_model, in d_feat's place, is passed under its own name and the signature "
+          "check charges the name, once"),
+    V("init_two_arguments", ch(MHA, INIT, "def __init__(self, d_feat=128, n_head=5):\n"
+                                          "        actv, USE_BIAS, dropout_p, device = F.relu, True, 0.1, None"),
+      breaks="mha_init, projections, split, scores, attention, merge, output",
+      says=("takes (d_feat=128, n_head=5); the notes' signature is", "missing actv, USE_BIAS, dropout_p"),
+      why="learners round rl11: a constructor that cannot take the notes' keywords fails every check; its signature "
+          "check said only 'raised TypeError: unexpected keyword argument', not which arguments the notes add"),
     V("init_no_device", ch(MHA, "dropout_p=0.1, device=None):", "dropout_p=0.1):"),
       ch(MHA, "        self.device = device\n", ""), breaks="mha_init", says=("accept `device`",),
       never_says=("missing device",), why="charged once, by the device check (the signature check charged it too)"),

@@ -249,6 +249,23 @@ VARIANTS: list[Variant] = [
       says=("`pre_norm`", "Rename `pre_norm` to norm_first"),
       why="learners round s10: norm_first=... was refused, and a right block got 0 of 36 and 1 of 12; now passed under "
           "the student's name, the name charged once in the signature check"),
+    V("block_without_dropout", ch(BLOCK, "d_ff, dropout=0.1, norm_first", "d_ff, norm_first"),
+      ch(BLOCK, "MultiHeadSelfAttention(d_model, n_heads, dropout)", "MultiHeadSelfAttention(d_model, n_heads, 0.0)"),
+      ch(BLOCK, "FeedForward(d_model, d_ff, dropout)", "FeedForward(d_model, d_ff, 0.0)"),
+      ch(BLOCK, "nn.Dropout(dropout)", "nn.Dropout(0.0)"), breaks="TransformerBlock",
+      says=("takes no dropout argument",), never_says=("positional arguments but",),
+      why="learners round rl11: a block written (d_model, n_heads, d_ff), without dropout, was refused every call "
+          "('takes 4 positional arguments but 5 were given'); it loses the checks that need a dropout only"),
+    V("block_without_norm_first", ch(BLOCK, "dropout=0.1, norm_first=False, use_ffn=True, use_norm=True,\n"
+                                            "                 use_residual=True):", "dropout=0.1):"),
+      ch(BLOCK, "self.norm_first = norm_first\n"
+                "        self.use_ffn, self.use_norm, self.use_residual = use_ffn, use_norm, use_residual",
+         "self.norm_first = False\n        self.use_ffn, self.use_norm, self.use_residual = True, True, True"),
+      breaks="TransformerBlock, ablation", says=("takes (d_model, n_heads, d_ff, dropout=0.1)", "norm_first=True"),
+      never_says=("unexpected keyword argument 'norm_first'",),
+      why="learners round rl11: a post-norm block written (d_model, n_heads, d_ff, dropout), as in most tutorials, "
+          "was refused every norm_first=False call and got 0 of 36; built without the keyword it loses the "
+          "pre-norm checks and exercise 3's switches, which it lacks"),
     # ---------------------------------------------------------------- nn.Transformer
     V("nn_batch_first_missing", ch("build_transformer", "dim_feedforward=32,\n                          "
                                                         "batch_first=True)", "dim_feedforward=32)"),

@@ -78,8 +78,15 @@ def test_block_switches_signature(sub):
              f"`TransformerBlock.__init__`의 다섯 번째 인자 이름이 `{own}`입니다. 템플릿의 이름은 norm_first이며, "
              f"TransformerBlock(..., norm_first=True)로 만드는 코드는 여러분의 블록에서 실패합니다. `{own}`을(를) "
              "norm_first로 바꾸세요 (다른 검사들은 여러분의 이름으로 넘겼습니다).")
-    if "norm_first" not in names or [p for p in params[names.index("norm_first") + 1:]][:3] != list(SWITCHES):
-        got = ", ".join(n if d is None else f"{n}={d}" for n, d in params)
+    got = ", ".join(n if d is None else f"{n}={d}" for n, d in params)
+    if "norm_first" not in names:  # (the other checks build it without norm_first: the order it computes is judged)
+        fail(f"`TransformerBlock.__init__` takes ({got}); the template's block takes norm_first=False (post-norm, or "
+             "True for pre-norm) after dropout, then use_ffn=True, use_norm=True, use_residual=True (the switches of "
+             "the notes' exercise 3).",
+             f"`TransformerBlock.__init__`의 인자가 ({got})입니다. 템플릿의 블록은 dropout 다음에 norm_first=False"
+             "(post-norm, pre-norm이면 True)를, 그 다음에 use_ffn=True, use_norm=True, use_residual=True(노트의 실습 "
+             "과제 3의 스위치)를 받습니다.")
+    if [p for p in params[names.index("norm_first") + 1:]][:3] != list(SWITCHES):
         fail(f"`TransformerBlock.__init__` takes ({got}); after norm_first it should take use_ffn=True, "
              "use_norm=True, use_residual=True (the switches of the notes' exercise 3).",
              f"`TransformerBlock.__init__`의 인자가 ({got})입니다. norm_first 다음에 use_ffn=True, use_norm=True, "
