@@ -258,6 +258,11 @@ def test_reference_and_skeleton_without_roster(tmp_path):
     bug = reference.replace("torch.ones(context_length, context_length)", "torch.ones(12, 12)")
     assert bug != reference
     (subs / "bug_context.py").write_text(bug, encoding="utf-8")
+    # nn.Dropout(DROP_RATE) built as the paper says and never applied: every check ran in eval mode, 100/100
+    unused = reference.replace("weights = self.dropout(torch.softmax(scores / self.head_dim ** 0.5, dim=-1))",
+                               "weights = torch.softmax(scores / self.head_dim ** 0.5, dim=-1)")
+    assert unused != reference
+    (subs / "bug_dropout_unused.py").write_text(unused, encoding="utf-8")
     (subs / "alt.py").write_bytes((ROOT / "tests" / "exam_corpus" / "alt_correct.py").read_bytes())
     p = grade("batch", "subs", "--assignment", "midterm", "--out", "res", cwd=tmp_path)
     assert p.returncode == 0 and "default variant" in p.stderr
@@ -265,6 +270,11 @@ def test_reference_and_skeleton_without_roster(tmp_path):
     assert float(rows["ref"]["score"]) == 100 and float(rows["skel"]["score"]) == 0
     assert float(rows["bug_context"]["score"]) == 92 and float(rows["bug_context"]["MultiHeadAttention"]) == 27
     assert float(rows["alt"]["score"]) == 100  # written another way: still full marks
+    assert float(rows["bug_dropout_unused"]["score"]) == 92 and float(rows["bug_dropout_unused"]["MultiHeadAttention"]) == 27
+    r = SubmissionResult.from_dict(json.loads((tmp_path / "res" / "bug_dropout_unused.json").read_text())
+                                   ["extra_data"]["internal"])
+    lost = [c.message for c in r.checks if c.status != "passed"]
+    assert len(lost) == 1 and "never applies it" in lost[0].en and "적용하지 않습니다" in lost[0].ko, lost
 
 
 @pytest.mark.parametrize("corpus", ["ok_extra_buffers", "ok_functional_dropout", "ok_mask_buffer_4d"])

@@ -98,6 +98,33 @@ def test_mha_uses_constants(sub, options):
              f"your paper's {_with('context_length', v)}; it has shape {tuple(mask.shape)}.",
              f"`self.mask`는 시험지의 {_with('context_length', v)}로 만든 (CONTEXT_LENGTH, CONTEXT_LENGTH) 대각선 위 "
              f"삼각형이어야 합니다. 현재 shape: {tuple(mask.shape)}.")
+    if float(v["drop_rate"]) > 0:
+        _mha_applies_dropout(sub, v)
+
+
+def _mha_applies_dropout(sub, v: dict) -> None:
+    """With a DROP_RATE above 0, the nn.Dropout(DROP_RATE) checked above acts in train mode: the output for the same
+    input and weights is not eval mode's (dropping, or scaling what is kept by 1 / (1 - p), changes it). Where it is,
+    is the value checks' to judge; they run in eval mode, so a dropout built as the paper says and never applied in
+    forward (learners: "dropout created but unused") earned every point of the question (variants round 3). With
+    DROP_RATE = 0 dropout changes nothing, and nothing is asked."""
+    d_in, d_out = 5, 12
+    what = f"MultiHeadAttention({d_in}, {d_out})(x)"
+    m = build_mha(sub, d_in, d_out, seed=61)
+    x = randn(62, 2, 6, d_in)
+    y = call(m, x, what=what)
+    try:
+        y_train = expect_tensor(m(x, mode="train", seed=63), f"{what} in train mode")
+    except CheckFailure as e:
+        raise CheckFailure(Message("In train mode (model.train(), where dropout acts): ", "train 모드에서 (dropout이 "
+                                   "동작하는 model.train()): ") + e.message, e.staff) from None
+    if y_train.shape == y.shape and torch.equal(y_train, y):
+        fail(f"`self.dropout` is nn.Dropout(DROP_RATE) with your paper's {_with('drop_rate', v)}, but forward never "
+             "applies it: in train mode the output is exactly the eval-mode output. Apply it to the attention weights "
+             "after the softmax (weights = self.dropout(weights)).",
+             f"`self.dropout`은 시험지의 {_with('drop_rate', v)}로 만든 nn.Dropout(DROP_RATE)이지만 forward에서 "
+             "적용하지 않습니다: train 모드의 출력이 eval 모드의 출력과 똑같습니다. softmax 뒤의 어텐션 가중치에 "
+             "적용하세요 (weights = self.dropout(weights)).")
 
 
 def _mha_values(sub, v: dict, d_in: int, d_out: int, b: int, T: int, seed: int) -> None:
