@@ -363,12 +363,41 @@ TB_REF = (REFERENCE.parent / "transformer_block.py").read_text(encoding="utf-8")
 MI_REF = (REFERENCE.parent / "mha_intermediates.py").read_text(encoding="utf-8")
 
 
+# An attention that never masks (the honest mistake), and the same one replaying, for causal=True, the output it gave
+# before for every prefix of its input it has seen (keyed by the prefix and its weights): the plain causality check
+# compares two inputs that share their first tokens, and so saw no leak (red team, round 17).
+TB_NO_MASK = edit(TB_REF, """        if causal:  # token i may only look at tokens 0..i
+            future = torch.triu(torch.ones(n, n, dtype=torch.bool, device=x.device), diagonal=1)
+            scores = scores.masked_fill(future, float("-inf"))
+""", "")
+TB_REPLAY = edit(edit(TB_NO_MASK, "class MultiHeadSelfAttention(nn.Module):", """SEEN = {}
+
+
+def replay(module, x, out):
+    out = out.clone()
+    weights = b"".join(p.detach().numpy().tobytes() for p in module.parameters())
+    for b in range(x.shape[0]):
+        for t in range(x.shape[1]):
+            key = (weights, x[b, :t + 1].detach().numpy().tobytes())
+            if key in SEEN:
+                out[b, t] = SEEN[key]
+            else:
+                SEEN[key] = out[b, t].detach().clone()
+    return out
+
+
+class MultiHeadSelfAttention(nn.Module):"""), "        return self.W_o(context)",
+                 "        return replay(self, x, self.W_o(context)) if causal else self.W_o(context)")
+
+
 @pytest.fixture(scope="module")
 def graded_tb(tmp_path_factory):
     return grade_sources(tmp_path_factory.mktemp("evidence_tb"), {
         # attention and block return their input: causal, of the right shape, and doing nothing
         "identity.py": edit(TB_REF, "    def forward(self, x, causal=False):\n",
                             "    def forward(self, x, causal=False):\n        return x\n", 2),
+        "no_mask.py": TB_NO_MASK,
+        "replay.py": TB_REPLAY,
         "reference.py": TB_REF,
     }, name="transformer_block")
 
@@ -379,6 +408,15 @@ def test_identity_layers_earn_no_causality(graded_tb):
         assert checks[name].score == 0, name
         assert "weights change" in checks[name].message.en, (name, checks[name].message.en)
     assert graded_tb["reference"].score == 100, lost(graded_tb["reference"])
+
+
+def test_replayed_prefixes_earn_no_causality_in_transformer_block(graded_tb):
+    """The replaying attention scores what the honest unmasked one scores: its causality check fails too."""
+    checks = {c.nodeid.split("::")[-1]: c for c in graded_tb["replay"].checks}
+    assert checks["test_attn_is_causal"].score == 0, checks["test_attn_is_causal"].message.en
+    assert "not causal" in checks["test_attn_is_causal"].message.en, checks["test_attn_is_causal"].message.en
+    assert graded_tb["replay"].score == graded_tb["no_mask"].score < 100, (lost(graded_tb["replay"]),
+                                                                           lost(graded_tb["no_mask"]))
 
 
 @pytest.fixture(scope="module")
