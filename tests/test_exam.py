@@ -267,6 +267,48 @@ def test_reference_and_skeleton_without_roster(tmp_path):
     assert float(rows["alt"]["score"]) == 100  # written another way: still full marks
 
 
+# Q3 handed to PyTorch (red team, round 17): the block subclasses nn.TransformerEncoderLayer, the layer the hidden
+# checks compare it with, and earned all 35 points with a one-line __init__; or it borrows the layer's methods.
+_BLOCK = "class TransformerBlock(nn.Module):"
+LIBRARY_BLOCKS = {
+    "subclass": """class TransformerBlock(nn.TransformerEncoderLayer):
+    def __init__(self, d_model, n_heads):
+        super().__init__(d_model, n_heads, FF_MULT * d_model, DROP_RATE, batch_first=True, norm_first=NORM_FIRST)
+""",
+    "borrowed": """class TransformerBlock(nn.Module):
+    def __init__(self, d_model, n_heads):
+        super().__init__()
+        layer = nn.TransformerEncoderLayer(d_model, n_heads, FF_MULT * d_model, DROP_RATE, batch_first=True,
+                                           norm_first=NORM_FIRST)
+        for k, v in vars(layer).items():
+            if k != "training":
+                self.__dict__[k] = v
+    forward = nn.TransformerEncoderLayer.forward
+    _sa_block = nn.TransformerEncoderLayer._sa_block
+    _ff_block = nn.TransformerEncoderLayer._ff_block
+""",
+}
+
+
+def test_a_block_that_pytorchs_encoder_layer_computes_earns_only_its_construction(tmp_path):
+    """The other questions keep full marks; of Q3 only the construction point (it holds parameters) is left."""
+    reference = (ROOT / "reference" / "midterm.py").read_text(encoding="utf-8")
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    for name, block in LIBRARY_BLOCKS.items():
+        (subs / f"{name}.py").write_text(reference[:reference.index(_BLOCK)] + block, encoding="utf-8")
+    p = grade("batch", "subs", "--assignment", "midterm", "--out", "res", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    for name in LIBRARY_BLOCKS:
+        r = SubmissionResult.from_dict(json.loads((tmp_path / "res" / f"{name}.json").read_text())["extra_data"]
+                                       ["internal"])
+        lost = {c.nodeid.rsplit("::", 1)[-1]: c for c in r.checks if c.status != "passed"}
+        assert set(lost) == {"test_block_shapes", "test_block_uses_drop_rate", "test_block_values",
+                             "test_block_values_other_size"}, (name, {k: c.message.en for k, c in lost.items()})
+        assert all("nn.TransformerEncoderLayer" in c.message.en and "직접" in c.message.ko for c in lost.values())
+        assert r.score == 66, (name, r.score)
+
+
 @pytest.mark.parametrize("corpus", ["ok_extra_buffers", "ok_functional_dropout"])
 def test_a_correct_answer_written_another_way_keeps_full_marks_in_every_variant(work, variants, corpus):
     """Correct answers from tests/exam_corpus/ok_*.py, graded without a roster (the default variant) and as ada's
