@@ -792,6 +792,31 @@ def test_paper_codes_that_students_made_up_do_not_stop_the_batch(work, papers, v
         plan.check_marks([Job(sid, subs / f"{sid}.py") for sid in ("ada", "bo", "dana")])
 
 
+def test_files_of_ids_off_the_roster_cannot_outvote_the_roster_on_the_secret(work, papers, variants):
+    """Red team s17: four files of ids the roster does not list (other accounts, files added to the folder), carrying
+    one made-up code, were "most of the coded files" beside three students' papers and stopped the whole batch as a
+    wrong secret. Only roster students' own submissions vote, one each; the others are still recorded as foreign."""
+    from autograder.jobs import Job
+    a = assignment.load("midterm")
+    right = exam.paper_mark(SECRET.encode(), "midterm")
+    subs = work / "outvoted"
+    subs.mkdir()
+    ref = (ROOT / "reference" / "midterm.py").read_text(encoding="utf-8")
+    for sid in ("ada", "bo", "dana"):
+        (subs / f"{sid}.py").write_text(exam.render(ref, variants[sid], sid, right), encoding="utf-8")
+    intruders = [f"x{i}" for i in range(4)]
+    for sid in intruders:
+        (subs / f"{sid}.py").write_text(exam.render(ref, variants["ada"], "ada", "0123456789ab"), encoding="utf-8")
+    plan = exam.Plan(a, exam.require(a), exam.read_roster(work / "roster.csv"), SECRET.encode())
+    plan.check_marks([Job(sid, subs / f"{sid}.py") for sid in ("ada", "bo", "dana", *intruders)])
+    assert plan.foreign == set(intruders)
+    p = grade("batch", "outvoted", "--assignment", "midterm", "--roster", "roster.csv", "--secret-file", "exam.secret",
+              "--out", "outvoted_results", cwd=work)
+    assert p.returncode == 0, p.stderr
+    scores = {f.stem: json.loads(f.read_text())["score"] for f in (work / "outvoted_results").glob("*.json")}
+    assert scores["ada"] == scores["bo"] == scores["dana"] == 100, scores
+
+
 def test_the_audit_reads_only_the_files_that_were_graded(tmp_path, variants):
     """Audit D #3: the audit read whatever was at the stored path: with the folder moved away it said "no findings",
     and with chen's copy of ada's file overwritten by chen's own paper the copy's findings were gone. The results
