@@ -422,12 +422,13 @@ class Plan:
         # Another secret gives one other code, the same on every paper: codes made up or edited by students differ
         # from one another, and a few of them (two of three coded files in a small sitting) stopped the whole batch
         # (red team s10). So it takes one other code on most of the coded files.
-        # And only roster students' own (latest) submissions vote, one each: files of ids the roster does not list
-        # (other accounts, files added to the folder) and a student's earlier submissions are graded as usual but
-        # say nothing about the secret: four files of made-up ids carrying one made-up code stopped a batch of
-        # three students' papers (red team s17).
+        # And only roster students' own (latest) submissions vote, one each, where there are any: files of ids the
+        # roster does not list (other accounts, files added to the folder) and a student's earlier submissions are
+        # graded as usual but say nothing about the secret: four files of made-up ids carrying one made-up code
+        # stopped a batch of three students' papers (red team s17). Where no roster student is in the batch (the
+        # zip's --try as `local.try`, a lone upload from an account the roster lacks) every coded file votes.
         voters = {job.student for job in jobs if job.error is None and normalize_id(job.student) in self.students}
-        votes = {sid: m for sid, m in seen.items() if sid in voters}
+        votes = {sid: m for sid, m in seen.items() if sid in voters} if voters else seen
         top = max(Counter(m for m in votes.values() if m != want).values(), default=0)
         if votes and top * 2 > len(votes):
             raise WrongSecret(Message(

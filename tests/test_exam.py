@@ -810,6 +810,8 @@ def test_files_of_ids_off_the_roster_cannot_outvote_the_roster_on_the_secret(wor
     plan = exam.Plan(a, exam.require(a), exam.read_roster(work / "roster.csv"), SECRET.encode())
     plan.check_marks([Job(sid, subs / f"{sid}.py") for sid in ("ada", "bo", "dana", *intruders)])
     assert plan.foreign == set(intruders)
+    with pytest.raises(exam.WrongSecret):  # no roster student in the batch (the zip's --try as local.try): all vote
+        plan.check_marks([Job("local.try", subs / "x0.py")])
     p = grade("batch", "outvoted", "--assignment", "midterm", "--roster", "roster.csv", "--secret-file", "exam.secret",
               "--out", "outvoted_results", cwd=work)
     assert p.returncode == 0, p.stderr
