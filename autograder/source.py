@@ -220,6 +220,26 @@ def _code_in_markdown(text: str, heading: str, name: str) -> Message | None:
         "코드 셀로 바꾸고 (Jupyter: 셀 선택 후 Esc, Y; Colab: Ctrl+M Y) ``` 줄은 지운 뒤, 저장하고 다시 확인하세요.")
 
 
+def _v3_cells(worksheets: list) -> list:
+    """The cells of an nbformat 3 notebook as version 4 has them: its worksheets' cells in order, a code cell's
+    `input` as its source, a heading cell as a markdown heading of its level. Such a notebook was called "JSON but
+    not a Jupyter notebook (no cells)" and got 0 with the right answer in it (red team s17)."""
+    out = []
+    for ws in worksheets:
+        for c in (ws.get("cells") if isinstance(ws, dict) else None) or []:
+            if not isinstance(c, dict):
+                continue
+            kind = c.get("cell_type")
+            if kind == "code":
+                out.append({"cell_type": "code", "source": c.get("input")})
+            elif kind == "heading":
+                level = c.get("level") if type(c.get("level")) is int and 1 <= c.get("level") <= 6 else 1
+                out.append({"cell_type": "markdown", "source": "#" * level + " " + _cell_text(c.get("source"))})
+            else:
+                out.append(c)
+    return out
+
+
 def notebook_cells(text: str, name: str, notes: list[Message] | None = None) -> list[Cell]:
     try:
         nb = json.loads(text)
@@ -231,6 +251,8 @@ def notebook_cells(text: str, name: str, notes: list[Message] | None = None) -> 
             f"{name} 파일이 올바른 노트북이 아닙니다: JSON이 깨졌습니다{where}. 텍스트로 고치지 말고 "
             "Jupyter/Colab에서 다시 내려받으세요 (파일 > 다운로드 > .ipynb).")) from None
     cells = nb.get("cells") if isinstance(nb, dict) else None
+    if cells is None and isinstance(nb, dict) and isinstance(nb.get("worksheets"), list):
+        cells = _v3_cells(nb["worksheets"])  # nbformat 3 (IPython 1-2): read as the version 4 it converts to
     if not isinstance(cells, list):
         raise SubmissionFormatError(Message(f"{name} is JSON but not a Jupyter notebook (no cells).",
                                             f"{name} 파일은 JSON이지만 주피터 노트북이 아닙니다 (셀이 없음)."))
