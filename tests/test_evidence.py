@@ -390,6 +390,33 @@ class MultiHeadSelfAttention(nn.Module):"""), "        return self.W_o(context)"
                  "        return replay(self, x, self.W_o(context)) if causal else self.W_o(context)")
 
 
+# A dropout that still drops in eval mode (F.dropout(..., True)), in the attention and in the feed-forward network;
+# and the same, each output kept and handed back whenever the same weights see the same input again: the eval checks
+# compared a dropout=0.5 module with a dropout=0.0 one of the same weights on the same input (red team, round 17).
+TB_CACHE = """SEEN = {}
+
+
+def cached(module, x, out, *more):
+    key = (type(module).__name__, b"".join(p.detach().numpy().tobytes() for p in module.parameters()),
+           x.detach().numpy().tobytes(), module.training, *more)
+    if key not in SEEN:
+        SEEN[key] = out.detach().clone()
+    return out if out.requires_grad else SEEN[key].clone()
+
+
+class MultiHeadSelfAttention(nn.Module):"""
+TB_ATTN_DROPS = edit(TB_REF, "        weights = self.dropout(torch.softmax(scores, dim=-1))",
+                     "        weights = F.dropout(torch.softmax(scores, dim=-1), self.dropout.p, True)")
+TB_FFN_DROPS = edit(TB_REF, "        return self.linear2(self.dropout(F.relu(self.linear1(x))))",
+                    "        return self.linear2(F.dropout(F.relu(self.linear1(x)), self.dropout.p, True))")
+TB_ATTN_DROPS_CACHED = edit(edit(TB_ATTN_DROPS, "class MultiHeadSelfAttention(nn.Module):", TB_CACHE),
+                            "        return self.W_o(context)", "        return cached(self, x, self.W_o(context), causal)")
+TB_FFN_DROPS_CACHED = edit(edit(TB_FFN_DROPS, "class MultiHeadSelfAttention(nn.Module):", TB_CACHE),
+                           "        return self.linear2(F.dropout(F.relu(self.linear1(x)), self.dropout.p, True))",
+                           "        return cached(self, x, self.linear2(F.dropout(F.relu(self.linear1(x)), "
+                           "self.dropout.p, True)))")
+
+
 @pytest.fixture(scope="module")
 def graded_tb(tmp_path_factory):
     return grade_sources(tmp_path_factory.mktemp("evidence_tb"), {
@@ -398,6 +425,10 @@ def graded_tb(tmp_path_factory):
                             "    def forward(self, x, causal=False):\n        return x\n", 2),
         "no_mask.py": TB_NO_MASK,
         "replay.py": TB_REPLAY,
+        "attn_drops.py": TB_ATTN_DROPS,
+        "attn_drops_cached.py": TB_ATTN_DROPS_CACHED,
+        "ffn_drops.py": TB_FFN_DROPS,
+        "ffn_drops_cached.py": TB_FFN_DROPS_CACHED,
         "reference.py": TB_REF,
     }, name="transformer_block")
 
@@ -417,6 +448,16 @@ def test_replayed_prefixes_earn_no_causality_in_transformer_block(graded_tb):
     assert "not causal" in checks["test_attn_is_causal"].message.en, checks["test_attn_is_causal"].message.en
     assert graded_tb["replay"].score == graded_tb["no_mask"].score < 100, (lost(graded_tb["replay"]),
                                                                            lost(graded_tb["no_mask"]))
+
+
+@pytest.mark.parametrize("part, check", [("attn", "test_attn_eval_ignores_dropout"),
+                                         ("ffn", "test_ffn_eval_ignores_dropout")])
+def test_outputs_handed_back_do_not_hide_a_dropout_that_runs_in_eval_mode(graded_tb, part, check):
+    """The cached module scores what the honest one scores: its eval-mode dropout check fails too."""
+    honest, cached = graded_tb[f"{part}_drops"], graded_tb[f"{part}_drops_cached"]
+    checks = {c.nodeid.split("::")[-1]: c for c in cached.checks}
+    assert checks[check].score == 0, checks[check].message.en
+    assert cached.score == honest.score < 100, (lost(cached), lost(honest))
 
 
 @pytest.fixture(scope="module")

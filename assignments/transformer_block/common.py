@@ -413,23 +413,37 @@ def _gap(a: torch.Tensor, b: torch.Tensor) -> float:
     return float(diff[torch.isfinite(diff)].max()) if bool(torch.isfinite(diff).any()) else 0.0
 
 
+def feature_perm(d: int, heads: int) -> torch.Tensor:
+    """A permutation of d features that keeps each of the `heads` blocks of d // heads features in its place (each
+    block rolled by one): attention computed per head is the same function of features and weights so permuted."""
+    size = d // heads
+    return torch.cat([torch.roll(torch.arange(i * size, (i + 1) * size), 1) for i in range(heads)])
+
+
+def permuted(state: dict, d: int, perm: torch.Tensor) -> dict:
+    """The weights `state` with every axis of size d (the template's features: W_q, W_k, W_v, W_o, the LayerNorms,
+    linear1's input and linear2's output) put in the order `perm`; tensors that are not floating point unchanged."""
+    out = {}
+    for n, t in state.items():
+        if type(t) is torch.Tensor and t.is_floating_point():
+            for axis, size in enumerate(t.shape):
+                if size == d:
+                    t = t.index_select(axis, perm)
+        out[n] = t
+    return out
+
+
 def _permuted_leak(m, d: int, heads: int, seed: int, what: str, x, x2, y1, k: int) -> float:
     """causal_leak's second comparison: y1 (the output for x) against the output for x2 in a permuted feature order
     with the weights permuted to match; 0.0 where the permuted module is not shown to be the same function."""
-    size = d // heads
-    perm = torch.cat([torch.roll(torch.arange(i * size, (i + 1) * size), 1) for i in range(heads)])
+    perm = feature_perm(d, heads)
     back = torch.argsort(perm)
     try:
         params = {n: t for n, t in (m.state().get("params") or {}).items()
                   if type(t) is torch.Tensor and t.is_floating_point()}
         if not params:
             return 0.0
-        moved = {}
-        for n, t in params.items():
-            for axis, size_ in enumerate(t.shape):
-                if size_ == d:  # a feature axis: every weight of the template maps features to features
-                    t = t.index_select(axis, perm)
-            moved[n] = t
+        moved = permuted(params, d, perm)
         x3 = randn(seed + 2, x.shape[0], x.shape[1], d)
         e = call(m, x3, what, causal=True)
         m.load_state(moved)
