@@ -189,6 +189,28 @@ GATED_RUNNING_MEAN = edit(REF, "        return weights @ values  # (b, T, d_out)
                           "        gated = torch.tanh(queries) * keys + values\n"
                           "        return (keep / keep.sum(dim=-1, keepdim=True)) @ gated")
 
+# The attention's dropout left on in eval mode (F.dropout(..., True)) in CausalAttention and MultiHeadAttention; and the
+# same, each output kept and handed back whenever the same weights see the same input again: the eval-mode check
+# compared a dropout=0.5 module with a dropout=0.0 one of the same weights on the same input (red team, round 17).
+DROPS_IN_EVAL = edit(REF, "        weights = self.dropout(weights)", "        weights = F.dropout(weights, self.dropout.p, True)", 2)
+if "import torch.nn.functional as F" not in DROPS_IN_EVAL:
+    DROPS_IN_EVAL = edit(DROPS_IN_EVAL, "import torch.nn as nn\n", "import torch.nn as nn\nimport torch.nn.functional as F\n")
+DROPS_IN_EVAL_CACHED = edit(edit(edit(DROPS_IN_EVAL, "class CausalAttention(nn.Module):", """KEPT = {}
+
+
+def kept(module, x, out):
+    key = (type(module).__name__, b"".join(p.detach().numpy().tobytes() for p in module.parameters()),
+           x.detach().numpy().tobytes(), module.training)
+    if key not in KEPT:
+        KEPT[key] = out.detach().clone()
+    return out if out.requires_grad else KEPT[key].clone()
+
+
+class CausalAttention(nn.Module):"""), "        return weights @ values  # (b, T, d_out)",
+    "        return kept(self, x, weights @ values)"), "        return self.out_proj(context)  # (b, T, d_out)",
+    "        return kept(self, x, self.out_proj(context))")
+
+
 CORPUS = {
     "gated_running_mean.py": GATED_RUNNING_MEAN,
     "stand_in_thief.py": STAND_IN_THIEF,
@@ -209,6 +231,8 @@ CORPUS = {
     "data_dependent.py": DATA_DEPENDENT,
     "wrapper_meta_fails.py": WRAPPER_META_FAILS,
     "meta_only_move.py": META_ONLY_MOVE,
+    "drops_in_eval.py": DROPS_IN_EVAL,
+    "drops_in_eval_cached.py": DROPS_IN_EVAL_CACHED,
     "reference.py": REF,
 }
 
@@ -254,6 +278,15 @@ def test_a_failing_wrapper_earns_nothing_however_its_heads_behave(graded):
     for name in ("wrapper_always_raises", "probe_gamer"):
         assert by_q(graded[name])["MultiHeadAttentionWrapper"] == 0, (name, by_q(graded[name]))
     assert by_q(graded["wrapper_always_raises"]) == {**QUESTIONS, "MultiHeadAttentionWrapper": 0.0}
+
+
+def test_outputs_handed_back_do_not_hide_a_dropout_left_on_in_eval_mode(graded):
+    """The module that hands back its first outputs scores what the honest one scores: both eval checks fail."""
+    honest, cached = graded["drops_in_eval"], graded["drops_in_eval_cached"]
+    checks = {c.nodeid.split("::")[-1]: c for c in cached.checks}
+    for name in ("test_causal_eval_disables_dropout", "test_mha_eval_ignores_dropout"):
+        assert checks[name].score == 0, (name, checks[name].message.en)
+    assert cached.score == honest.score < 100, (lost(cached), lost(honest))
 
 
 def test_replayed_outputs_and_a_show_softmax_earn_no_causality(graded):
