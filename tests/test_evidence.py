@@ -192,9 +192,11 @@ GATED_RUNNING_MEAN = edit(REF, "        return weights @ values  # (b, T, d_out)
 # The attention's dropout left on in eval mode (F.dropout(..., True)) in CausalAttention and MultiHeadAttention; and the
 # same, each output kept and handed back whenever the same weights see the same input again: the eval-mode check
 # compared a dropout=0.5 module with a dropout=0.0 one of the same weights on the same input (red team, round 17).
-DROPS_IN_EVAL = edit(REF, "        weights = self.dropout(weights)", "        weights = F.dropout(weights, self.dropout.p, True)", 2)
+DROPS_IN_EVAL = edit(REF, "        weights = self.dropout(weights)",
+                     "        weights = F.dropout(weights, self.dropout.p, True)", 2)
 if "import torch.nn.functional as F" not in DROPS_IN_EVAL:
-    DROPS_IN_EVAL = edit(DROPS_IN_EVAL, "import torch.nn as nn\n", "import torch.nn as nn\nimport torch.nn.functional as F\n")
+    DROPS_IN_EVAL = edit(DROPS_IN_EVAL, "import torch.nn as nn\n",
+                         "import torch.nn as nn\nimport torch.nn.functional as F\n")
 DROPS_IN_EVAL_CACHED = edit(edit(edit(DROPS_IN_EVAL, "class CausalAttention(nn.Module):", """KEPT = {}
 
 
@@ -443,7 +445,8 @@ TB_ATTN_DROPS = edit(TB_REF, "        weights = self.dropout(torch.softmax(score
 TB_FFN_DROPS = edit(TB_REF, "        return self.linear2(self.dropout(F.relu(self.linear1(x))))",
                     "        return self.linear2(F.dropout(F.relu(self.linear1(x)), self.dropout.p, True))")
 TB_ATTN_DROPS_CACHED = edit(edit(TB_ATTN_DROPS, "class MultiHeadSelfAttention(nn.Module):", TB_CACHE),
-                            "        return self.W_o(context)", "        return cached(self, x, self.W_o(context), causal)")
+                            "        return self.W_o(context)",
+                            "        return cached(self, x, self.W_o(context), causal)")
 TB_FFN_DROPS_CACHED = edit(edit(TB_FFN_DROPS, "class MultiHeadSelfAttention(nn.Module):", TB_CACHE),
                            "        return self.linear2(F.dropout(F.relu(self.linear1(x)), self.dropout.p, True))",
                            "        return cached(self, x, self.linear2(F.dropout(F.relu(self.linear1(x)), "
@@ -536,3 +539,4 @@ def test_the_hidden_gates_sizes_and_seed_do_not_reach_the_students_feedback(tmp_
         assert f"LEAK {d_in} {d_out} {ctx}" not in shown and f"LEAK {tuple(shape)}" not in shown, name
     assert any("LEAK" in c.output for c in r["printing"].checks)  # what the other checks' calls print is shown
     assert r["printing"].score == 100
+

@@ -52,8 +52,8 @@ def call_block(m, x: torch.Tensor, what: str, seed: int | None = None) -> torch.
     assemble, and earned every point of Q3 with a one-line __init__ (red team, round 17)."""
     res = m.run(x, seed=seed, record=[LIBRARY])
     if any(isinstance(r, dict) and r.get("fn") == LIBRARY for r in res.get("records") or []):
-        fail(f"`{what}` runs PyTorch's own nn.TransformerEncoderLayer (your class subclasses it, holds one or calls its "
-             "forward): Q3 asks you to build the block yourself from self_attn, linear1, linear2, norm1 and norm2, so "
+        fail(f"`{what}` runs PyTorch's own nn.TransformerEncoderLayer (your class subclasses it, holds one or calls "
+             "its forward): Q3 asks you to build the block yourself from self_attn, linear1, linear2, norm1 and norm2, so "
              "what PyTorch's layer computes for it earns nothing.",
              f"`{what}`이(가) PyTorch의 nn.TransformerEncoderLayer를 그대로 실행합니다 (클래스가 그것을 상속하거나, "
              "가지고 있거나, 그 forward를 호출함): 3번 문제는 self_attn, linear1, linear2, norm1, norm2로 블록을 직접 "

@@ -207,21 +207,28 @@ def close(a, b, atol=ATOL) -> bool:
     return bool((same | (torch.isnan(a) & torch.isnan(b))).all())
 
 
-def eval_pair(make, state: dict, d: int, heads: int, x: torch.Tensor, what: str, seed: int | None = None):
+def eval_pair(make, state: dict | None, d: int, heads: int, x: torch.Tensor, what: str, seed: int | None = None):
     """The outputs in eval mode of the module built with dropout=0.5 and of the one built with dropout=0.0, both
-    holding the weights `state` (make(p, state) builds and loads one). The first is computed, where it can be, with
-    its input's features and its weights in another order (feature_perm) and put back in order: an output kept from
-    an earlier call, keyed by the weights and the input, cannot then stand in for the dropped one (red team s17: an
-    attention that dropped in eval mode and handed back each input's first output passed this check). Where the
-    permuted module is not shown to be the same function (dropout=0.0, on a third input: another layout of heads),
-    the plain pair, the first computed first."""
+    holding the weights `state` (make(p, state) builds one and loads `state` into it; None: the weights the
+    dropout=0.0 module was built with). The first is computed, where it can be, with its input's features and its
+    weights in another order (feature_perm) and put back in order: an output kept from an earlier call, keyed by the
+    weights and the input, cannot then stand in for the dropped one (red team s17: an attention that dropped in eval
+    mode and handed back each input's first output passed this check). Where the permuted module is not shown to be
+    the same function (the dropout=0.0 module with the permuted weights, on a third input: another layout of heads),
+    the plain pair, the first computed first. Two modules are built, as before."""
     perm = feature_perm(d, heads)
     back = torch.argsort(perm)
+    plain = make(0.0, state)
+    if state is None:
+        state = {n: v for n, v in (plain.state().get("params") or {}).items() if type(v) is torch.Tensor}
     moved = permuted(state, d, perm)
     x3 = randn(int(x.abs().sum() * 1000) % 9973, *x.shape)
-    plain = make(0.0, state)
     e = call(plain, x3, what, seed=seed)
-    twin = call(make(0.0, moved), x3[..., perm], what, seed=seed)
+    plain.load_state(moved)
+    try:
+        twin = call(plain, x3[..., perm], what, seed=seed)
+    finally:
+        plain.load_state(state)
     if type(twin) is torch.Tensor and tuple(twin.shape) == tuple(e.shape) and close(twin[..., back], e):
         y0 = call(plain, x, what, seed=seed)
         y5 = call(make(0.5, moved), x[..., perm], what, seed=seed)
@@ -899,12 +906,11 @@ def test_block_eval_ignores_dropout(sub):
                                    (lambda p: build_block_ffn(sub, d, d_ff, p, seed=2), "ffn", 1)):
             def part(p, state, build=build):
                 m = build(p)
-                m.load_state(state)
+                if state is not None:
+                    m.load_state(state)
                 return m
             try:  # a part that keeps dropping in eval mode is charged to that part
-                state = {n: v for n, v in (build(0.0).state().get("params") or {}).items()
-                         if type(v) is torch.Tensor}
-                if not close(*eval_pair(part, state, d, heads, x, text)):
+                if not close(*eval_pair(part, None, d, heads, x, text)):
                     return
             except CheckFailure:
                 pass
