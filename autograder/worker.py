@@ -141,8 +141,11 @@ class Worker:
             except protocol.MessageTooLarge as e:  # what the submission's code returned cannot travel: say so
                 too_large = OverflowError(f"the value it returned is too large to send back to the grader "
                                           f"({e.size >> 20} MB; at most {protocol.MAX_MESSAGE >> 20} MB)")
+                error = self.describe(too_large)
+                if op == "seq":  # an error of a sequence says at which step (replies.error_well_formed): the first,
+                    error.update(step=0, done=[])  # with none of the values (they are what is too large)
                 try:
-                    protocol.send(self.sock, {"ok": False, "error": self.describe(too_large), "out": resp["out"]})
+                    protocol.send(self.sock, {"ok": False, "error": error, "out": resp["out"]})
                 except (OSError, protocol.ProtocolError):
                     return
             except OSError:

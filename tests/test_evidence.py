@@ -540,3 +540,17 @@ def test_the_hidden_gates_sizes_and_seed_do_not_reach_the_students_feedback(tmp_
     assert any("LEAK" in c.output for c in r["printing"].checks)  # what the other checks' calls print is shown
     assert r["printing"].score == 100
 
+
+def test_a_parameter_too_large_to_send_back_is_said_so_and_costs_only_its_class(tmp_path):
+    """Red team s17: an unused 8300 x 8300 parameter (262 MB) in CausalAttention made a sequence's reply too large to
+    send; the worker's error for it did not say at which step, which reads as a worker the submission tampered with:
+    3.5 of 100 and "code that changes the grader's worker is not graded". It is CausalAttention's failure, said as
+    such, and the other classes are graded."""
+    big = edit(REF, "class CausalAttention(nn.Module):", "class CausalAttention(nn.Module):  # with a large parameter")
+    at = big.index("super().__init__()", big.index("class CausalAttention(nn.Module):")) + len("super().__init__()")
+    big = big[:at] + "\n        self.unused = nn.Parameter(torch.zeros(8300, 8300))" + big[at:]
+    r = grade_sources(tmp_path, {"big_param.py": big})["big_param"]
+    assert r.error is None, r.error
+    assert by_q(r) == {**QUESTIONS, "CausalAttention": 0.0}, by_q(r)
+    said = " ".join(c.message.en for c in r.checks if c.question == "CausalAttention" and c.message)
+    assert "too large to send back to the grader" in said and "malformed" not in said, said
