@@ -422,16 +422,23 @@ class Plan:
         # Another secret gives one other code, the same on every paper: codes made up or edited by students differ
         # from one another, and a few of them (two of three coded files in a small sitting) stopped the whole batch
         # (red team s10). So it takes one other code on most of the coded files.
-        top = max(Counter(seen[sid] for sid in other).values(), default=0)
-        if seen and top * 2 > len(seen):
+        # And only roster students' own (latest) submissions vote, one each, where there are any: files of ids the
+        # roster does not list (other accounts, files added to the folder) and a student's earlier submissions are
+        # graded as usual but say nothing about the secret: four files of made-up ids carrying one made-up code
+        # stopped a batch of three students' papers (red team s17). Where no roster student is in the batch (the
+        # zip's --try as `local.try`, a lone upload from an account the roster lacks) every coded file votes.
+        voters = {job.student for job in jobs if job.error is None and normalize_id(job.student) in self.students}
+        votes = {sid: m for sid, m in seen.items() if sid in voters} if voters else seen
+        top = max(Counter(m for m in votes.values() if m != want).values(), default=0)
+        if votes and top * 2 > len(votes):
             raise WrongSecret(Message(
-                f"The exam secret given is not the one the papers were made with: {top} of the {len(seen)} "
+                f"The exam secret given is not the one the papers were made with: {top} of the {len(votes)} "
                 "submissions that carry a paper code (the `# paper code` line `grade exam papers` writes) carry "
                 "another code than this secret gives, the same one. Grading with it would mark every student against variants "
                 "that are not on their papers, so nothing was graded. Pass the --secret-file (or "
                 f"{SECRET_ENV}) that `grade exam papers` was run with.",
                 f"주어진 시험 비밀 값이 시험지를 만들 때 쓴 것과 다릅니다: 시험지 코드가 있는 제출물(`grade exam "
-                f"papers`가 쓰는 `# paper code` 줄) {len(seen)}개 중 {top}개가 이 비밀 값의 코드와 다른 같은 코드를 "
+                f"papers`가 쓰는 `# paper code` 줄) {len(votes)}개 중 {top}개가 이 비밀 값의 코드와 다른 같은 코드를 "
                 "가지고 있습니다. 이대로 채점하면 모든 학생을 자기 시험지에 없는 변형으로 채점하게 되므로 아무것도 채점하지 "
                 f"않았습니다. `grade exam papers`에 쓴 --secret-file(또는 {SECRET_ENV})을 지정하세요."))
         self.foreign = set(other)

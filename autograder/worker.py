@@ -142,8 +142,11 @@ class Worker:
             except protocol.MessageTooLarge as e:  # what the submission's code returned cannot travel: say so
                 too_large = OverflowError(f"the value it returned is too large to send back to the grader "
                                           f"({e.size >> 20} MB; at most {protocol.MAX_MESSAGE >> 20} MB)")
+                error = self.describe(too_large)
+                if op == "seq":  # an error of a sequence says at which step (replies.error_well_formed): the first,
+                    error.update(step=0, done=[])  # with none of the values (they are what is too large)
                 try:
-                    protocol.send(self.sock, {"ok": False, "error": self.describe(too_large), "out": resp["out"]})
+                    protocol.send(self.sock, {"ok": False, "error": error, "out": resp["out"]})
                 except (OSError, protocol.ProtocolError):
                     return
             except OSError:
@@ -594,7 +597,7 @@ class _Guard:
 
     FUNCTIONS = ("probe_devices", "all_parameters", "probe_cuda", "accelerator_built", "own_dict", "_registered",
                  "walk_modules", "walk_tensors", "persistent_buffers", "_held")
-    VALUES = ("_INSTANCE_DICT", "_ABSENT", "MAX_WALK")
+    VALUES = ("_INSTANCE_DICT", "_ABSENT", "MAX_WALK", "_LIBRARY_CODE", "LIBRARY", "_SETPROFILE", "_GETPROFILE")
     CLASSES = ("Worker", "DeviceSim", "Recorder", "BoundedText", "_ScratchFile", "_Progress")
     MODULE_METHODS = ("named_modules", "named_parameters", "named_buffers", "named_children", "modules", "children",
                       "parameters", "buffers", "state_dict", "load_state_dict", "_load_from_state_dict", "to",
@@ -817,13 +820,46 @@ def _children() -> int:
     return children
 
 
+# torch's own encoder and decoder layers and stacks: the code of their methods, taken before the submission runs.
+# A block that runs it (a subclass of nn.TransformerEncoderLayer, one held inside, its forward borrowed or called)
+# has PyTorch compute what the question asks the student to assemble: the exam's TransformerBlock, graded against
+# that very layer, earned all its points as `class TransformerBlock(nn.TransformerEncoderLayer)` and a one-line
+# __init__ (red team, round 17).
+_LIBRARY_CODE = frozenset(f.__code__ for cls in (nn.TransformerEncoderLayer, nn.TransformerDecoderLayer,
+                                                 nn.TransformerEncoder, nn.TransformerDecoder, nn.Transformer)
+                          for f in vars(cls).values() if isinstance(f, types.FunctionType))
+LIBRARY = "library:transformer"  # in a call's `record`: note whether that code ran (a record {"fn": LIBRARY})
+_SETPROFILE, _GETPROFILE = sys.setprofile, sys.getprofile
+
+
 class Recorder(TorchFunctionMode):
-    """Keeps a copy of the first argument of the named torch functions (e.g. what went into softmax)."""
+    """Keeps a copy of the first argument of the named torch functions (e.g. what went into softmax); with LIBRARY
+    among the names, also notes whether the code of torch's transformer layers ran (or the watch was taken off)."""
 
     def __init__(self, names: list[str]):
         super().__init__()
         self.names = set(names)
         self.seen: list[dict[str, Any]] = []
+        self.library = LIBRARY in self.names
+        self.hook, self.was, self.ran = self._profile, None, False
+
+    def _profile(self, frame, event, arg) -> None:
+        if event == "call" and not self.ran and frame.f_code in _LIBRARY_CODE:
+            self.ran = True
+
+    def __enter__(self):
+        if self.library:
+            self.was = _GETPROFILE()
+            _SETPROFILE(self.hook)
+        return super().__enter__()
+
+    def __exit__(self, *exc):
+        if self.library:
+            watched = _GETPROFILE() is self.hook
+            _SETPROFILE(self.was)
+            if self.ran or not watched:  # (a forward that takes the watch off is taken to have run that code)
+                self.seen.append({"fn": LIBRARY, "input": None, "watched": watched})
+        return super().__exit__(*exc)
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}

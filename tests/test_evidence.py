@@ -189,6 +189,30 @@ GATED_RUNNING_MEAN = edit(REF, "        return weights @ values  # (b, T, d_out)
                           "        gated = torch.tanh(queries) * keys + values\n"
                           "        return (keep / keep.sum(dim=-1, keepdim=True)) @ gated")
 
+# The attention's dropout left on in eval mode (F.dropout(..., True)) in CausalAttention and MultiHeadAttention; and the
+# same, each output kept and handed back whenever the same weights see the same input again: the eval-mode check
+# compared a dropout=0.5 module with a dropout=0.0 one of the same weights on the same input (red team, round 17).
+DROPS_IN_EVAL = edit(REF, "        weights = self.dropout(weights)",
+                     "        weights = F.dropout(weights, self.dropout.p, True)", 2)
+if "import torch.nn.functional as F" not in DROPS_IN_EVAL:
+    DROPS_IN_EVAL = edit(DROPS_IN_EVAL, "import torch.nn as nn\n",
+                         "import torch.nn as nn\nimport torch.nn.functional as F\n")
+DROPS_IN_EVAL_CACHED = edit(edit(edit(DROPS_IN_EVAL, "class CausalAttention(nn.Module):", """KEPT = {}
+
+
+def kept(module, x, out):
+    key = (type(module).__name__, b"".join(p.detach().numpy().tobytes() for p in module.parameters()),
+           x.detach().numpy().tobytes(), module.training)
+    if key not in KEPT:
+        KEPT[key] = out.detach().clone()
+    return out if out.requires_grad else KEPT[key].clone()
+
+
+class CausalAttention(nn.Module):"""), "        return weights @ values  # (b, T, d_out)",
+    "        return kept(self, x, weights @ values)"), "        return self.out_proj(context)  # (b, T, d_out)",
+    "        return kept(self, x, self.out_proj(context))")
+
+
 CORPUS = {
     "gated_running_mean.py": GATED_RUNNING_MEAN,
     "stand_in_thief.py": STAND_IN_THIEF,
@@ -209,6 +233,8 @@ CORPUS = {
     "data_dependent.py": DATA_DEPENDENT,
     "wrapper_meta_fails.py": WRAPPER_META_FAILS,
     "meta_only_move.py": META_ONLY_MOVE,
+    "drops_in_eval.py": DROPS_IN_EVAL,
+    "drops_in_eval_cached.py": DROPS_IN_EVAL_CACHED,
     "reference.py": REF,
 }
 
@@ -254,6 +280,15 @@ def test_a_failing_wrapper_earns_nothing_however_its_heads_behave(graded):
     for name in ("wrapper_always_raises", "probe_gamer"):
         assert by_q(graded[name])["MultiHeadAttentionWrapper"] == 0, (name, by_q(graded[name]))
     assert by_q(graded["wrapper_always_raises"]) == {**QUESTIONS, "MultiHeadAttentionWrapper": 0.0}
+
+
+def test_outputs_handed_back_do_not_hide_a_dropout_left_on_in_eval_mode(graded):
+    """The module that hands back its first outputs scores what the honest one scores: both eval checks fail."""
+    honest, cached = graded["drops_in_eval"], graded["drops_in_eval_cached"]
+    checks = {c.nodeid.split("::")[-1]: c for c in cached.checks}
+    for name in ("test_causal_eval_disables_dropout", "test_mha_eval_ignores_dropout"):
+        assert checks[name].score == 0, (name, checks[name].message.en)
+    assert cached.score == honest.score < 100, (lost(cached), lost(honest))
 
 
 def test_replayed_outputs_and_a_show_softmax_earn_no_causality(graded):
@@ -363,12 +398,73 @@ TB_REF = (REFERENCE.parent / "transformer_block.py").read_text(encoding="utf-8")
 MI_REF = (REFERENCE.parent / "mha_intermediates.py").read_text(encoding="utf-8")
 
 
+# An attention that never masks (the honest mistake), and the same one replaying, for causal=True, the output it gave
+# before for every prefix of its input it has seen (keyed by the prefix and its weights): the plain causality check
+# compares two inputs that share their first tokens, and so saw no leak (red team, round 17).
+TB_NO_MASK = edit(TB_REF, """        if causal:  # token i may only look at tokens 0..i
+            future = torch.triu(torch.ones(n, n, dtype=torch.bool, device=x.device), diagonal=1)
+            scores = scores.masked_fill(future, float("-inf"))
+""", "")
+TB_REPLAY = edit(edit(TB_NO_MASK, "class MultiHeadSelfAttention(nn.Module):", """SEEN = {}
+
+
+def replay(module, x, out):
+    out = out.clone()
+    weights = b"".join(p.detach().numpy().tobytes() for p in module.parameters())
+    for b in range(x.shape[0]):
+        for t in range(x.shape[1]):
+            key = (weights, x[b, :t + 1].detach().numpy().tobytes())
+            if key in SEEN:
+                out[b, t] = SEEN[key]
+            else:
+                SEEN[key] = out[b, t].detach().clone()
+    return out
+
+
+class MultiHeadSelfAttention(nn.Module):"""), "        return self.W_o(context)",
+                 "        return replay(self, x, self.W_o(context)) if causal else self.W_o(context)")
+
+
+# A dropout that still drops in eval mode (F.dropout(..., True)), in the attention and in the feed-forward network;
+# and the same, each output kept and handed back whenever the same weights see the same input again: the eval checks
+# compared a dropout=0.5 module with a dropout=0.0 one of the same weights on the same input (red team, round 17).
+TB_CACHE = """SEEN = {}
+
+
+def cached(module, x, out, *more):
+    key = (type(module).__name__, b"".join(p.detach().numpy().tobytes() for p in module.parameters()),
+           x.detach().numpy().tobytes(), module.training, *more)
+    if key not in SEEN:
+        SEEN[key] = out.detach().clone()
+    return out if out.requires_grad else SEEN[key].clone()
+
+
+class MultiHeadSelfAttention(nn.Module):"""
+TB_ATTN_DROPS = edit(TB_REF, "        weights = self.dropout(torch.softmax(scores, dim=-1))",
+                     "        weights = F.dropout(torch.softmax(scores, dim=-1), self.dropout.p, True)")
+TB_FFN_DROPS = edit(TB_REF, "        return self.linear2(self.dropout(F.relu(self.linear1(x))))",
+                    "        return self.linear2(F.dropout(F.relu(self.linear1(x)), self.dropout.p, True))")
+TB_ATTN_DROPS_CACHED = edit(edit(TB_ATTN_DROPS, "class MultiHeadSelfAttention(nn.Module):", TB_CACHE),
+                            "        return self.W_o(context)",
+                            "        return cached(self, x, self.W_o(context), causal)")
+TB_FFN_DROPS_CACHED = edit(edit(TB_FFN_DROPS, "class MultiHeadSelfAttention(nn.Module):", TB_CACHE),
+                           "        return self.linear2(F.dropout(F.relu(self.linear1(x)), self.dropout.p, True))",
+                           "        return cached(self, x, self.linear2(F.dropout(F.relu(self.linear1(x)), "
+                           "self.dropout.p, True)))")
+
+
 @pytest.fixture(scope="module")
 def graded_tb(tmp_path_factory):
     return grade_sources(tmp_path_factory.mktemp("evidence_tb"), {
         # attention and block return their input: causal, of the right shape, and doing nothing
         "identity.py": edit(TB_REF, "    def forward(self, x, causal=False):\n",
                             "    def forward(self, x, causal=False):\n        return x\n", 2),
+        "no_mask.py": TB_NO_MASK,
+        "replay.py": TB_REPLAY,
+        "attn_drops.py": TB_ATTN_DROPS,
+        "attn_drops_cached.py": TB_ATTN_DROPS_CACHED,
+        "ffn_drops.py": TB_FFN_DROPS,
+        "ffn_drops_cached.py": TB_FFN_DROPS_CACHED,
         "reference.py": TB_REF,
     }, name="transformer_block")
 
@@ -379,6 +475,25 @@ def test_identity_layers_earn_no_causality(graded_tb):
         assert checks[name].score == 0, name
         assert "weights change" in checks[name].message.en, (name, checks[name].message.en)
     assert graded_tb["reference"].score == 100, lost(graded_tb["reference"])
+
+
+def test_replayed_prefixes_earn_no_causality_in_transformer_block(graded_tb):
+    """The replaying attention scores what the honest unmasked one scores: its causality check fails too."""
+    checks = {c.nodeid.split("::")[-1]: c for c in graded_tb["replay"].checks}
+    assert checks["test_attn_is_causal"].score == 0, checks["test_attn_is_causal"].message.en
+    assert "not causal" in checks["test_attn_is_causal"].message.en, checks["test_attn_is_causal"].message.en
+    assert graded_tb["replay"].score == graded_tb["no_mask"].score < 100, (lost(graded_tb["replay"]),
+                                                                           lost(graded_tb["no_mask"]))
+
+
+@pytest.mark.parametrize("part, check", [("attn", "test_attn_eval_ignores_dropout"),
+                                         ("ffn", "test_ffn_eval_ignores_dropout")])
+def test_outputs_handed_back_do_not_hide_a_dropout_that_runs_in_eval_mode(graded_tb, part, check):
+    """The cached module scores what the honest one scores: its eval-mode dropout check fails too."""
+    honest, cached = graded_tb[f"{part}_drops"], graded_tb[f"{part}_drops_cached"]
+    checks = {c.nodeid.split("::")[-1]: c for c in cached.checks}
+    assert checks[check].score == 0, checks[check].message.en
+    assert cached.score == honest.score < 100, (lost(cached), lost(honest))
 
 
 @pytest.fixture(scope="module")
@@ -424,3 +539,18 @@ def test_the_hidden_gates_sizes_and_seed_do_not_reach_the_students_feedback(tmp_
         assert f"LEAK {d_in} {d_out} {ctx}" not in shown and f"LEAK {tuple(shape)}" not in shown, name
     assert any("LEAK" in c.output for c in r["printing"].checks)  # what the other checks' calls print is shown
     assert r["printing"].score == 100
+
+
+def test_a_parameter_too_large_to_send_back_is_said_so_and_costs_only_its_class(tmp_path):
+    """Red team s17: an unused 8300 x 8300 parameter (262 MB) in CausalAttention made a sequence's reply too large to
+    send; the worker's error for it did not say at which step, which reads as a worker the submission tampered with:
+    3.5 of 100 and "code that changes the grader's worker is not graded". It is CausalAttention's failure, said as
+    such, and the other classes are graded."""
+    big = edit(REF, "class CausalAttention(nn.Module):", "class CausalAttention(nn.Module):  # with a large parameter")
+    at = big.index("super().__init__()", big.index("class CausalAttention(nn.Module):")) + len("super().__init__()")
+    big = big[:at] + "\n        self.unused = nn.Parameter(torch.zeros(8300, 8300))" + big[at:]
+    r = grade_sources(tmp_path, {"big_param.py": big})["big_param"]
+    assert r.error is None, r.error
+    assert by_q(r) == {**QUESTIONS, "CausalAttention": 0.0}, by_q(r)
+    said = " ".join(c.message.en for c in r.checks if c.question == "CausalAttention" and c.message)
+    assert "too large to send back to the grader" in said and "malformed" not in said, said

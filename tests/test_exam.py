@@ -277,6 +277,48 @@ def test_reference_and_skeleton_without_roster(tmp_path):
     assert len(lost) == 1 and "never applies it" in lost[0].en and "적용하지 않습니다" in lost[0].ko, lost
 
 
+# Q3 handed to PyTorch (red team, round 17): the block subclasses nn.TransformerEncoderLayer, the layer the hidden
+# checks compare it with, and earned all 35 points with a one-line __init__; or it borrows the layer's methods.
+_BLOCK = "class TransformerBlock(nn.Module):"
+LIBRARY_BLOCKS = {
+    "subclass": """class TransformerBlock(nn.TransformerEncoderLayer):
+    def __init__(self, d_model, n_heads):
+        super().__init__(d_model, n_heads, FF_MULT * d_model, DROP_RATE, batch_first=True, norm_first=NORM_FIRST)
+""",
+    "borrowed": """class TransformerBlock(nn.Module):
+    def __init__(self, d_model, n_heads):
+        super().__init__()
+        layer = nn.TransformerEncoderLayer(d_model, n_heads, FF_MULT * d_model, DROP_RATE, batch_first=True,
+                                           norm_first=NORM_FIRST)
+        for k, v in vars(layer).items():
+            if k != "training":
+                self.__dict__[k] = v
+    forward = nn.TransformerEncoderLayer.forward
+    _sa_block = nn.TransformerEncoderLayer._sa_block
+    _ff_block = nn.TransformerEncoderLayer._ff_block
+""",
+}
+
+
+def test_a_block_that_pytorchs_encoder_layer_computes_earns_only_its_construction(tmp_path):
+    """The other questions keep full marks; of Q3 only the construction point (it holds parameters) is left."""
+    reference = (ROOT / "reference" / "midterm.py").read_text(encoding="utf-8")
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    for name, block in LIBRARY_BLOCKS.items():
+        (subs / f"{name}.py").write_text(reference[:reference.index(_BLOCK)] + block, encoding="utf-8")
+    p = grade("batch", "subs", "--assignment", "midterm", "--out", "res", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    for name in LIBRARY_BLOCKS:
+        r = SubmissionResult.from_dict(json.loads((tmp_path / "res" / f"{name}.json").read_text())["extra_data"]
+                                       ["internal"])
+        lost = {c.nodeid.rsplit("::", 1)[-1]: c for c in r.checks if c.status != "passed"}
+        assert set(lost) == {"test_block_shapes", "test_block_uses_drop_rate", "test_block_values",
+                             "test_block_values_other_size"}, (name, {k: c.message.en for k, c in lost.items()})
+        assert all("nn.TransformerEncoderLayer" in c.message.en and "직접" in c.message.ko for c in lost.values())
+        assert r.score == 66, (name, r.score)
+
+
 @pytest.mark.parametrize("corpus", ["ok_extra_buffers", "ok_functional_dropout", "ok_mask_buffer_4d"])
 def test_a_correct_answer_written_another_way_keeps_full_marks_in_every_variant(work, variants, corpus):
     """Correct answers from tests/exam_corpus/ok_*.py, graded without a roster (the default variant) and as ada's
@@ -759,6 +801,33 @@ def test_paper_codes_that_students_made_up_do_not_stop_the_batch(work, papers, v
                                   encoding="utf-8")
     with pytest.raises(exam.WrongSecret):
         plan.check_marks([Job(sid, subs / f"{sid}.py") for sid in ("ada", "bo", "dana")])
+
+
+def test_files_of_ids_off_the_roster_cannot_outvote_the_roster_on_the_secret(work, papers, variants):
+    """Red team s17: four files of ids the roster does not list (other accounts, files added to the folder), carrying
+    one made-up code, were "most of the coded files" beside three students' papers and stopped the whole batch as a
+    wrong secret. Only roster students' own submissions vote, one each; the others are still recorded as foreign."""
+    from autograder.jobs import Job
+    a = assignment.load("midterm")
+    right = exam.paper_mark(SECRET.encode(), "midterm")
+    subs = work / "outvoted"
+    subs.mkdir()
+    ref = (ROOT / "reference" / "midterm.py").read_text(encoding="utf-8")
+    for sid in ("ada", "bo", "dana"):
+        (subs / f"{sid}.py").write_text(exam.render(ref, variants[sid], sid, right), encoding="utf-8")
+    intruders = [f"x{i}" for i in range(4)]
+    for sid in intruders:
+        (subs / f"{sid}.py").write_text(exam.render(ref, variants["ada"], "ada", "0123456789ab"), encoding="utf-8")
+    plan = exam.Plan(a, exam.require(a), exam.read_roster(work / "roster.csv"), SECRET.encode())
+    plan.check_marks([Job(sid, subs / f"{sid}.py") for sid in ("ada", "bo", "dana", *intruders)])
+    assert plan.foreign == set(intruders)
+    with pytest.raises(exam.WrongSecret):  # no roster student in the batch (the zip's --try as local.try): all vote
+        plan.check_marks([Job("local.try", subs / "x0.py")])
+    p = grade("batch", "outvoted", "--assignment", "midterm", "--roster", "roster.csv", "--secret-file", "exam.secret",
+              "--out", "outvoted_results", cwd=work)
+    assert p.returncode == 0, p.stderr
+    scores = {f.stem: json.loads(f.read_text())["score"] for f in (work / "outvoted_results").glob("*.json")}
+    assert scores["ada"] == scores["bo"] == scores["dana"] == 100, scores
 
 
 def test_the_audit_reads_only_the_files_that_were_graded(tmp_path, variants):

@@ -463,3 +463,20 @@ def test_an_nbformat_3_notebook_is_read_as_its_worksheets_cells(tmp_path):
     assert cells[0].code == "import torch\nprint(torch.ones(2))" and cells[1].code == ref
     r = grade_sources(tmp_path, {"old.ipynb": json.dumps(v3)})["old"]
     assert r.error is None and r.score == 100, (r.error, r.score)
+
+
+def test_a_notebook_of_nbformat_3_is_read_as_jupyter_converts_it(tmp_path):
+    """Red team s17: a notebook saved by IPython 2 (nbformat 3: worksheets, a code cell's `input`, heading cells) was
+    "JSON but not a Jupyter notebook (no cells)" and got 0 with the reference in it. It is read as nbformat converts
+    it to version 4: its code cells in order, its headings naming the cells under them."""
+    from nbformat import v3
+    nb = v3.new_notebook(worksheets=[v3.new_worksheet(cells=[
+        v3.new_heading_cell("Attention, saved by IPython 2", level=2),
+        v3.new_code_cell(input=REFERENCE.read_text(encoding="utf-8"))])])
+    text = v3.writes_json(nb)
+    assert json.loads(text)["nbformat"] == 3 and "cells" not in json.loads(text)
+    cells = notebook_cells(text, "attention.ipynb")
+    assert [c.label for c in cells] == ['attention.ipynb, section "Attention, saved by IPython 2", code cell 1']
+    assert cells[0].code == REFERENCE.read_text(encoding="utf-8")
+    r = grade_sources(tmp_path, {"old/attention.ipynb": text})["old"]
+    assert r.score == 100 and r.error is None, failed_messages(r)

@@ -122,6 +122,8 @@ STUBS = {"stub_parts_identity": (ATTN_IDENTITY, FFN_IDENTITY),
          "stub_all_sum": (ATTN_SUM, FFN_SUM, BLOCK_SUM),
          "stub_all_identity": (ATTN_IDENTITY, FFN_IDENTITY, BLOCK_IDENTITY),
          "stub_all_random": (ATTN_RANDOM, FFN_RANDOM, BLOCK_RANDOM),
+         # the template's signature with the switches taken and ignored (red team, round 17: 2 of the 12)
+         "switches_ignored": ((BLOCK_IDENTITY[0] + "            return self._switched_off(x, causal)\n", ""),),
          # t25: nn.Transformer without batch_first warns from inside torch; this one also warns on its own
          "warns_itself": (("    return nn.Transformer(d_model=16, nhead=4, num_encoder_layers=2",
                            "    import warnings\n    warnings.warn(\"kim's own note\")\n"
@@ -258,6 +260,14 @@ def test_a_block_over_an_attention_that_raises_earns_only_what_it_computes(grade
     for r in fakes + rights:
         assert any("stand-in parts" in n.en and "대체 구성 요소" in n.ko for n in r.notes), [n.en for n in r.notes]
     assert not any("stand-in" in n.en for n in graded["reference"].notes)
+
+
+def test_switches_that_change_nothing_earn_nothing_of_the_ablation(graded):
+    """The switches are in the template's own signature: a block that ignores all three earns none of the ablation's
+    points (it is otherwise right)."""
+    r = graded["switches_ignored"]
+    assert by_question(r)["ablation"] == 0 and by_question(r)["TransformerBlock"] == 36, failures(r)
+    assert any("none of them changes its output" in m for m in failed_messages(r, ("ablation",))), failures(r)
 
 
 def test_norm_first_under_another_name_is_charged_once(graded):

@@ -1208,16 +1208,46 @@ def check_lengths_reused(m, x: torch.Tensor, y, ctx: int, what: str) -> None:
                               "호출할 때마다 등록된 마스크를 [:num_tokens, :num_tokens]로 잘라 쓰세요."))
 
 
+def _close_enough(a, b) -> bool:
+    """Whether two outputs are the same tensor within expect_close's default tolerance (shapes alike, finite)."""
+    if type(a) is not torch.Tensor or type(b) is not torch.Tensor or a.shape != b.shape or not a.is_floating_point():
+        return False
+    a, b = a.detach().double(), b.detach().double()
+    return bool(torch.isfinite(a).all()) and bool(((a - b).abs() <= 1e-4 + 1e-4 * b.abs()).all())
+
+
 def check_eval_no_dropout(sub, cls: str, seed: int) -> None:
     """In eval mode dropout is the identity: p=0.5 and p=0.0 with the same weights give the same output."""
     expect_working(sub, cls)
-    b, T, d_in, d_out, heads = 2, 5, 4, 4, 2
+    b, T, d_in, d_out, heads = 2, 5, 5, 4, 2  # d_in != d_out: the input's features can be permuted (below)
     x = randn(seed, b, T, d_in)
     with_p = build(sub, cls, d_in, d_out, T, 0.5, heads, seed=seed)
     without = build(sub, cls, d_in, d_out, T, 0.0, heads, seed=seed)
+    want = without(x, mode="eval", seed=1)
     got = expect_tensor(with_p(x, mode="eval", seed=1), f"{call_text(cls, d_in, d_out, T, 0.5, heads)}")
     expect_responds(got, expect_tensor(with_p(x * 2 + 1, mode="eval", seed=1), f"{cls}(...)(x)"), cls, "all")
-    expect_close(got, without(x, mode="eval", seed=1),
+    # Once more with the input's features permuted and the weights to match, where that is shown to be the same
+    # function (dropout=0.0, a third input): inputs the module has never seen, so that an output kept from the
+    # dropout=0.0 call cannot stand in for the dropout=0.5 one (red team s17: a forward that dropped in eval mode and
+    # handed back the first output it gave for each input and weights passed this check).
+    perm = torch.roll(torch.arange(d_in), 2)
+    state = {n: v for n, v in without.state()["params"].items() if type(v) is torch.Tensor and v.is_floating_point()}
+    moved = permuted_features(state, d_in, perm)
+    x3 = randn(seed + 1, b, T, d_in)
+    e = without(x3, mode="eval", seed=1)
+    without.load_state(moved)
+    try:
+        same = _close_enough(without(x3[..., perm], mode="eval", seed=1), e)
+    finally:
+        without.load_state(state)
+    if same:  # (the two modules were built alike: the dropout=0.5 one gets the same weights back afterwards)
+        with_p.load_state(moved)
+        try:
+            got = expect_tensor(with_p(x[..., perm], mode="eval", seed=1),
+                                f"{call_text(cls, d_in, d_out, T, 0.5, heads)}")
+        finally:
+            with_p.load_state(state)
+    expect_close(got, want,
                  described(call_text(cls, d_in, d_out, T, 0.5, heads), "in eval mode", "(eval 모드)"),
                  explain=explain(sub, with_p, x, seed=1),
                  hint=Message("In eval mode dropout must do nothing: use the nn.Dropout module (self.dropout), "

@@ -9,6 +9,7 @@ from __future__ import annotations
 import torch
 
 from autograder.checks import expect_shape, expect_tensor, fail
+from autograder.worker import LIBRARY
 
 # The default variant: the same values as [exam.default] in assignment.toml and the skeleton's constants.
 DEFAULT_VARIANT = {"num_heads": 2, "qkv_bias": False, "drop_rate": 0.1, "context_length": 8, "mask_window": 3,
@@ -43,6 +44,21 @@ def build_block(sub, d_model: int, n_heads: int, seed: int = 0):
 
 def call(m, *args, what: str, seed: int | None = None) -> torch.Tensor:
     return expect_tensor(m(*args, seed=seed), what)
+
+
+def call_block(m, x: torch.Tensor, what: str, seed: int | None = None) -> torch.Tensor:
+    """The block's output, where its forward runs none of torch's transformer layers' code: a block that subclasses
+    nn.TransformerEncoderLayer (or holds one, or calls its forward) has PyTorch compute what Q3 asks the student to
+    assemble, and earned every point of Q3 with a one-line __init__ (red team, round 17)."""
+    res = m.run(x, seed=seed, record=[LIBRARY])
+    if any(isinstance(r, dict) and r.get("fn") == LIBRARY for r in res.get("records") or []):
+        fail(f"`{what}` runs PyTorch's own nn.TransformerEncoderLayer (your class subclasses it, holds one or calls "
+             "its forward): Q3 asks you to build the block yourself from self_attn, linear1, linear2, norm1 and norm2, so "
+             "what PyTorch's layer computes for it earns nothing.",
+             f"`{what}`이(가) PyTorch의 nn.TransformerEncoderLayer를 그대로 실행합니다 (클래스가 그것을 상속하거나, "
+             "가지고 있거나, 그 forward를 호출함): 3번 문제는 self_attn, linear1, linear2, norm1, norm2로 블록을 직접 "
+             "만드는 문제이므로 PyTorch의 레이어가 계산한 결과로는 점수를 받을 수 없습니다.")
+    return expect_tensor(res["out"], what)
 
 
 def call_sdpa(m, Q, K, V, mask=None, what: str = "ScaledDotProductAttention()(Q, K, V)", seed: int | None = None):

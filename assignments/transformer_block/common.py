@@ -438,16 +438,77 @@ def expect_working(m, d: int, seed: int, what: str, causal: bool | None = True, 
              f"토큰만으로 계산되므로 토큰을 섞는 어텐션이 없고, {earns[1]}.")
 
 
-def causal_leak(m, d: int, seed: int, what: str, b: int = 2, T: int = 6) -> float:
-    """How much the outputs of tokens 0..k-1 change when tokens k.. change (0 for a causal layer)."""
+def causal_leak(m, d: int, seed: int, what: str, b: int = 2, T: int = 6, heads: int = 2) -> float:
+    """How much the outputs of tokens 0..k-1 change when tokens k.. change (0 for a causal layer).
+
+    Where the two inputs' outputs agree, once more with the second input in another feature order and the weights
+    permuted to match (the same function, when the permutation keeps each of the `heads` blocks of features in its
+    place; shown on a third input first): bytes the module has never seen. A module that kept the outputs it gave for
+    every prefix of its input, keyed by the prefix and its weights, and gave them back for a prefix seen before, was
+    causal to a plain comparison with no mask at all (red team, round 17: test_attn_is_causal). A module whose
+    permuted twin does not compute the same function (another layout of heads) is judged on the plain comparison."""
     x = randn(seed, b, T, d)
     k = T // 2
     x2 = x.clone()
     x2[:, k:] = randn(seed + 1, b, T - k, d) * 3
     y1 = expect_shape(call(m, x, what, causal=True), (b, T, d), what)
     y2 = call(m, x2, what, causal=True)
-    diff = (y1[:, :k] - y2[:, :k]).abs()
+    leak = _gap(y1[:, :k], y2[:, :k])
+    if leak > 1e-5 or heads < 1 or d % heads:
+        return leak
+    return max(leak, _permuted_leak(m, d, heads, seed, what, x, x2, y1, k))
+
+
+def _gap(a: torch.Tensor, b: torch.Tensor) -> float:
+    diff = (a - b).abs()
     return float(diff[torch.isfinite(diff)].max()) if bool(torch.isfinite(diff).any()) else 0.0
+
+
+def feature_perm(d: int, heads: int) -> torch.Tensor:
+    """A permutation of d features that keeps each of the `heads` blocks of d // heads features in its place (each
+    block rolled by one): attention computed per head is the same function of features and weights so permuted."""
+    size = d // heads
+    return torch.cat([torch.roll(torch.arange(i * size, (i + 1) * size), 1) for i in range(heads)])
+
+
+def permuted(state: dict, d: int, perm: torch.Tensor) -> dict:
+    """The weights `state` with every axis of size d (the template's features: W_q, W_k, W_v, W_o, the LayerNorms,
+    linear1's input and linear2's output) put in the order `perm`; tensors that are not floating point unchanged."""
+    out = {}
+    for n, t in state.items():
+        if type(t) is torch.Tensor and t.is_floating_point():
+            for axis, size in enumerate(t.shape):
+                if size == d:
+                    t = t.index_select(axis, perm)
+        out[n] = t
+    return out
+
+
+def _permuted_leak(m, d: int, heads: int, seed: int, what: str, x, x2, y1, k: int) -> float:
+    """causal_leak's second comparison: y1 (the output for x) against the output for x2 in a permuted feature order
+    with the weights permuted to match; 0.0 where the permuted module is not shown to be the same function."""
+    perm = feature_perm(d, heads)
+    back = torch.argsort(perm)
+    try:
+        params = {n: t for n, t in (m.state().get("params") or {}).items()
+                  if type(t) is torch.Tensor and t.is_floating_point()}
+        if not params:
+            return 0.0
+        moved = permuted(params, d, perm)
+        x3 = randn(seed + 2, x.shape[0], x.shape[1], d)
+        e = call(m, x3, what, causal=True)
+        m.load_state(moved)
+        try:
+            e_moved = call(m, x3[..., perm], what, causal=True)
+            y2 = call(m, x2[..., perm], what, causal=True)
+        finally:
+            m.load_state(params)
+    except CheckFailure:
+        return 0.0
+    if type(e_moved) is not torch.Tensor or type(y2) is not torch.Tensor or e_moved.shape != e.shape \
+            or y2.shape != y1.shape or _gap(e_moved[..., back], e) > 1e-5:
+        return 0.0  # not the same function in the permuted order: the plain comparison stands
+    return _gap(y1[:, :k], y2[..., back][:, :k])
 
 
 def draws_in_eval(m, d: int, seed: int, what: str, T: int = 6) -> bool:

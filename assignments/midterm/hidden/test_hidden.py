@@ -10,8 +10,8 @@ from __future__ import annotations
 import torch
 import torch.nn as nn
 
-from assignments.midterm.common import (build_block, build_mha, build_sdpa, call, call_sdpa, constant, randn,
-                                        variant)
+from assignments.midterm.common import (build_block, build_mha, build_sdpa, call, call_block, call_sdpa, constant,
+                                        randn, variant)
 from autograder.checks import CheckFailure, check, expect_close, expect_tensor, fail
 from autograder.messages import Message
 from autograder.rng import manual_seed
@@ -247,7 +247,7 @@ def _block_values(sub, v: dict, d: int, h: int, b: int, T: int, seed: int) -> No
     hint = Message(f"Your paper sets {_with('norm_first', v)}, so the block is {order}.",
                    f"시험지의 값은 {_with('norm_first', v)}이므로 블록은 {order_ko}입니다.")
     what = f"{cls}(x)"
-    expect_close(call(m, x, what=what), want, what, atol=ATOL, hint=hint)
+    expect_close(call_block(m, x, what), want, what, atol=ATOL, hint=hint)
 
 
 def _drops_as_the_layer_does(m, v: dict, x: torch.Tensor, seed: int) -> bool:
@@ -293,7 +293,7 @@ def test_block_uses_drop_rate(sub, options):
     # Only for a block that computes something from its input and its weights (a block that returns its input
     # beside a few nn.Dropout(DROP_RATE) earns nothing here).
     x = randn(53, 2, 5, 12)
-    y = call(m, x, what="TransformerBlock(12, 3)(x)")
+    y = call_block(m, x, "TransformerBlock(12, 3)(x)")
     params = {n: t for n, t in m.state().get("params", {}).items() if type(t) is torch.Tensor and t.is_floating_point()}
     g = torch.Generator().manual_seed(54)
     m.load_state({n: torch.randn(tuple(t.shape), generator=g) for n, t in params.items()})

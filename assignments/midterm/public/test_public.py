@@ -4,8 +4,8 @@ Nothing here depends on a student's variant or shows a value, so these checks ca
 ([exam] feedback = "runs" shows only whether each one passed). The check names start with the stage they
 test ("constructs", "shapes"), which is how `grade check` groups them in exam mode.
 """
-from assignments.midterm.common import (build_block, build_mha, build_sdpa, call, call_sdpa, expect_from_input,
-                                        expect_from_weights, expect_parameters, randn, shapes_ok)
+from assignments.midterm.common import (build_block, build_mha, build_sdpa, call, call_block, call_sdpa,
+                                        expect_from_input, expect_from_weights, expect_parameters, randn, shapes_ok)
 from autograder.checks import check, expect_tensor, fail
 
 
@@ -61,7 +61,7 @@ def test_block_constructs(sub):
 def test_block_shapes(sub):
     what = "TransformerBlock(12, 2)(x)"
     m, x = build_block(sub, 12, 2), randn(4, 2, 4, 12)
-    shapes_ok(call(m, x, what=what, seed=0), (2, 4, 12), what)
+    shapes_ok(call_block(m, x, what, seed=0), (2, 4, 12), what)
     # Evidence: computed from each example's input, with the block's weights (`return x` kept its shape too).
     expect_from_input(lambda x: (call(m, x, what=what, seed=0),), (x,), what, seed=8)
     expect_from_weights(m, lambda: call(m, x, what=what, seed=0), what, seed=9)

@@ -26,9 +26,10 @@ import torch.nn.functional as F
 
 from assignments.transformer_block.common import (CONFIG, EVIDENCE, differs, expect_working, attn_stand_in, attn_text,
                                                   block_text, build_attn, build_block, build_block_attn, blame_part,
-                                                  build_block_ffn, build_ffn, build_transformer, call, ffn_stand_in,
-                                                  ffn_text, randn, stand_in_attention, stand_in_ffn, transformer_out,
-                                                  with_pytorch_weights, norm_first_name, takes_norm_first)
+                                                  build_block_ffn, build_ffn, build_transformer, call, feature_perm,
+                                                  ffn_stand_in, ffn_text, permuted, randn, stand_in_attention,
+                                                  stand_in_ffn, transformer_out, with_pytorch_weights, norm_first_name,
+                                                  takes_norm_first)
 from assignments.transformer_block.hidden.diagnose import explain  # also registers the grader's bug diagnosis
 from autograder.checks import CheckFailure, check, expect_close, expect_shape, expect_tensor, fail
 from autograder.messages import Message
@@ -205,6 +206,35 @@ def close(a, b, atol=ATOL) -> bool:
     a, b = a.to(torch.float64), b.detach().to(torch.float64)
     same = (a - b).abs() <= atol + ATOL * b.abs()
     return bool((same | (torch.isnan(a) & torch.isnan(b))).all())
+
+
+def eval_pair(make, state: dict | None, d: int, heads: int, x: torch.Tensor, what: str, seed: int | None = None):
+    """The outputs in eval mode of the module built with dropout=0.5 and of the one built with dropout=0.0, both
+    holding the weights `state` (make(p, state) builds one and loads `state` into it; None: the weights the
+    dropout=0.0 module was built with). The first is computed, where it can be, with its input's features and its
+    weights in another order (feature_perm) and put back in order: an output kept from an earlier call, keyed by the
+    weights and the input, cannot then stand in for the dropped one (red team s17: an attention that dropped in eval
+    mode and handed back each input's first output passed this check). Where the permuted module is not shown to be
+    the same function (the dropout=0.0 module with the permuted weights, on a third input: another layout of heads),
+    the plain pair, the first computed first. Two modules are built, as before."""
+    perm = feature_perm(d, heads)
+    back = torch.argsort(perm)
+    plain = make(0.0, state)
+    if state is None:
+        state = {n: v for n, v in (plain.state().get("params") or {}).items() if type(v) is torch.Tensor}
+    moved = permuted(state, d, perm)
+    x3 = randn(int(x.abs().sum() * 1000) % 9973, *x.shape)
+    e = call(plain, x3, what, seed=seed)
+    plain.load_state(moved)
+    try:
+        twin = call(plain, x3[..., perm], what, seed=seed)
+    finally:
+        plain.load_state(state)
+    if type(twin) is torch.Tensor and tuple(twin.shape) == tuple(e.shape) and close(twin[..., back], e):
+        y0 = call(plain, x, what, seed=seed)
+        y5 = call(make(0.5, moved), x[..., perm], what, seed=seed)
+        return (y5[..., back] if type(y5) is torch.Tensor and tuple(y5.shape) == tuple(x.shape) else y5), y0
+    return call(make(0.5, state), x, what, seed=seed), call(plain, x, what, seed=seed)
 
 
 # ------------------------------------------------------------------------------- MultiHeadSelfAttention
@@ -390,11 +420,12 @@ def attn_eval(sub, d=12, h=3, seed=641):
     """MultiHeadSelfAttention(d, h, 0.5) in eval mode against the same layer built with dropout=0.0."""
     layer = ref_layer(d, h, 2 * d, seed=seed)
     x = randn(seed + 1, 2, 5, d)
-    outs = []
-    for p in (0.5, 0.0):
+
+    def make(p, state):
         m = build_attn(sub, d, h, p, seed=seed)
-        load(m, attn_state(layer.self_attn), f"MultiHeadSelfAttention({d}, {h}, {p})")
-        outs.append(call(m, x, attn_text(d, h, p), seed=seed + 2))
+        load(m, state, f"MultiHeadSelfAttention({d}, {h}, {p})")
+        return m
+    outs = eval_pair(make, attn_state(layer.self_attn), d, h, x, attn_text(d, h, 0.5), seed=seed + 2)
     # Evidence first: a layer that ignores its input or its weights, or maps each token alone, drops nothing in
     # eval mode trivially (a per-token W_o(tanh(W_q x) * W_k x + W_v x) earned this).
     expect_working(build_attn(sub, d, h, 0.0, seed=seed), d, seed + 3, attn_text(d, h), causal=False, earns=EVAL)
@@ -445,11 +476,12 @@ def ffn_eval(sub):
                    earns=EVAL)
     layer = ref_layer(8, 2, 16, seed=711)
     x = randn(712, 2, 5, 8)
-    outs = []
-    for p in (0.5, 0.0):
+
+    def make(p, state):
         m = build_ffn(sub, 8, 16, p, seed=711)
-        load(m, ffn_state(layer), f"FeedForward(8, 16, {p})")
-        outs.append(call(m, x, ffn_text(8, 16, p)))
+        load(m, state, f"FeedForward(8, 16, {p})")
+        return m
+    outs = eval_pair(make, ffn_state(layer), 8, 1, x, ffn_text(8, 16, 0.5))
     expect_close(outs[0], outs[1], ffn_text(8, 16, 0.5) + " in eval mode (compared with dropout=0.0)",
                  hint=Message("Use the nn.Dropout module (self.dropout), which does nothing after model.eval().",
                               "model.eval() 뒤에는 아무 일도 하지 않는 nn.Dropout 모듈(self.dropout)을 쓰세요."))
@@ -863,17 +895,23 @@ def test_block_eval_ignores_dropout(sub):
     for nf in (False, True):
         block_evidence(sub, nf)
         layer = ref_layer(d, h, d_ff, nf, seed)
-        outs = []
-        for p in (0.5, 0.0):
+
+        def make(p, state, nf=nf):
             m = build_block(sub, d, h, d_ff, p, nf, seed=seed)
-            load_block(sub, m, block_state(layer), d, h, d_ff)
-            outs.append(call(m, x, block_text(d, h, d_ff, p, nf)))
+            load_block(sub, m, state, d, h, d_ff)
+            return m
+        outs = eval_pair(make, block_state(layer), d, h, x, block_text(d, h, d_ff, 0.5, nf))
         if close(outs[0], outs[1]):
             continue
-        for build, text in ((lambda p: build_block_attn(sub, d, h, p, seed=2), "attn"),
-                            (lambda p: build_block_ffn(sub, d, d_ff, p, seed=2), "ffn")):
+        for build, text, heads in ((lambda p: build_block_attn(sub, d, h, p, seed=2), "attn", h),
+                                   (lambda p: build_block_ffn(sub, d, d_ff, p, seed=2), "ffn", 1)):
+            def part(p, state, build=build):
+                m = build(p)
+                if state is not None:
+                    m.load_state(state)
+                return m
             try:  # a part that keeps dropping in eval mode is charged to that part
-                if not close(call(build(0.5), x, text), call(build(0.0), x, text)):
+                if not close(*eval_pair(part, None, d, heads, x, text)):
                     return
             except CheckFailure:
                 pass

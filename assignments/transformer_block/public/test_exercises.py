@@ -91,6 +91,22 @@ def test_block_switches_signature(sub):
              "use_norm=True, use_residual=True (the switches of the notes' exercise 3).",
              f"`TransformerBlock.__init__`의 인자가 ({got})입니다. norm_first 다음에 use_ffn=True, use_norm=True, "
              "use_residual=True(노트의 실습 과제 3의 스위치)가 와야 합니다.")
+    # Evidence: the template's own signature already holds the switches, so they earn the signature's points only
+    # where one of them is more than a name (red team, round 17: a block that ignored all three earned 2 of 12).
+    x = randn(72, 2, 5, 8)
+    base = call(build_block(sub, 8, 2, 12, 0.0, seed=3), x, block_text(8, 2, 12))
+    for name, _ in SWITCHES:
+        what = block_text(8, 2, 12).replace(")(x)", f", {name}=False)(x)")
+        try:
+            got = call(build_block(sub, 8, 2, 12, 0.0, seed=3, **{name: False}), x, what)
+        except CheckFailure:
+            continue  # (a switch that raises is charged by the checks of that switch)
+        if tuple(base.shape) != tuple(got.shape) or not torch.allclose(base, got, atol=1e-6, equal_nan=True):
+            return
+    fail("`TransformerBlock` takes use_ffn, use_norm and use_residual, but none of them changes its output: the "
+         "template's signature holds them already, so it earns these points only once the switches take effect.",
+         "`TransformerBlock`이 use_ffn, use_norm, use_residual을 받지만 어느 것도 출력을 바꾸지 않습니다: 템플릿의 "
+         "시그니처에 이미 들어 있으므로, 스위치가 실제로 작동해야 이 점수를 받습니다.")
 
 
 @check(question="ablation", points=1)
