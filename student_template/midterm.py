@@ -81,11 +81,13 @@ class TransformerBlock(nn.Module):
     EN: use exactly nn.TransformerEncoderLayer's parameter names, which the grader copies weights into:
         self_attn (nn.MultiheadAttention(d_model, n_heads, dropout=DROP_RATE, batch_first=True)),
         linear1, linear2 (ReLU between them), norm1, norm2 (nn.LayerNorm(d_model)).
-        forward(x): (b, num_tokens, d_model) -> the same shape.
+        forward(x): (b, num_tokens, d_model) -> the same shape. Build the block from these parts yourself:
+        one that subclasses, holds or calls nn.TransformerEncoderLayer earns only the construction point.
     KO: 채점기가 가중치를 복사하는 nn.TransformerEncoderLayer의 파라미터 이름을 그대로 쓰세요:
         self_attn (nn.MultiheadAttention(d_model, n_heads, dropout=DROP_RATE, batch_first=True)),
         linear1, linear2 (사이에 ReLU), norm1, norm2 (nn.LayerNorm(d_model)).
-        forward(x): (b, num_tokens, d_model) -> 같은 shape.
+        forward(x): (b, num_tokens, d_model) -> 같은 shape. 블록은 이 부품들로 직접 만드세요:
+        nn.TransformerEncoderLayer를 상속하거나, 속성으로 두거나, 호출하는 블록은 생성 점수만 받습니다.
     """
 
     def __init__(self, d_model, n_heads):
