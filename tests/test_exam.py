@@ -263,6 +263,10 @@ def test_reference_and_skeleton_without_roster(tmp_path):
                                "weights = torch.softmax(scores / self.head_dim ** 0.5, dim=-1)")
     assert unused != reference
     (subs / "bug_dropout_unused.py").write_text(unused, encoding="utf-8")
+    # a forward that never runs is charged by the value checks, not again by the dropout's (9 of 35 as before)
+    raises = reference.replace("        b, n, _ = x.shape\n", "        raise RuntimeError('unfinished')\n", 1)
+    assert raises != reference
+    (subs / "bug_forward_raises.py").write_text(raises, encoding="utf-8")
     (subs / "alt.py").write_bytes((ROOT / "tests" / "exam_corpus" / "alt_correct.py").read_bytes())
     p = grade("batch", "subs", "--assignment", "midterm", "--out", "res", cwd=tmp_path)
     assert p.returncode == 0 and "default variant" in p.stderr
@@ -275,6 +279,7 @@ def test_reference_and_skeleton_without_roster(tmp_path):
                                    ["extra_data"]["internal"])
     lost = [c.message for c in r.checks if c.status != "passed"]
     assert len(lost) == 1 and "never applies it" in lost[0].en and "적용하지 않습니다" in lost[0].ko, lost
+    assert float(rows["bug_forward_raises"]["MultiHeadAttention"]) == 9
 
 
 # Q3 handed to PyTorch (red team, round 17): the block subclasses nn.TransformerEncoderLayer, the layer the hidden

@@ -112,7 +112,10 @@ def _mha_applies_dropout(sub, v: dict) -> None:
     what = f"MultiHeadAttention({d_in}, {d_out})(x)"
     m = build_mha(sub, d_in, d_out, seed=61)
     x = randn(62, 2, 6, d_in)
-    y = call(m, x, what=what)
+    try:
+        y = call(m, x, what=what)
+    except CheckFailure:  # a forward that does not run at all is the value checks' to charge, not this one's
+        return
     try:
         y_train = expect_tensor(m(x, mode="train", seed=63), f"{what} in train mode")
     except CheckFailure as e:
