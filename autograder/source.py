@@ -26,6 +26,23 @@ _CELL_MAGICS_RUN_BODY = {"time", "capture"}  # IPython runs these cells' bodies 
 _MODULE_NAME = re.compile(r"(?:\./)?([A-Za-z_][A-Za-z0-9_]*)\.py")
 
 
+_RUN_LINE = re.compile(r"^(\s*)%run\s+(?:-i\s+)?(?:\./)?([A-Za-z_][A-Za-z0-9_]*)\.py\s*$")
+
+
+def run_written(code: str, written: set[str]) -> str:
+    """`%run NAME.py` lines of a cell, where an earlier `%%writefile NAME.py` cell wrote that file, as
+    `from NAME import *`: what %run leaves in the notebook (the script's names) for a module of definitions (its
+    `if __name__ == "__main__":` demo is not run). Other `%run` lines stay magics (see strip_magics)."""
+    if "%run" not in code or not written:
+        return code
+    lines = code.splitlines()
+    for k, line in enumerate(lines):
+        m = _RUN_LINE.match(line)
+        if m and m.group(2) in written:
+            lines[k] = f"{m.group(1)}from {m.group(2)} import *  # grader: %run {m.group(2)}.py"
+    return "\n".join(lines)
+
+
 def writefile_module(code: str) -> tuple[str, bool, str] | None:
     """(module name, append, body) of a `%%writefile [-a] NAME.py` cell that writes a Python module into the
     notebook's own folder, which later cells can import (`from NAME import *`); None for any other cell (another
@@ -291,6 +308,7 @@ def notebook_cells(text: str, name: str, notes: list[Message] | None = None) -> 
     heading, rank, i = "", 0, 0
     used: set[str] = set()
     markdown: list[tuple[str, str]] = []  # (text, heading above it) of markdown cells, for _code_in_markdown
+    modules: set[str] = set()  # what %%writefile cells so far wrote (run_written)
     for cell in cells:
         if not isinstance(cell, dict):
             continue
@@ -309,7 +327,9 @@ def notebook_cells(text: str, name: str, notes: list[Message] | None = None) -> 
         i += 1
         rank += 1
         written = writefile_module(_cell_text(cell.get("source")))
-        code = strip_magics(_cell_text(cell.get("source"))) if written is None else written[2]
+        code = strip_magics(run_written(_cell_text(cell.get("source")), modules)) if written is None else written[2]
+        if written is not None:
+            modules.add(written[0])
         if code and (code.strip() or written is not None):
             where = f"section \"{heading}\", code cell {rank}" if heading else f"code cell {i}"
             label = f"{name}, {where}"

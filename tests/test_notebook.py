@@ -316,7 +316,10 @@ def test_classes_a_writefile_cell_writes_to_a_module_that_the_notebook_imports_a
         "bug_module.ipynb": notebook("%%writefile bug_mod.py\n" + bug, "from bug_mod import *"),
         "bug_file.py": bug,
         "never.ipynb": notebook("%%writefile my_attention.py\n" + ref, "import torch"),
+        # `%run` of the file written runs it into the notebook (red team s17's lead): its names are there after
+        "run.ipynb": notebook("%%writefile attention_mod.py\n" + ref, "%run attention_mod.py\nprint(CausalAttention)"),
     })
+    assert results["run"].score == 100, failed_messages(results["run"])
     for sid in ("star", "appended", "rewritten"):
         r = results[sid]
         assert r.score == 100, (sid, [(c.name, c.message and c.message.en) for c in r.checks if c.status != "passed"])
