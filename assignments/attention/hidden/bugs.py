@@ -262,6 +262,12 @@ VARIANTS: list[Variant] = [
       never_says=(DROPOUT_HINT,)),
     V("causal_typo_0_slash_5_in_parentheses", ch(CA, SCALE, PAREN), breaks=CA, en=TYPO_PAREN.en,
       ko=TYPO_PAREN.ko, never_says=(DROPOUT_HINT,)),
+    V("causal_typo_0_05", ch(CA, "** 0.5", "** 0.05"), breaks=CA,
+      en="the scores are divided by d_k ** 0.05 (a typo for `** 0.5`), which is close to 1, so they are hardly scaled; "
+         "divide by sqrt(d_k) = keys.shape[-1] ** 0.5",
+      ko="점수를 d_k ** 0.05로 나눠서(`** 0.5`의 오타, 거의 1) 거의 스케일되지 않음; "
+         "sqrt(d_k) = keys.shape[-1] ** 0.5로 나누세요",
+      never_says=(DROPOUT_HINT,), why="learners round rl11 (with masked_fill's result thrown away too)"),
     V("causal_qkv_bias_ignored", ch(CA, "bias=qkv_bias", "bias=False"), breaks=CA, says=("qkv_bias is ignored",)),
     V("context_len_argument", ch(CA, "context_length", "context_len"), breaks=CA,
       says=("`context_len` -> `context_length`",)),
