@@ -700,6 +700,23 @@ VARIANTS: list[Variant] = [
       ch(MHA, "qkv_bias: bool = False):\n        super().__init__()", "qkv_bias: bool = False, **kwargs):\n"
                                                                       "        super().__init__()")),
 ]
+
+
+def both(name: str, first: str, second: str, **kw) -> Variant:
+    """Two of the table's bugs in one class, as learners write them (round rl11): no single bug gives their output,
+    so the diagnosis names the pair, each mistake in its own words."""
+    a, b = (next(v for v in VARIANTS if v.name == n) for n in (first, second))
+    assert a.cause is not None and b.cause is not None, (first, second)
+    return V(name, *a.changes, *b.changes, breaks=",".join(dict.fromkeys(a.breaks + b.breaks)),
+             says=(a.cause.en, b.cause.en, "with both of these mistakes"), **kw)
+
+
+VARIANTS += [
+    both("mha_masked_fill_dropped_and_out_proj_unused", "mha_masked_fill_dropped", "mha_out_proj_unused",
+         why="learners round rl11: told only that the output differs"),
+    both("causal_masked_fill_dropped_and_typo_0_05", "masked_fill_dropped", "causal_typo_0_05",
+         why="learners round rl11: told only that the output differs"),
+]
 TABLE = Table(REFERENCE_SOURCE, VARIANTS)
 BY_NAME = TABLE.by_name
 # The diagnosis library: the bugs whose output differs from the reference's, so an exact match names them.
