@@ -132,6 +132,21 @@ def test_a_pair_not_tried_in_full_names_nothing():
     assert diagnosis(source, "MultiHeadAttention", until=-1.0) is None
 
 
+def test_the_deadline_stops_the_pairs_too(monkeypatch):
+    """A deadline reached while pairs are tried (the single bugs all tried in time) names nothing."""
+    source = two("mha_masked_fill_dropped", "mha_out_proj_unused")
+    target, x, got = student(source, "MultiHeadAttention")
+    composed: list[int] = []
+    real_pair = bugs.TABLE.pair
+    monkeypatch.setattr(bugs.TABLE, "pair", lambda a, b: (composed.append(1), real_pair(a, b))[1])
+    clock = types.SimpleNamespace(monotonic=lambda: 1e9 if len(composed) > 3 else 0.0)
+    monkeypatch.setattr(bugtable, "time", clock)
+    assert diagnose.diagnose(sub=None, until=1.0, target=target, got=got, inputs=(x,)) is None
+    assert 3 < len(composed) < 10
+    monkeypatch.setattr(bugtable, "time", time)
+    assert diagnose.diagnose(sub=None, until=time.monotonic() + 30, target=target, got=got, inputs=(x,))
+
+
 def test_pairs_whose_edits_do_not_compose_are_skipped_and_each_pair_is_composed_once():
     t = bugs.TABLE
     # Both rewrite `** 0.5`: the second edit no longer applies after the first, in either order.
