@@ -94,15 +94,45 @@ class Table:
         # The bugs whose output differs from the reference's, so an exact match names them.
         self.library = [v for v in self.variants if v.cause is not None and v.breaks]
         self._modules: dict[str, types.ModuleType] = {}
+        self._pairs: dict[tuple[str, str], Variant | None] = {}
+        self._sources: dict[str, str] = {}
         self._uses = _uses(reference)
 
     def module(self, v: Variant) -> types.ModuleType:
         """The bug version of the reference as a module, built once per grader process (it is reference code)."""
         if v.name not in self._modules:
             m = types.ModuleType(f"reference_bug_{v.name}")
-            exec(compile(v.source(), f"<reference with bug {v.name}>", "exec"), m.__dict__)
+            exec(compile(self.source(v), f"<reference with bug {v.name}>", "exec"), m.__dict__)
             self._modules[v.name] = m
         return self._modules[v.name]
+
+    def pair(self, a: Variant, b: Variant) -> Variant | None:
+        """`a` and `b` in one bug version of the reference (a learner with both mistakes), or None where their
+        edits do not compose: one's edit no longer applies after the other's (in either order), or one undoes or
+        swallows the other (the result is one of them alone). Composed once per grader process, as text only;
+        its module is built by `module` when first needed."""
+        key = (a.name, b.name)
+        if key not in self._pairs:
+            both = None
+            for first, second in ((a, b), (b, a)):
+                try:
+                    text = apply(self.source(first), second.changes)
+                except (ValueError, KeyError, SyntaxError):
+                    continue
+                if text not in (self.reference, self.source(a), self.source(b)):
+                    both = Variant(f"{a.name}+{b.name}", first.changes + second.changes,
+                                   tuple(dict.fromkeys(a.breaks + b.breaks)), init=a.init or b.init,
+                                   reference=self.reference)
+                    self._sources[both.name] = text
+                break
+            self._pairs[key] = both
+        return self._pairs[key]
+
+    def source(self, v: Variant) -> str:
+        """`v.source()`, worked out once per grader process."""
+        if v.name not in self._sources:
+            self._sources[v.name] = v.source()
+        return self._sources[v.name]
 
     def reaches(self, v: Variant, name: str) -> bool:
         """Whether `v` changes `name` or something `name` uses (a helper function it calls, a class it builds);
@@ -250,12 +280,14 @@ def _output(mod: Any, ctor: Ctor, params: dict | None, call: Call, cls: str | No
 def diagnose_module(table: Table, reference: Any, until: float, target: Any, got: Any, call: Call,
                     cls: str | None = None, prepare: Callable[[Any], None] | None = None,
                     candidates: list[Variant] | None = None,
-                    rename: Callable[[dict], dict] | None = None) -> Message | None:
+                    rename: Callable[[dict], dict] | None = None, pairs: int = 0) -> Message | None:
     """The library bug that explains the student's module `target` (a proxy handle) having given `got` when
     called as `call` says, or None. The student's code is not run again; only the module's weights are read.
     `candidates`: the bugs to try (by default every library bug that reaches the class). `rename`: the student's
     weights under the reference's names, where the assignment can tell which is which (projections named
-    otherwise); without it, weights under other names name no bug."""
+    otherwise); without it, weights under other names name no bug. `pairs`: when no single bug explains the
+    output, at most this many pairs of bugs (each changing this call's output to the student's shape, their edits
+    composed) are tried, and a pair that gives the output exactly is named; 0 tries none."""
     ctor = target.ctor
     cls = cls or (ctor[0] if ctor is not None else None)
     if ctor is None or not hasattr(reference, cls):
@@ -268,17 +300,45 @@ def diagnose_module(table: Table, reference: Any, until: float, target: Any, got
         params = rename(params)
     # With the student's weights the reference either gives their output (their forward is right: look for a bug
     # in how weights are created, built from the same seed) or it does not (look for a bug in forward).
-    forward_right = same(output(reference, ctor, params, call, cls, prepare), got)
-    if forward_right and same(output(reference, ctor, None, call, cls, prepare), got):
-        return None  # the student's module is the reference's: the failure is not one of these bugs
+    reference_out = output(reference, ctor, params, call, cls, prepare)
+    forward_right = same(reference_out, got)
+    if forward_right:
+        reference_out = output(reference, ctor, None, call, cls, prepare)
+        if same(reference_out, got):
+            return None  # the student's module is the reference's: the failure is not one of these bugs
     found: list[Variant] = []
+    outs: list[tuple[Variant, Any]] = []
     for v in candidates:
         if time.monotonic() > until:
             return None
-        if v.init == forward_right and same(output(table.module(v), ctor, None if v.init else params, call, cls,
-                                                   prepare), got):
+        if v.init != forward_right:
+            continue
+        out = output(table.module(v), ctor, None if v.init else params, call, cls, prepare)
+        if same(out, got):
             found.append(v)
-    return _one(found)
+        outs.append((v, out))
+    if found or not pairs or type(got) is not torch.Tensor:
+        return _one(found)
+    # The pairs' parts: bugs that change this call's output (a bug that does not leaves its partner alone, which
+    # was tried) and keep the student's shape.
+    alone = [v for v, out in outs if type(out) is torch.Tensor and out.shape == got.shape
+             and not same(out, reference_out)]
+    # No one bug explains it: two of them together may (learners round rl11). Only where no single bug does.
+    both: list[tuple[Variant, Variant]] = []
+    tried = 0
+    for i, a in enumerate(alone):
+        for b in alone[i + 1:]:
+            if a.cause == b.cause:
+                continue
+            ab = table.pair(a, b)
+            if ab is None:
+                continue
+            if tried >= pairs or time.monotonic() > until:
+                return None  # not every pair was tried: naming one of them could name the wrong one
+            tried += 1
+            if same(output(table.module(ab), ctor, None if ab.init else params, call, cls, prepare), got):
+                both.append((a, b))
+    return _two(both)
 
 
 MAX_NAMED = 3  # causes named together when they give the same numbers; more say nothing certain
@@ -298,6 +358,28 @@ def _one(found: list[Variant]) -> Message | None:
                    "same numbers here): " + "; or ".join(c.en for c in causes) + ".",
                    "출력이 참조 구현에 다음 실수 중 하나를 넣었을 때의 결과와 정확히 같습니다 (여기서는 같은 값이 "
                    "나옴): " + "; 또는 ".join(c.ko for c in causes) + ".")
+
+
+def _two(found: list[tuple[Variant, Variant]]) -> Message | None:
+    """The diagnosis from the pairs of bugs that together explain the output: each mistake in its own words; several
+    pairs only when at most MAX_NAMED causes are involved, as for one bug."""
+    pairs = list({frozenset((a.cause, b.cause)): (a.cause, b.cause) for a, b in found
+                  if a.cause is not None and b.cause is not None}.values())
+    causes = set(c for p in pairs for c in p)
+    if not pairs or len(causes) > MAX_NAMED:
+        return None
+    if len(pairs) == 1:
+        (x, y), = pairs
+        return Message(f"Your output is exactly what the reference gives with both of these mistakes: {x.en}; and "
+                       f"{y.en}.",
+                       f"출력이 참조 구현에 다음 두 실수를 함께 넣었을 때의 결과와 정확히 같습니다: {x.ko}; 그리고 "
+                       f"{y.ko}.")
+    return Message("Your output is exactly what the reference gives with both mistakes of any one of these pairs "
+                   "(they give the same numbers here): "
+                   + "; or ".join(f"({n}) {x.en}; and {y.en}" for n, (x, y) in enumerate(pairs, 1)) + ".",
+                   "출력이 참조 구현에 다음 두 실수 쌍 중 하나를 함께 넣었을 때의 결과와 정확히 같습니다 (여기서는 "
+                   "같은 값이 나옴): "
+                   + "; 또는 ".join(f"({n}) {x.ko}; 그리고 {y.ko}" for n, (x, y) in enumerate(pairs, 1)) + ".")
 
 
 def diagnose_function(table: Table, until: float, name: str, inputs: tuple, got: Any,

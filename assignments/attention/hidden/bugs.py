@@ -262,6 +262,12 @@ VARIANTS: list[Variant] = [
       never_says=(DROPOUT_HINT,)),
     V("causal_typo_0_slash_5_in_parentheses", ch(CA, SCALE, PAREN), breaks=CA, en=TYPO_PAREN.en,
       ko=TYPO_PAREN.ko, never_says=(DROPOUT_HINT,)),
+    V("causal_typo_0_05", ch(CA, "** 0.5", "** 0.05"), breaks=CA,
+      en="the scores are divided by d_k ** 0.05 (a typo for `** 0.5`), which is close to 1, so they are hardly scaled; "
+         "divide by sqrt(d_k) = keys.shape[-1] ** 0.5",
+      ko="점수를 d_k ** 0.05로 나눠서(`** 0.5`의 오타, 거의 1) 거의 스케일되지 않음; "
+         "sqrt(d_k) = keys.shape[-1] ** 0.5로 나누세요",
+      never_says=(DROPOUT_HINT,), why="learners round rl11 (with masked_fill's result thrown away too)"),
     V("causal_qkv_bias_ignored", ch(CA, "bias=qkv_bias", "bias=False"), breaks=CA, says=("qkv_bias is ignored",)),
     V("context_len_argument", ch(CA, "context_length", "context_len"), breaks=CA,
       says=("`context_len` -> `context_length`",)),
@@ -693,6 +699,23 @@ VARIANTS: list[Variant] = [
                                    "        super().__init__()\n        self.verbose = verbose"),
       ch(MHA, "qkv_bias: bool = False):\n        super().__init__()", "qkv_bias: bool = False, **kwargs):\n"
                                                                       "        super().__init__()")),
+]
+
+
+def both(name: str, first: str, second: str, **kw) -> Variant:
+    """Two of the table's bugs in one class, as learners write them (round rl11): no single bug gives their output,
+    so the diagnosis names the pair, each mistake in its own words."""
+    a, b = (next(v for v in VARIANTS if v.name == n) for n in (first, second))
+    assert a.cause is not None and b.cause is not None, (first, second)
+    return V(name, *a.changes, *b.changes, breaks=",".join(dict.fromkeys(a.breaks + b.breaks)),
+             says=(a.cause.en, b.cause.en, "with both of these mistakes"), **kw)
+
+
+VARIANTS += [
+    both("mha_masked_fill_dropped_and_out_proj_unused", "mha_masked_fill_dropped", "mha_out_proj_unused",
+         why="learners round rl11: told only that the output differs"),
+    both("causal_masked_fill_dropped_and_typo_0_05", "masked_fill_dropped", "causal_typo_0_05",
+         why="learners round rl11: told only that the output differs"),
 ]
 TABLE = Table(REFERENCE_SOURCE, VARIANTS)
 BY_NAME = TABLE.by_name
