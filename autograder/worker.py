@@ -636,7 +636,8 @@ class _Guard:
 
     FUNCTIONS = ("probe_devices", "all_parameters", "probe_cuda", "accelerator_built", "own_dict", "_registered",
                  "walk_modules", "walk_tensors", "persistent_buffers", "_held")
-    VALUES = ("_INSTANCE_DICT", "_ABSENT", "MAX_WALK", "_LIBRARY_CODE", "LIBRARY", "_SETPROFILE", "_GETPROFILE")
+    VALUES = ("_INSTANCE_DICT", "_ABSENT", "MAX_WALK", "_LIBRARY_CODE", "_LIBRARY_PRINTS", "_LIBRARY_LARGE", "LIBRARY",
+              "_SETPROFILE", "_GETPROFILE")
     CLASSES = ("Worker", "DeviceSim", "Recorder", "BoundedText", "_ScratchFile", "_Progress")
     MODULE_METHODS = ("named_modules", "named_parameters", "named_buffers", "named_children", "modules", "children",
                       "parameters", "buffers", "state_dict", "load_state_dict", "_load_from_state_dict", "to",
@@ -864,9 +865,17 @@ def _children() -> int:
 # has PyTorch compute what the question asks the student to assemble: the exam's TransformerBlock, graded against
 # that very layer, earned all its points as `class TransformerBlock(nn.TransformerEncoderLayer)` and a one-line
 # __init__ (red team, round 17).
+_LIBRARY_LARGE = 15  # names a function uses: the encoder layer's forward 42, its __init__ 27, its _ff_block 5
 _LIBRARY_CODE = frozenset(f.__code__ for cls in (nn.TransformerEncoderLayer, nn.TransformerDecoderLayer,
                                                  nn.TransformerEncoder, nn.TransformerDecoder, nn.Transformer)
                           for f in vars(cls).values() if isinstance(f, types.FunctionType))
+# The same code copied rather than borrowed: the large ones (forward, __init__) by the names they use, in order (42
+# of them in the encoder layer's forward), which neither their line numbers, nor their file, nor the compiler that
+# made their instructions change. A forward rebuilt from the layer's code object at other line numbers, or its text
+# compiled again as the student's own (pasted into the class), was not the layer's code to the identity test above
+# and earned all of Q3 (red team, round 18). The small methods (_ff_block: one line a student may write alike) are
+# only told by identity.
+_LIBRARY_PRINTS = frozenset(c.co_names for c in _LIBRARY_CODE if len(c.co_names) >= _LIBRARY_LARGE)
 LIBRARY = "library:transformer"  # in a call's `record`: note whether that code ran (a record {"fn": LIBRARY})
 _SETPROFILE, _GETPROFILE = sys.setprofile, sys.getprofile
 
@@ -883,8 +892,10 @@ class Recorder(TorchFunctionMode):
         self.hook, self.was, self.ran = self._profile, None, False
 
     def _profile(self, frame, event, arg) -> None:
-        if event == "call" and not self.ran and frame.f_code in _LIBRARY_CODE:
-            self.ran = True
+        if event == "call" and not self.ran:
+            code = frame.f_code
+            if code in _LIBRARY_CODE or len(code.co_names) >= _LIBRARY_LARGE and code.co_names in _LIBRARY_PRINTS:
+                self.ran = True
 
     def __enter__(self):
         if self.library:

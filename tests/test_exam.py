@@ -302,6 +302,38 @@ LIBRARY_BLOCKS = {
     _sa_block = nn.TransformerEncoderLayer._sa_block
     _ff_block = nn.TransformerEncoderLayer._ff_block
 """,
+    # (red team, round 18) the layer's code copied, not borrowed: its code objects rebuilt at other line numbers,
+    # or the text of its forward compiled again as the student's own (as pasting it into the class does)
+    "cloned": """import types as _types
+
+
+def _clone(f):
+    code = f.__code__.replace(co_firstlineno=f.__code__.co_firstlineno + 1000)
+    return _types.FunctionType(code, f.__globals__, f.__name__, f.__defaults__, f.__closure__)
+
+
+class TransformerBlock(nn.TransformerEncoderLayer):
+    def __init__(self, d_model, n_heads):
+        super().__init__(d_model, n_heads, FF_MULT * d_model, DROP_RATE, batch_first=True, norm_first=NORM_FIRST)
+    forward = _clone(nn.TransformerEncoderLayer.forward)
+    _sa_block = _clone(nn.TransformerEncoderLayer._sa_block)
+    _ff_block = _clone(nn.TransformerEncoderLayer._ff_block)
+""",
+    "pasted": """import inspect as _inspect
+import textwrap as _textwrap
+
+_pasted: dict = {}
+for _f in (nn.TransformerEncoderLayer.forward, nn.TransformerEncoderLayer._sa_block,
+           nn.TransformerEncoderLayer._ff_block):
+    exec(compile(_textwrap.dedent(_inspect.getsource(_f)), "pasted", "exec"), dict(vars(nn.modules.transformer)),
+         _pasted)
+
+
+class TransformerBlock(nn.TransformerEncoderLayer):
+    def __init__(self, d_model, n_heads):
+        super().__init__(d_model, n_heads, FF_MULT * d_model, DROP_RATE, batch_first=True, norm_first=NORM_FIRST)
+    forward, _sa_block, _ff_block = _pasted["forward"], _pasted["_sa_block"], _pasted["_ff_block"]
+""",
 }
 
 
