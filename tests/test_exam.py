@@ -282,6 +282,55 @@ def test_reference_and_skeleton_without_roster(tmp_path):
     assert float(rows["bug_forward_raises"]["MultiHeadAttention"]) == 9
 
 
+def test_mha_dropout_must_act_on_the_attention_weights_not_just_change_train_mode(tmp_path):
+    """Red team s18: the constants check asked only that train mode differ from eval mode; a forward that scaled its
+    output by 1.001 while self.training (nn.Dropout(DROP_RATE) built, never applied) got 100 where the honest one
+    without dropout gets 92, and dropout on the output instead of the weights got 100 too. Both now lose the same
+    8 points; correct forwards that draw the weights' dropout otherwise (a loop over heads, PyTorch's
+    scaled_dot_product_attention with dropout_p, F.dropout) keep 100."""
+    reference = (ROOT / "reference" / "midterm.py").read_text(encoding="utf-8")
+    body = """        scores = q @ k.transpose(2, 3)  # (b, h, n, n)
+        scores = scores.masked_fill(self.mask.bool()[:n, :n], -torch.inf)
+        weights = self.dropout(torch.softmax(scores / self.head_dim ** 0.5, dim=-1))
+        context = (weights @ v).transpose(1, 2).reshape(b, n, self.d_out)  # heads side by side again
+        return self.out_proj(context)
+"""
+    assert body in reference
+    plain = body.replace("self.dropout(torch.softmax(scores / self.head_dim ** 0.5, dim=-1))",
+                         "torch.softmax(scores / self.head_dim ** 0.5, dim=-1)")
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    answers = {
+        "fake": plain.replace("return self.out_proj(context)",
+                              "out = self.out_proj(context)\n        return out * 1.001 if self.training else out"),
+        "on_output": plain.replace("return self.out_proj(context)", "return self.dropout(self.out_proj(context))"),
+        "ok_loop": """        heads = []
+        for i in range(self.num_heads):
+            s = q[:, i] @ k[:, i].transpose(1, 2) / self.head_dim ** 0.5
+            s = s.masked_fill(self.mask[:n, :n] == 1, -1e9)
+            heads.append(self.dropout(torch.softmax(s, dim=-1)) @ v[:, i])
+        return self.out_proj(torch.cat(heads, dim=-1))
+""",
+        "ok_sdpa": """        context = F.scaled_dot_product_attention(q, k, v, attn_mask=~self.mask.bool()[:n, :n],
+                                                 dropout_p=self.dropout.p if self.training else 0.0)
+        return self.out_proj(context.transpose(1, 2).reshape(b, n, self.d_out))
+""",
+    }
+    for name, forward in answers.items():
+        (subs / f"{name}.py").write_text(reference.replace(body, forward), encoding="utf-8")
+    p = grade("batch", "subs", "--assignment", "midterm", "--out", "res", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    rows = {row["student"]: row for row in csv.DictReader((tmp_path / "res" / "scores.csv").open())}
+    for name in ("ok_loop", "ok_sdpa"):
+        assert float(rows[name]["score"]) == 100, (name, rows[name])
+    for name in ("fake", "on_output"):
+        assert float(rows[name]["score"]) == 92 and float(rows[name]["MultiHeadAttention"]) == 27, (name, rows[name])
+        r = SubmissionResult.from_dict(json.loads((tmp_path / "res" / f"{name}.json").read_text())
+                                       ["extra_data"]["internal"])
+        lost = [c.message for c in r.checks if c.status != "passed"]
+        assert len(lost) == 1 and "not on the attention weights" in lost[0].en and "가중치에 적용되지" in lost[0].ko
+
+
 # Q3 handed to PyTorch (red team, round 17): the block subclasses nn.TransformerEncoderLayer, the layer the hidden
 # checks compare it with, and earned all 35 points with a one-line __init__; or it borrows the layer's methods.
 _BLOCK = "class TransformerBlock(nn.Module):"

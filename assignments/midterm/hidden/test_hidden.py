@@ -128,6 +128,45 @@ def _mha_applies_dropout(sub, v: dict) -> None:
              f"`self.dropout`은 시험지의 {_with('drop_rate', v)}로 만든 nn.Dropout(DROP_RATE)이지만 forward에서 "
              "적용하지 않습니다: train 모드의 출력이 eval 모드의 출력과 똑같습니다. softmax 뒤의 어텐션 가중치에 "
              "적용하세요 (weights = self.dropout(weights)).")
+    _dropout_on_weights(sub, v, m, x, what)
+
+
+def _dropout_on_weights(sub, v: dict, m, x: torch.Tensor, what: str) -> None:
+    """Where the dropout acts: on the attention weights. With the reference's weights copied in, the first token
+    attends to itself alone (weight 1), so in train mode each head's share of its context is that head's value
+    scaled by 1 / (1 - DROP_RATE), or zero: its output is one of 2 ** NUM_HEADS vectors, whatever order the random
+    draws are made in (one call, head by head, or scaled_dot_product_attention's dropout_p). A forward that only had
+    train mode differ from eval mode (the output times 1.001 while self.training, nn.Dropout never applied) earned
+    the 8 points that the honest forward without dropout loses (red team, round 18), as did a dropout on the
+    output instead of the weights. Weights that cannot be copied in are the value checks' to charge."""
+    import itertools
+    d_in, d_out = x.shape[-1], 12
+    r = ref_mha(v, d_in, d_out, 61)
+    try:
+        load(m, dict(r.named_parameters()), f"MultiHeadAttention({d_in}, {d_out})", "", "", not_sent=("mask",))
+        got = m(x, mode="train", seed=64)
+    except CheckFailure:
+        return
+    if type(got) is not torch.Tensor or tuple(got.shape) != (x.shape[0], x.shape[1], d_out) \
+            or not got.is_floating_point():
+        return  # (the value checks say what the output is)
+    p, h, hd = float(v["drop_rate"]), r.num_heads, r.head_dim
+    with torch.no_grad():
+        v0 = r.W_value(x[:, 0])  # (b, d_out): the first token's values, every head's side by side
+        options = torch.stack([r.out_proj(v0 * torch.tensor(keep).repeat_interleave(hd) / (1 - p))
+                               for keep in itertools.product((0.0, 1.0), repeat=h)], dim=1)  # (b, 2 ** h, d_out)
+        gap = (options - got[:, 0].detach().float().unsqueeze(1)).abs().amax(-1).amin(-1)  # (b,)
+    if bool(torch.isfinite(gap).all()) and float(gap.max()) <= ATOL:
+        return
+    fail(f"`self.dropout` acts in train mode, but not on the attention weights: `{what}`'s first token, which "
+         "attends to itself alone, should come out with each head's value kept (scaled by 1 / (1 - DROP_RATE)) or "
+         f"dropped, as dropout on the weights gives (your paper's {_with('drop_rate', v)}), and it does not. "
+         "Apply the dropout to the attention weights after the softmax (weights = self.dropout(weights)), and "
+         "nowhere else.",
+         f"`self.dropout`이 train 모드에서 동작하지만 어텐션 가중치에 적용되지 않습니다: 자기 자신만 보는 첫 토큰의 "
+         f"`{what}` 출력은 (시험지의 {_with('drop_rate', v)}) 각 헤드의 값이 유지되거나 (1 / (1 - DROP_RATE)배) "
+         "버려진 결과여야 하는데 그렇지 않습니다. dropout은 softmax 뒤의 어텐션 가중치에만 적용하세요 "
+         "(weights = self.dropout(weights)).")
 
 
 def _mha_values(sub, v: dict, d_in: int, d_out: int, b: int, T: int, seed: int) -> None:
