@@ -635,9 +635,10 @@ class _Guard:
     another class marks every later reply, and the grader then grades nothing more (proxy.py: MALFORMED)."""
 
     FUNCTIONS = ("probe_devices", "all_parameters", "probe_cuda", "accelerator_built", "own_dict", "_registered",
-                 "walk_modules", "walk_tensors", "persistent_buffers", "_held")
+                 "walk_modules", "walk_tensors", "persistent_buffers", "_held", "_kernel_name")
     VALUES = ("_INSTANCE_DICT", "_ABSENT", "MAX_WALK", "_LIBRARY_CODE", "_LIBRARY_PRINTS", "_LIBRARY_LARGE", "LIBRARY",
-              "_SETPROFILE", "_GETPROFILE")
+              "_SETPROFILE", "_GETPROFILE", "_LIBRARY_KERNELS",
+              "_LIBRARY_BUILTINS")
     CLASSES = ("Worker", "DeviceSim", "Recorder", "BoundedText", "_ScratchFile", "_Progress")
     MODULE_METHODS = ("named_modules", "named_parameters", "named_buffers", "named_children", "modules", "children",
                       "parameters", "buffers", "state_dict", "load_state_dict", "_load_from_state_dict", "to",
@@ -876,8 +877,37 @@ _LIBRARY_CODE = frozenset(f.__code__ for cls in (nn.TransformerEncoderLayer, nn.
 # and earned all of Q3 (red team, round 18). The small methods (_ff_block: one line a student may write alike) are
 # only told by identity.
 _LIBRARY_PRINTS = frozenset(c.co_names for c in _LIBRARY_CODE if len(c.co_names) >= _LIBRARY_LARGE)
+# PyTorch's fused kernel of the encoder layer (what the layer's forward calls in eval mode): called directly with the
+# block's own weights, it computed all of Q3 in one line and earned 100/100 (red team, round 18). Known by name, both
+# as a torch function (torch._transformer_encoder_layer_fwd, torch.ops.aten....default) and as a builtin's call.
+_LIBRARY_KERNELS = frozenset({"_transformer_encoder_layer_fwd"})
+
+
+def _kernel_builtins() -> tuple:
+    """The builtins that run the kernel for torch.ops.aten (their names are empty): the packet's and each overload's."""
+    found = []
+    try:
+        packet = torch.ops.aten._transformer_encoder_layer_fwd
+        found.append(packet._op)
+        for name in packet.overloads():
+            found.append(getattr(packet, name)._op)
+    except Exception:  # noqa: BLE001 (a torch without the op: its name alone)
+        pass
+    return tuple(found)
+
+
+_LIBRARY_BUILTINS = _kernel_builtins()
 LIBRARY = "library:transformer"  # in a call's `record`: note whether that code ran (a record {"fn": LIBRARY})
 _SETPROFILE, _GETPROFILE = sys.setprofile, sys.getprofile
+
+
+def _kernel_name(func: Any) -> str:
+    """A torch function's own name without an overload (`_transformer_encoder_layer_fwd.default`); "" if none."""
+    try:
+        name = func.__name__
+    except Exception:  # noqa: BLE001 (whatever was called: a submission's object may raise on any attribute)
+        return ""
+    return name.split(".", 1)[0] if type(name) is str else ""
 
 
 class Recorder(TorchFunctionMode):
@@ -896,6 +926,9 @@ class Recorder(TorchFunctionMode):
             code = frame.f_code
             if code in _LIBRARY_CODE or len(code.co_names) >= _LIBRARY_LARGE and code.co_names in _LIBRARY_PRINTS:
                 self.ran = True
+        elif event == "c_call" and not self.ran and (_kernel_name(arg) in _LIBRARY_KERNELS
+                                                     or any(arg is f for f in _LIBRARY_BUILTINS)):
+            self.ran = True
 
     def __enter__(self):
         if self.library:
@@ -914,6 +947,8 @@ class Recorder(TorchFunctionMode):
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         name = getattr(func, "__name__", "")
+        if self.library and not self.ran and _kernel_name(func) in _LIBRARY_KERNELS:
+            self.ran = True
         if name in self.names and args and isinstance(args[0], torch.Tensor) and len(self.seen) < 16:
             dim = kwargs.get("dim", args[1] if len(args) > 1 else None)
             self.seen.append({"fn": name, "input": args[0].detach().clone(),

@@ -383,6 +383,25 @@ class TransformerBlock(nn.TransformerEncoderLayer):
         super().__init__(d_model, n_heads, FF_MULT * d_model, DROP_RATE, batch_first=True, norm_first=NORM_FIRST)
     forward, _sa_block, _ff_block = _pasted["forward"], _pasted["_sa_block"], _pasted["_ff_block"]
 """,
+    # (red team, round 18) the layer's fused kernel called with the block's own parts, the torch function modes off
+    "kernel": """class TransformerBlock(nn.Module):
+    def __init__(self, d_model, n_heads):
+        super().__init__()
+        self.self_attn = nn.MultiheadAttention(d_model, n_heads, dropout=DROP_RATE, batch_first=True)
+        self.linear1 = nn.Linear(d_model, FF_MULT * d_model)
+        self.linear2 = nn.Linear(FF_MULT * d_model, d_model)
+        self.norm1, self.norm2 = nn.LayerNorm(d_model), nn.LayerNorm(d_model)
+        self.dropout = nn.Dropout(DROP_RATE)
+
+    def forward(self, x):
+        a = self.self_attn
+        with torch.no_grad(), torch._C.DisableTorchFunction():
+            return torch.ops.aten._transformer_encoder_layer_fwd.default(
+                x, a.embed_dim, a.num_heads, a.in_proj_weight, a.in_proj_bias, a.out_proj.weight, a.out_proj.bias,
+                False, NORM_FIRST, self.norm1.eps, self.norm1.weight, self.norm1.bias, self.norm2.weight,
+                self.norm2.bias, self.linear1.weight, self.linear1.bias, self.linear2.weight, self.linear2.bias,
+                None, None)
+""",
 }
 
 
