@@ -202,6 +202,7 @@ class Worker:
                     errors: list) -> dict[str, Any]:
         defined: dict[str, int] = {}  # name -> rank of the last `class`/`def` statement that defined it
         pending = []  # (rank, label, stmt, error) of `class`/`def` statements that raised NameError
+        imports = []  # (rank, label, stmt, error, module) of imports that found no module (_rerun_imports)
         rank = 0
         for cell in cells:
             code, label = str(cell["code"]), str(cell["label"])
@@ -249,11 +250,36 @@ class Worker:
                         err["defines"] = stmt.name
                         if isinstance(e, NameError):
                             pending.append((rank, label, stmt, err))
+                    elif isinstance(stmt, (ast.Import, ast.ImportFrom)) and isinstance(e, ModuleNotFoundError):
+                        imports.append((rank, label, stmt, err, getattr(e, "name", None)))
                     errors.append(err)
+        self._rerun_imports(imports, defined, progress)
         self._rerun(pending, defined, progress)
         # The definitions' errors first: a graded class that could not be defined matters more than demo lines.
         errors.sort(key=lambda err: "defines" not in err)
         return {"names": self.op_names(), "errors": errors[:20]}
+
+    def _rerun_imports(self, imports: list, defined: dict[str, int], progress: "_Progress") -> None:
+        """Run again, after the whole notebook, each import of a module that a `%%writefile` cell further down
+        writes: cells run out of order (the file written in an earlier session, or its cell run first) import it in
+        Jupyter, and a right notebook got 0/100, its classes "never imported" (red team, round 18). The names it
+        binds replace only what the notebook defined before that import (the template's skeleton classes), never a
+        definition further down or a value set elsewhere."""
+        for rank, label, stmt, err, module in imports:
+            if module not in self.files.parts:
+                continue
+            progress.mark(f"{label}:{stmt.lineno}")
+            scratch: dict[str, Any] = {"__builtins__": self.ns.get("__builtins__", __builtins__),
+                                       "__name__": self.ns.get("__name__", "__main__")}
+            try:
+                exec(compile(ast.Module(body=[stmt], type_ignores=[]), label, "exec"), scratch)
+            except BaseException:
+                continue
+            for name, value in scratch.items():
+                if name.startswith("__") or name in self.ns and not defined.get(name, rank) < rank:
+                    continue
+                self.ns[name] = value
+            err["rerun"] = True
 
     def _rerun(self, pending: list, defined: dict[str, int], progress: "_Progress") -> None:
         """Run again, after the whole file, each `class`/`def` statement that raised NameError and that no later

@@ -365,6 +365,28 @@ def test_a_demo_line_that_fails_or_hangs_in_a_written_module_costs_that_line_not
     assert "code cell 1" in hang.en and "did not finish within 4 s" in hang.en, hang.en
 
 
+def test_an_import_of_a_module_written_further_down_runs_again_after_the_notebook(tmp_path):
+    """Cells run out of order: `from impl import *` above the `%%writefile impl.py` cell (the file written in an
+    earlier session, or its cell run first) imports it in Jupyter; top to bottom it raised ModuleNotFoundError and
+    a right notebook got 0/100, every class "never imported" (red team, round 18). The import runs again after the
+    notebook, told as such; what it brings replaces only what was defined before it (the template's classes), not a
+    class the notebook defines again further down."""
+    ref = REFERENCE.read_text()
+    skeleton = SKELETON.read_text()
+    bug = ref.replace("        scores = scores.masked_fill(self.mask", "        scores.masked_fill(self.mask", 1)
+    assert bug != ref
+    results = grade_sources(tmp_path, {
+        "late.ipynb": notebook(skeleton, "from impl import *", "%%writefile impl.py\n" + ref),
+        "late_bug.ipynb": notebook("from impl import *", "%%writefile impl.py\n" + ref, bug),
+        "bug_file.py": bug,
+    })
+    r = results["late"]
+    assert r.score == 100, failed_messages(r)[:2]
+    note = next(n for n in r.notes if "from impl import *" in n.en)
+    assert "written by a `%%writefile` cell further down" in note.en and "%%writefile` 셀이" in note.ko, note.en
+    assert by_question(results["late_bug"]) == by_question(results["bug_file"])
+
+
 def test_a_definition_that_needs_a_name_defined_further_down_runs_again_after_the_notebook(tmp_path):
     """Cells run out of order: the student imported `torch.nn as nn` in the last cell and ran it first, so every
     `class X(nn.Module)` above it raised NameError when the file ran top to bottom: 10/100, and each class's checks
