@@ -331,6 +331,36 @@ def test_mha_dropout_must_act_on_the_attention_weights_not_just_change_train_mod
         assert len(lost) == 1 and "not on the attention weights" in lost[0].en and "가중치에 적용되지" in lost[0].ko
 
 
+def test_a_block_whose_dropout_modules_forward_never_applies_loses_the_drop_rate_check(tmp_path):
+    """Red team s18: Q3's DROP_RATE check read only the p of the block's nn.Dropout modules; built as the paper says
+    and never applied in forward it earned the check's 2 points (100/100), which the honest block without them
+    loses (98). Now both lose them, told that forward never applies them."""
+    reference = (ROOT / "reference" / "midterm.py").read_text(encoding="utf-8")
+    used = """    def _sa(self, x):
+        return self.dropout1(self.self_attn(x, x, x, need_weights=False)[0])
+
+    def _ff(self, x):
+        return self.dropout2(self.linear2(self.dropout(F.relu(self.linear1(x)))))
+"""
+    assert used in reference
+    unused = reference.replace(used, """    def _sa(self, x):
+        return self.self_attn(x, x, x, need_weights=False)[0]
+
+    def _ff(self, x):
+        return self.linear2(F.relu(self.linear1(x)))
+""")
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    (subs / "unused.py").write_text(unused, encoding="utf-8")
+    p = grade("batch", "subs", "--assignment", "midterm", "--out", "res", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    r = SubmissionResult.from_dict(json.loads((tmp_path / "res" / "unused.json").read_text())["extra_data"]["internal"])
+    lost = {c.nodeid.rsplit("::", 1)[-1]: c.message for c in r.checks if c.status != "passed"}
+    assert set(lost) == {"test_block_uses_drop_rate"} and r.score == 98, lost
+    msg = lost["test_block_uses_drop_rate"]
+    assert "never applies them" in msg.en and "적용하지 않습니다" in msg.ko, msg.en
+
+
 # Q3 handed to PyTorch (red team, round 17): the block subclasses nn.TransformerEncoderLayer, the layer the hidden
 # checks compare it with, and earned all 35 points with a one-line __init__; or it borrows the layer's methods.
 _BLOCK = "class TransformerBlock(nn.Module):"

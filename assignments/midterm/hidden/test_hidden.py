@@ -292,11 +292,12 @@ def _block_values(sub, v: dict, d: int, h: int, b: int, T: int, seed: int) -> No
     expect_close(call_block(m, x, what), want, what, atol=ATOL, hint=hint)
 
 
-def _drops_as_the_layer_does(m, v: dict, x: torch.Tensor, seed: int) -> bool:
+def _drops_as_the_layer_does(m, v: dict, x: torch.Tensor, seed: int, own: bool = True) -> bool:
     """Whether the block (12, 3) in train mode, with the weights of nn.TransformerEncoderLayer(dropout=DROP_RATE),
     gives what that layer gives after the same seed (its self_attn called with need_weights False or True): the
     evidence of the paper's dropout for a block that has no nn.Dropout of its own (F.dropout(x, DROP_RATE,
-    training=self.training)). False where the layer's weights do not fit (the value checks say why)."""
+    training=self.training)). False where the layer's weights do not fit (the value checks say why). With own False,
+    the layer's own nn.Dropout modules (dropout1, dropout, dropout2) left out: only self_attn's dropout acts."""
     d, h, nf = x.shape[-1], 3, bool(v["norm_first"])
     manual_seed(seed)
     layer = nn.TransformerEncoderLayer(d, h, int(v["ff_mult"]) * d, dropout=float(v["drop_rate"]), batch_first=True,
@@ -309,9 +310,12 @@ def _drops_as_the_layer_does(m, v: dict, x: torch.Tensor, seed: int) -> bool:
     except CheckFailure:  # (the block's own failure in train mode: the message below says what this check wants)
         return False
 
+    keep = (lambda t: t) if not own else None  # noqa: E731
+    d1, d0, d2 = (keep, keep, keep) if keep else (layer.dropout1, layer.dropout, layer.dropout2)
+
     def by_hand(z: torch.Tensor, need_weights: bool) -> torch.Tensor:
-        sa = lambda t: layer.dropout1(layer.self_attn(t, t, t, need_weights=need_weights)[0])  # noqa: E731
-        ff = lambda t: layer.dropout2(layer.linear2(layer.dropout(layer.activation(layer.linear1(t)))))  # noqa: E731
+        sa = lambda t: d1(layer.self_attn(t, t, t, need_weights=need_weights)[0])  # noqa: E731
+        ff = lambda t: d2(layer.linear2(d0(layer.activation(layer.linear1(t)))))  # noqa: E731
         if nf:
             z = z + sa(layer.norm1(z))
             return z + ff(layer.norm2(z))
@@ -364,6 +368,16 @@ def test_block_uses_drop_rate(sub, options):
              "Build them as nn.Dropout(DROP_RATE).",
              f"블록의 dropout은 시험지의 {_with('drop_rate', v)}를 써야 합니다. 현재: {', '.join(wrong)}. "
              "nn.Dropout(DROP_RATE)으로 만드세요.")
+    # Built is not applied: a block whose nn.Dropout(DROP_RATE) modules forward never calls (only self_attn's own
+    # dropout acts in train mode) earned these points, where the honest block without them loses them (red team,
+    # round 18; the same slip as Q1's, "dropout created but unused").
+    if float(v["drop_rate"]) > 0 and _drops_as_the_layer_does(m, v, x, seed=56, own=False):
+        fail(f"The block builds {', '.join(drops)} as nn.Dropout(DROP_RATE) ({_with('drop_rate', v)}), but forward "
+             "never applies them: in train mode only self_attn's dropout acts. Apply dropout1 to the attention's "
+             "output, dropout between linear1's ReLU and linear2, and dropout2 to linear2's output.",
+             f"블록이 {', '.join(drops)}을(를) nn.Dropout(DROP_RATE)({_with('drop_rate', v)})로 만들지만 forward에서 "
+             "적용하지 않습니다: train 모드에서 self_attn의 dropout만 동작합니다. 어텐션 출력에 dropout1을, linear1의 "
+             "ReLU와 linear2 사이에 dropout을, linear2의 출력에 dropout2를 적용하세요.")
 
 
 @check(question="TransformerBlock", points=14)
