@@ -316,6 +316,9 @@ def test_mha_dropout_must_act_on_the_attention_weights_not_just_change_train_mod
         return self.out_proj(context.transpose(1, 2).reshape(b, n, self.d_out))
 """,
     }
+    # and a forward wrong in eval mode (no mask: the first token sees the others) is the value checks' to charge, not
+    # told by this check that its dropout is misplaced
+    answers["no_mask"] = body.replace("        scores = scores.masked_fill(self.mask.bool()[:n, :n], -torch.inf)\n", "")
     for name, forward in answers.items():
         (subs / f"{name}.py").write_text(reference.replace(body, forward), encoding="utf-8")
     p = grade("batch", "subs", "--assignment", "midterm", "--out", "res", cwd=tmp_path)
@@ -329,6 +332,9 @@ def test_mha_dropout_must_act_on_the_attention_weights_not_just_change_train_mod
                                        ["extra_data"]["internal"])
         lost = [c.message for c in r.checks if c.status != "passed"]
         assert len(lost) == 1 and "not on the attention weights" in lost[0].en and "가중치에 적용되지" in lost[0].ko
+    r = SubmissionResult.from_dict(json.loads((tmp_path / "res" / "no_mask.json").read_text())["extra_data"]["internal"])
+    lost = {c.nodeid.rsplit("::", 1)[-1] for c in r.checks if c.status != "passed"}
+    assert "test_mha_uses_constants" not in lost and lost, lost
 
 
 def test_a_block_whose_dropout_modules_forward_never_applies_loses_the_drop_rate_check(tmp_path):

@@ -144,12 +144,16 @@ def _dropout_on_weights(sub, v: dict, m, x: torch.Tensor, what: str) -> None:
     r = ref_mha(v, d_in, d_out, 61)
     try:
         load(m, dict(r.named_parameters()), f"MultiHeadAttention({d_in}, {d_out})", "", "", not_sent=("mask",))
+        evaluated = m(x, mode="eval")
         got = m(x, mode="train", seed=64)
     except CheckFailure:
         return
+    with torch.no_grad():
+        want = r.eval()(x)
     if type(got) is not torch.Tensor or tuple(got.shape) != (x.shape[0], x.shape[1], d_out) \
-            or not got.is_floating_point():
-        return  # (the value checks say what the output is)
+            or not got.is_floating_point() or type(evaluated) is not torch.Tensor or evaluated.shape != want.shape \
+            or not torch.allclose(evaluated.detach().float(), want, atol=ATOL, rtol=1e-4):
+        return  # a forward wrong in eval mode (no mask: the first token sees others) is the value checks' to charge
     p, h, hd = float(v["drop_rate"]), r.num_heads, r.head_dim
     with torch.no_grad():
         v0 = r.W_value(x[:, 0])  # (b, d_out): the first token's values, every head's side by side
