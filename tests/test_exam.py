@@ -332,7 +332,8 @@ def test_mha_dropout_must_act_on_the_attention_weights_not_just_change_train_mod
                                        ["extra_data"]["internal"])
         lost = [c.message for c in r.checks if c.status != "passed"]
         assert len(lost) == 1 and "not on the attention weights" in lost[0].en and "가중치에 적용되지" in lost[0].ko
-    r = SubmissionResult.from_dict(json.loads((tmp_path / "res" / "no_mask.json").read_text())["extra_data"]["internal"])
+    r = SubmissionResult.from_dict(json.loads((tmp_path / "res" / "no_mask.json").read_text())["extra_data"]
+                                   ["internal"])
     lost = {c.nodeid.rsplit("::", 1)[-1] for c in r.checks if c.status != "passed"}
     assert "test_mha_uses_constants" not in lost and lost, lost
 
