@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from . import assignment as assignments
-from . import exam
+from . import discover, exam
 from .assignment import PROJECT_ROOT, Assignment
 from .checks import VISIBILITIES
 from .discover import GRADABLE
@@ -246,6 +246,13 @@ def build(a: Assignment, output: Path, *, hidden_visibility: str | None = None, 
             dst = stage / rel
             dst.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(src, dst)
+        # The digests of the lab's templates as handed out (discover.untouched: the zip ships no student_template/),
+        # so that a template uploaded beside the student's work is not graded in its place.
+        digests = {n: d for n in a.files if (root / "student_template" / n).is_file()
+                   and (d := discover.template_digest(root / "student_template" / n)) is not None}
+        if digests:
+            dst = stage / a.dir.relative_to(root) / discover.TEMPLATE_DIGESTS
+            dst.write_text(json.dumps(digests, indent=1, sort_keys=True) + "\n", encoding="utf-8")
         for name, data in (exam_files or {}).items():  # an exam's roster and secret: the zip is staff-only
             dst = stage / exam.PRIVATE_DIR / name
             dst.parent.mkdir(parents=True, exist_ok=True)

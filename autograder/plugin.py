@@ -364,6 +364,17 @@ class GradingPlugin:
                     f"코드를 불러오는 중 오류 ({loc_ko}): {text}. 채점기는 `input()`에 아무것도 입력하지 않으므로 "
                     "오류가 났습니다. 이후의 정의는 계속 불러왔습니다. `input()` 대신 정해진 값을 쓰세요."))
                 continue
+            if err.get("rerun") and err.get("type") == "ModuleNotFoundError":  # (worker._rerun_imports)
+                notes.append(Message(
+                    f"While loading your code ({loc}): {text}. The file it imports is written by a `%%writefile` "
+                    "cell further down (as when notebook cells are run out of order), so it ran again after the rest "
+                    "of your code and worked. Move the `%%writefile` cell above the import, restart the kernel and "
+                    "run all cells to check that your notebook runs from top to bottom.",
+                    f"코드를 불러오는 중 오류 ({loc_ko}): {text}. import하는 파일을 더 아래의 `%%writefile` 셀이 "
+                    "쓰므로 (노트북 셀을 순서와 다르게 실행했을 때처럼), 나머지 코드를 모두 실행한 뒤 다시 실행했고 "
+                    "이번에는 성공했습니다. `%%writefile` 셀을 import 위로 옮기고, 커널을 다시 시작해 모든 셀을 "
+                    "실행해서 위에서부터 차례로 실행되는지 확인하세요."))
+                continue
             if err.get("rerun"):
                 notes.append(Message(
                     f"While loading your code ({loc}): {text}. A name it needs is defined further down (as when "

@@ -15,11 +15,13 @@ Bundle layout (DIR):
 from __future__ import annotations
 
 import ast
+import json
 import shutil
 from pathlib import Path
 from typing import Callable
 
 from . import assignment as assignments
+from . import discover
 from .assignment import PROJECT_ROOT, Assignment
 from .errors import UsageError
 from .messages import korean
@@ -48,7 +50,7 @@ py-modules = ["cli"]
 include = ["autograder*", "assignments*"]
 
 [tool.setuptools.package-data]
-"*" = ["*.toml"]
+"*" = ["*.toml", "template_digests.json"]
 """
 
 README = """# {title}
@@ -198,6 +200,17 @@ def main(*, assignment_name: str = "attention", out: Path, template: Path | None
         dst = out / rel
         dst.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(src, dst)
+        written.append(dst)
+    # The digests of the templates' code (discover.untouched: the bundle has no student_template/), so that `grade
+    # check` in a folder holding the solved .py and the notebook as handed out, copied together, checks the .py
+    # (red team s18: it checked the notebook, every check "not implemented yet").
+    folder = template if template is not None else root / "student_template"
+    digests = {f: d for f in a.files if (folder / f).is_file()
+               and (d := discover.template_digest(folder / f)) is not None}
+    if digests:
+        dst = out / a.dir.relative_to(root) / discover.TEMPLATE_DIGESTS
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        dst.write_text(json.dumps(digests, indent=1, sort_keys=True) + "\n", encoding="utf-8")
         written.append(dst)
     (out / "pyproject.toml").write_text(PYPROJECT.format(version=_version(root)), encoding="utf-8")
     student_files = [rel for _, rel in files if "/" not in rel and rel not in ("cli.py",)]

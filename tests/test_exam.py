@@ -282,6 +282,92 @@ def test_reference_and_skeleton_without_roster(tmp_path):
     assert float(rows["bug_forward_raises"]["MultiHeadAttention"]) == 9
 
 
+def test_mha_dropout_must_act_on_the_attention_weights_not_just_change_train_mode(tmp_path):
+    """Red team s18: the constants check asked only that train mode differ from eval mode; a forward that scaled its
+    output by 1.001 while self.training (nn.Dropout(DROP_RATE) built, never applied) got 100 where the honest one
+    without dropout gets 92, and dropout on the output instead of the weights got 100 too. Both now lose the same
+    8 points; correct forwards that draw the weights' dropout otherwise (a loop over heads, PyTorch's
+    scaled_dot_product_attention with dropout_p, F.dropout) keep 100."""
+    reference = (ROOT / "reference" / "midterm.py").read_text(encoding="utf-8")
+    body = """        scores = q @ k.transpose(2, 3)  # (b, h, n, n)
+        scores = scores.masked_fill(self.mask.bool()[:n, :n], -torch.inf)
+        weights = self.dropout(torch.softmax(scores / self.head_dim ** 0.5, dim=-1))
+        context = (weights @ v).transpose(1, 2).reshape(b, n, self.d_out)  # heads side by side again
+        return self.out_proj(context)
+"""
+    assert body in reference
+    plain = body.replace("self.dropout(torch.softmax(scores / self.head_dim ** 0.5, dim=-1))",
+                         "torch.softmax(scores / self.head_dim ** 0.5, dim=-1)")
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    answers = {
+        "fake": plain.replace("return self.out_proj(context)",
+                              "out = self.out_proj(context)\n        return out * 1.001 if self.training else out"),
+        "on_output": plain.replace("return self.out_proj(context)", "return self.dropout(self.out_proj(context))"),
+        "ok_loop": """        heads = []
+        for i in range(self.num_heads):
+            s = q[:, i] @ k[:, i].transpose(1, 2) / self.head_dim ** 0.5
+            s = s.masked_fill(self.mask[:n, :n] == 1, -1e9)
+            heads.append(self.dropout(torch.softmax(s, dim=-1)) @ v[:, i])
+        return self.out_proj(torch.cat(heads, dim=-1))
+""",
+        "ok_sdpa": """        context = F.scaled_dot_product_attention(q, k, v, attn_mask=~self.mask.bool()[:n, :n],
+                                                 dropout_p=self.dropout.p if self.training else 0.0)
+        return self.out_proj(context.transpose(1, 2).reshape(b, n, self.d_out))
+""",
+    }
+    # and a forward wrong in eval mode (no mask: the first token sees the others) is the value checks' to charge, not
+    # told by this check that its dropout is misplaced
+    answers["no_mask"] = body.replace("        scores = scores.masked_fill(self.mask.bool()[:n, :n], -torch.inf)\n", "")
+    for name, forward in answers.items():
+        (subs / f"{name}.py").write_text(reference.replace(body, forward), encoding="utf-8")
+    p = grade("batch", "subs", "--assignment", "midterm", "--out", "res", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    rows = {row["student"]: row for row in csv.DictReader((tmp_path / "res" / "scores.csv").open())}
+    for name in ("ok_loop", "ok_sdpa"):
+        assert float(rows[name]["score"]) == 100, (name, rows[name])
+    for name in ("fake", "on_output"):
+        assert float(rows[name]["score"]) == 92 and float(rows[name]["MultiHeadAttention"]) == 27, (name, rows[name])
+        r = SubmissionResult.from_dict(json.loads((tmp_path / "res" / f"{name}.json").read_text())
+                                       ["extra_data"]["internal"])
+        lost = [c.message for c in r.checks if c.status != "passed"]
+        assert len(lost) == 1 and "not on the attention weights" in lost[0].en and "가중치에 적용되지" in lost[0].ko
+    r = SubmissionResult.from_dict(json.loads((tmp_path / "res" / "no_mask.json").read_text())["extra_data"]
+                                   ["internal"])
+    lost = {c.nodeid.rsplit("::", 1)[-1] for c in r.checks if c.status != "passed"}
+    assert "test_mha_uses_constants" not in lost and lost, lost
+
+
+def test_a_block_whose_dropout_modules_forward_never_applies_loses_the_drop_rate_check(tmp_path):
+    """Red team s18: Q3's DROP_RATE check read only the p of the block's nn.Dropout modules; built as the paper says
+    and never applied in forward it earned the check's 2 points (100/100), which the honest block without them
+    loses (98). Now both lose them, told that forward never applies them."""
+    reference = (ROOT / "reference" / "midterm.py").read_text(encoding="utf-8")
+    used = """    def _sa(self, x):
+        return self.dropout1(self.self_attn(x, x, x, need_weights=False)[0])
+
+    def _ff(self, x):
+        return self.dropout2(self.linear2(self.dropout(F.relu(self.linear1(x)))))
+"""
+    assert used in reference
+    unused = reference.replace(used, """    def _sa(self, x):
+        return self.self_attn(x, x, x, need_weights=False)[0]
+
+    def _ff(self, x):
+        return self.linear2(F.relu(self.linear1(x)))
+""")
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    (subs / "unused.py").write_text(unused, encoding="utf-8")
+    p = grade("batch", "subs", "--assignment", "midterm", "--out", "res", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    r = SubmissionResult.from_dict(json.loads((tmp_path / "res" / "unused.json").read_text())["extra_data"]["internal"])
+    lost = {c.nodeid.rsplit("::", 1)[-1]: c.message for c in r.checks if c.status != "passed"}
+    assert set(lost) == {"test_block_uses_drop_rate"} and r.score == 98, lost
+    msg = lost["test_block_uses_drop_rate"]
+    assert "never applies them" in msg.en and "적용하지 않습니다" in msg.ko, msg.en
+
+
 # Q3 handed to PyTorch (red team, round 17): the block subclasses nn.TransformerEncoderLayer, the layer the hidden
 # checks compare it with, and earned all 35 points with a one-line __init__; or it borrows the layer's methods.
 _BLOCK = "class TransformerBlock(nn.Module):"
@@ -301,6 +387,57 @@ LIBRARY_BLOCKS = {
     forward = nn.TransformerEncoderLayer.forward
     _sa_block = nn.TransformerEncoderLayer._sa_block
     _ff_block = nn.TransformerEncoderLayer._ff_block
+""",
+    # (red team, round 18) the layer's code copied, not borrowed: its code objects rebuilt at other line numbers,
+    # or the text of its forward compiled again as the student's own (as pasting it into the class does)
+    "cloned": """import types as _types
+
+
+def _clone(f):
+    code = f.__code__.replace(co_firstlineno=f.__code__.co_firstlineno + 1000)
+    return _types.FunctionType(code, f.__globals__, f.__name__, f.__defaults__, f.__closure__)
+
+
+class TransformerBlock(nn.TransformerEncoderLayer):
+    def __init__(self, d_model, n_heads):
+        super().__init__(d_model, n_heads, FF_MULT * d_model, DROP_RATE, batch_first=True, norm_first=NORM_FIRST)
+    forward = _clone(nn.TransformerEncoderLayer.forward)
+    _sa_block = _clone(nn.TransformerEncoderLayer._sa_block)
+    _ff_block = _clone(nn.TransformerEncoderLayer._ff_block)
+""",
+    "pasted": """import inspect as _inspect
+import textwrap as _textwrap
+
+_pasted: dict = {}
+for _f in (nn.TransformerEncoderLayer.forward, nn.TransformerEncoderLayer._sa_block,
+           nn.TransformerEncoderLayer._ff_block):
+    exec(compile(_textwrap.dedent(_inspect.getsource(_f)), "pasted", "exec"), dict(vars(nn.modules.transformer)),
+         _pasted)
+
+
+class TransformerBlock(nn.TransformerEncoderLayer):
+    def __init__(self, d_model, n_heads):
+        super().__init__(d_model, n_heads, FF_MULT * d_model, DROP_RATE, batch_first=True, norm_first=NORM_FIRST)
+    forward, _sa_block, _ff_block = _pasted["forward"], _pasted["_sa_block"], _pasted["_ff_block"]
+""",
+    # (red team, round 18) the layer's fused kernel called with the block's own parts, the torch function modes off
+    "kernel": """class TransformerBlock(nn.Module):
+    def __init__(self, d_model, n_heads):
+        super().__init__()
+        self.self_attn = nn.MultiheadAttention(d_model, n_heads, dropout=DROP_RATE, batch_first=True)
+        self.linear1 = nn.Linear(d_model, FF_MULT * d_model)
+        self.linear2 = nn.Linear(FF_MULT * d_model, d_model)
+        self.norm1, self.norm2 = nn.LayerNorm(d_model), nn.LayerNorm(d_model)
+        self.dropout = nn.Dropout(DROP_RATE)
+
+    def forward(self, x):
+        a = self.self_attn
+        with torch.no_grad(), torch._C.DisableTorchFunction():
+            return torch.ops.aten._transformer_encoder_layer_fwd.default(
+                x, a.embed_dim, a.num_heads, a.in_proj_weight, a.in_proj_bias, a.out_proj.weight, a.out_proj.bias,
+                False, NORM_FIRST, self.norm1.eps, self.norm1.weight, self.norm1.bias, self.norm2.weight,
+                self.norm2.bias, self.linear1.weight, self.linear1.bias, self.linear2.weight, self.linear2.bias,
+                None, None)
 """,
 }
 

@@ -322,3 +322,21 @@ def test_a_linked_answer_on_gradescope_is_told_it_is_a_link(tmp_path):
     data = gradescope.run_submission(root, assignment_name="attention", echo=lambda _m: None)
     assert data["score"] == 0
     assert "attention.py is a symbolic link" in data["tests"][0]["output"], data["tests"][0]["output"]
+
+
+def test_the_template_as_handed_out_beside_the_work_is_not_graded_on_gradescope(built, tmp_path):
+    """Red team s18: the zip ships no student_template/, so discover.untouched never knew the template there, and
+    the rule that `grade batch` applies (the notebook as handed out, uploaded beside the solved .py, or beside the
+    work under a name of the student's own, is not graded in its place) did not apply on Gradescope: 0/100 where
+    `grade batch` gives 100. The zip carries the digests of the lab's templates' code."""
+    notebook = ROOT / "student_template" / "attention.ipynb"
+    pair, named = tmp_path / "pair", tmp_path / "named"
+    for folder, answer in ((pair, "attention.py"), (named, "Week7_kim.py")):
+        folder.mkdir()
+        (folder / answer).write_text(REFERENCE.read_text(encoding="utf-8"), encoding="utf-8")
+        (folder / "attention.ipynb").write_bytes(notebook.read_bytes())
+        stamp = (folder / answer).stat().st_mtime_ns
+        os.utime(folder / "attention.ipynb", ns=(stamp, stamp))  # uploaded together: a tie
+    for folder in (pair, named):
+        res = gradescope.try_zip(built.zip, folder, echo=lambda _m: None)
+        assert res["score"] == 100, (folder.name, [t.get("output", "")[:200] for t in res["tests"][:2]])

@@ -334,6 +334,59 @@ def test_classes_a_writefile_cell_writes_to_a_module_that_the_notebook_imports_a
     assert ko and all("%%writefile" in k and "import되지 않아" in k for k in ko), ko[:1]
 
 
+def test_a_demo_line_that_fails_or_hangs_in_a_written_module_costs_that_line_not_its_classes(tmp_path):
+    """A %%writefile module imported by the notebook ran as one piece: a demo line after its classes that raised (a
+    wrong demo call), or that ran for long (a training loop: Jupyter runs it, slowly), made the import fail, and a
+    right module got 0/100, each check saying the classes were "never imported"; the same code in a cell earned
+    100 (red team, round 18). The module now runs one statement at a time as the cells do, its error and its
+    skipped line told at the module's own cell and line."""
+    from dataclasses import replace
+    from autograder import assignment, batch
+    from autograder.results import SubmissionResult
+    ref = REFERENCE.read_text()
+    bad = "\nprint(CausalAttention(3, 2, 6, 0.0)(torch.ones(2, 6, 5)))\n"  # d_in 3, fed 5 features
+    slow = "\nimport time\nwhile True:\n    time.sleep(0.05)\n"
+    a = assignment.load("attention")
+    a = replace(a, limits=replace(a.limits, call_timeout=4.0))
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    (subs / "fails.ipynb").write_text(notebook("%%writefile mine.py\n" + ref + bad, "from mine import *"))
+    (subs / "hangs.ipynb").write_text(notebook("%%writefile mine.py\n" + ref + slow, "from mine import *"))
+    batch.main(submissions=subs, out=tmp_path / "out", assignment=a, echo=lambda _m: None)
+    results = {sid: SubmissionResult.from_dict(json.loads((tmp_path / "out" / f"{sid}.json").read_text())
+                                               ["extra_data"]["internal"]) for sid in ("fails", "hangs")}
+    line = ("%%writefile mine.py\n" + ref + bad).splitlines().index(bad.strip()) + 1  # (the cell's line)
+    for sid in ("fails", "hangs"):
+        r = results[sid]
+        assert r.score == 100, (sid, failed_messages(r)[:2])
+    note = next(n for n in results["fails"].notes if "print(CausalAttention(3, 2, 6, 0.0)" in n.en)
+    assert f"fails.ipynb, code cell 1, line {line}" in note.en, note.en
+    hang = next(n for n in results["hangs"].notes if "while True:" in n.en)
+    assert "code cell 1" in hang.en and "did not finish within 4 s" in hang.en, hang.en
+
+
+def test_an_import_of_a_module_written_further_down_runs_again_after_the_notebook(tmp_path):
+    """Cells run out of order: `from impl import *` above the `%%writefile impl.py` cell (the file written in an
+    earlier session, or its cell run first) imports it in Jupyter; top to bottom it raised ModuleNotFoundError and
+    a right notebook got 0/100, every class "never imported" (red team, round 18). The import runs again after the
+    notebook, told as such; what it brings replaces only what was defined before it (the template's classes), not a
+    class the notebook defines again further down."""
+    ref = REFERENCE.read_text()
+    skeleton = SKELETON.read_text()
+    bug = ref.replace("        scores = scores.masked_fill(self.mask", "        scores.masked_fill(self.mask", 1)
+    assert bug != ref
+    results = grade_sources(tmp_path, {
+        "late.ipynb": notebook(skeleton, "from impl import *", "%%writefile impl.py\n" + ref),
+        "late_bug.ipynb": notebook("from impl import *", "%%writefile impl.py\n" + ref, bug),
+        "bug_file.py": bug,
+    })
+    r = results["late"]
+    assert r.score == 100, failed_messages(r)[:2]
+    note = next(n for n in r.notes if "from impl import *" in n.en)
+    assert "written by a `%%writefile` cell further down" in note.en and "%%writefile` 셀이" in note.ko, note.en
+    assert by_question(results["late_bug"]) == by_question(results["bug_file"])
+
+
 def test_a_definition_that_needs_a_name_defined_further_down_runs_again_after_the_notebook(tmp_path):
     """Cells run out of order: the student imported `torch.nn as nn` in the last cell and ran it first, so every
     `class X(nn.Module)` above it raised NameError when the file ran top to bottom: 10/100, and each class's checks

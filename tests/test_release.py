@@ -127,3 +127,23 @@ def test_release_without_a_notebook_and_into_a_used_folder(tmp_path):
     assert "attention.py" in (out / "README.md").read_text()
     with pytest.raises(UsageError, match="not an empty folder"):
         release.main(assignment_name="attention", out=out, template=template)
+
+
+def test_grade_check_in_the_bundle_checks_the_solved_file_beside_the_notebook_as_handed_out(bundle, tmp_path):
+    """Red team s18: the bundle has no student_template/, so `grade check` never knew the notebook as handed out:
+    with the solved attention.py and the bundle's notebook copied together (a tie), it checked the notebook, every
+    check 'not implemented yet'. The bundle carries the digests of the templates' code."""
+    notebook = TEMPLATE / "attention.ipynb"
+    if not notebook.is_file():
+        pytest.skip("no notebook template")
+    student = tmp_path / "student"
+    student.mkdir()
+    shutil.copy(REFERENCE, student / "attention.py")
+    shutil.copy(notebook, student / "attention.ipynb")
+    stamp = (student / "attention.py").stat().st_mtime_ns
+    os.utime(student / "attention.ipynb", ns=(stamp, stamp))
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    p = subprocess.run([sys.executable, str(bundle / "cli.py"), "check"], cwd=student, capture_output=True,
+                       text=True, timeout=300, env=env)
+    assert "Checking attention.py, not attention.ipynb" in p.stdout + p.stderr, p.stdout + p.stderr
+    assert re.search(r"total\s+44/44", p.stdout), p.stdout

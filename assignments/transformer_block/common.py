@@ -59,7 +59,10 @@ def build_block(sub, d: int, h: int, d_ff: int, dropout: float = 0.0, norm_first
     own = norm_first_name(sub)
     takes = own is not None or takes_norm_first(sub)
     args: tuple = (d, h, d_ff, dropout)
-    if not takes_dropout(sub):  # (d_model, n_heads, d_ff): a block with no dropout of its own
+    kw: dict = {}
+    if not takes_dropout(sub) and dropout_keyword(sub):  # dropout keyword-only, or placed after norm_first
+        args, kw = (d, h, d_ff), {"dropout": dropout}
+    elif not takes_dropout(sub):  # (d_model, n_heads, d_ff): a block with no dropout of its own
         if dropout:
             fail(f"`TransformerBlock.__init__` takes no dropout argument, so `{block_text(d, h, d_ff, dropout)[:-3]}` "
                  "cannot be built: the template's block takes dropout after d_ff, gives it to its attention and "
@@ -70,7 +73,7 @@ def build_block(sub, d: int, h: int, d_ff: int, dropout: float = 0.0, norm_first
                  "self.dropout1, self.dropout2 = nn.Dropout(dropout), nn.Dropout(dropout)을 둡니다.")
         args = (d, h, d_ff)
     m = sub.new("TransformerBlock", *args, seed=seed, stand_in=stand_in or block_stand_in(sub),
-                **({own or "norm_first": norm_first} if takes else {}), **switches)
+                **({own or "norm_first": norm_first} if takes else {}), **kw, **switches)
     if own or not takes or len(args) < 4:  # (the diagnosis builds the reference's block from these: the mode the
         # check asked for, under the template's name)
         m.ctor = (m.ctor[0], (d, h, d_ff, dropout),
@@ -94,6 +97,22 @@ def takes_dropout(sub) -> bool:
         # (a fourth argument under any name, unless it is one the template places after dropout)
         sub.memo[key] = params is None or any(p.get("kind") == "VAR_POSITIONAL" for p in params) \
             or (len(placed) >= 4 and placed[3] not in BLOCK_ARGS[4:] and placed[3] != norm_first_name(sub))
+    return sub.memo[key]
+
+
+def dropout_keyword(sub) -> bool:
+    """Whether the student's TransformerBlock.__init__ takes `dropout` by that name where takes_dropout finds no
+    fourth argument for it: keyword-only (`*, dropout=0.1`) or after norm_first. Such a right block was told
+    "takes no dropout argument" and lost both dropout checks (4.5 points; red team, round 18): it is given dropout
+    by name (a place other than the template's is the signature's to charge)."""
+    key = "dropout_keyword"
+    if key not in sub.memo:
+        try:
+            params = sub.signature("TransformerBlock")
+        except CheckFailure:
+            params = None
+        sub.memo[key] = any(p.get("name") == "dropout" and p.get("kind") in ("POSITIONAL_OR_KEYWORD", "KEYWORD_ONLY")
+                            for p in params or ())
     return sub.memo[key]
 
 

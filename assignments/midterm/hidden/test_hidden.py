@@ -128,6 +128,49 @@ def _mha_applies_dropout(sub, v: dict) -> None:
              f"`self.dropout`은 시험지의 {_with('drop_rate', v)}로 만든 nn.Dropout(DROP_RATE)이지만 forward에서 "
              "적용하지 않습니다: train 모드의 출력이 eval 모드의 출력과 똑같습니다. softmax 뒤의 어텐션 가중치에 "
              "적용하세요 (weights = self.dropout(weights)).")
+    _dropout_on_weights(sub, v, m, x, what)
+
+
+def _dropout_on_weights(sub, v: dict, m, x: torch.Tensor, what: str) -> None:
+    """Where the dropout acts: on the attention weights. With the reference's weights copied in, the first token
+    attends to itself alone (weight 1), so in train mode each head's share of its context is that head's value
+    scaled by 1 / (1 - DROP_RATE), or zero: its output is one of 2 ** NUM_HEADS vectors, whatever order the random
+    draws are made in (one call, head by head, or scaled_dot_product_attention's dropout_p). A forward that only had
+    train mode differ from eval mode (the output times 1.001 while self.training, nn.Dropout never applied) earned
+    the 8 points that the honest forward without dropout loses (red team, round 18), as did a dropout on the
+    output instead of the weights. Weights that cannot be copied in are the value checks' to charge."""
+    import itertools
+    d_in, d_out = x.shape[-1], 12
+    r = ref_mha(v, d_in, d_out, 61)
+    try:
+        load(m, dict(r.named_parameters()), f"MultiHeadAttention({d_in}, {d_out})", "", "", not_sent=("mask",))
+        evaluated = m(x, mode="eval")
+        got = m(x, mode="train", seed=64)
+    except CheckFailure:
+        return
+    with torch.no_grad():
+        want = r.eval()(x)
+    if type(got) is not torch.Tensor or tuple(got.shape) != (x.shape[0], x.shape[1], d_out) \
+            or not got.is_floating_point() or type(evaluated) is not torch.Tensor or evaluated.shape != want.shape \
+            or not torch.allclose(evaluated.detach().float(), want, atol=ATOL, rtol=1e-4):
+        return  # a forward wrong in eval mode (no mask: the first token sees others) is the value checks' to charge
+    p, h, hd = float(v["drop_rate"]), r.num_heads, r.head_dim
+    with torch.no_grad():
+        v0 = r.W_value(x[:, 0])  # (b, d_out): the first token's values, every head's side by side
+        options = torch.stack([r.out_proj(v0 * torch.tensor(keep).repeat_interleave(hd) / (1 - p))
+                               for keep in itertools.product((0.0, 1.0), repeat=h)], dim=1)  # (b, 2 ** h, d_out)
+        gap = (options - got[:, 0].detach().float().unsqueeze(1)).abs().amax(-1).amin(-1)  # (b,)
+    if bool(torch.isfinite(gap).all()) and float(gap.max()) <= ATOL:
+        return
+    fail(f"`self.dropout` acts in train mode, but not on the attention weights: `{what}`'s first token, which "
+         "attends to itself alone, should come out with each head's value kept (scaled by 1 / (1 - DROP_RATE)) or "
+         f"dropped, as dropout on the weights gives (your paper's {_with('drop_rate', v)}), and it does not. "
+         "Apply the dropout to the attention weights after the softmax (weights = self.dropout(weights)), and "
+         "nowhere else.",
+         f"`self.dropout`이 train 모드에서 동작하지만 어텐션 가중치에 적용되지 않습니다: 자기 자신만 보는 첫 토큰의 "
+         f"`{what}` 출력은 (시험지의 {_with('drop_rate', v)}) 각 헤드의 값이 유지되거나 (1 / (1 - DROP_RATE)배) "
+         "버려진 결과여야 하는데 그렇지 않습니다. dropout은 softmax 뒤의 어텐션 가중치에만 적용하세요 "
+         "(weights = self.dropout(weights)).")
 
 
 def _mha_values(sub, v: dict, d_in: int, d_out: int, b: int, T: int, seed: int) -> None:
@@ -253,11 +296,12 @@ def _block_values(sub, v: dict, d: int, h: int, b: int, T: int, seed: int) -> No
     expect_close(call_block(m, x, what), want, what, atol=ATOL, hint=hint)
 
 
-def _drops_as_the_layer_does(m, v: dict, x: torch.Tensor, seed: int) -> bool:
+def _drops_as_the_layer_does(m, v: dict, x: torch.Tensor, seed: int, own: bool = True) -> bool:
     """Whether the block (12, 3) in train mode, with the weights of nn.TransformerEncoderLayer(dropout=DROP_RATE),
     gives what that layer gives after the same seed (its self_attn called with need_weights False or True): the
     evidence of the paper's dropout for a block that has no nn.Dropout of its own (F.dropout(x, DROP_RATE,
-    training=self.training)). False where the layer's weights do not fit (the value checks say why)."""
+    training=self.training)). False where the layer's weights do not fit (the value checks say why). With own False,
+    the layer's own nn.Dropout modules (dropout1, dropout, dropout2) left out: only self_attn's dropout acts."""
     d, h, nf = x.shape[-1], 3, bool(v["norm_first"])
     manual_seed(seed)
     layer = nn.TransformerEncoderLayer(d, h, int(v["ff_mult"]) * d, dropout=float(v["drop_rate"]), batch_first=True,
@@ -270,9 +314,12 @@ def _drops_as_the_layer_does(m, v: dict, x: torch.Tensor, seed: int) -> bool:
     except CheckFailure:  # (the block's own failure in train mode: the message below says what this check wants)
         return False
 
+    keep = (lambda t: t) if not own else None  # noqa: E731
+    d1, d0, d2 = (keep, keep, keep) if keep else (layer.dropout1, layer.dropout, layer.dropout2)
+
     def by_hand(z: torch.Tensor, need_weights: bool) -> torch.Tensor:
-        sa = lambda t: layer.dropout1(layer.self_attn(t, t, t, need_weights=need_weights)[0])  # noqa: E731
-        ff = lambda t: layer.dropout2(layer.linear2(layer.dropout(layer.activation(layer.linear1(t)))))  # noqa: E731
+        sa = lambda t: d1(layer.self_attn(t, t, t, need_weights=need_weights)[0])  # noqa: E731
+        ff = lambda t: d2(layer.linear2(d0(layer.activation(layer.linear1(t)))))  # noqa: E731
         if nf:
             z = z + sa(layer.norm1(z))
             return z + ff(layer.norm2(z))
@@ -325,6 +372,16 @@ def test_block_uses_drop_rate(sub, options):
              "Build them as nn.Dropout(DROP_RATE).",
              f"블록의 dropout은 시험지의 {_with('drop_rate', v)}를 써야 합니다. 현재: {', '.join(wrong)}. "
              "nn.Dropout(DROP_RATE)으로 만드세요.")
+    # Built is not applied: a block whose nn.Dropout(DROP_RATE) modules forward never calls (only self_attn's own
+    # dropout acts in train mode) earned these points, where the honest block without them loses them (red team,
+    # round 18; the same slip as Q1's, "dropout created but unused").
+    if float(v["drop_rate"]) > 0 and _drops_as_the_layer_does(m, v, x, seed=56, own=False):
+        fail(f"The block builds {', '.join(drops)} as nn.Dropout(DROP_RATE) ({_with('drop_rate', v)}), but forward "
+             "never applies them: in train mode only self_attn's dropout acts. Apply dropout1 to the attention's "
+             "output, dropout between linear1's ReLU and linear2, and dropout2 to linear2's output.",
+             f"블록이 {', '.join(drops)}을(를) nn.Dropout(DROP_RATE)({_with('drop_rate', v)})로 만들지만 forward에서 "
+             "적용하지 않습니다: train 모드에서 self_attn의 dropout만 동작합니다. 어텐션 출력에 dropout1을, linear1의 "
+             "ReLU와 linear2 사이에 dropout을, linear2의 출력에 dropout2를 적용하세요.")
 
 
 @check(question="TransformerBlock", points=14)

@@ -342,6 +342,9 @@ VARIANTS: list[Variant] = [
       ch(BLOCK, "self.norm2 = nn.LayerNorm(d_model)", "self.norm2 = nn.LayerNorm(d_model) if use_ffn else None"),
       why="variants round 3: with use_ffn=False the feed-forward sub-layer's LayerNorm is not built either; the "
           "ablation check sent PyTorch's norm2 and lost 3 points, 'no parameter named norm2.bias, norm2.weight'"),
+    V("ok_dropout_keyword_only", ch(BLOCK, "d_ff, dropout=0.1, norm_first", "d_ff, *, dropout=0.1, norm_first"),
+      why="red team s18: a block whose dropout (and what follows) is keyword-only was built without dropout, told "
+          "'takes no dropout argument', and lost both dropout checks (4.5 points); it is given dropout by name"),
     V("ok_mask_buffer_and_sequential",
       ch(ATTN, "self.dropout = nn.Dropout(dropout)  # on the attention weights",
          "self.dropout = nn.Dropout(dropout)  # on the attention weights\n"
