@@ -176,15 +176,24 @@ def test_a_grader_failure_costs_one_result_and_never_the_next_or_the_students_me
 
 
 def _procs() -> dict[int, tuple[str, int]]:
-    """pid -> (name, parent pid) of every process that has not ended (zombies left out)."""
+    """pid -> (name, parent pid) of every process of this checkout's grader that has not ended (zombies left out).
+    The zygote's command line names the checkout (its path in hex), and its graders, keepers and workers keep that
+    command line: another checkout's batch running on the machine at the same time (a second test run, another
+    worktree) is not this test's leftover."""
+    mine = os.fsencode(str(ROOT)).hex().encode()
     out = {}
     for d in os.listdir("/proc"):
         try:
             with open(f"/proc/{d}/stat", "rb") as f:
                 head, rest = f.read().rsplit(b")", 1)
             state, parent = rest.split()[:2]
+            name = head.split(b"(", 1)[1].decode()
+            if name.startswith("grade-"):
+                with open(f"/proc/{d}/cmdline", "rb") as f:
+                    if mine not in f.read():
+                        continue
             if state not in (b"Z", b"X"):
-                out[int(d)] = (head.split(b"(", 1)[1].decode(), int(parent))
+                out[int(d)] = (name, int(parent))
         except (ValueError, OSError, IndexError):
             continue
     return out
