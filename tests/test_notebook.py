@@ -483,3 +483,26 @@ def test_a_notebook_of_nbformat_3_is_read_as_jupyter_converts_it(tmp_path):
     assert cells[0].code == REFERENCE.read_text(encoding="utf-8")
     r = grade_sources(tmp_path, {"old/attention.ipynb": text})["old"]
     assert r.score == 100 and r.error is None, failed_messages(r)
+
+
+def test_a_causal_multihead_attention_whose_out_proj_maps_back_to_d_in_keeps_its_causality_point(tmp_path):
+    """Seen in a learner's chapter-3 notebook: MultiHeadAttention's out_proj written as nn.Linear(d_out, d_in) (the
+    output back at the input's width). Its mask was right, yet "MultiHeadAttention: future tokens do not change
+    earlier outputs" failed with "is not causal": the check computes the expected rows from the same weights with
+    the input's features permuted, and it permuted every weight with a side of size d_in -- out_proj.weight, (d_in,
+    d_out), too, whose rows are outputs, not inputs. The wrong width costs points where it shows (the output's
+    shape), once; an nn.Linear weight's rows are never permuted with the input."""
+    ref = REFERENCE.read_text()
+    wide = ref.replace("        self.out_proj = nn.Linear(d_out, d_out)\n",
+                       "        self.out_proj = nn.Linear(d_out, d_in)  # back to the embedding size\n", 1)
+    assert wide != ref
+    demo = ("torch.manual_seed(123)\nbatch = torch.stack((torch.rand(6, 3), torch.rand(6, 3)))\n"
+            "mha = MultiHeadAttention(3, 4, 6, 0.0, num_heads=2)\nprint(mha(batch).shape)")
+    r = grade_sources(tmp_path, {"wide.ipynb": notebook("import torch\nimport torch.nn as nn", wide, demo)})["wide"]
+    checks = {c.name: c for c in r.checks if c.question == "MultiHeadAttention"}
+    causal = next(c for n, c in checks.items() if "future tokens do not change earlier outputs" in n)
+    assert causal.status == "passed", causal.message and causal.message.en
+    assert not any("is not causal" in m for m in failed_messages(r, ("MultiHeadAttention",)))
+    shape = next(c for n, c in checks.items() if "keeps d_out features" in n)
+    assert shape.status == "failed" and "expected (3, 7, 8)" in shape.message.en, shape.message
+    assert by_question(r)["CausalAttention"] == 25 and by_question(r)["MultiHeadAttention"] < 20

@@ -1064,12 +1064,15 @@ def _hides_each_tokens_past(m, ctx: int) -> bool:
 
 def permuted_features(weights: dict, d_in: int, perm: torch.Tensor) -> dict:
     """The weights of the same function for inputs whose features are permuted by `perm`: x[..., perm] with
-    these weights gives what x gives with the originals (an nn.Linear weight is (out, in), a raw matrix (in, out))."""
+    these weights gives what x gives with the originals (an nn.Linear weight is (out, in), a raw matrix (in, out)).
+    An nn.Linear weight (`....weight`) takes its input along its columns only: one whose rows number d_in is a
+    layer whose output is d_in wide (an out_proj written nn.Linear(d_out, d_in)), and permuting its rows made a
+    causal module read as not causal (a learner's notebook)."""
     out = {}
     for n, t in weights.items():
         if t.dim() == 2 and t.shape[1] == d_in:
             t = t[:, perm]
-        elif t.dim() == 2 and t.shape[0] == d_in:
+        elif t.dim() == 2 and t.shape[0] == d_in and not n.endswith(".weight"):
             t = t[perm]
         out[n] = t.contiguous()
     return out
