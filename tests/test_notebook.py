@@ -506,3 +506,39 @@ def test_a_causal_multihead_attention_whose_out_proj_maps_back_to_d_in_keeps_its
     shape = next(c for n, c in checks.items() if "keeps d_out features" in n)
     assert shape.status == "failed" and "expected (3, 7, 8)" in shape.message.en, shape.message
     assert by_question(r)["CausalAttention"] == 25 and by_question(r)["MultiHeadAttention"] < 20
+
+
+def test_a_class_that_reads_the_notebooks_own_variables_is_told_so_once_it_loses_points(tmp_path):
+    """Learners' chapter-3 notebooks: `queries = inputs @ self.W_query` in forward (the notebook's `inputs`, not
+    the argument x), scores scaled by the notebook's `d_out` or `d_k`, `masked_fill(mask.bool(), ...)` of the
+    notebook's own 6x6 `mask`. The demo cells printed the book's values, and the grader only said that outputs
+    differ, or that the mask should be sliced to the tokens (it was sliced: it was the wrong mask). Such a class
+    is now told which of the notebook's variables it reads, in both languages; one that reads a variable and
+    still earns full marks, and the reference, are told nothing."""
+    ref = REFERENCE.read_text()
+    globals_cell = ("inputs = torch.rand(6, 3)\nd_in, d_out = 3, 2\nd_k = d_out\n"
+                    "mask = torch.triu(torch.ones(6, 6), diagonal=1)\nverbose = False\nDEBUG = False")
+    reads = ref.replace("        keys = x @ self.W_key", "        keys = inputs @ self.W_key", 1)
+    reads = reads.replace("        queries = x @ self.W_query", "        queries = inputs @ self.W_query", 1)
+    reads = reads.replace("        values = x @ self.W_value", "        values = inputs @ self.W_value", 1)
+    at = reads.index("class CausalAttention")
+    reads = reads[:at] + reads[at:].replace("self.mask.bool()[:num_tokens, :num_tokens]", "mask.bool()", 1)
+    at = reads.index("class SelfAttention_v2")  # reads a variable, yet works: full marks, no note
+    reads = reads[:at] + reads[at:].replace("        return weights @ values", "        if verbose or DEBUG:\n"
+                                            "            print(weights)\n        return weights @ values", 1)
+    assert reads.count("inputs @ self.W_") == 3 and "mask.bool(), -torch.inf" in reads and "if verbose" in reads
+    results = grade_sources(tmp_path, {
+        "reads.ipynb": notebook("import torch\nimport torch.nn as nn", globals_cell, reads),
+        "ref.ipynb": notebook("import torch\nimport torch.nn as nn", globals_cell, ref),
+    })
+    r = results["reads"]
+    q = by_question(r)
+    assert q["SelfAttention_v1"] < 15 and q["CausalAttention"] < 25 and q["SelfAttention_v2"] == 15, q
+    notes = [n for n in r.notes if "sets at the top level" in n.en]
+    assert [n.en.split(" reads ")[0] for n in notes] == ["`SelfAttention_v1.forward`", "`CausalAttention.forward`"]
+    assert "reads `inputs`, a variable that your notebook sets at the top level" in notes[0].en
+    assert "the grader builds `SelfAttention_v1` with other sizes" in notes[0].en
+    assert "reads `mask`, a variable" in notes[1].en
+    assert all("최상위에서 정한 변수" in n.ko for n in notes) and "`inputs`" in notes[0].ko
+    assert not any("verbose" in n.en or "DEBUG" in n.en for n in r.notes)
+    assert results["ref"].score == 100 and not any("top level" in n.en for n in results["ref"].notes)
