@@ -542,3 +542,27 @@ def test_a_class_that_reads_the_notebooks_own_variables_is_told_so_once_it_loses
     assert all("최상위에서 정한 변수" in n.ko for n in notes) and "`inputs`" in notes[0].ko
     assert not any("verbose" in n.en or "DEBUG" in n.en for n in r.notes)
     assert results["ref"].score == 100 and not any("top level" in n.en for n in results["ref"].notes)
+
+
+def test_a_dropped_masked_fill_is_named_by_its_line_where_extra_weights_hide_it_from_the_bug_table(tmp_path):
+    """A learner's causal-attention notebook: `attention_scores.masked_fill(mask, -torch.inf)` on a line of its own
+    (its result dropped) in a CausalAttention that also made an unused `self.W_out = nn.Linear(d_out, d_out)`. The
+    extra weights keep the bug table from matching (it runs the reference's bug versions with the student's
+    weights), so the causality check gave only its general list of causes. The line is read from the source and
+    named, in both languages, as the transformer-block lab does."""
+    ref = REFERENCE.read_text()
+    at = ref.index("class CausalAttention")
+    part = ref[at:].replace("scores = scores.masked_fill(", "scores.masked_fill(", 1).replace(
+        "        self.dropout = nn.Dropout(dropout)\n",
+        "        self.W_out = nn.Linear(d_out, d_out)  # for later\n        self.dropout = nn.Dropout(dropout)\n", 1)
+    bug = ref[:at] + part
+    assert bug.count("        scores.masked_fill(") == 1 and "self.W_out" in bug
+    r = grade_sources(tmp_path, {"drop.ipynb": notebook("import torch", bug)})["drop"]
+    causal = next(c for c in r.checks if c.question == "CausalAttention"
+                  and "future tokens do not change earlier outputs" in c.name)
+    assert causal.status == "failed"
+    line = bug[at:].splitlines().index(next(ln for ln in bug[at:].splitlines() if ln.startswith("        scores.masked_fill(")))
+    line += bug[:at].count("\n") + 1
+    assert f"Line {line} of your forward calls .masked_fill(...) and drops its result" in causal.message.en, \
+        causal.message.en
+    assert f"forward의 {line}번째 줄이 .masked_fill(...)을 호출하고 결과를 버립니다" in causal.message.ko
