@@ -566,3 +566,24 @@ def test_a_dropped_masked_fill_is_named_by_its_line_where_extra_weights_hide_it_
     assert f"Line {line} of your forward calls .masked_fill(...) and drops its result" in causal.message.en, \
         causal.message.en
     assert f"forward의 {line}번째 줄이 .masked_fill(...)을 호출하고 결과를 버립니다" in causal.message.ko
+
+
+def test_a_notebooks_top_level_runs_once_while_a_block_is_graded_over_stand_in_parts(tmp_path):
+    """Learners' chapter-4 notebooks (graded as transformer_block) took 11-12 s: the block's checks, run over the
+    grader's stand-in parts where the student's FeedForward fails, taint the worker (only the block's and exercise
+    3's checks may run in it), and the block's checks were interleaved with the other questions', so one grading
+    started 7 workers and ran the notebook's whole top level -- imports, plots, demos, a training loop -- 7 times.
+    The block's and the ablation's checks now run last (the results keep their order), as the attention lab's
+    wrapper does: the other questions' checks all see the first worker. (The notebook draws a token when it is
+    run, and its FeedForward names it when it fails: one token, one run.)"""
+    ref = (ROOT / "reference" / "transformer_block.py").read_text(encoding="utf-8")
+    bad = ref.replace("        return self.linear2(self.dropout(F.relu(self.linear1(x))))",
+                      "        raise RuntimeError(f'run {RUN}')", 1)
+    assert bad != ref
+    run = "import os\nRUN = os.urandom(8).hex()  # a training run, a plot, a download..."
+    r = grade_sources(tmp_path, {"nb.ipynb": notebook(run, bad)}, name="transformer_block")["nb"]
+    said = [m for m in failed_messages(r, ("FeedForward",)) if "raised RuntimeError: run " in m]
+    runs = {m.split("raised RuntimeError: run ")[1][:16] for m in said}
+    assert len(said) >= 4 and len(runs) == 1, said
+    q = by_question(r)
+    assert q["FeedForward"] < 12 and (q["MultiHeadSelfAttention"], q["TransformerBlock"], q["ablation"]) == (20, 36, 12), q
