@@ -425,8 +425,8 @@ class GradingPlugin:
                     f"own arguments and attributes, so it fits {where_en}'s example only: the grader builds "
                     f"`{cls}` with other sizes and calls it with other inputs. Use the method's arguments, "
                     "values kept on self in __init__, or sizes read from the tensors (e.g. keys.shape[-1]).",
-                    f"`{cls}.{method}`가 자기 인자나 속성이 아니라 {where_ko} 최상위에서 정한 변수 "
-                    f"{', '.join(shown)}을(를) 읽으므로 {where_ko}의 예제에서만 맞습니다: 채점기는 `{cls}`를 다른 "
+                    f"`{cls}.{method}`이(가) 자기 인자나 속성이 아니라 {where_ko} 최상위에서 정한 변수 "
+                    f"{', '.join(shown)}을(를) 읽으므로 {where_ko}의 예제에서만 맞습니다: 채점기는 `{cls}`을(를) 다른 "
                     "크기로 만들고 다른 입력으로 호출합니다. 메서드의 인자, __init__에서 self에 저장한 값, 또는 "
                     "텐서에서 읽은 크기(예: keys.shape[-1])를 쓰세요."))
         return notes
