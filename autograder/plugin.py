@@ -30,6 +30,7 @@ from .sandbox import Spawning, WorkerLost, Zygote, claim_uid, is_root, make_scra
 from .source import read
 
 MAX_SHOWN_OUTPUT = 2000
+MAX_READ_NOTES = 3  # notes on methods that read the file's top-level variables (_top_level_read_notes)
 
 
 def protect(paths: Iterable[Path]) -> None:
@@ -416,8 +417,10 @@ class GradingPlugin:
         except Exception:  # noqa: BLE001 - reading the source for a hint must never cost the result
             found = {}
         for cls in classes:
-            for method, names in found.get(cls, ()):
-                shown = [f"`{n}`" for n in names[:4]]
+            # forward and __init__ first: with many methods (a hostile class of hundreds), only a few are told
+            for method, names in sorted(found.get(cls, ()), key=lambda mn: mn[0] not in ("forward", "__init__")):
+                shown = [f"`{n if len(n) <= 40 else n[:39] + '…'}`" for n in names[:4]]
+                method = method if len(method) <= 40 else method[:39] + "…"
                 en = shown[0] if len(shown) == 1 else ", ".join(shown[:-1]) + " and " + shown[-1]
                 what = "a variable" if len(shown) == 1 else "variables"
                 notes.append(Message(
@@ -429,7 +432,7 @@ class GradingPlugin:
                     f"{', '.join(shown)}을(를) 읽으므로 {where_ko}의 예제에서만 맞습니다: 채점기는 `{cls}`을(를) 다른 "
                     "크기로 만들고 다른 입력으로 호출합니다. 메서드의 인자, __init__에서 self에 저장한 값, 또는 "
                     "텐서에서 읽은 크기(예: keys.shape[-1])를 쓰세요."))
-        return notes
+        return notes[:MAX_READ_NOTES]
 
     def _finish(self, result: SubmissionResult, items: list[pytest.Item], started: float) -> SubmissionResult:
         sub = self.current

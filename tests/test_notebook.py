@@ -587,3 +587,22 @@ def test_a_notebooks_top_level_runs_once_while_a_block_is_graded_over_stand_in_p
     assert len(said) >= 4 and len(runs) == 1, said
     q = by_question(r)
     assert q["FeedForward"] < 12 and (q["MultiHeadSelfAttention"], q["TransformerBlock"], q["ablation"]) == (20, 36, 12), q
+
+
+def test_the_note_on_a_notebooks_variables_stays_short_for_a_class_of_many_methods(tmp_path):
+    """The note on methods that read the notebook's variables (above) is one per method: a class of 200 methods,
+    each reading one, gave 200 notes at the top of the feedback (and of every result file), and a variable's name
+    is quoted whole. At most MAX_READ_NOTES are given, forward's and __init__'s first; long names are cut."""
+    from autograder.plugin import MAX_READ_NOTES
+    ref = REFERENCE.read_text()
+    long = "s" * 5000  # and a name of 5000 characters is shortened
+    many = "".join(f"    def helper_{i}(self):\n        return {long if i == 0 else f'scale_{i % 7}'}\n" for i in range(200))
+    at = ref.index("class SelfAttention_v1")
+    body = ref[:at] + ref[at:].replace("        return weights @ values  # (T, d_out)\n",
+                                       "        return weights @ values * 0 + 1  # (T, d_out)\n" + many, 1)
+    scales = "\n".join(f"scale_{i} = {i}" for i in range(7)) + f"\n{long} = 0"
+    r = grade_sources(tmp_path, {"many.ipynb": notebook("import torch", scales, body)})["many"]
+    assert by_question(r)["SelfAttention_v1"] < 15
+    notes = [n for n in r.notes if "sets at the top level" in n.en]
+    assert 1 <= len(notes) <= MAX_READ_NOTES == 3, len(notes)
+    assert all(len(n.en) < 1000 and len(n.ko) < 1000 for n in notes) and "`sss" in notes[0].en
