@@ -30,6 +30,7 @@ from .sandbox import Spawning, WorkerLost, Zygote, claim_uid, is_root, make_scra
 from .source import read
 
 MAX_SHOWN_OUTPUT = 2000
+MAX_READ_NOTES = 3  # notes on methods that read the file's top-level variables (_top_level_read_notes)
 
 
 def protect(paths: Iterable[Path]) -> None:
@@ -409,6 +410,41 @@ class GradingPlugin:
                                              f"`{n}`이(가) 없고 `{guess}`이(가) 있습니다: 이름을 `{n}`(으)로 바꾸세요."))
         return notes
 
+    def _top_level_read_notes(self, sub: Submission, result: SubmissionResult) -> list[Message]:
+        """For each graded class that lost points, its methods that read variables the file's top level sets (a
+        notebook's `inputs`, `d_out`, `mask`, ...) instead of their own arguments and attributes: in the notebook
+        they fit its example, so the demo cells printed the right values, and the checks only said that outputs
+        differ or that a mask did not fit (learners' notebooks: `queries = inputs @ self.W_query` in forward,
+        `omega / d_out ** 0.5`, `masked_fill(mask.bool(), ...)` of the notebook's 6x6 mask). Told once per method,
+        only where the class lost points; a class that works whatever it reads gets no note."""
+        from .sourcecode import top_level_reads
+        lost = {q for q, (s, m) in result.by_question().items() if m > 0 and s < m}
+        nb = sub.source.kind == "ipynb"
+        where_en, where_ko = ("your notebook", "노트북") if nb else ("your file", "파일")
+        notes: list[Message] = []
+        classes = list(dict.fromkeys(n for q in self.assignment.questions if q.id in lost for n in q.names))
+        try:
+            found = top_level_reads(sub, set(classes)) if classes else {}
+        except Exception:  # noqa: BLE001 - reading the source for a hint must never cost the result
+            found = {}
+        for cls in classes:
+            # forward and __init__ first: with many methods (a hostile class of hundreds), only a few are told
+            for method, names in sorted(found.get(cls, ()), key=lambda mn: mn[0] not in ("forward", "__init__")):
+                shown = [f"`{n if len(n) <= 40 else n[:39] + '…'}`" for n in names[:4]]
+                method = method if len(method) <= 40 else method[:39] + "…"
+                en = shown[0] if len(shown) == 1 else ", ".join(shown[:-1]) + " and " + shown[-1]
+                what = "a variable" if len(shown) == 1 else "variables"
+                notes.append(Message(
+                    f"`{cls}.{method}` reads {en}, {what} that {where_en} sets at the top level, instead of its "
+                    f"own arguments and attributes, so it fits {where_en}'s example only: the grader builds "
+                    f"`{cls}` with other sizes and calls it with other inputs. Use the method's arguments, "
+                    "values kept on self in __init__, or sizes read from the tensors (e.g. keys.shape[-1]).",
+                    f"`{cls}.{method}`이(가) 자기 인자나 속성이 아니라 {where_ko} 최상위에서 정한 변수 "
+                    f"{', '.join(shown)}을(를) 읽으므로 {where_ko}의 예제에서만 맞습니다: 채점기는 `{cls}`을(를) 다른 "
+                    "크기로 만들고 다른 입력으로 호출합니다. 메서드의 인자, __init__에서 self에 저장한 값, 또는 "
+                    "텐서에서 읽은 크기(예: keys.shape[-1])를 쓰세요."))
+        return notes[:MAX_READ_NOTES]
+
     def _finish(self, result: SubmissionResult, items: list[pytest.Item], started: float) -> SubmissionResult:
         sub = self.current
         if self.current is not None:
@@ -433,6 +469,8 @@ class GradingPlugin:
                 rec = self._blank(item)
                 rec.message = Message("Not graded: see the error at the top.", "채점되지 않음: 맨 위의 오류를 보세요.")
             result.checks.append(rec)
+        if sub is not None and sub.source is not None:
+            result.notes.extend(n for n in self._top_level_read_notes(sub, result) if n not in result.notes)
         self.current = None
         result.duration = time.monotonic() - started
         result.reason = zero_reason(result, sub)

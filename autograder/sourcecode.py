@@ -69,3 +69,43 @@ def dropped_masked_fill(sub, *where: tuple[str, str]) -> int | None:
                     and isinstance(st.value.func, ast.Attribute) and st.value.func.attr == "masked_fill":
                 return st.lineno
     return None
+
+
+def _stored(node) -> set[str]:
+    """The names a statement binds anywhere inside it (assignment targets, loop and `with` variables, ...)."""
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del))}
+
+
+def top_level_reads(sub, classes) -> dict[str, list[tuple[str, list[str]]]]:
+    """For each class of `classes`: (method, names) for each of its methods whose body reads a variable that the
+    submission's top level sets (`inputs = torch.tensor(...)`, `d_in, d_out = 3, 2`, `mask = ...` in a notebook's
+    exploration cells) and that the method neither takes nor sets itself: it then works on the file's own example
+    only. Names bound by a top-level def, class or import, and UPPER_CASE constants (a lab's DROP_RATE), are not
+    counted; a default argument's value is not part of the body. The source is parsed once for all classes."""
+    data: set[str] = set()
+    other: set[str] = set()
+    nodes: dict[str, ast.ClassDef] = {}
+    for st in _top_level(sub):
+        if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            other.add(st.name)
+            if isinstance(st, ast.ClassDef) and st.name in classes:
+                nodes[st.name] = st  # the last definition, as when run
+        elif isinstance(st, (ast.Import, ast.ImportFrom)):
+            other.update((a.asname or a.name).split(".")[0] for a in st.names)
+        else:
+            data |= _stored(st)
+    data = {n for n in data - other if not n.isupper() and n != "_"}
+    out: dict[str, list[tuple[str, list[str]]]] = {}
+    for cls, node in nodes.items():
+        for f in node.body:
+            if not isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            own = {a.arg for a in ast.walk(f.args) if isinstance(a, ast.arg)}
+            for st in f.body:
+                own |= _stored(st) | {a.arg for a in ast.walk(st) if isinstance(a, ast.arg)}
+            loads = sorted(((n.lineno, n.col_offset, n.id) for st in f.body for n in ast.walk(st)
+                            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id in data - own))
+            reads = list(dict.fromkeys(name for _line, _col, name in loads))
+            if reads:
+                out.setdefault(cls, []).append((f.name, reads))
+    return out

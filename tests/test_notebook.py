@@ -536,3 +536,126 @@ def test_a_notebook_of_nbformat_3_is_read_as_jupyter_converts_it(tmp_path):
     assert cells[0].code == REFERENCE.read_text(encoding="utf-8")
     r = grade_sources(tmp_path, {"old/attention.ipynb": text})["old"]
     assert r.score == 100 and r.error is None, failed_messages(r)
+
+
+def test_a_causal_multihead_attention_whose_out_proj_maps_back_to_d_in_keeps_its_causality_point(tmp_path):
+    """Seen in a learner's chapter-3 notebook: MultiHeadAttention's out_proj written as nn.Linear(d_out, d_in) (the
+    output back at the input's width). Its mask was right, yet "MultiHeadAttention: future tokens do not change
+    earlier outputs" failed with "is not causal": the check computes the expected rows from the same weights with
+    the input's features permuted, and it permuted every weight with a side of size d_in -- out_proj.weight, (d_in,
+    d_out), too, whose rows are outputs, not inputs. The wrong width costs points where it shows (the output's
+    shape), once; an nn.Linear weight's rows are never permuted with the input."""
+    ref = REFERENCE.read_text()
+    wide = ref.replace("        self.out_proj = nn.Linear(d_out, d_out)\n",
+                       "        self.out_proj = nn.Linear(d_out, d_in)  # back to the embedding size\n", 1)
+    assert wide != ref
+    demo = ("torch.manual_seed(123)\nbatch = torch.stack((torch.rand(6, 3), torch.rand(6, 3)))\n"
+            "mha = MultiHeadAttention(3, 4, 6, 0.0, num_heads=2)\nprint(mha(batch).shape)")
+    r = grade_sources(tmp_path, {"wide.ipynb": notebook("import torch\nimport torch.nn as nn", wide, demo)})["wide"]
+    checks = {c.name: c for c in r.checks if c.question == "MultiHeadAttention"}
+    causal = next(c for n, c in checks.items() if "future tokens do not change earlier outputs" in n)
+    assert causal.status == "passed", causal.message and causal.message.en
+    assert not any("is not causal" in m for m in failed_messages(r, ("MultiHeadAttention",)))
+    shape = next(c for n, c in checks.items() if "keeps d_out features" in n)
+    assert shape.status == "failed" and "expected (3, 7, 8)" in shape.message.en, shape.message
+    assert by_question(r)["CausalAttention"] == 25 and by_question(r)["MultiHeadAttention"] < 20
+
+
+def test_a_class_that_reads_the_notebooks_own_variables_is_told_so_once_it_loses_points(tmp_path):
+    """Learners' chapter-3 notebooks: `queries = inputs @ self.W_query` in forward (the notebook's `inputs`, not
+    the argument x), scores scaled by the notebook's `d_out` or `d_k`, `masked_fill(mask.bool(), ...)` of the
+    notebook's own 6x6 `mask`. The demo cells printed the book's values, and the grader only said that outputs
+    differ, or that the mask should be sliced to the tokens (it was sliced: it was the wrong mask). Such a class
+    is now told which of the notebook's variables it reads, in both languages; one that reads a variable and
+    still earns full marks, and the reference, are told nothing."""
+    ref = REFERENCE.read_text()
+    globals_cell = ("inputs = torch.rand(6, 3)\nd_in, d_out = 3, 2\nd_k = d_out\n"
+                    "mask = torch.triu(torch.ones(6, 6), diagonal=1)\nverbose = False\nDEBUG = False")
+    reads = ref.replace("        keys = x @ self.W_key", "        keys = inputs @ self.W_key", 1)
+    reads = reads.replace("        queries = x @ self.W_query", "        queries = inputs @ self.W_query", 1)
+    reads = reads.replace("        values = x @ self.W_value", "        values = inputs @ self.W_value", 1)
+    at = reads.index("class CausalAttention")
+    reads = reads[:at] + reads[at:].replace("self.mask.bool()[:num_tokens, :num_tokens]", "mask.bool()", 1)
+    at = reads.index("class SelfAttention_v2")  # reads a variable, yet works: full marks, no note
+    reads = reads[:at] + reads[at:].replace("        return weights @ values", "        if verbose or DEBUG:\n"
+                                            "            print(weights)\n        return weights @ values", 1)
+    assert reads.count("inputs @ self.W_") == 3 and "mask.bool(), -torch.inf" in reads and "if verbose" in reads
+    results = grade_sources(tmp_path, {
+        "reads.ipynb": notebook("import torch\nimport torch.nn as nn", globals_cell, reads),
+        "ref.ipynb": notebook("import torch\nimport torch.nn as nn", globals_cell, ref),
+    })
+    r = results["reads"]
+    q = by_question(r)
+    assert q["SelfAttention_v1"] < 15 and q["CausalAttention"] < 25 and q["SelfAttention_v2"] == 15, q
+    notes = [n for n in r.notes if "sets at the top level" in n.en]
+    assert [n.en.split(" reads ")[0] for n in notes] == ["`SelfAttention_v1.forward`", "`CausalAttention.forward`"]
+    assert "reads `inputs`, a variable that your notebook sets at the top level" in notes[0].en
+    assert "the grader builds `SelfAttention_v1` with other sizes" in notes[0].en
+    assert "reads `mask`, a variable" in notes[1].en
+    assert all("최상위에서 정한 변수" in n.ko for n in notes) and "`inputs`" in notes[0].ko
+    assert not any("verbose" in n.en or "DEBUG" in n.en for n in r.notes)
+    assert results["ref"].score == 100 and not any("top level" in n.en for n in results["ref"].notes)
+
+
+def test_a_dropped_masked_fill_is_named_by_its_line_where_extra_weights_hide_it_from_the_bug_table(tmp_path):
+    """A learner's causal-attention notebook: `attention_scores.masked_fill(mask, -torch.inf)` on a line of its own
+    (its result dropped) in a CausalAttention that also made an unused `self.W_out = nn.Linear(d_out, d_out)`. The
+    extra weights keep the bug table from matching (it runs the reference's bug versions with the student's
+    weights), so the causality check gave only its general list of causes. The line is read from the source and
+    named, in both languages, as the transformer-block lab does."""
+    ref = REFERENCE.read_text()
+    at = ref.index("class CausalAttention")
+    part = ref[at:].replace("scores = scores.masked_fill(", "scores.masked_fill(", 1).replace(
+        "        self.dropout = nn.Dropout(dropout)\n",
+        "        self.W_out = nn.Linear(d_out, d_out)  # for later\n        self.dropout = nn.Dropout(dropout)\n", 1)
+    bug = ref[:at] + part
+    assert bug.count("        scores.masked_fill(") == 1 and "self.W_out" in bug
+    r = grade_sources(tmp_path, {"drop.ipynb": notebook("import torch", bug)})["drop"]
+    causal = next(c for c in r.checks if c.question == "CausalAttention"
+                  and "future tokens do not change earlier outputs" in c.name)
+    assert causal.status == "failed"
+    line = bug[at:].splitlines().index(next(ln for ln in bug[at:].splitlines() if ln.startswith("        scores.masked_fill(")))
+    line += bug[:at].count("\n") + 1
+    assert f"Line {line} of your forward calls .masked_fill(...) and drops its result" in causal.message.en, \
+        causal.message.en
+    assert f"forward의 {line}번째 줄이 .masked_fill(...)을 호출하고 결과를 버립니다" in causal.message.ko
+
+
+def test_a_notebooks_top_level_runs_once_while_a_block_is_graded_over_stand_in_parts(tmp_path):
+    """Learners' chapter-4 notebooks (graded as transformer_block) took 11-12 s: the block's checks, run over the
+    grader's stand-in parts where the student's FeedForward fails, taint the worker (only the block's and exercise
+    3's checks may run in it), and the block's checks were interleaved with the other questions', so one grading
+    started 7 workers and ran the notebook's whole top level -- imports, plots, demos, a training loop -- 7 times.
+    The block's and the ablation's checks now run last (the results keep their order), as the attention lab's
+    wrapper does: the other questions' checks all see the first worker. (The notebook draws a token when it is
+    run, and its FeedForward names it when it fails: one token, one run.)"""
+    ref = (ROOT / "reference" / "transformer_block.py").read_text(encoding="utf-8")
+    bad = ref.replace("        return self.linear2(self.dropout(F.relu(self.linear1(x))))",
+                      "        raise RuntimeError(f'run {RUN}')", 1)
+    assert bad != ref
+    run = "import os\nRUN = os.urandom(8).hex()  # a training run, a plot, a download..."
+    r = grade_sources(tmp_path, {"nb.ipynb": notebook(run, bad)}, name="transformer_block")["nb"]
+    said = [m for m in failed_messages(r, ("FeedForward",)) if "raised RuntimeError: run " in m]
+    runs = {m.split("raised RuntimeError: run ")[1][:16] for m in said}
+    assert len(said) >= 4 and len(runs) == 1, said
+    q = by_question(r)
+    assert q["FeedForward"] < 12 and (q["MultiHeadSelfAttention"], q["TransformerBlock"], q["ablation"]) == (20, 36, 12), q
+
+
+def test_the_note_on_a_notebooks_variables_stays_short_for_a_class_of_many_methods(tmp_path):
+    """The note on methods that read the notebook's variables (above) is one per method: a class of 200 methods,
+    each reading one, gave 200 notes at the top of the feedback (and of every result file), and a variable's name
+    is quoted whole. At most MAX_READ_NOTES are given, forward's and __init__'s first; long names are cut."""
+    from autograder.plugin import MAX_READ_NOTES
+    ref = REFERENCE.read_text()
+    long = "s" * 5000  # and a name of 5000 characters is shortened
+    many = "".join(f"    def helper_{i}(self):\n        return {long if i == 0 else f'scale_{i % 7}'}\n" for i in range(200))
+    at = ref.index("class SelfAttention_v1")
+    body = ref[:at] + ref[at:].replace("        return weights @ values  # (T, d_out)\n",
+                                       "        return weights @ values * 0 + 1  # (T, d_out)\n" + many, 1)
+    scales = "\n".join(f"scale_{i} = {i}" for i in range(7)) + f"\n{long} = 0"
+    r = grade_sources(tmp_path, {"many.ipynb": notebook("import torch", scales, body)})["many"]
+    assert by_question(r)["SelfAttention_v1"] < 15
+    notes = [n for n in r.notes if "sets at the top level" in n.en]
+    assert 1 <= len(notes) <= MAX_READ_NOTES == 3, len(notes)
+    assert all(len(n.en) < 1000 and len(n.ko) < 1000 for n in notes) and "`sss" in notes[0].en

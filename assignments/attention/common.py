@@ -13,7 +13,8 @@ import torch
 from autograder.checks import (CheckFailure, described, diagnosis, expect_close, expect_shape, expect_tensor,
                                fail)
 from autograder.messages import Message, near_miss
-from autograder.sourcecode import asserts_tuple, class_node, method_node, unfinished  # noqa: F401  (class_node: hidden checks)
+from autograder.sourcecode import (asserts_tuple, class_node, dropped_masked_fill, method_node,  # noqa: F401
+                                   unfinished)  # (class_node: hidden checks)
 from autograder.proxy import step, taken
 
 # The lab's running example: "Your journey starts with one step", one 3-d embedding per token.
@@ -1064,12 +1065,15 @@ def _hides_each_tokens_past(m, ctx: int) -> bool:
 
 def permuted_features(weights: dict, d_in: int, perm: torch.Tensor) -> dict:
     """The weights of the same function for inputs whose features are permuted by `perm`: x[..., perm] with
-    these weights gives what x gives with the originals (an nn.Linear weight is (out, in), a raw matrix (in, out))."""
+    these weights gives what x gives with the originals (an nn.Linear weight is (out, in), a raw matrix (in, out)).
+    An nn.Linear weight (`....weight`) takes its input along its columns only: one whose rows number d_in is a
+    layer whose output is d_in wide (an out_proj written nn.Linear(d_out, d_in)), and permuting its rows made a
+    causal module read as not causal (a learner's notebook)."""
     out = {}
     for n, t in weights.items():
         if t.dim() == 2 and t.shape[1] == d_in:
             t = t[:, perm]
-        elif t.dim() == 2 and t.shape[0] == d_in:
+        elif t.dim() == 2 and t.shape[0] == d_in and not n.endswith(".weight"):
             t = t[perm]
         out[n] = t.contiguous()
     return out
@@ -1138,6 +1142,15 @@ def check_causality(sub, cls: str, seed: int, b: int = 2, T: int = 6, d_in: int 
         named = explain(sub, m, x)(y1)
         if named is not None:
             raise CheckFailure(named + what)
+        line = dropped_masked_fill(sub, (cls, "forward"))
+        if line is not None:  # not named by the table where the module has weights of its own (an unused W_out)
+            raise CheckFailure(what + Message(
+                f"Line {line} of your forward calls .masked_fill(...) and drops its result: masked_fill returns a "
+                "new tensor and leaves the scores as they were. Keep it: scores = scores.masked_fill(...), or use "
+                "masked_fill_ (in place).",
+                f"forward의 {line}번째 줄이 .masked_fill(...)을 호출하고 결과를 버립니다: masked_fill은 새 텐서를 "
+                "반환하고 점수는 그대로 둡니다. 결과를 저장하거나(scores = scores.masked_fill(...)) masked_fill_"
+                "(제자리 연산)을 쓰세요."))
         raise CheckFailure(what + Message(
             "Look for: a mask that does not reach the softmax (`scores.masked_fill(...)` returns a new tensor: "
             "assign it, or use masked_fill_), the future filled with 0 instead of -inf (a score of 0 still gets "

@@ -45,6 +45,13 @@ TYPO_PAREN = Message("the scores are divided by `(d_k ** 0/5)`, which is 1/5 (a 
                      "multiplied by 5 instead of divided by sqrt(d_k)",
                      "점수를 `(d_k ** 0/5)`(= 1/5, `** 0.5`의 오타)로 나눠서 sqrt(d_k)로 나누는 대신 5배가 됨")
 PAREN = "scores / (keys.shape[-1] ** 0/5)"
+# Queries made with W_key and keys with W_query: the scores matrix is the transpose of the right one.
+QK = "        keys = self.W_key(x)  # (b, T, d_out)\n        queries = self.W_query(x)\n"
+QK_SWAPPED = "        keys = self.W_query(x)  # (b, T, d_out)\n        queries = self.W_key(x)\n"
+QK_CAUSE = Message("the queries are made with W_key and the keys with W_query (swapped), so the scores are the "
+                   "transpose of the right ones; write queries = self.W_query(x) and keys = self.W_key(x)",
+                   "쿼리를 W_key로, 키를 W_query로 만들어(서로 바뀜) 점수 행렬이 올바른 것의 전치가 됨; "
+                   "queries = self.W_query(x), keys = self.W_key(x)로 쓰세요")
 
 MHA_CORE = """        scores = queries @ keys.transpose(2, 3)  # (b, h, T, T)
         scores = scores.masked_fill(self.mask.bool()[:num_tokens, :num_tokens], -torch.inf)
@@ -279,6 +286,9 @@ VARIANTS: list[Variant] = [
     V("misnamed_CasualAttention", ch(CA, "class CausalAttention(", "class CasualAttention("),
       ch(WR, "[CausalAttention(", "[CasualAttention("), breaks=CA,
       says=("Rename `CasualAttention` to `CausalAttention`",)),
+    # Seen in a learner's chapter-3 notebook (round nb11): only "differs from the expected values" was said.
+    V("causal_query_key_swapped", ch(CA, QK, QK_SWAPPED), breaks=CA, en=QK_CAUSE.en, ko=QK_CAUSE.ko),
+    V("mha_query_key_swapped", ch(MHA, QK, QK_SWAPPED), breaks=MHA, en=QK_CAUSE.en, ko=QK_CAUSE.ko),
     V("fill_minus_1e9_everywhere", ch(CA, "-torch.inf", "-1e9"), ch(MHA, "-torch.inf", "-1e9"),
       breaks=f"{CA}, {MHA}", says=("instead of -inf",)),
     # ---------------------------------------------------------------- MultiHeadAttentionWrapper
