@@ -1247,19 +1247,25 @@ def check_eval_no_dropout(sub, cls: str, seed: int) -> None:
     state = {n: v for n, v in without.state()["params"].items() if type(v) is torch.Tensor and v.is_floating_point()}
     moved = permuted_features(state, d_in, perm)
     x3 = randn(seed + 1, b, T, d_in)
-    e = without(x3, mode="eval", seed=1)
-    without.load_state(moved)
+    # (each module's calls in one round trip, the same requests in the same order as one by one; the weights are put
+    # back whatever happens, as a `finally` would: the diagnosis below reads them)
     try:
-        same = _close_enough(without(x3[..., perm], mode="eval", seed=1), e)
-    finally:
-        without.load_state(state)
+        e, _, twin, _ = without.seq(step("call", x3, mode="eval", seed=1), step("load_state", moved),
+                                    step("call", x3[..., perm], mode="eval", seed=1), step("load_state", state))
+    except CheckFailure as failure:
+        if getattr(failure, "step", None) == 2:
+            without.load_state(state)
+        raise
+    same = _close_enough(twin["out"], e["out"])
     if same:  # (the two modules were built alike: the dropout=0.5 one gets the same weights back afterwards)
-        with_p.load_state(moved)
         try:
-            got = expect_tensor(with_p(x[..., perm], mode="eval", seed=1),
-                                f"{call_text(cls, d_in, d_out, T, 0.5, heads)}")
-        finally:
-            with_p.load_state(state)
+            _, res, _ = with_p.seq(step("load_state", moved), step("call", x[..., perm], mode="eval", seed=1),
+                                   step("load_state", state))
+        except CheckFailure as failure:
+            if getattr(failure, "step", None) == 1:
+                with_p.load_state(state)
+            raise
+        got = expect_tensor(res["out"], f"{call_text(cls, d_in, d_out, T, 0.5, heads)}")
     expect_close(got, want,
                  described(call_text(cls, d_in, d_out, T, 0.5, heads), "in eval mode", "(eval 모드)"),
                  explain=explain(sub, with_p, x, seed=1),
