@@ -234,6 +234,32 @@ def _key(x: Any) -> Any:
     raise TypeError(type(x).__name__)
 
 
+_CALL_KEYS: dict[tuple, tuple[tuple, Any]] = {}  # ids of (ctor, params, call), cls -> (those objects, their key)
+_PAIR_SEARCHES: dict[tuple, Any] = {}  # what diagnose_module's pair search named, for this grader process
+
+
+def _call_key(ctor: Ctor, params: dict | None, call: Call, cls: str | None,
+              prepare: Callable[[Any], None] | None) -> tuple | None:
+    """The part of output()'s key that is not the bug module: None where the output cannot be remembered (a
+    closure cannot be part of a key; an unseeded call in train mode depends on the random state). The tensors' bytes
+    are read once for the objects of one diagnosis, not once per bug tried (the pair search asks hundreds of times)."""
+    if prepare is not None or call.pick is not None or (call.mode == "train" and call.seed is None):
+        return None
+    objs = (ctor, params, call, cls)
+    ids = (id(ctor), id(params), id(call), cls)
+    held = _CALL_KEYS.get(ids)
+    if held is not None and all(a is b for a, b in zip(held[0], objs)):
+        return held[1]
+    try:
+        part = (_key(ctor), _key(params), _key(call.inputs), _key(call.kwargs), call.mode, call.seed, cls)
+    except TypeError:
+        part = None
+    if len(_CALL_KEYS) >= 64:
+        _CALL_KEYS.clear()
+    _CALL_KEYS[ids] = (objs, part)  # (the objects are held with their key: an id is never reused meanwhile)
+    return part
+
+
 def output(mod: Any, ctor: Ctor, params: dict | None, call: Call, cls: str | None = None,
            prepare: Callable[[Any], None] | None = None) -> Any:
     """What `mod`'s version of the student's module gives, called as the check called it; None if it cannot.
@@ -241,14 +267,8 @@ def output(mod: Any, ctor: Ctor, params: dict | None, call: Call, cls: str | Non
     Remembered for the grader process: it depends only on the bug, the constructor call, the weights and the
     call, which are the same for every student whose failing check saw the same weights (copied-in reference
     weights, or the same seeded construction), so a class full of the same bug pays for the search once."""
-    key = None
-    # A closure cannot be part of the key; an unseeded call in train mode depends on the random state.
-    if prepare is None and call.pick is None and not (call.mode == "train" and call.seed is None):
-        try:
-            key = (id(mod), _key(ctor), _key(params), _key(call.inputs), _key(call.kwargs), call.mode, call.seed,
-                   cls)
-        except TypeError:
-            key = None
+    part = _call_key(ctor, params, call, cls, prepare)
+    key = None if part is None else (id(mod), *part)
     if key is not None and key in _OUTPUTS:
         hit = _OUTPUTS[key]
         return hit.clone() if type(hit) is torch.Tensor else hit
@@ -323,7 +343,30 @@ def diagnose_module(table: Table, reference: Any, until: float, target: Any, got
     # was tried) and keep the student's shape.
     alone = [v for v, out in outs if type(out) is torch.Tensor and out.shape == got.shape
              and not same(out, reference_out)]
-    # No one bug explains it: two of them together may (learners round rl11). Only where no single bug does.
+    # No one bug explains it: two of them together may (learners round rl11). Only where no single bug does. What the
+    # search named is remembered with what it was asked (the same bug in many students' files: searched once).
+    part = _call_key(ctor, params, call, cls, prepare)
+    try:
+        searched = None if part is None else (id(table), pairs, part, _key(got), tuple(v.name for v in alone))
+    except TypeError:
+        searched = None
+    if searched is not None and searched in _PAIR_SEARCHES:
+        return _PAIR_SEARCHES[searched]
+    named = _pairs_named(table, alone, pairs, until, ctor, params, call, cls, prepare, got)
+    if searched is not None and named is not _UNFINISHED:
+        if len(_PAIR_SEARCHES) >= 1024:
+            _PAIR_SEARCHES.clear()
+        _PAIR_SEARCHES[searched] = named
+    return None if named is _UNFINISHED else named
+
+
+_UNFINISHED = object()  # a pair search stopped by its cap or deadline: nothing named, and nothing remembered
+
+
+def _pairs_named(table: Table, alone: list[Variant], pairs: int, until: float, ctor: Ctor, params: dict | None,
+                 call: Call, cls: str | None, prepare: Callable[[Any], None] | None, got: Any) -> Any:
+    """diagnose_module's pair search: the message naming the pairs of `alone`'s bugs that give `got`, None where
+    none does, _UNFINISHED where not every pair could be tried."""
     both: list[tuple[Variant, Variant]] = []
     tried = 0
     for i, a in enumerate(alone):
@@ -334,7 +377,7 @@ def diagnose_module(table: Table, reference: Any, until: float, target: Any, got
             if ab is None:
                 continue
             if tried >= pairs or time.monotonic() > until:
-                return None  # not every pair was tried: naming one of them could name the wrong one
+                return _UNFINISHED  # not every pair was tried: naming one of them could name the wrong one
             tried += 1
             if same(output(table.module(ab), ctor, None if ab.init else params, call, cls, prepare), got):
                 both.append((a, b))

@@ -136,6 +136,7 @@ def test_the_deadline_stops_the_pairs_too(monkeypatch):
     """A deadline reached while pairs are tried (the single bugs all tried in time) names nothing."""
     source = two("mha_masked_fill_dropped", "mha_out_proj_unused")
     target, x, got = student(source, "MultiHeadAttention")
+    monkeypatch.setattr(bugtable, "_PAIR_SEARCHES", {})  # (as in a fresh grader process: the search itself runs)
     composed: list[int] = []
     real_pair = bugs.TABLE.pair
     monkeypatch.setattr(bugs.TABLE, "pair", lambda a, b: (composed.append(1), real_pair(a, b))[1])
@@ -155,3 +156,23 @@ def test_pairs_whose_edits_do_not_compose_are_skipped_and_each_pair_is_composed_
     ab = t.pair(a, b)
     assert ab is not None and t.pair(a, b) is ab and t.module(ab) is t.module(ab)
     assert t.source(ab) == two(a.name, b.name)
+
+
+def test_a_pair_search_is_remembered_for_the_same_weights_call_and_output(monkeypatch):
+    """Many students with the same two bugs (or the same unexplained output) ask the same search: the second time
+    nothing is composed or run again, and the words are the same (the bench's buggy submissions paid the search
+    once per submission, about 40 ms each)."""
+    source = two("mha_masked_fill_dropped", "mha_out_proj_unused")
+    target, x, got = student(source, "MultiHeadAttention")
+    monkeypatch.setattr(bugtable, "_PAIR_SEARCHES", {})
+    first = diagnose.diagnose(sub=None, until=time.monotonic() + 30, target=target, got=got, inputs=(x,))
+    assert first is not None and "both of these mistakes" in first.en
+    composed: list[int] = []
+    real_pair = bugs.TABLE.pair
+    monkeypatch.setattr(bugs.TABLE, "pair", lambda a, b: (composed.append(1), real_pair(a, b))[1])
+    again = diagnose.diagnose(sub=None, until=time.monotonic() + 30, target=target, got=got, inputs=(x,))
+    assert again == first and not composed
+    other = got.clone()
+    other[0, 0, 0] += 1.0  # another output: searched anew, and nothing explains it
+    assert diagnose.diagnose(sub=None, until=time.monotonic() + 30, target=target, got=other, inputs=(x,)) is None
+    assert composed
