@@ -82,6 +82,15 @@ def build_block(sub, d: int, h: int, d_ff: int, dropout: float = 0.0, norm_first
     return m
 
 
+def block_signature(sub) -> list[dict] | None:
+    """The parameters of the student's TransformerBlock.__init__ (Submission.signature, asked once per submission),
+    None where they cannot be read (no such class, a signature inspect cannot give)."""
+    try:
+        return sub.signature("TransformerBlock")
+    except CheckFailure:
+        return None
+
+
 def takes_dropout(sub) -> bool:
     """Whether the student's TransformerBlock.__init__ takes a fourth argument (dropout, under any name) or *args.
     A block written (d_model, n_heads, d_ff), as tutorials without dropout write it (learners round rl11), was
@@ -89,10 +98,7 @@ def takes_dropout(sub) -> bool:
     check's dropout is 0, and a check that needs another dropout says that it takes none. Decided once."""
     key = "takes_dropout"
     if key not in sub.memo:
-        try:
-            params = sub.signature("TransformerBlock")
-        except CheckFailure:
-            params = None
+        params = block_signature(sub)
         placed = [p.get("name") for p in params or () if p.get("kind") == "POSITIONAL_OR_KEYWORD"]
         # (a fourth argument under any name, unless it is one the template places after dropout)
         sub.memo[key] = params is None or any(p.get("kind") == "VAR_POSITIONAL" for p in params) \
@@ -107,10 +113,7 @@ def dropout_keyword(sub) -> bool:
     by name (a place other than the template's is the signature's to charge)."""
     key = "dropout_keyword"
     if key not in sub.memo:
-        try:
-            params = sub.signature("TransformerBlock")
-        except CheckFailure:
-            params = None
+        params = block_signature(sub)
         sub.memo[key] = any(p.get("name") == "dropout" and p.get("kind") in ("POSITIONAL_OR_KEYWORD", "KEYWORD_ONLY")
                             for p in params or ())
     return sub.memo[key]
@@ -126,10 +129,7 @@ def takes_norm_first(sub) -> bool:
     order's output and name the argument it lacks). Decided once per submission."""
     key = "takes_norm_first"
     if key not in sub.memo:
-        try:
-            params = sub.signature("TransformerBlock")
-        except CheckFailure:
-            params = None
+        params = block_signature(sub)
         sub.memo[key] = params is None or any(p.get("name") == "norm_first" or p.get("kind") == "VAR_KEYWORD"
                                               for p in params)
     return sub.memo[key]
@@ -150,10 +150,7 @@ def norm_first_name(sub) -> str | None:
     key = "norm_first_name"
     if key not in sub.memo:
         sub.memo[key] = None
-        try:
-            params = sub.signature("TransformerBlock")
-        except CheckFailure:
-            params = []
+        params = block_signature(sub) or []
         got = [p.get("name") for p in params if p.get("kind") == "POSITIONAL_OR_KEYWORD"]
         if "norm_first" not in got and len(got) > 4 and got[:4] == list(BLOCK_ARGS[:4]):
             name = got[4]
