@@ -2,10 +2,11 @@
 from __future__ import annotations
 
 import ast
+import contextlib
 import os
 import re
 import time
-from typing import Any, Callable
+from typing import Any, Callable, Iterator, NamedTuple
 
 from . import protocol
 from .checks import CheckFailure
@@ -350,6 +351,10 @@ class Submission:
         self._env: dict[str, Any] | None = None
         self._imports_ok: dict[str, bool] = {}  # module -> a fresh worker imports it (see _student_made)
         self.memo: dict[Any, Any] = {}  # what the checks learn once per submission (e.g. how weights are named)
+        self._ahead: list[tuple[FunctionCall, Any]] = []  # the outcomes of calls sent ahead (see ahead())
+        self._replaying = False  # see _replayed
+        self._ahead_taken = 0  # how many outcomes sent ahead the check took
+        self._ahead_lost: list[tuple[int, str | None]] = []  # calls sent ahead that ended their worker (see ahead)
         # Where the machine has a GPU, the worker above sees none (plugin.py), so that code which picks its device
         # at import (`device = "cuda" if torch.cuda.is_available() else "cpu"` in a notebook) is graded the same
         # on a GPU server as on a CPU-only one; the checks that run on the GPU use gpu(), a second worker started
@@ -640,7 +645,7 @@ class Submission:
         """
         if self.fatal is not None:
             raise CheckFailure(self.fatal)
-        if owner is not None and owner in self.hung:
+        if owner is not None and owner in self.hung and not self._replaying:
             raise CheckFailure(self.hung[owner])
         if self.used >= self.limits.total_timeout:
             self.fatal = Message(
@@ -903,9 +908,118 @@ class Submission:
 
     def call(self, name: str, *args: Any, record: list[str] | None = None, **kwargs: Any) -> Any:
         """Call a top-level function of the submission and return its result."""
+        if record is None:
+            return self.call_function(function_call(name, *args, **kwargs))
         self.require(name, kind="function")
         return self.request("call", what=f"{name}(...)", owner=name, name=name, args=list(args), kwargs=kwargs,
                             record=record)["out"]
+
+    def call_function(self, c: "FunctionCall") -> Any:
+        """c's function called in the worker (after torch.manual_seed(c.seed) when a seed is given): what it
+        returned, or the CheckFailure its call gives raised. Where the check sent the call ahead (see ahead()),
+        its outcome is taken from there instead."""
+        if self._ahead:
+            sent, outcome = self._ahead.pop(0)
+            if sent.same(c):
+                self._ahead_taken += 1
+                if isinstance(outcome, CheckFailure):
+                    raise outcome
+                return outcome
+            self._ahead.clear()  # the check went another way than it said it would: ask as it goes from here
+        self.require(c.name, kind="function")
+        return self.request("call", what=c.what, owner=c.owner, name=c.name, args=list(c.args), kwargs=c.kwargs,
+                            seed=c.seed, record=None)["out"]
+
+    @contextlib.contextmanager
+    def ahead(self, calls: list["FunctionCall"]) -> Iterator[None]:
+        """Send `calls` (of the submission's top-level functions, on the grader's own inputs) to the worker together,
+        in as few round trips as their outcomes allow, before the check runs; while it runs, call_function() takes
+        each outcome in order as if its request were made at that point. A check that fails before its last call
+        leaves the rest unread: they ran all the same (like the later calls of a check that tells every failure),
+        but a crash or a hang among them, which the calls made one by one would never have met, costs nothing (not
+        a restart, and its function is called again later). A check that makes another call than the next one sent
+        ahead asks the worker from there on. What is left is dropped when the check ends."""
+        self._ahead_taken, self._ahead_lost = 0, []
+        self._ahead = list(zip(calls, self._outcomes(calls)))
+        try:
+            yield
+        finally:
+            pending = self.worker is not None and not self.worker.alive  # the last loss's restart is still to come
+            for n, (index, newly_hung) in enumerate(self._ahead_lost):
+                if index >= self._ahead_taken:  # (what the check read comes first: the rest was never asked for)
+                    if pending and n == len(self._ahead_lost) - 1:
+                        self.worker = None  # the next request starts a worker, not counted as a restart
+                    else:
+                        self.restarts -= 1
+                    if newly_hung is not None:
+                        self.hung.pop(newly_hung, None)
+            self._ahead, self._ahead_lost = [], []
+
+    def _outcomes(self, calls: list["FunctionCall"], base: int = 0) -> list[Any]:
+        """Each call's value or its CheckFailure, as made one by one in order: consecutive calls with the same
+        owner go in one sequence; after a call that raised, the sequence goes on from the next call; after a hang
+        or a crash (the values before it are lost with the worker), the calls before it are made again (see
+        _replayed). Each call that ended its worker is noted (its index in the check's calls, from `base`)."""
+        out: list[Any] = []
+        i = 0
+        while i < len(calls):
+            try:
+                self.require(calls[i].name, kind="function")
+            except CheckFailure as e:
+                out.append(e)
+                i += 1
+                continue
+            j = i + 1
+            while j < len(calls) and calls[j].owner == calls[i].owner and calls[j].name in self.names \
+                    and self.names[calls[j].name] != "value":
+                j += 1
+            group = calls[i:j]
+            owner, hung_before = group[0].owner, group[0].owner in self.hung
+            try:
+                if len(group) == 1:
+                    c = group[0]
+                    out.append(self.request("call", what=c.what, owner=owner, name=c.name, args=list(c.args),
+                                            kwargs=c.kwargs, seed=c.seed, record=None)["out"])
+                else:
+                    steps = [{"op": "call", "args": {"name": c.name, "args": list(c.args), "kwargs": c.kwargs,
+                                                     "seed": c.seed, "record": None}} for c in group]
+                    out += [v["out"] for v in self.request("seq", what=[c.what for c in group], owner=owner,
+                                                           steps=steps)["values"]]
+                i = j
+                continue
+            except CheckFailure as e:
+                failed = e
+            k = failed.step if isinstance(failed.step, int) and 0 <= failed.step < len(group) else 0
+            if self.worker is not None and not self.worker.alive:  # it crashed or hung (or was over budget)
+                newly = owner if owner is not None and owner in self.hung and not hung_before else None
+                self._ahead_lost.append((base + i + k, newly))
+            if failed.done is not None and len(failed.done) == k:
+                out += [v["out"] for v in failed.done]
+            elif k:  # lost with the worker
+                out += self._replayed(group[:k], base + i)
+            failed.step, failed.done = 0, None  # (as the call alone would have failed)
+            out.append(failed)
+            i += k + 1
+        return out
+
+    def _replayed(self, calls: list["FunctionCall"], base: int) -> list[Any]:
+        """The outcomes of `calls`, which ran before a call of theirs hung or crashed the worker and went with it:
+        made again in the worker that replaced it (as they ran then: before the hang, so a function that hung after
+        them is called), which is then let go, so that the calls after the failure start in a fresh worker, as
+        they would have one by one. Not a restart of the submission's: it costs them nothing."""
+        self._replaying = True
+        try:
+            got = self._outcomes(calls, base)
+        finally:
+            self._replaying = False
+        if self.worker is not None:
+            self.ended.append(self.worker.kill(graceful=True))
+            self.worker = None
+        return got
+
+    def ahead_left(self) -> int:
+        """How many of the calls sent ahead the check has not taken (yet)."""
+        return len(self._ahead)
 
     def env(self) -> dict[str, Any]:
         """What the worker runs on (the same for every worker of this grader: asked once)."""
@@ -917,6 +1031,40 @@ class Submission:
         text = "".join(self.output)
         self.output.clear()
         return text
+
+
+class FunctionCall(NamedTuple):
+    """A call of one of the submission's top-level functions, as a check makes it (see Submission.ahead)."""
+    name: str
+    args: tuple = ()
+    kwargs: dict = {}
+    seed: int | None = None
+    what: str = ""
+    owner: str | None = None
+
+    def same(self, other: "FunctionCall") -> bool:
+        """The same call: the same function, seed, words and owner, and the very same arguments (a tensor is the
+        same object; anything else equal and of the same type)."""
+        return (self.name, self.seed, self.what, self.owner) == (other.name, other.seed, other.what, other.owner) \
+            and _same_values(list(self.args), list(other.args)) \
+            and list(self.kwargs) == list(other.kwargs) and _same_values(list(self.kwargs.values()),
+                                                                        list(other.kwargs.values()))
+
+
+def function_call(name: str, *args: Any, **kwargs: Any) -> FunctionCall:
+    """The call Submission.call(name, *args, **kwargs) makes (for Submission.ahead)."""
+    return FunctionCall(name, args, kwargs, None, f"{name}(...)", name)
+
+
+def _same_values(a: list, b: list) -> bool:
+    if len(a) != len(b):
+        return False
+    for x, y in zip(a, b):
+        if x is y:
+            continue
+        if type(x) is not type(y) or type(x) not in (int, float, str, bool) or x != y:
+            return False
+    return True
 
 
 MALFORMED = Message(

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from autograder.checks import CheckFailure
-from autograder.proxy import MALFORMED, Submission, step, taken
+from autograder.proxy import MALFORMED, FunctionCall, Submission, step, taken
 from autograder.sandbox import Limits, Zygote, make_scratch, remove_scratch
 from autograder.source import Cell, Source
 
@@ -343,3 +343,168 @@ def read_back():
     assert sub.call("read_back") == ["mine: load", "mine: load", "mine: seq"]
     assert os.path.islink(os.path.join(sub.worker.scratch if not sub.worker.modes.get("scratch") == "tmpfs" else
                                        f"/proc/{sub.worker.keeper_pid}/root{sub.worker.scratch}", "load.progress"))
+
+
+FUNCTIONS = CODE + """
+import os
+CALLED = []
+def double(x):
+    CALLED.append("double")
+    return x * 2
+def refuse(x):
+    CALLED.append("refuse")
+    raise ValueError("refused " + str(len(CALLED)))
+def spin(x):
+    while True:
+        pass
+def die(x):
+    os._exit(3)
+def seeded(n):
+    return torch.rand(n)
+def called():
+    return list(CALLED)
+A_VALUE = 3
+"""
+
+
+def _outcome(sub, c):
+    try:
+        return sub.call_function(c)
+    except CheckFailure as e:
+        return e
+
+
+def _same_outcome(a, b) -> bool:
+    if isinstance(a, CheckFailure) or isinstance(b, CheckFailure):
+        return isinstance(a, CheckFailure) and isinstance(b, CheckFailure) and a.message == b.message
+    return torch.equal(a, b) if torch.is_tensor(a) else a == b
+
+
+def _counted(sub):
+    sent = []
+    raw = sub._raw
+
+    def counting(op, args, loading=False):
+        sent.append(op)
+        return raw(op, args, loading)
+    sub._raw = counting
+    return sent
+
+
+@pytest.mark.parametrize("owned", [False, True])
+@pytest.mark.parametrize("middle", ["refuse", "missing", "A_VALUE", "die", "spin"])
+def test_calls_sent_ahead_give_what_the_calls_give_one_by_one(make, middle, owned):
+    """Submission.ahead: a check's calls of top-level functions go to the worker together; each outcome (a value, or
+    the failure with the words its call alone gets: a raise, a name that is missing or not a function, a crash, a
+    hang) is what the calls made one by one give, and the calls after a failure still run. owned: each call is
+    charged to its function (Submission.call: once it hung, it is not called again)."""
+    x = torch.randn(3)
+
+    def c(name, args, seed, what):
+        return FunctionCall(name, args, {}, seed, what, name if owned else None)
+    calls = [c("double", (x,), None, "double(x)"), c("seeded", (4,), 7, "seeded(4)"), c(middle, (x,), None, "m"),
+             c("double", (x + 1,), None, "d"), c(middle, (x,), None, "again"), c("seeded", (2,), 8, "seeded(2)"),
+             c("called", (), None, "called()")]
+    limits = {"call_timeout": 1.5} if middle == "spin" else {}
+    one = make(FUNCTIONS, **limits)
+    want = [_outcome(one, c) for c in calls]
+    sub = make(FUNCTIONS, **limits)
+    sent = _counted(sub)
+    with sub.ahead(calls):
+        got = [_outcome(sub, c) for c in calls]
+    assert [_same_outcome(a, b) for a, b in zip(want, got)] == [True] * len(calls), (want, got)
+    assert isinstance(got[2], CheckFailure) and got[2].step == 0 and got[2].done is None
+    assert (sub.restarts, set(sub.hung)) == (one.restarts, set(one.hung))
+    if middle in ("refuse", "missing", "A_VALUE") and not owned:  # the worker lives on: a sequence between failures
+        assert len(sent) == 3, sent  # (calls charged each to its own function go together only with their own)
+    assert sub.ahead_left() == 0
+
+
+def test_a_check_that_goes_another_way_than_it_sent_ahead_is_answered_as_it_goes(make):
+    x = torch.randn(3)
+    sub = make(FUNCTIONS)
+    sent = _counted(sub)
+    with sub.ahead([FunctionCall("double", (x,), {}, None, "double(x)"),
+                    FunctionCall("double", (x + 1,), {}, None, "double(x)")]):
+        assert torch.equal(sub.call_function(FunctionCall("double", (x,), {}, None, "double(x)")), x * 2)
+        other = x * 3  # not the tensor sent ahead: asked for there and then
+        assert torch.equal(sub.call_function(FunctionCall("double", (other,), {}, None, "double(x)")), other * 2)
+        assert sub.ahead_left() == 0
+    assert sent == ["seq", "call"]
+    # and nothing sent ahead outlives its check
+    with sub.ahead([FunctionCall("double", (x,), {}, None, "double(x)")]):
+        pass
+    assert sub.ahead_left() == 0
+    assert sub.call_function(FunctionCall("called", (), {}, None, "called()")) == ["double"] * 4
+
+
+def test_the_labs_step_checks_send_their_calls_ahead_and_grade_as_one_by_one(tmp_path, monkeypatch):
+    """The attention lab's step checks (3.3 - 3.5) send their calls ahead: a handful of round trips where there
+    were one per call (42 on the reference), and the same result, check by check and message by message, as with
+    every call sent on its own (ahead() doing nothing), for the reference and for step functions that raise, are
+    wrong, are missing or crash the worker."""
+    import contextlib
+    import traceback
+    from pathlib import Path
+
+    from autograder import assignment, runner
+    from autograder.jobs import Job
+
+    root = Path(__file__).resolve().parent.parent
+    ref = (root / "reference" / "attention.py").read_text()
+    files = {"ref": ref,
+             "bugs": ref + "\ndef dot_score(q, k):\n    raise ValueError('no')\n"
+                          "\ndef renormalize(w):\n    return w\n"
+                          "\ndef query_scores(q, keys):\n    import os\n    os._exit(3)\n"
+                          "\ndel weighted_sum\n"}
+    for name, text in files.items():
+        (tmp_path / f"{name}.py").write_text(text)
+    a = assignment.load("attention")
+    step_tests = ("steps_other_sizes", "_notebook", "_random")
+    sent: list[str] = []
+    raw = Submission._raw
+
+    def counting(self, op, args, loading=False):
+        names = [f.name for f in traceback.extract_stack(limit=30) if f.name.startswith("test_")]
+        if names and any(t in names[-1] for t in step_tests) and op in ("call", "seq") \
+                and (op == "seq" or "name" in args):
+            sent.append(names[-1])
+        return raw(self, op, args, loading)
+    monkeypatch.setattr(Submission, "_raw", counting)
+
+    def grade_all() -> list[dict]:
+        out: list = []
+        runner.grade(a, [Job(n, tmp_path / f"{n}.py") for n in files], out.append)
+        return [{k: v for k, v in r.to_dict().items() if k not in ("duration", "sandbox")} for r in out]
+
+    ahead = grade_all()
+    ahead_sent = list(sent)
+    sent.clear()
+    monkeypatch.setattr(Submission, "ahead", lambda self, calls: contextlib.nullcontext())
+    one_by_one = grade_all()
+    assert ahead == one_by_one
+    assert ahead[0]["score"] == 100 and ahead[1]["score"] < 100
+    per_sub = len(ahead_sent) / 2, len(sent) / 2
+    assert per_sub[1] >= 40 and per_sub[0] <= per_sub[1] / 2, per_sub
+
+
+@pytest.mark.parametrize("middle", ["die", "spin"])
+def test_a_crash_or_hang_among_calls_the_check_never_read_costs_nothing(make, middle):
+    """A check that fails before its last call leaves the calls after it unread: a crash or a hang among them,
+    which the calls made one by one never meet, is not a restart, and the function that hung is called again by
+    the next check as it would have been (red team of this change: a softmax that hangs on one hidden size only was
+    marked hung by the call after a failed comparison, and lost a later check that calls it on other sizes)."""
+    x = torch.randn(3)
+    owned = [FunctionCall("double", (x,), {}, None, "double(x)", "double"),
+             FunctionCall(middle, (x,), {}, None, "m(x)", middle)]
+    one = make(FUNCTIONS, call_timeout=1.5)
+    first = one.call_function(owned[0])  # the check reads this, compares it, fails: the second is never made
+    sub = make(FUNCTIONS, call_timeout=1.5)
+    with sub.ahead(owned):
+        assert torch.equal(sub.call_function(owned[0]), first)
+    assert (sub.restarts, dict(sub.hung)) == (one.restarts, dict(one.hung)) == (0, {})
+    # the next check calls it: one by one, this is its first hang or crash; sent ahead, too
+    later = [_outcome(s, owned[1]) for s in (one, sub)]
+    assert [type(o) for o in later] == [CheckFailure, CheckFailure] and later[0].message == later[1].message
+    assert (sub.restarts, set(sub.hung)) == (one.restarts, set(one.hung))
+    assert torch.equal(sub.call_function(owned[0]), first)  # and the rest goes on

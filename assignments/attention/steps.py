@@ -14,6 +14,7 @@ import torch.nn as nn
 
 from assignments.attention.common import INPUTS
 from autograder.checks import expect_close, expect_shape, expect_tensor, fail
+from autograder.proxy import FunctionCall
 from autograder.rng import manual_seed
 
 T = torch.tensor
@@ -71,11 +72,26 @@ def notebook_scores_351() -> tuple[torch.Tensor, torch.Tensor]:
 
 # ---------------------------------------------------------------------------------------------- calling the student
 
+def fn(name: str, *args: Any, seed: int | None = None, what: str = "") -> FunctionCall:
+    """The call name(*args) as call() makes it (for Submission.ahead: a check's calls sent together)."""
+    return FunctionCall(name, args, {}, seed, what or f"{name}(...)", None)
+
+
 def call(sub, name: str, *args: Any, seed: int | None = None, what: str = "") -> Any:
     """name(*args) in the worker, after torch.manual_seed(seed) when a seed is given."""
-    sub.require(name, kind="function")
-    return sub.request("call", what=what or f"{name}(...)", name=name, args=list(args), kwargs={}, seed=seed,
-                       record=None)["out"]
+    return sub.call_function(fn(name, *args, seed=seed, what=what))
+
+
+def qkv_weights_call(seed: int, d_in: int, d_out: int) -> FunctionCall:
+    return fn("qkv_weights", d_in, d_out, seed=seed, what=f"torch.manual_seed({seed}); qkv_weights({d_in}, {d_out})")
+
+
+def query_key_value_call(x: torch.Tensor, W: tuple[torch.Tensor, ...], label: str) -> FunctionCall:
+    return fn("query_key_value", x, *W, what=f"query_key_value({label}, W_query, W_key, W_value)")
+
+
+def dropout_call(x: torch.Tensor, p: float, seed: int, label: str) -> FunctionCall:
+    return fn("apply_dropout", x, p, seed=seed, what=f"torch.manual_seed({seed}); apply_dropout({label}, {p})")
 
 
 def triple(got: Any, what: str) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -88,16 +104,18 @@ def triple(got: Any, what: str) -> tuple[torch.Tensor, torch.Tensor, torch.Tenso
 
 
 def check_qkv_weights(sub, seed: int, d_in: int, d_out: int) -> None:
-    what = f"torch.manual_seed({seed}); qkv_weights({d_in}, {d_out})"
-    got = triple(call(sub, "qkv_weights", d_in, d_out, seed=seed, what=what), what)
+    c = qkv_weights_call(seed, d_in, d_out)
+    what = c.what
+    got = triple(sub.call_function(c), what)
     want = notebook_weights(seed, d_in, d_out)
     for name, g, w in zip(("W_query", "W_key", "W_value"), got, want):
         expect_close(g, w, f"{what} -> {name}")
 
 
 def check_query_key_value(sub, x: torch.Tensor, W: tuple[torch.Tensor, ...], label: str) -> tuple:
-    what = f"query_key_value({label}, W_query, W_key, W_value)"
-    got = triple(call(sub, "query_key_value", x, *W, what=what), what)
+    c = query_key_value_call(x, W, label)
+    what = c.what
+    got = triple(sub.call_function(c), what)
     for name, g, w in zip(("query", "key", "value"), got, W):
         expect_close(g, x @ w, f"{what} -> {name}")
     return got
@@ -106,8 +124,9 @@ def check_query_key_value(sub, x: torch.Tensor, W: tuple[torch.Tensor, ...], lab
 def check_dropout(sub, x: torch.Tensor, p: float, seed: int, label: str) -> None:
     """The student's dropout against the grader's own torch under the same seed (the masks differ between torch
     versions, so the notebook's printout is not the reference here); the output must depend on the seed."""
-    what = f"torch.manual_seed({seed}); apply_dropout({label}, {p})"
-    got = expect_tensor(call(sub, "apply_dropout", x, p, seed=seed, what=what), what)
+    c = dropout_call(x, p, seed, label)
+    what = c.what
+    got = expect_tensor(sub.call_function(c), what)
     with torch.random.fork_rng(devices=[]):
         manual_seed(seed)
         want = nn.Dropout(p)(x)

@@ -15,7 +15,7 @@ from assignments.attention import common
 from assignments.attention.hidden import diagnose  # noqa: F401  (registers the grader's bug diagnosis)
 from autograder.checks import CheckFailure, check, described, expect_close, expect_shape, expect_tensor, fail
 from autograder.messages import Message
-from autograder.proxy import step, taken
+from autograder.proxy import function_call, step, taken
 from autograder.rng import manual_seed
 from reference import attention as R
 
@@ -691,29 +691,32 @@ def gradients(sub, cls):
 @check(question="steps", points=2)
 def test_softmax_naive_random(sub):
     """softmax_naive on hidden 1-D score vectors"""
-    for seed, n in ((91, 4), (92, 9), (93, 1)):
-        x = randn(seed, n) * 2
-        expect_close(sub.call("softmax_naive", x), R.softmax_naive(x), f"softmax_naive(x) for {n} scores")
+    xs = [(n, randn(seed, n) * 2) for seed, n in ((91, 4), (92, 9), (93, 1))]
+    with sub.ahead([function_call("softmax_naive", x) for _n, x in xs]):
+        for n, x in xs:
+            expect_close(sub.call("softmax_naive", x), R.softmax_naive(x), f"softmax_naive(x) for {n} scores")
 
 
 @check(question="steps", points=2)
 def test_attention_scores_random(sub):
     """attention_scores on hidden inputs"""
-    for seed, (n, d) in ((94, (5, 4)), (95, (8, 2))):
-        x = randn(seed, n, d)
-        expect_close(sub.call("attention_scores", x), R.attention_scores(x), f"attention_scores(x) for x {n}x{d}",
-                     explain=explain(sub, "attention_scores", x))
+    xs = [(n, d, randn(seed, n, d)) for seed, (n, d) in ((94, (5, 4)), (95, (8, 2)))]
+    with sub.ahead([function_call("attention_scores", x) for _n, _d, x in xs]):
+        for n, d, x in xs:
+            expect_close(sub.call("attention_scores", x), R.attention_scores(x), f"attention_scores(x) for x {n}x{d}",
+                         explain=explain(sub, "attention_scores", x))
 
 
 @check(question="steps", points=3)
 def test_context_vectors_random(sub):
     """context_vectors on hidden inputs (rows of the weights must sum to 1)"""
-    for seed, (n, d) in ((96, (5, 4)), (97, (7, 3))):
-        x = randn(seed, n, d)
-        expect_close(sub.call("context_vectors", x), R.context_vectors(x), f"context_vectors(x) for x {n}x{d}",
-                     explain=explain(sub, "context_vectors", x),
-                     hint=Message("Normalise each row of the scores: torch.softmax(scores, dim=-1).",
-                                  "점수의 각 행을 정규화하세요: torch.softmax(scores, dim=-1)."))
+    xs = [(n, d, randn(seed, n, d)) for seed, (n, d) in ((96, (5, 4)), (97, (7, 3)))]
+    with sub.ahead([function_call("context_vectors", x) for _n, _d, x in xs]):
+        for n, d, x in xs:
+            expect_close(sub.call("context_vectors", x), R.context_vectors(x), f"context_vectors(x) for x {n}x{d}",
+                         explain=explain(sub, "context_vectors", x),
+                         hint=Message("Normalise each row of the scores: torch.softmax(scores, dim=-1).",
+                                      "점수의 각 행을 정규화하세요: torch.softmax(scores, dim=-1)."))
 
 
 # ------------------------------------------------------------------------------- per class
