@@ -5,6 +5,7 @@ secret was chosen so that ada's and bo's variants differ in every key the checks
 """
 from __future__ import annotations
 
+import ast
 import csv
 import datetime as dt
 import json
@@ -788,6 +789,48 @@ def test_audit_similarity_separates_copies_from_independent_answers(variants):
     assert padded.count("pass") > 20
     compile(padded, "padded", "exec")
     assert share(own, exam.winnow(exam.tokens(padded)) - base) >= 0.8
+
+
+def _padded_with_dead_statements(code: str) -> str:
+    """After every statement of every function body, statements that do nothing: a store to a name or attribute
+    never read (`_u3 = 3`, `self._p3 = x`, chained: `_v3 = _u3`) or a bare expression (`3`)."""
+    tree = ast.parse(code)
+    n = 0
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.If, ast.For, ast.With)):
+            body = []
+            for stmt in node.body:
+                n += 1
+                pad = [f"_u{n} = {n}", f"_v{n} = _u{n} + 1", f"{n}"]
+                if isinstance(node, ast.FunctionDef) and node.args.args and node.args.args[0].arg == "self":
+                    pad.append(f"self._p{n} = _v{n}")
+                body += ([] if isinstance(stmt, ast.Return) else [ast.parse(x).body[0] for x in pad]) + [stmt]
+            node.body = body
+    return ast.unparse(ast.fix_missing_locations(tree))
+
+
+def test_a_copy_padded_with_statements_that_do_nothing_is_still_a_copy(work, variants):
+    """Red team s19: bo handed in ada's answer with his own constants and `_uN = N` after every statement: 100/100,
+    and neither `grade exam audit` nor `grade report` listed the pair (every k-gram was broken; ada and dana, with
+    the same answer unpadded, shared 100%). Statements that change nothing (stores never read, bare expressions)
+    are dropped from the comparison as `pass` is."""
+    a = assignment.load("midterm")
+    v = variants["ada"]
+    base = exam.winnow(exam.tokens(exam.paper(a, v, "ada")))
+    own = exam.winnow(exam.tokens(solved("ada", v))) - base
+    padded = _padded_with_dead_statements(renamed(solved("ada", v)))
+    assert padded.count("_u") > 30
+    compile(padded, "padded", "exec")
+    share = lambda x, y: len(x & y) / min(len(x), len(y))  # noqa: E731
+    assert share(own, exam.winnow(exam.tokens(padded)) - base) >= 0.8
+    # grade report's comparison (the same tokens, its own k-gram length) lists the pair too
+    from autograder import similarity
+    pairs, _fps, _base = similarity.similar_pairs({"ada": [solved("ada", v)], "bo": [padded]},
+                                                  [exam.paper(a, v, "ada")])
+    assert [(p.a, p.b) for p in pairs] == [("ada", "bo")], pairs
+    # ... and an independently written answer is still not a copy, padded or not
+    alt_text = exam.render((ROOT / "tests" / "exam_corpus" / "alt_correct.py").read_text(encoding="utf-8"), v, "x")
+    assert share(own, exam.winnow(exam.tokens(alt_text)) - base) < 0.8
 
 
 def test_a_roster_reads_as_instructors_write_it_and_refuses_what_would_stop_grading(tmp_path):
