@@ -1158,6 +1158,32 @@ def test_on_gradescope_an_exam_score_is_held_back_with_its_hidden_checks(tmp_pat
     assert results.to_gradescope(lab)["visibility"] == "visible"
 
 
+@pytest.mark.parametrize("policy", ["zero", "per_minute"])
+def test_a_late_note_on_gradescope_does_not_tell_the_held_back_score(tmp_path, monkeypatch, work, variants, policy):
+    """Red team s19: the score of an exam is held back (after_published) with its hidden checks, but the note of a
+    late submission, visible with the result, said how many points were taken off: the whole score under "zero",
+    min(score, minutes x rate) under "per_minute". ada, 200 minutes late, read "100 point(s) off". The note now
+    says the rule, which the paper already states; the points taken off stay in the staff's results."""
+    import dataclasses
+    from autograder import gradescope
+    a = assignment.load("midterm")
+    cfg = dataclasses.replace(exam.require(a), late_policy=policy, late_penalty=1.0)
+    monkeypatch.setattr(exam, "gradescope_plan", lambda a, times: exam.Plan(
+        a, cfg, exam.read_roster(work / "roster.csv"), SECRET.encode()))
+    root = tmp_path / "autograder"
+    (root / "submission").mkdir(parents=True)
+    (root / "submission" / "midterm.py").write_text(solved("ada", variants["ada"]), encoding="utf-8")
+    (root / "submission_metadata.json").write_text(json.dumps({
+        "id": 1, "created_at": (cfg.end + dt.timedelta(minutes=200)).isoformat(),
+        "users": [{"name": "Ada", "sid": "1", "email": "ada@uni.example"}]}), encoding="utf-8")
+    for lang in ("en", "ko"):
+        data = gradescope.run_submission(root, assignment_name="midterm", lang=lang, echo=lambda _m: None)
+        assert data["visibility"] == "after_published" and data["score"] == 0
+        assert "200" in data["output"], data["output"]  # the minutes late: the student's own, and known to them
+        shown = data["output"] + " ".join(t["output"] for t in data["tests"] if t["visibility"] == "visible")
+        assert not re.search(r"(?<![\d.])100(?![\d.])", shown), shown  # ada's score before the penalty
+
+
 def test_an_exam_result_that_is_an_error_is_reused_by_a_rerun(work, papers):
     """Audit D #7: "not on this exam's roster" and "earlier submission" results stored an empty sha256, so every
     rerun regraded them as "file changed". They store the file's hash now, and a rerun reuses them."""
