@@ -224,7 +224,7 @@ def _why_none(folder: Path, assignment: Assignment) -> Message:
     case (`Attention.PY`), or a symbolic link (not followed). Both read "No .py or .ipynb file was found", which
     sent students looking for a file they had handed in."""
     expected_en, expected_ko = " or ".join(assignment.files), " 또는 ".join(assignment.files)
-    near = [p for p in sorted(folder.rglob("*")) if p.suffix.lower() in GRADABLE
+    near = [p for p in walk(folder) if p.suffix.lower() in GRADABLE
             and not any(part.startswith(".") or part == "__pycache__" for part in p.relative_to(folder).parts)]
     links = [p for p in near if p.is_symlink()]
     cased = [p for p in near if not p.is_symlink() and p.is_file() and p.suffix not in GRADABLE]
@@ -252,8 +252,32 @@ def _why_none(folder: Path, assignment: Assignment) -> Message:
         f"제출물에서 .py나 .ipynb 파일을 찾지 못했습니다. {expected_ko}이(가) 필요합니다.")
 
 
+MAX_DEPTH = 32  # folders inside a submission that are looked into: a student's work is never this deep
+
+
+def walk(folder: Path) -> list[Path]:
+    """Every entry under `folder`, sorted, as sorted(folder.rglob("*")) lists them (links listed, not followed),
+    at most MAX_DEPTH folders down and without recursion: rglob recursed once per level, and one student's folder
+    nested 1,000 deep (a zip upload) stopped `grade batch` for the whole class with a RecursionError and made the
+    Gradescope entry point report the grader's own failure (red team s19). A folder that cannot be read is skipped."""
+    out: list[Path] = []
+    stack = [(folder, 1)]
+    while stack:
+        here, depth = stack.pop()
+        try:
+            with os.scandir(here) as it:
+                found = [(e.name, e.is_dir(follow_symlinks=False)) for e in it]
+        except OSError:
+            continue
+        for name, is_dir in found:
+            out.append(here / name)
+            if is_dir and depth < MAX_DEPTH:
+                stack.append((here / name, depth + 1))
+    return sorted(out)
+
+
 def _gradable(folder: Path) -> list[Path]:
-    return [p for p in sorted(folder.rglob("*")) if p.is_file() and not p.is_symlink() and p.suffix in GRADABLE
+    return [p for p in walk(folder) if p.is_file() and not p.is_symlink() and p.suffix in GRADABLE
             and not any(part.startswith(".") or part == "__pycache__" for part in p.relative_to(folder).parts)]
 
 
