@@ -247,6 +247,14 @@ def _why_none(folder: Path, assignment: Assignment) -> Message:
             f"{rel(p)}의 확장자가 {p.suffix.lower()}이(가) 아니라 {shown_name(p.suffix)}입니다: 확장자는 소문자여야 "
             f"파이썬 코드나 노트북으로 읽습니다. 이름을 {shown_name(fixed)}(으)로 바꾸세요 ({expected_ko}이(가) "
             "필요합니다).")
+    zips = [p for p in walk(folder) if p.suffix.lower() == ".zip" and p.is_file() and not p.is_symlink()
+            and not any(part.startswith(".") for part in p.relative_to(folder).parts)]
+    if zips:  # an archive is never opened (what is in it could be anything): said, as grade check says it
+        return Message(
+            f"{rel(zips[0])} is a zip archive, and archives are not opened: no .py or .ipynb file was found "
+            f"beside it. Unzip it and submit the file itself, named {expected_en}.",
+            f"{rel(zips[0])}은(는) zip 압축 파일이며 압축 파일은 열지 않습니다: 그 옆에서 .py나 .ipynb 파일을 찾지 "
+            f"못했습니다. 압축을 풀고 파일 자체를 {expected_ko} 이름으로 제출하세요.")
     return Message(
         f"No .py or .ipynb file was found in the submission; expected {expected_en}.",
         f"제출물에서 .py나 .ipynb 파일을 찾지 못했습니다. {expected_ko}이(가) 필요합니다.")

@@ -489,6 +489,21 @@ def test_a_folder_with_an_upper_case_extension_or_a_link_is_told_so(tmp_path):
     assert jobs["empty"].error.en.startswith("No .py or .ipynb file was found")
 
 
+def test_a_folder_holding_only_a_zip_of_the_answer_is_told_it_is_a_zip(tmp_path):
+    """Red team s19: a submission (a Gradescope upload, a folder of an export) holding only attention.zip read "No
+    .py or .ipynb file was found", as if nothing had been handed in; it is told that the archive is not opened."""
+    import zipfile
+    from autograder import discover
+    a = assignment.load("attention")
+    (tmp_path / "subs" / "ada").mkdir(parents=True)
+    with zipfile.ZipFile(tmp_path / "subs" / "ada" / "attention.zip", "w") as z:
+        z.writestr("attention.py", REFERENCE.read_text())
+    job = discover.find(tmp_path / "subs", a)[0]
+    assert job.path is None
+    assert "attention.zip is a zip archive" in job.error.en and "attention.py" in job.error.en, job.error.en
+    assert "attention.zip" in job.error.ko and "압축" in job.error.ko
+
+
 def deep_chain(top: Path, depth: int) -> Path:
     """`top`/d/d/.../d, `depth` folders down (os.makedirs would recurse once per level); the last folder."""
     p = top
