@@ -224,7 +224,7 @@ def _why_none(folder: Path, assignment: Assignment) -> Message:
     case (`Attention.PY`), or a symbolic link (not followed). Both read "No .py or .ipynb file was found", which
     sent students looking for a file they had handed in."""
     expected_en, expected_ko = " or ".join(assignment.files), " 또는 ".join(assignment.files)
-    near = [p for p in sorted(folder.rglob("*")) if p.suffix.lower() in GRADABLE
+    near = [p for p in walk(folder) if p.suffix.lower() in GRADABLE
             and not any(part.startswith(".") or part == "__pycache__" for part in p.relative_to(folder).parts)]
     links = [p for p in near if p.is_symlink()]
     cased = [p for p in near if not p.is_symlink() and p.is_file() and p.suffix not in GRADABLE]
@@ -247,13 +247,45 @@ def _why_none(folder: Path, assignment: Assignment) -> Message:
             f"{rel(p)}의 확장자가 {p.suffix.lower()}이(가) 아니라 {shown_name(p.suffix)}입니다: 확장자는 소문자여야 "
             f"파이썬 코드나 노트북으로 읽습니다. 이름을 {shown_name(fixed)}(으)로 바꾸세요 ({expected_ko}이(가) "
             "필요합니다).")
+    zips = [p for p in walk(folder) if p.suffix.lower() == ".zip" and p.is_file() and not p.is_symlink()
+            and not any(part.startswith(".") for part in p.relative_to(folder).parts)]
+    if zips:  # an archive is never opened (what is in it could be anything): said, as grade check says it
+        return Message(
+            f"{rel(zips[0])} is a zip archive, and archives are not opened: no .py or .ipynb file was found "
+            f"beside it. Unzip it and submit the file itself, named {expected_en}.",
+            f"{rel(zips[0])}은(는) zip 압축 파일이며 압축 파일은 열지 않습니다: 그 옆에서 .py나 .ipynb 파일을 찾지 "
+            f"못했습니다. 압축을 풀고 파일 자체를 {expected_ko} 이름으로 제출하세요.")
     return Message(
         f"No .py or .ipynb file was found in the submission; expected {expected_en}.",
         f"제출물에서 .py나 .ipynb 파일을 찾지 못했습니다. {expected_ko}이(가) 필요합니다.")
 
 
+MAX_DEPTH = 32  # folders inside a submission that are looked into: a student's work is never this deep
+
+
+def walk(folder: Path) -> list[Path]:
+    """Every entry under `folder`, sorted, as sorted(folder.rglob("*")) lists them (links listed, not followed),
+    at most MAX_DEPTH folders down and without recursion: rglob recursed once per level, and one student's folder
+    nested 1,000 deep (a zip upload) stopped `grade batch` for the whole class with a RecursionError and made the
+    Gradescope entry point report the grader's own failure (red team s19). A folder that cannot be read is skipped."""
+    out: list[Path] = []
+    stack = [(folder, 1)]
+    while stack:
+        here, depth = stack.pop()
+        try:
+            with os.scandir(here) as it:
+                found = [(e.name, e.is_dir(follow_symlinks=False)) for e in it]
+        except OSError:
+            continue
+        for name, is_dir in found:
+            out.append(here / name)
+            if is_dir and depth < MAX_DEPTH:
+                stack.append((here / name, depth + 1))
+    return sorted(out)
+
+
 def _gradable(folder: Path) -> list[Path]:
-    return [p for p in sorted(folder.rglob("*")) if p.is_file() and not p.is_symlink() and p.suffix in GRADABLE
+    return [p for p in walk(folder) if p.is_file() and not p.is_symlink() and p.suffix in GRADABLE
             and not any(part.startswith(".") or part == "__pycache__" for part in p.relative_to(folder).parts)]
 
 

@@ -554,11 +554,18 @@ class Plan:
             raw = round(sum(c.score for c in r.checks), 4)
             info["penalty"] = penalty(self.cfg.late_policy, self.cfg.late_penalty, late, raw)
             if late > 0:
+                # The rule, never the points it took: those are the score's (min(score, ...)), which an exam holds
+                # back with its hidden checks; a late note under "zero" said "100 point(s) off" (red team s19).
+                rule_en, rule_ko = {
+                    "zero": (": a late submission scores 0", ": 늦은 제출물은 0점"),
+                    "per_minute": (f": {self.cfg.late_penalty:g} point(s) off per minute late, "
+                                   f"{late * self.cfg.late_penalty:g} in all, never below 0",
+                                   f": 1분에 {self.cfg.late_penalty:g}점씩, 모두 "
+                                   f"{late * self.cfg.late_penalty:g}점 감점, 0점 미만으로는 내려가지 않음"),
+                }.get(self.cfg.late_policy, ("", ""))
                 r.notes.append(Message(
-                    f"Submitted {late:g} minute(s) after your end time ({self.cfg.late_policy} policy"
-                    + (f": {info['penalty']:g} point(s) off)." if info["penalty"] else ")."),
-                    f"종료 시각보다 {late:g}분 늦게 제출했습니다 ({self.cfg.late_policy} 규정"
-                    + (f": {info['penalty']:g}점 감점)." if info["penalty"] else ").")))
+                    f"Submitted {late:g} minute(s) after your end time ({self.cfg.late_policy} policy{rule_en}).",
+                    f"종료 시각보다 {late:g}분 늦게 제출했습니다 ({self.cfg.late_policy} 규정{rule_ko})."))
         if self.cfg.start is not None and t is not None and t < self.cfg.start:
             # Before the exam opened: the paper was out early (nothing is taken off; the audit says so).
             info.update(submitted_at=t.isoformat(), early=round((self.cfg.start - t).total_seconds() / 60, 2))

@@ -304,6 +304,9 @@ def _copy_submission(src: Path, dst: Path) -> list[str]:
         here = Path(dirpath)
         dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d != "__pycache__"
                              and not (here / d).is_symlink())
+        if len(here.relative_to(src).parts) + 1 >= discover.MAX_DEPTH:  # os.walk recurses: a 1,000-deep folder
+            dropped += [str((here / d).relative_to(src)) for d in dirnames]  # was the grader's failure (s19)
+            dirnames[:] = []
         for f in sorted(filenames):
             p = here / f
             rel = p.relative_to(src)
@@ -367,7 +370,8 @@ def run_submission(root: Path, *, assignment_name: str, lang: str = "en",
             subs = Path(tmp) / "submissions"
             dropped = _copy_submission(root / "submission", subs / student)
             if dropped:
-                echo(f"not copied (links, dot files, or over {MAX_SUBMISSION_BYTES >> 20} MB): {', '.join(dropped)}")
+                echo(f"not copied (links, dot files, folders over {discover.MAX_DEPTH} deep, or over "
+                 f"{MAX_SUBMISSION_BYTES >> 20} MB): {', '.join(dropped)}")
             summary = batch.main(submissions=subs, out=Path(tmp) / "out", assignment=a, workers=1, lang=lang,
                                  force=True, echo=echo, exam=plan)
             if len(summary.results) != 1:
@@ -408,7 +412,10 @@ def try_zip(zip_path: Path, submission: Path, *, timeout: float | None = None, t
             zf.extractall(source)
         sub.mkdir(parents=True)
         if submission.is_dir():
-            shutil.copytree(submission, sub, symlinks=True, dirs_exist_ok=True)
+            # (as deep as the zip's entry point looks, no deeper: copytree recurses once per level)
+            deep = lambda d, names: names if len(Path(d).relative_to(submission).parts) >= discover.MAX_DEPTH \
+                else []  # noqa: E731
+            shutil.copytree(submission, sub, symlinks=True, dirs_exist_ok=True, ignore=deep)
         else:
             shutil.copy2(submission, sub / submission.name)
         (root / "results").mkdir()

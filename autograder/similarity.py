@@ -60,10 +60,92 @@ def _normalise(text: str, kind: int) -> str:
     return text
 
 
+def _stored(target: ast.AST) -> list[ast.AST] | None:
+    """The names and attributes an assignment target binds (`a`, `self.a`, `a, b`), None for any other target
+    (a subscript: `x[i] = ...` changes a value something else may hold)."""
+    if isinstance(target, (ast.Name, ast.Attribute)):
+        return [target]
+    if isinstance(target, ast.Starred):
+        return _stored(target.value)
+    if isinstance(target, (ast.Tuple, ast.List)):
+        out: list[ast.AST] = []
+        for t in target.elts:
+            got = _stored(t)
+            if got is None:
+                return None
+            out += got
+        return out
+    return None
+
+
+def _dead(code: str) -> list[tuple[tuple[int, int], tuple[int, int]]]:
+    """(start, end) positions, as the tokenizer counts them, of statements that change nothing the code computes:
+    an assignment none of whose names or attributes is ever read (`_u7 = 7`, `self._pad = x`; repeated until
+    nothing more is dead, so a chain of them goes too), and an expression statement that calls nothing (`0`, `x`,
+    a string). A copy with one of those after every statement broke every k-gram and shared nothing with the file
+    it was copied from (red team s19); a `pass` after every statement was already dropped. [] where the code
+    cannot be parsed (the tokens are then compared as they are)."""
+    from .source import Unparsable, parse
+    if len(code) > 512 * 1024:  # (source.MAX_CODE_CHARS: never an AST of more, here in the grader's process)
+        return []
+    try:
+        tree = parse(code)
+    except Unparsable:
+        return []
+    stmts = [n for n in ast.walk(tree) if isinstance(n, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Expr))]
+    dead: set[int] = set()
+    for n in stmts:  # an expression statement that calls nothing (no call, await or yield) does nothing
+        if isinstance(n, ast.Expr) and not any(isinstance(x, (ast.Call, ast.Await, ast.Yield, ast.YieldFrom))
+                                               for x in ast.walk(n.value)):
+            dead.add(id(n))
+    while True:
+        read_names: set[str] = set()
+        read_attrs: set[str] = set()
+        strings: set[str] = set()  # getattr(self, "name") reads an attribute by its name
+        stack: list[ast.AST] = [tree]
+        while stack:
+            node = stack.pop()
+            if id(node) in dead:
+                continue
+            if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Store):
+                read_names.add(node.id)
+            elif isinstance(node, ast.Attribute) and not isinstance(node.ctx, ast.Store):
+                read_attrs.add(node.attr)
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+                strings.add(node.value)
+            elif isinstance(node, (ast.Global, ast.Nonlocal)):
+                read_names.update(node.names)
+            stack.extend(ast.iter_child_nodes(node))
+        more = False
+        for n in stmts:
+            if id(n) in dead or isinstance(n, ast.Expr):
+                continue
+            targets = n.targets if isinstance(n, ast.Assign) else [n.target]
+            bound = [b for t in targets for b in (_stored(t) or [None])]
+            if not bound or None in bound:
+                continue
+            if any(b.id in read_names or b.id == "__all__" if isinstance(b, ast.Name)
+                   else b.attr in read_attrs or b.attr in strings for b in bound):
+                continue
+            dead.add(id(n))
+            more = True
+        if not more:
+            break
+    lines = code.splitlines(keepends=True)
+
+    def at(line: int, col: int) -> tuple[int, int]:  # the AST counts UTF-8 bytes in a line, the tokenizer characters
+        text = lines[line - 1] if 0 < line <= len(lines) else ""
+        return line, len(text.encode("utf-8")[:col].decode("utf-8", "ignore"))
+    return sorted((at(n.lineno, n.col_offset), at(n.end_lineno or n.lineno, n.end_col_offset or 0))
+                  for n in stmts if id(n) in dead)
+
+
 def tokens(code: str, cell: int = 0, limit: int = MAX_TOKENS) -> list[Token]:
-    """Normalised tokens of one cell (the first `limit`); code that Python cannot tokenize (a syntax error) falls
-    back to a regex."""
+    """Normalised tokens of one cell (the first `limit`), without those of statements that do nothing (_dead);
+    code that Python cannot tokenize (a syntax error) falls back to a regex."""
     out: list[Token] = []
+    skip = _dead(code)
+    k = 0
     try:
         for t in tokenize.generate_tokens(io.StringIO(code).readline):
             if len(out) >= limit:
@@ -72,6 +154,10 @@ def tokens(code: str, cell: int = 0, limit: int = MAX_TOKENS) -> list[Token]:
                                              getattr(tokenize, "FSTRING_END", -1)):
                 continue
             if t.string in _NO_OPS and t.type in (tokenize.NAME, tokenize.OP):
+                continue
+            while k < len(skip) and skip[k][1] <= t.start:
+                k += 1
+            if k < len(skip) and skip[k][0] <= t.start < skip[k][1]:
                 continue
             out.append(Token(_normalise(t.string, t.type), cell, t.start[0]))
         return out

@@ -489,6 +489,68 @@ def test_a_folder_with_an_upper_case_extension_or_a_link_is_told_so(tmp_path):
     assert jobs["empty"].error.en.startswith("No .py or .ipynb file was found")
 
 
+def test_a_folder_holding_only_a_zip_of_the_answer_is_told_it_is_a_zip(tmp_path):
+    """Red team s19: a submission (a Gradescope upload, a folder of an export) holding only attention.zip read "No
+    .py or .ipynb file was found", as if nothing had been handed in; it is told that the archive is not opened."""
+    import zipfile
+    from autograder import discover
+    a = assignment.load("attention")
+    (tmp_path / "subs" / "ada").mkdir(parents=True)
+    with zipfile.ZipFile(tmp_path / "subs" / "ada" / "attention.zip", "w") as z:
+        z.writestr("attention.py", REFERENCE.read_text())
+    job = discover.find(tmp_path / "subs", a)[0]
+    assert job.path is None
+    assert "attention.zip is a zip archive" in job.error.en and "attention.py" in job.error.en, job.error.en
+    assert "attention.zip" in job.error.ko and "압축" in job.error.ko
+
+
+def deep_chain(top: Path, depth: int) -> Path:
+    """`top`/d/d/.../d, `depth` folders down (os.makedirs would recurse once per level); the last folder."""
+    p = top
+    for _ in range(depth):
+        p = p / "d"
+        p.mkdir(parents=p.parent == top)
+    return p
+
+
+def remove_chain(top: Path) -> None:
+    """Remove what deep_chain made, deepest first, without recursion (shutil.rmtree recurses once per level)."""
+    folders = [top]
+    while (folders[-1] / "d").is_dir():
+        folders.append(folders[-1] / "d")
+    for f in reversed(folders):
+        for x in f.iterdir():
+            if not x.is_dir():
+                x.unlink()
+        f.rmdir()
+
+
+def test_one_students_folder_nested_a_thousand_deep_stops_nothing(tmp_path):
+    """Red team s19: a submission folder holding folders nested 1,100 deep (a zip upload) made `grade batch` stop for
+    the whole class with a RecursionError (rglob recursed once per level, while choosing the file to grade and
+    recognising the assignment). The folder's own attention.py is graded; what lies deeper than MAX_DEPTH is not
+    looked into."""
+    from autograder import discover
+    a = assignment.load("attention")
+    subs = tmp_path / "subs"
+    (subs / "ada").mkdir(parents=True)
+    (subs / "ada" / "attention.py").write_text(REFERENCE.read_text())
+    (subs / "bo").mkdir()
+    (subs / "bo" / "attention.py").write_text(REFERENCE.read_text())
+    try:
+        (deep_chain(subs / "bo" / "deep", 1100) / "attention.py").write_text(SKELETON.read_text())
+        (deep_chain(subs / "bo" / "shallow", 5) / "notes.py").write_text("x = 1\n")
+        jobs = {job.student: job for job in discover.find(subs, a)}
+        assert jobs["bo"].error is None and jobs["bo"].path == subs / "bo" / "attention.py", jobs["bo"].error
+        assert jobs["ada"].path == subs / "ada" / "attention.py"
+        assert discover.recognise(subs, assignment.names()).name == "attention"
+        listed = discover.walk(subs / "bo")
+        assert subs / "bo" / "shallow" / "d" / "d" / "d" / "d" / "d" / "notes.py" in listed
+        assert max(len(p.relative_to(subs / "bo").parts) for p in listed) == discover.MAX_DEPTH
+    finally:
+        remove_chain(subs / "bo" / "deep")
+
+
 def test_a_worked_file_beside_the_untouched_template_is_graded_whatever_the_times(tmp_path):
     """Variants round 3: a folder holding a solved mha_intermediates.py and the bundle's notebook as handed out (both
     uploaded at once: the same modification time, or the notebook touched last) graded the notebook, 0/100. The

@@ -5,6 +5,7 @@ secret was chosen so that ada's and bo's variants differ in every key the checks
 """
 from __future__ import annotations
 
+import ast
 import csv
 import datetime as dt
 import json
@@ -790,6 +791,48 @@ def test_audit_similarity_separates_copies_from_independent_answers(variants):
     assert share(own, exam.winnow(exam.tokens(padded)) - base) >= 0.8
 
 
+def _padded_with_dead_statements(code: str) -> str:
+    """After every statement of every function body, statements that do nothing: a store to a name or attribute
+    never read (`_u3 = 3`, `self._p3 = x`, chained: `_v3 = _u3`) or a bare expression (`3`)."""
+    tree = ast.parse(code)
+    n = 0
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.If, ast.For, ast.With)):
+            body = []
+            for stmt in node.body:
+                n += 1
+                pad = [f"_u{n} = {n}", f"_v{n} = _u{n} + 1", f"{n}"]
+                if isinstance(node, ast.FunctionDef) and node.args.args and node.args.args[0].arg == "self":
+                    pad.append(f"self._p{n} = _v{n}")
+                body += ([] if isinstance(stmt, ast.Return) else [ast.parse(x).body[0] for x in pad]) + [stmt]
+            node.body = body
+    return ast.unparse(ast.fix_missing_locations(tree))
+
+
+def test_a_copy_padded_with_statements_that_do_nothing_is_still_a_copy(work, variants):
+    """Red team s19: bo handed in ada's answer with his own constants and `_uN = N` after every statement: 100/100,
+    and neither `grade exam audit` nor `grade report` listed the pair (every k-gram was broken; ada and dana, with
+    the same answer unpadded, shared 100%). Statements that change nothing (stores never read, bare expressions)
+    are dropped from the comparison as `pass` is."""
+    a = assignment.load("midterm")
+    v = variants["ada"]
+    base = exam.winnow(exam.tokens(exam.paper(a, v, "ada")))
+    own = exam.winnow(exam.tokens(solved("ada", v))) - base
+    padded = _padded_with_dead_statements(renamed(solved("ada", v)))
+    assert padded.count("_u") > 30
+    compile(padded, "padded", "exec")
+    share = lambda x, y: len(x & y) / min(len(x), len(y))  # noqa: E731
+    assert share(own, exam.winnow(exam.tokens(padded)) - base) >= 0.8
+    # grade report's comparison (the same tokens, its own k-gram length) lists the pair too
+    from autograder import similarity
+    pairs, _fps, _base = similarity.similar_pairs({"ada": [solved("ada", v)], "bo": [padded]},
+                                                  [exam.paper(a, v, "ada")])
+    assert [(p.a, p.b) for p in pairs] == [("ada", "bo")], pairs
+    # ... and an independently written answer is still not a copy, padded or not
+    alt_text = exam.render((ROOT / "tests" / "exam_corpus" / "alt_correct.py").read_text(encoding="utf-8"), v, "x")
+    assert share(own, exam.winnow(exam.tokens(alt_text)) - base) < 0.8
+
+
 def test_a_roster_reads_as_instructors_write_it_and_refuses_what_would_stop_grading(tmp_path):
     """Red team (exam day): `ID,Extra Minutes` lost bo's extra time without a word; a semicolon roster was refused
     with no hint why; extra_minutes of nan, inf or 1e12 stopped `grade batch` part way with a traceback."""
@@ -1113,6 +1156,32 @@ def test_on_gradescope_an_exam_score_is_held_back_with_its_hidden_checks(tmp_pat
     lab = SubmissionResult(student="s", submission="attention.py", assignment="attention",
                                    questions=["CausalAttention"])
     assert results.to_gradescope(lab)["visibility"] == "visible"
+
+
+@pytest.mark.parametrize("policy", ["zero", "per_minute"])
+def test_a_late_note_on_gradescope_does_not_tell_the_held_back_score(tmp_path, monkeypatch, work, variants, policy):
+    """Red team s19: the score of an exam is held back (after_published) with its hidden checks, but the note of a
+    late submission, visible with the result, said how many points were taken off: the whole score under "zero",
+    min(score, minutes x rate) under "per_minute". ada, 200 minutes late, read "100 point(s) off". The note now
+    says the rule, which the paper already states; the points taken off stay in the staff's results."""
+    import dataclasses
+    from autograder import gradescope
+    a = assignment.load("midterm")
+    cfg = dataclasses.replace(exam.require(a), late_policy=policy, late_penalty=1.0)
+    monkeypatch.setattr(exam, "gradescope_plan", lambda a, times: exam.Plan(
+        a, cfg, exam.read_roster(work / "roster.csv"), SECRET.encode()))
+    root = tmp_path / "autograder"
+    (root / "submission").mkdir(parents=True)
+    (root / "submission" / "midterm.py").write_text(solved("ada", variants["ada"]), encoding="utf-8")
+    (root / "submission_metadata.json").write_text(json.dumps({
+        "id": 1, "created_at": (cfg.end + dt.timedelta(minutes=200)).isoformat(),
+        "users": [{"name": "Ada", "sid": "1", "email": "ada@uni.example"}]}), encoding="utf-8")
+    for lang in ("en", "ko"):
+        data = gradescope.run_submission(root, assignment_name="midterm", lang=lang, echo=lambda _m: None)
+        assert data["visibility"] == "after_published" and data["score"] == 0
+        assert "200" in data["output"], data["output"]  # the minutes late: the student's own, and known to them
+        shown = data["output"] + " ".join(t["output"] for t in data["tests"] if t["visibility"] == "visible")
+        assert not re.search(r"(?<![\d.])100(?![\d.])", shown), shown  # ada's score before the penalty
 
 
 def test_an_exam_result_that_is_an_error_is_reused_by_a_rerun(work, papers):

@@ -324,6 +324,25 @@ def test_a_linked_answer_on_gradescope_is_told_it_is_a_link(tmp_path):
     assert "attention.py is a symbolic link" in data["tests"][0]["output"], data["tests"][0]["output"]
 
 
+def test_a_submission_with_folders_nested_a_thousand_deep_is_graded_on_gradescope(tmp_path):
+    """Red team s19: a submission holding folders nested 1,100 deep beside a correct attention.py read "The autograder
+    itself failed while grading this submission" (os.walk recursed once per level while copying it): the student's
+    upload, reported as the grader's failure, and a regrade failed the same. The answer is graded; what lies deeper
+    than discover.MAX_DEPTH is not copied."""
+    from test_batch import deep_chain, remove_chain
+    root = tmp_path / "autograder"
+    (root / "submission").mkdir(parents=True)
+    (root / "submission" / "attention.py").write_text(REFERENCE.read_text())
+    try:
+        (deep_chain(root / "submission" / "deep", 1100) / "x.txt").write_text("x")
+        said: list[str] = []
+        data = gradescope.run_submission(root, assignment_name="attention", echo=said.append)
+    finally:
+        remove_chain(root / "submission" / "deep")
+    assert data["score"] == 100, [t["output"] for t in data["tests"]][:2]
+    assert any("not copied" in m and f"over {discover.MAX_DEPTH} deep" in m for m in said), said
+
+
 def test_the_template_as_handed_out_beside_the_work_is_not_graded_on_gradescope(built, tmp_path):
     """Red team s18: the zip ships no student_template/, so discover.untouched never knew the template there, and
     the rule that `grade batch` applies (the notebook as handed out, uploaded beside the solved .py, or beside the
