@@ -4,6 +4,7 @@ student's output exactly names the bug). Only hidden, grader-side code imports t
 from __future__ import annotations
 
 import ast
+import functools
 import time
 import types
 from dataclasses import dataclass, field
@@ -48,6 +49,7 @@ class Variant:
         return {c.where for c in self.changes}
 
 
+@functools.lru_cache(maxsize=256)
 def scope(text: str, where: str) -> tuple[int, int]:
     """Character span of the top-level function or class `where` (decorators and docstring included)."""
     if not where:

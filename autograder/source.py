@@ -86,21 +86,38 @@ class Unparsable(Exception):
     """Student text that Python's parser refused, for whatever reason; str() says why, in one short line."""
 
 
+_PARSED: dict[tuple[str, str], ast.Module | str] = {}  # (code, label) -> its tree, or why it is Unparsable
+_PARSED_MAX = 8  # the cells of the submission being graded (each tree of a long file holds megabytes)
+
+
 def parse(code: str, label: str = "<submission>") -> ast.Module:
     """ast.parse() of student text in the grader process, where nothing a file holds may crash a command.
 
     Besides SyntaxError, the parser raises MemoryError or RecursionError for deeply nested code (100,000 unary
     minuses), ValueError for NUL bytes (older Pythons), OverflowError and whatever else a later Python adds: every
-    one of them is raised as Unparsable, the file's own problem, for the caller to report or skip."""
-    try:
-        return ast.parse(code, filename=label)
-    except SyntaxError as e:
-        where = f" (line {e.lineno})" if e.lineno else ""
-        raise Unparsable(f"SyntaxError: {e.msg}{where}") from None
-    except (MemoryError, RecursionError) as e:
-        raise Unparsable(f"{type(e).__name__}: nested too deeply for Python's parser") from None
-    except Exception as e:  # noqa: BLE001 - ValueError (NUL bytes), OverflowError, ...
-        raise Unparsable(f"{type(e).__name__}: {str(e)[:200]}") from None
+    one of them is raised as Unparsable, the file's own problem, for the caller to report or skip.
+
+    The same text is parsed once: the checks read a submission's cells several times over (its classes' methods,
+    a name defined inside another, the module a notebook cell writes). The tree is shared: callers read it and
+    never change it."""
+    key = (code, label)
+    got = _PARSED.get(key)
+    if got is None:
+        try:
+            got = ast.parse(code, filename=label)
+        except SyntaxError as e:
+            where = f" (line {e.lineno})" if e.lineno else ""
+            got = f"SyntaxError: {e.msg}{where}"
+        except (MemoryError, RecursionError) as e:
+            got = f"{type(e).__name__}: nested too deeply for Python's parser"
+        except Exception as e:  # noqa: BLE001 - ValueError (NUL bytes), OverflowError, ...
+            got = f"{type(e).__name__}: {str(e)[:200]}"
+        if len(_PARSED) >= _PARSED_MAX:
+            del _PARSED[next(iter(_PARSED))]
+        _PARSED[key] = got
+    if type(got) is str:
+        raise Unparsable(got)
+    return got
 
 
 def decode(data: bytes, filename: str) -> tuple[str, list[Message]]:

@@ -8,10 +8,11 @@ import ast
 
 def _top_level(sub):
     """Every top-level statement of the submission's source, cell after cell (cells Python cannot parse left out)."""
+    from .source import Unparsable, parse
     for cell in sub.source.cells:
         try:
-            tree = ast.parse(cell.code)
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            tree = parse(cell.code, cell.label)
+        except Unparsable:
             continue
         yield from tree.body
 
@@ -101,10 +102,18 @@ def top_level_reads(sub, classes) -> dict[str, list[tuple[str, list[str]]]]:
             if not isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 continue
             own = {a.arg for a in ast.walk(f.args) if isinstance(a, ast.arg)}
-            for st in f.body:
-                own |= _stored(st) | {a.arg for a in ast.walk(st) if isinstance(a, ast.arg)}
-            loads = sorted(((n.lineno, n.col_offset, n.id) for st in f.body for n in ast.walk(st)
-                            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id in data - own))
+            names: list[ast.Name] = []
+            for st in f.body:  # one walk of the body: what it binds (names, arguments of lambdas) and what it reads
+                for n in ast.walk(st):
+                    if isinstance(n, ast.Name):
+                        if isinstance(n.ctx, (ast.Store, ast.Del)):
+                            own.add(n.id)
+                        elif isinstance(n.ctx, ast.Load):
+                            names.append(n)
+                    elif isinstance(n, ast.arg):
+                        own.add(n.arg)
+            outside = data - own
+            loads = sorted((n.lineno, n.col_offset, n.id) for n in names if n.id in outside)
             reads = list(dict.fromkeys(name for _line, _col, name in loads))
             if reads:
                 out.setdefault(cls, []).append((f.name, reads))

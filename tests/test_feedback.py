@@ -72,6 +72,11 @@ def test_a_cell_the_parser_cannot_take_is_skipped_by_the_source_readers():
     assert "nested too deeply" in str(pytest.raises(Unparsable, parse, deep).value)
     assert "line 1" in str(pytest.raises(Unparsable, parse, "x = (").value)
     assert parse("x = 1").body
+    # each text is parsed once (the checks read a submission's cells many times over): the tree is shared, and a
+    # refusal is remembered with its reason
+    tree = parse("y = 2\n", "cell 9")
+    assert parse("y = 2\n", "cell 9") is tree and parse("y = 3\n", "cell 9") is not tree
+    assert "line 1" in str(pytest.raises(Unparsable, parse, "x = (").value)
     code = "class A:\n    def __int__(self, d_in):\n        pass\n"
     src = Source("attention.ipynb", "ipynb", [Cell(deep, "cell 1"), Cell("y = 1\x00", "cell 2"), Cell(code, "cell 3")])
     assert "`A` defines `__int__`, not `__init__`" in misspelt_method(src, "A", "__init__").en
