@@ -92,13 +92,14 @@ def _encode(obj: Any, blobs: list[bytes]) -> Any:
     kind = type(obj)
     if obj is None or kind in _SCALARS:
         return obj
-    if kind is list:
-        return [_encode(x, blobs) for x in obj]
+    if kind is list:  # (a scalar item as it is, without a call: most items of a request or reply are)
+        return [x if x is None or type(x) in _SCALARS else _encode(x, blobs) for x in obj]
     if kind is dict:
         for k in obj:  # a plain loop: all() over a generator costs more than the encoding it decides on
             if type(k) is not str or k[:1] == "$":
                 return {"$dict": [[str(k), _encode(v, blobs)] for k, v in obj.items()]}
-        return {k: _encode(v, blobs) for k, v in obj.items()}  # the usual case: a JSON object as it is
+        # the usual case: a JSON object as it is
+        return {k: v if v is None or type(v) in _SCALARS else _encode(v, blobs) for k, v in obj.items()}
     if kind is tuple:
         return {"$tuple": [_encode(x, blobs) for x in obj]}
     if issubclass(kind, dict):
@@ -251,7 +252,7 @@ def pack(obj: Any) -> bytes:
     the blobs (tensor bytes) one after another."""
     blobs: list[bytes] = []
     body = _ENCODER.encode(_encode(obj, blobs))
-    head = f"{_ENCODER.encode([len(b) for b in blobs])}\n{body}".encode()
+    head = f"[{','.join([str(len(b)) for b in blobs])}]\n{body}".encode()  # (what _SIZES_LINE reads back)
     area = b"".join(blobs)
     return _HEAD.pack(len(head), len(area)) + head + area
 
