@@ -470,6 +470,8 @@ class Worker:
         info: dict[str, Any] = {"type": type(m).__name__, "attrs": {}}
         if isinstance(m, nn.Module):
             info["modules"] = [[n, type(c).__name__] for n, c in walk_modules(m) if n]
+            # (an nn.LayerNorm under another class name: a subclass of it, which is one)
+            info["layer_norms"] = [n for n, c in walk_modules(m) if n and isinstance(c, nn.LayerNorm)]
             info["params"] = [[n, list(p.shape), p.requires_grad] for n, p in all_parameters(m)]
             # Tensors kept as plain attributes (not parameters or buffers): what .to(device) leaves behind.
             info["tensors"] = [[f"{n}.{a}" if n else a, list(t.shape)] for n, c in walk_modules(m)
@@ -661,7 +663,7 @@ class _Guard:
     another class marks every later reply, and the grader then grades nothing more (proxy.py: MALFORMED)."""
 
     FUNCTIONS = ("probe_devices", "all_parameters", "probe_cuda", "accelerator_built", "own_dict", "_registered",
-                 "walk_modules", "walk_tensors", "persistent_buffers", "_held", "_kernel_name")
+                 "walk_modules", "walk_tensors", "persistent_buffers", "_held", "_kernel_name", "_own_norm")
     VALUES = ("_INSTANCE_DICT", "_ABSENT", "MAX_WALK", "_LIBRARY_CODE", "_LIBRARY_PRINTS", "_LIBRARY_LARGE", "LIBRARY",
               "_SETPROFILE", "_GETPROFILE", "_LIBRARY_KERNELS",
               "_LIBRARY_BUILTINS")
@@ -938,7 +940,9 @@ def _kernel_name(func: Any) -> str:
 
 class Recorder(TorchFunctionMode):
     """Keeps a copy of the first argument of the named torch functions (e.g. what went into softmax); with LIBRARY
-    among the names, also notes whether the code of torch's transformer layers ran (or the watch was taken off)."""
+    among the names, also notes whether the code of torch's transformer layers ran (or the watch was taken off).
+    With "layer_norm" among them, an nn.LayerNorm subclass whose own forward computes the norm (mean and variance
+    written out) is recorded as one layer_norm call of what it is given, and the torch calls inside it are not."""
 
     def __init__(self, names: list[str]):
         super().__init__()
@@ -946,6 +950,18 @@ class Recorder(TorchFunctionMode):
         self.seen: list[dict[str, Any]] = []
         self.library = LIBRARY in self.names
         self.hook, self.was, self.ran = self._profile, None, False
+        self.norms = "layer_norm" in self.names
+        self.inside, self.handles = 0, []  # how deep in such a subclass's forward; its hooks
+
+    def _norm_enter(self, module, args) -> None:
+        if _own_norm(module):
+            if not self.inside and args and isinstance(args[0], torch.Tensor) and len(self.seen) < 16:
+                self.seen.append({"fn": "layer_norm", "input": args[0].detach().clone(), "dim": None})
+            self.inside += 1
+
+    def _norm_exit(self, module, args, out) -> None:
+        if _own_norm(module):
+            self.inside = max(0, self.inside - 1)
 
     def _profile(self, frame, event, arg) -> None:
         if event == "call" and not self.ran:
@@ -960,9 +976,15 @@ class Recorder(TorchFunctionMode):
         if self.library:
             self.was = _GETPROFILE()
             _SETPROFILE(self.hook)
+        if self.norms:
+            self.handles = [nn.modules.module.register_module_forward_pre_hook(self._norm_enter),
+                            nn.modules.module.register_module_forward_hook(self._norm_exit, always_call=True)]
         return super().__enter__()
 
     def __exit__(self, *exc):
+        for h in self.handles:
+            h.remove()
+        self.handles = []
         if self.library:
             watched = _GETPROFILE() is self.hook
             _SETPROFILE(self.was)
@@ -975,11 +997,17 @@ class Recorder(TorchFunctionMode):
         name = getattr(func, "__name__", "")
         if self.library and not self.ran and _kernel_name(func) in _LIBRARY_KERNELS:
             self.ran = True
-        if name in self.names and args and isinstance(args[0], torch.Tensor) and len(self.seen) < 16:
+        if name in self.names and args and isinstance(args[0], torch.Tensor) and len(self.seen) < 16 \
+                and not (self.inside and name == "layer_norm"):
             dim = kwargs.get("dim", args[1] if len(args) > 1 else None)
             self.seen.append({"fn": name, "input": args[0].detach().clone(),
                               "dim": dim if type(dim) is int else None})
         return func(*args, **kwargs)
+
+
+def _own_norm(module: Any) -> bool:
+    """An nn.LayerNorm whose class writes its own forward (a subclass that computes the norm itself)."""
+    return isinstance(module, nn.LayerNorm) and getattr(type(module), "forward", None) is not nn.LayerNorm.forward
 
 
 SIMULATED = "meta"  # the name DeviceSim's device goes by (in `tensor.device` and in probe replies)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import collections
+import itertools
 
 import keyword
 import re
@@ -1723,12 +1724,38 @@ def check_wrapper_dropout(sub, seed: int, b: int, T: int, d_in: int, d_out: int,
                                        "CausalAttention이 실패해서 래퍼를 평가할 수 없습니다: ") + e.message) from None
         return m, got, want, calm
 
+    def in_another_order(spec: dict | None) -> bool:
+        """Whether the wrapper's train-mode output is its heads' called in another order from the same seed: the
+        same dropout in every head, drawn head after head in the order the forward calls them (variants round 4:
+        a wrapper that called its heads last to first and concatenated them in order lost this point)."""
+        if heads > 4 or not (type(got) is torch.Tensor and tuple(got.shape) == (b, T, heads * d_out)):
+            return False
+        for order in itertools.permutations(range(heads)):
+            if order == tuple(range(heads)):
+                continue
+            try:
+                _singles, outs = sub.new_all(
+                    spec["name"] if spec else head_class(sub), [(head_args(sub, spec, d_in, d_out, T, p),
+                                                                 seed if i == 0 else None) for i in range(heads)],
+                    [(order[0], step("call", x, mode="train", seed=seed + 7))]
+                    + [(i, step("call", x, mode="train")) for i in order[1:]], stand_in=spec or None)
+                by_head = dict(zip(order, outs))
+                other = side_by_side([head_value(sub, taken(by_head[i])["out"]) for i in range(heads)])
+            except CheckFailure:
+                return False
+            if _close(got, other):
+                return True
+        return False
+
     spec = stand_in(sub)
     m, got, want, calm = wrapper_and_heads(spec)
     if spec is None and not _changed_tensor(want[..., :d_out], calm):
         # The student's heads ignore dropout (charged under CausalAttention): over them, a wrapper that does not
         # pass dropout on looks right. Judged over the grader's heads instead.
-        m, got, want, _calm = wrapper_and_heads(_stand_in_spec(sub), forced=True)
+        spec = _stand_in_spec(sub)
+        m, got, want, _calm = wrapper_and_heads(spec, forced=True)
+    if not _close(got, want) and in_another_order(spec):
+        return
     # (the diagnosis names what else makes the wrapper differ: learners round rl11, a wrapper that projects the
     # concatenated heads with an out_proj of its own was told to pass dropout on to its heads)
     expect_close(got, want, what, explain=explain(sub, m, x, mode="train", seed=seed + 7), hint=Message(

@@ -704,6 +704,36 @@ VARIANTS: list[Variant] = [
     # A loop over the heads, each head's weights through self.dropout in turn (seen in learners' code): the same
     # dropout with its random draws made head by head. It lost the train-mode dropout point.
     V("ok_head_loop_dropout", ch(MHA, MHA_CORE, HEAD_LOOP.format(drop="self.dropout(weights)", scores="scores"))),
+    # Variants round 4: the same dropout on the same weights, its random draws made in another order; each lost
+    # its train-mode dropout point.
+    V("ok_mha_weights_laid_b_t_h_t",
+      ch(MHA, MHA_CORE,
+         "        q4, k4, v4 = (t.transpose(1, 2) for t in (queries, keys, values))  # (b, T, h, hd)\n"
+         "        scores = torch.einsum(\"bqhd,bkhd->bqhk\", q4, k4)  # (b, T, h, T)\n"
+         "        scores = scores.masked_fill(self.mask.bool()[:num_tokens, None, :num_tokens], -torch.inf)\n"
+         "        weights = torch.softmax(scores / keys.shape[-1] ** 0.5, dim=-1)\n"
+         "        weights = self.dropout(weights)\n\n"
+         "        context = torch.einsum(\"bqhk,bkhd->bqhd\", weights, v4)  # (b, T, h, hd)"),
+      why="einsum keeps the weights as (b, T, heads, T): dropout draws over that layout"),
+    V("ok_causal_weights_keys_first",
+      ch(CA, "        scores = queries @ keys.transpose(1, 2)  # (b, T, T)\n"
+             "        # Slice the mask: a batch may be shorter than context_length.\n        " + FILL + "\n"
+             "        weights = torch.softmax(scores / keys.shape[-1] ** 0.5, dim=-1)\n"
+             "        weights = self.dropout(weights)\n"
+             "        return weights @ values  # (b, T, d_out)",
+         "        scores_kq = keys @ queries.transpose(1, 2)  # (b, keys, queries)\n"
+         "        future = self.mask.bool()[:num_tokens, :num_tokens].T\n"
+         "        scores_kq = scores_kq.masked_fill(future, -torch.inf)\n"
+         "        weights_kq = self.dropout(torch.softmax(scores_kq / keys.shape[-1] ** 0.5, dim=1))\n"
+         "        return weights_kq.transpose(1, 2) @ values  # (b, T, d_out)"),
+      why="the weights computed keys first, softmax over dim=1: dropout draws over the transposed layout"),
+    V("ok_wrapper_heads_called_last_first",
+      ch(WR, "return torch.cat([head(x) for head in self.heads], dim=-1)",
+         "outs = [None] * len(self.heads)\n"
+         "        for i in reversed(range(len(self.heads))):\n"
+         "            outs[i] = self.heads[i](x)\n"
+         "        return torch.cat(outs, dim=-1)"),
+      why="the heads' dropout drawn last head first; the concatenation keeps their order"),
     V("ok_extra_init_argument", ch(CA, "qkv_bias: bool = False):\n        super().__init__()",
                                    "qkv_bias: bool = False,\n                 verbose: bool = False):\n"
                                    "        super().__init__()\n        self.verbose = verbose"),

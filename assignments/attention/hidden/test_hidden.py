@@ -1,6 +1,7 @@
 """Hidden checks for the attention lab: hidden seeds and shapes against the reference, weight transplants,
 the -inf fill, dropout, devices and gradients. Never shipped to students."""
 import functools
+import itertools
 import tomllib
 from pathlib import Path
 
@@ -344,10 +345,10 @@ def dropout_train(sub, cls):
         with torch.no_grad():
             want = ref(x)
         what = described(call_text(cls, d_in, d_out, ctx, p, heads), "in train mode", "(train 모드)")
-        if cls == "MultiHeadAttention" and type(got) is torch.Tensor and got.shape == want.shape \
-                and got.dtype == want.dtype \
-                and torch.allclose(got, head_by_head_dropout(ref, x, seed + 7), atol=1e-4, rtol=1e-4):
-            continue  # a loop over the heads: dropout on each head's weights in turn, drawn in that order
+        if type(got) is torch.Tensor and got.shape == want.shape and got.dtype == want.dtype \
+                and not torch.allclose(got, want, atol=1e-4, rtol=1e-4) \
+                and drawn_otherwise(got, ref, x, seed + 7, cls):
+            continue  # the same dropout on the same weights, its random draws made in another order
         named: list = []
         name_it = explain(sub, m, x, mode="train", seed=seed + 7)
         try:
@@ -370,6 +371,45 @@ class _HeadByHead(torch.nn.Module):
     def forward(self, weights: torch.Tensor) -> torch.Tensor:
         return torch.stack([torch.nn.functional.dropout(weights[:, h], self.p, self.training)
                             for h in range(weights.shape[1])], dim=1)
+
+
+class _Laid(torch.nn.Module):
+    """Dropout on the attention weights kept in memory with their axes in another order (`perm`), as a forward
+    that computes them that way applies it (einsum "bqhk", scores (b, T, heads, T)): the same dropout, each random
+    draw landing on the element that sits at its place in that layout."""
+
+    def __init__(self, p: float, perm: tuple[int, ...]):
+        super().__init__()
+        self.p, self.perm = p, perm
+
+    def forward(self, weights: torch.Tensor) -> torch.Tensor:
+        back = [self.perm.index(i) for i in range(len(self.perm))]
+        laid = weights.permute(self.perm).contiguous()
+        return torch.nn.functional.dropout(laid, self.p, self.training).permute(back)
+
+
+def drawn_otherwise(got, ref, x, seed, cls) -> bool:
+    """Whether `got` is the reference's train-mode output on x with its dropout drawn in another order a correct
+    forward may draw it in: head by head (a loop over the heads), or over the weights laid out with their axes in
+    any other order (variants round 4: a MultiHeadAttention that computed its weights as (b, T, heads, T) with
+    einsum lost the dropout point, every draw landing elsewhere). Tried one at a time, only where the reference's
+    own order failed."""
+    if cls == "MultiHeadAttention" and torch.allclose(got, head_by_head_dropout(ref, x, seed), atol=1e-4, rtol=1e-4):
+        return True
+    own = ref.dropout
+    axes = 4 if cls == "MultiHeadAttention" else 3
+    try:
+        for perm in itertools.permutations(range(axes)):
+            if perm == tuple(range(axes)):
+                continue
+            ref.dropout = _Laid(own.p, perm).train()
+            manual_seed(seed)
+            with torch.no_grad():
+                if torch.allclose(got, ref(x), atol=1e-4, rtol=1e-4):
+                    return True
+        return False
+    finally:
+        ref.dropout = own
 
 
 def head_by_head_dropout(ref, x, seed):

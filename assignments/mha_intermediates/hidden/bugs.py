@@ -254,6 +254,12 @@ VARIANTS: list[Variant] = [
                                  "                             for h in range(self.n_head)], dim=1)"),
       why="variants round 3: a correct per-head loop lost the train-mode x_raw point (the check drew one mask over "
           "all heads at once)"),
+    # dropout on the weights as einsum lays them out, (n_batch, n_Q, n_head, n_K)
+    V("ok_dropout_on_queries_first_layout", ch(MHA, "x_raw = weigh_values(attention, V_split, self.dropout)",
+                                               "w_qhk = self.dropout(attention.transpose(1, 2).contiguous())\n"
+                                               "        x_raw = torch.einsum(\"bqhk,bhkd->bhqd\", w_qhk, V_split)"),
+      why="variants round 4: the weights kept as (n_batch, n_Q, n_head, n_K) take their dropout draws in that order; "
+          "a correct forward lost the train-mode x_raw point"),
 ]
 TABLE = Table(REFERENCE_SOURCE, VARIANTS)
 BY_NAME = TABLE.by_name

@@ -3,6 +3,7 @@ reference's weights copied into the student's module. A step passes when it matc
 it is the right step applied to the student's own (possibly wrong) inputs: a mistake is charged once."""
 from __future__ import annotations
 
+import itertools
 import math
 from typing import Any, Callable, NamedTuple
 
@@ -474,7 +475,15 @@ def test_x_raw_dropout(sub, options):
         manual_seed(seed_call)
         per_head = torch.stack([R.weigh_values(attention[:, h], v[:, h], drop) for h in range(attention.shape[1])],
                                dim=1)
-        return whole, per_head
+        # The weights kept with their axes in another memory order (variants round 4: einsum "bqhk" computes them
+        # as (n_batch, n_Q, n_head, n_K)): the same dropout, each draw landing on the element at its place there.
+        laid = []
+        for perm in itertools.permutations(range(attention.dim())) if attention.dim() <= 4 else ():
+            if perm != tuple(range(attention.dim())):
+                back = [perm.index(i) for i in range(len(perm))]
+                manual_seed(seed_call)
+                laid.append(R.weigh_values(attention, v, lambda a: drop(a.permute(perm).contiguous()).permute(back)))
+        return (whole, per_head, *laid)
     judge(got, want, "x_raw", case_what("self", "train", dropout_p=p), own_dropout,
           hint=Message("In train mode x_raw = self.dropout(attention) @ V_split: dropout acts on the attention "
                        "weights (after the softmax), once, through the nn.Dropout module.",

@@ -337,6 +337,26 @@ VARIANTS: list[Variant] = [
       says=("your own LayerNorm class",), never_says=("called LayerNorm 0 times",),
       why="learners round s9: a hand-written LayerNorm (as in the textbook) computes what nn.LayerNorm does, but the "
           "placement check sees only nn.LayerNorm calls and said the block called LayerNorm 0 times"),
+    V("ok_layernorm_subclass_own_forward",
+      ch("", "class TransformerBlock(nn.Module):",
+         "class TokenNorm(nn.LayerNorm):\n"
+         "    def forward(self, x):\n"
+         "        mean = x.mean(dim=-1, keepdim=True)\n"
+         "        var = torch.var(x, dim=-1, keepdim=True, unbiased=False)\n"
+         "        return (x - mean) * torch.rsqrt(var + self.eps) * self.weight + self.bias\n\n\n"
+         "class TransformerBlock(nn.Module):"),
+      ch(BLOCK, "nn.LayerNorm(d_model)", "TokenNorm(d_model)"),
+      why="variants round 4: a subclass of nn.LayerNorm (its weight, bias and eps) that writes the norm out is an "
+          "nn.LayerNorm; the structure check wanted the class name LayerNorm and the placement check saw no "
+          "F.layer_norm call ('called nn.LayerNorm 0 times'): 94/100"),
+    V("ok_attn_weights_laid_b_n_h_n",
+      ch(ATTN, "scores = q @ k.transpose(-2, -1) / math.sqrt(self.d_head)  # (b, heads, n, n)",
+         "scores = torch.einsum(\"bhid,bhjd->bihj\", q, k) / math.sqrt(self.d_head)  # (b, n, heads, n)"),
+      ch(ATTN, 'scores = scores.masked_fill(future, float("-inf"))',
+         'scores = scores.masked_fill(future[:, None, :], float("-inf"))'),
+      ch(ATTN, MERGE, "torch.einsum(\"bihj,bhjd->bihd\", weights, v).reshape(b, n, self.d_model)"),
+      why="variants round 4: einsum keeps the weights as (b, n, heads, n), so the dropout draws land over that "
+          "layout; the attention's train-mode check lost 1.6 points and, once it passed, the block's 2.25"),
     V("ok_no_feed_forward_parts_when_off",
       ch(BLOCK, "self.ff = FeedForward(d_model, d_ff, dropout)", "self.ff = FeedForward(d_model, d_ff, dropout) if use_ffn else None"),
       ch(BLOCK, "self.norm2 = nn.LayerNorm(d_model)", "self.norm2 = nn.LayerNorm(d_model) if use_ffn else None"),

@@ -18,6 +18,7 @@ with dropout=0.5 against the same module with dropout=0.0.
 """
 from __future__ import annotations
 
+import itertools
 import math
 
 import torch
@@ -137,6 +138,17 @@ def dropping_per_head(p):
     """The same dropout on the weights of one head after another (a forward that loops over its heads draws each
     head's mask in turn: variants round, a correct per-head loop could never pass)."""
     return lambda t: torch.stack([F.dropout(t[:, j], p, training=True) for j in range(t.shape[1])], dim=1)
+
+
+LAYOUTS = tuple(perm for perm in itertools.permutations(range(4)) if perm != (0, 1, 2, 3))
+
+
+def dropping_laid(p, perm):
+    """The same dropout on the (b, heads, n, n) weights kept in memory with their axes in the order `perm`, as a
+    forward that computes them so applies it: einsum "bihj" keeps them as (b, n, heads, n), and each random draw
+    lands on the element at its place in that layout (variants round 4: such a correct layer lost the point)."""
+    back = [perm.index(i) for i in range(len(perm))]
+    return lambda t: F.dropout(t.permute(perm).contiguous(), p, training=True).permute(back)
 
 
 def refused(report) -> list[str]:
@@ -386,6 +398,10 @@ def attn_train(sub, d, h, seed, causal):
     manual_seed(seed + 2)
     if close(got, attn_by_hand(layer, x, causal, dropping_per_head(0.5))):
         return
+    for perm in LAYOUTS:  # (the weights kept with their axes in another order)
+        manual_seed(seed + 2)
+        if close(got, attn_by_hand(layer, x, causal, dropping_laid(0.5, perm))):
+            return
     if close(got, evaluated):
         fail(f"`{what}` in train mode gives exactly what the layer gives with nothing dropped: the dropout is "
              "missing. " + ATTN_DROPOUT_HINT.en,
@@ -927,11 +943,12 @@ def block_by_hand(layer, x, norm_first, p, seed, where=("right", "right"), per_h
     """PyTorch's block in train mode step by step, drawing in the reference's order after manual_seed(seed): the
     attention's dropout (on its weights), dropout1, the feed-forward's dropout, dropout2. `where` puts dropout1
     and dropout2: "right" (on the sub-layer's output, before the residual addition), "missing", "after_add"
-    (on the residual sum). per_head: the attention draws its heads' masks one after another (dropping_per_head).
+    (on the residual sum). per_head: True, the attention draws its heads' masks one after another
+    (dropping_per_head); a permutation of the weights' four axes, it draws over them laid out so (dropping_laid).
     stand_in: the block holds the grader's stand-in attention (attn_stand_in), which drops its weights once;
     stand_in_ff: the grader's stand-in feed-forward network (ffn_stand_in)."""
     drop = dropping(p)
-    attn_drop = dropping_per_head(p) if per_head else drop
+    attn_drop = dropping_per_head(p) if per_head is True else dropping_laid(p, per_head) if per_head else drop
     n1, n2 = norms(layer)
     manual_seed(seed)
     with torch.no_grad():
@@ -1001,7 +1018,7 @@ def test_block_dropout_placement(sub):
         what = block_text(d, h, d_ff, 0.5, nf)
         got = call(m, x, what, mode="train", seed=seed + 2)
         if any(close(got, block_by_hand(layer, x, nf, 0.5, seed + 2, per_head=ph, stand_in=si, stand_in_ff=sf))
-               for ph in heads):
+               for ph in heads + (() if si else LAYOUTS)):
             continue
         # The block's draws follow its parts' own: a part that does not drop like the reference (or is wrong in
         # eval mode, or does not take PyTorch's weights) is charged in its own question.
