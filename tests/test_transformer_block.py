@@ -291,6 +291,15 @@ def test_a_block_without_norm_first_keeps_its_post_norm_points(graded):
     assert len(charged) == 3, failures(r)
 
 
+def test_a_layer_norm_eps_is_not_taken_for_norm_first(graded):
+    """Learners round rl12: TransformerBlock(d_model, n_heads, d_ff, dropout=0.1, layer_norm_eps=1e-5), post-norm: the
+    fifth argument holds "norm" and was passed the flag (LayerNorms with eps 0 and 1), and the student was told to
+    rename it to norm_first. It is a block without norm_first, graded as one."""
+    r, plain = graded["block_layer_norm_eps_fifth"], graded["block_without_norm_first"]
+    assert by_question(r) == by_question(plain), failures(r)
+    assert not [m for m in failed_messages(r) if "layer_norm_eps=False" in m or "Rename" in m], failures(r)
+
+
 def failures(r):
     return [(c.question, c.name, c.message.en if c.message else "") for c in r.checks if c.status != "passed"]
 

@@ -141,6 +141,22 @@ def takes_norm_first(sub) -> bool:
 BLOCK_ARGS = ("d_model", "n_heads", "d_ff", "dropout", "norm_first", "use_ffn", "use_norm", "use_residual")
 
 
+def is_number_setting(name: object, default: object) -> bool:
+    """Whether a parameter holds a number, not a flag: `layer_norm_eps=1e-5`, `ln_eps`, `norm_eps=1e-6` (the
+    LayerNorms' epsilon). Such a fifth argument holds "norm" in its name but is no renamed norm_first: passed the
+    flag, it built the LayerNorms with eps 0 and 1, and its student was told to rename it to norm_first (learners
+    round rl12). `default` is the worker's repr of the default, None where there is none."""
+    if isinstance(name, str) and re.search(r"eps", name, re.IGNORECASE):
+        return True
+    if not isinstance(default, str) or default in ("True", "False", "None"):
+        return False
+    try:
+        float(default)
+    except ValueError:
+        return False
+    return True
+
+
 def norm_first_name(sub) -> str | None:
     """The student's name for norm_first, where their TransformerBlock.__init__ takes it under another name at the
     template's place (fifth, after dropout) -- `pre_norm`, `prenorm`, `norm_before` --, else None. Passed as
@@ -154,8 +170,9 @@ def norm_first_name(sub) -> str | None:
         got = [p.get("name") for p in params if p.get("kind") == "POSITIONAL_OR_KEYWORD"]
         if "norm_first" not in got and len(got) > 4 and got[:4] == list(BLOCK_ARGS[:4]):
             name = got[4]
+            default = next(p.get("default") for p in params if p.get("name") == name)
             if isinstance(name, str) and name.isidentifier() and name not in BLOCK_ARGS \
-                    and re.search(r"norm|pre|first|ln", name, re.IGNORECASE):
+                    and re.search(r"norm|pre|first|ln", name, re.IGNORECASE) and not is_number_setting(name, default):
                 sub.memo[key] = name
     return sub.memo[key]
 

@@ -266,6 +266,19 @@ VARIANTS: list[Variant] = [
       why="learners round rl11: a post-norm block written (d_model, n_heads, d_ff, dropout), as in most tutorials, "
           "was refused every norm_first=False call and got 0 of 36; built without the keyword it loses the "
           "pre-norm checks and exercise 3's switches, which it lacks"),
+    V("block_layer_norm_eps_fifth", ch(BLOCK, "dropout=0.1, norm_first=False, use_ffn=True, use_norm=True,\n"
+                                              "                 use_residual=True):", "dropout=0.1, layer_norm_eps=1e-5):"),
+      ch(BLOCK, "self.norm_first = norm_first\n"
+                "        self.use_ffn, self.use_norm, self.use_residual = use_ffn, use_norm, use_residual",
+         "self.norm_first = False\n        self.use_ffn, self.use_norm, self.use_residual = True, True, True"),
+      ch(BLOCK, "self.norm1 = nn.LayerNorm(d_model)\n        self.norm2 = nn.LayerNorm(d_model)",
+         "self.norm1 = nn.LayerNorm(d_model, eps=layer_norm_eps)\n"
+         "        self.norm2 = nn.LayerNorm(d_model, eps=layer_norm_eps)"),
+      breaks="TransformerBlock, ablation", says=("takes (d_model, n_heads, d_ff, dropout=0.1", "norm_first=True"),
+      never_says=("Rename `layer_norm_eps`", "layer_norm_eps=False", "layer_norm_eps=True"),
+      why="learners round rl12: a post-norm block (d_model, n_heads, d_ff, dropout=0.1, layer_norm_eps=1e-5) had its "
+          "LayerNorms' eps taken for a renamed norm_first (the name holds 'norm'): built with layer_norm_eps=False "
+          "and True (eps 0 and 1), and told to rename it to norm_first"),
     # ---------------------------------------------------------------- nn.Transformer
     V("nn_batch_first_missing", ch("build_transformer", "dim_feedforward=32,\n                          "
                                                         "batch_first=True)", "dim_feedforward=32)"),
