@@ -300,6 +300,14 @@ def test_a_layer_norm_eps_is_not_taken_for_norm_first(graded):
     assert not [m for m in failed_messages(r) if "layer_norm_eps=False" in m or "Rename" in m], failures(r)
 
 
+def test_an_attention_that_is_not_written_is_not_said_to_mix_nothing(graded):
+    """Learners round rl12: beside a block refused at its constructor ("takes 3 positional arguments but 4 were
+    given", a NameError), the causality check added "Your MultiHeadSelfAttention mixes no tokens on its own either"
+    where there was no MultiHeadSelfAttention at all (not defined, or the template's stub)."""
+    said = [m for m in failed_messages(graded["skeleton"]) if "mixes no tokens on its own" in m]
+    assert not said, said
+
+
 def failures(r):
     return [(c.question, c.name, c.message.en if c.message else "") for c in r.checks if c.status != "passed"]
 
