@@ -182,10 +182,15 @@ def by_position(sub, cls: str, args: tuple, kw: dict, err: CheckFailure) -> tupl
     return tuple(values[w] for w in want[:last + 1])
 
 
+# Abbreviated words of argument names read as the word (learners round rl12: `max_len` for context_length, placed
+# before dropout, was no rename of it; passed by position every call failed, "got multiple values for argument").
+_WORDS = {"len": "length"}
+
+
 def _parts(name: str) -> set[str]:
     """The words of an argument name (snake or camel case), singular, single letters left out."""
     words = re.split(r"_+", re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name).lower())
-    return {w.rstrip("s") for w in words if len(w) > 1}
+    return {_WORDS.get(w, w).rstrip("s") for w in words if len(w) > 1}
 
 
 def _renamed(want: str, got: str) -> bool:

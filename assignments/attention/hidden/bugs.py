@@ -441,6 +441,13 @@ VARIANTS: list[Variant] = [
       says=("contiguous",)),
     V("mha_head_num_argument", ch(MHA, "num_heads", "head_num"), breaks=MHA, says=("`head_num` -> `num_heads`",),
       why="seen: a keyword renamed in the signature cost the whole class; it is retried by position"),
+    V("mha_max_len_before_dropout", ch(MHA, "d_in: int, d_out: int, context_length: int, dropout: float, num_heads: int,",
+                                       "d_in: int, d_out: int, num_heads: int, max_len: int = 1024, dropout: float = 0.0,"),
+      ch(MHA, "context_length", "max_len"), breaks=MHA, says=("`max_len` -> `context_length`",),
+      never_says=("got multiple values for argument",),
+      why="learners round rl12: (d_in, d_out, num_heads, max_len, dropout): max_len was not read as context_length, "
+          "so the arguments were passed by position and every check failed ('got multiple values for argument "
+          "num_heads') while the signature check said they were passed by name"),
     V("mha_misspelt_init", ch(MHA, "def __init__(", "def __init_("), breaks=MHA,
       says=("defines `__init_`, not `__init__`",), never_says=("takes 1 positional argument", "unexpected keyword")),
     V("wrapper_out_proj", ch(WR, "for _ in range(num_heads)]\n        )\n",
