@@ -279,6 +279,22 @@ VARIANTS: list[Variant] = [
       why="learners round rl12: a post-norm block (d_model, n_heads, d_ff, dropout=0.1, layer_norm_eps=1e-5) had its "
           "LayerNorms' eps taken for a renamed norm_first (the name holds 'norm'): built with layer_norm_eps=False "
           "and True (eps 0 and 1), and told to rename it to norm_first"),
+    V("ffn_without_dropout", ch(FFN, "def __init__(self, d_model, d_ff, dropout=0.1):", "def __init__(self, d_model, d_ff):"),
+      ch(FFN, "        self.dropout = nn.Dropout(dropout)\n", ""),
+      ch(FFN, "self.linear2(self.dropout(F.relu(self.linear1(x))))", "self.linear2(F.relu(self.linear1(x)))"),
+      ch(BLOCK, "FeedForward(d_model, d_ff, dropout)", "FeedForward(d_model, d_ff)"), breaks=FFN,
+      says=("`FeedForward.__init__` takes no dropout argument",), never_says=("positional arguments but",),
+      why="learners round rl12: FeedForward(d_model, d_ff), without dropout, was refused every call ('takes 3 "
+          "positional arguments but 4 were given') and lost all 12 points; it loses the checks that need a dropout"),
+    V("attn_without_dropout", ch(ATTN, "def __init__(self, d_model, n_heads, dropout=0.1):",
+                                 "def __init__(self, d_model, n_heads):"),
+      ch(ATTN, "        self.dropout = nn.Dropout(dropout)  # on the attention weights\n", ""),
+      ch(ATTN, ATTN_DROP, "weights = torch.softmax(scores, dim=-1)"),
+      ch(BLOCK, "MultiHeadSelfAttention(d_model, n_heads, dropout)", "MultiHeadSelfAttention(d_model, n_heads)"),
+      breaks=ATTN, says=("`MultiHeadSelfAttention.__init__` takes no dropout argument",),
+      never_says=("positional arguments but",),
+      why="learners round rl12: MultiHeadSelfAttention(d_model, n_heads), without dropout, was refused every call "
+          "and lost every check; it loses the checks that need a dropout"),
     # ---------------------------------------------------------------- nn.Transformer
     V("nn_batch_first_missing", ch("build_transformer", "dim_feedforward=32,\n                          "
                                                         "batch_first=True)", "dim_feedforward=32)"),
