@@ -118,6 +118,11 @@ VARIANTS: list[Variant] = [
          "W_value in that order",
       ko="W_key를 W_query보다 먼저 만들어 각 행렬이 다른 난수를 받음; W_query, W_key, W_value 순서로 만드세요",
       says=("W_query, W_key, W_value",)),
+    V("v1_randn_weights", ch(V1, "torch.rand(d_in, d_out)", "torch.randn(d_in, d_out)"), breaks=V1, init=True,
+      en="W_query, W_key and W_value are drawn with torch.randn (a normal distribution); the notebook draws them with "
+         "torch.rand (uniform on [0, 1)), so each matrix gets other numbers",
+      ko="W_query, W_key, W_value를 정규 분포의 torch.randn으로 뽑음; 노트북처럼 torch.rand로 뽑으세요",
+      why="learners round rl12: torch.randn for torch.rand was told only to create the matrices in order"),
     V("v1_typo_0_slash_5", ch(V1, "** 0.5", "** 0/5"), breaks=V1, en=TYPO.en, ko=TYPO.ko),
     V("v1_typo_0_slash_5_in_parentheses", ch(V1, SCALE, PAREN), breaks=V1, en=TYPO_PAREN.en, ko=TYPO_PAREN.ko,
       why="learners round 8: the message for `** 0/5` said 'multiplies by 5', true of this spelling only"),
