@@ -122,6 +122,12 @@ STUBS = {"stub_parts_identity": (ATTN_IDENTITY, FFN_IDENTITY),
          "stub_all_sum": (ATTN_SUM, FFN_SUM, BLOCK_SUM),
          "stub_all_identity": (ATTN_IDENTITY, FFN_IDENTITY, BLOCK_IDENTITY),
          "stub_all_random": (ATTN_RANDOM, FFN_RANDOM, BLOCK_RANDOM),
+         # learners round rl12: the book's FeedForward(cfg), one argument: not a part "without dropout"
+         "ffn_from_config": (("def __init__(self, d_model, d_ff, dropout=0.1):",
+                              "def __init__(self, cfg):\n        d_model, d_ff, dropout = cfg['d_model'], cfg['d_ff'], "
+                              "cfg['dropout']"),
+                             ("FeedForward(d_model, d_ff, dropout)",
+                              "FeedForward({'d_model': d_model, 'd_ff': d_ff, 'dropout': dropout})")),
          # the template's signature with the switches taken and ignored (red team, round 17: 2 of the 12)
          "switches_ignored": ((BLOCK_IDENTITY[0] + "            return self._switched_off(x, causal)\n", ""),),
          # t25: nn.Transformer without batch_first warns from inside torch; this one also warns on its own
@@ -306,6 +312,15 @@ def test_an_attention_that_is_not_written_is_not_said_to_mix_nothing(graded):
     where there was no MultiHeadSelfAttention at all (not defined, or the template's stub)."""
     said = [m for m in failed_messages(graded["skeleton"]) if "mixes no tokens on its own" in m]
     assert not said, said
+
+
+def test_a_part_built_from_a_config_is_not_said_to_lack_dropout(graded):
+    """Learners round rl12: a part written without dropout ((d_model, d_ff)) is built without it; the book's
+    FeedForward(cfg) takes one argument and is called by position as before, its TypeError showing what it takes."""
+    r = graded["ffn_from_config"]
+    said = failed_messages(r, ("FeedForward",))
+    assert said and not [m for m in said if "takes no dropout argument" in m], said
+    assert any("positional argument" in m for m in said), said
 
 
 def failures(r):

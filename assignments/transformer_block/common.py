@@ -65,8 +65,8 @@ PART_DROPOUT = {
 
 def part_dropout(sub, cls: str) -> str:
     """How the student's `cls.__init__` (a part: MultiHeadSelfAttention, FeedForward) takes dropout: "position"
-    (a third argument under any name, or *args; also where the signature cannot be read), "keyword" (fewer than
-    three placed arguments, and `dropout` keyword-only or **kwargs), or "none". A part written (d_model, n_heads)
+    (a third argument under any name, or *args; also where the signature cannot be read or places fewer than two),
+    "keyword" (two placed arguments, and `dropout` keyword-only or **kwargs), or "none". A part written (d_model, n_heads)
     or (d_model, d_ff), as tutorials without dropout write it (learners round rl12: FeedForward(d_model, d_ff)), was
     refused every call ("takes 3 positional arguments but 4 were
     given") and lost every check of its question; it is built without dropout where the check's dropout is 0, and a
@@ -79,7 +79,8 @@ def part_dropout(sub, cls: str) -> str:
         except CheckFailure:
             params = None
         placed = [p for p in params or () if p.get("kind") == "POSITIONAL_OR_KEYWORD"]
-        if params is None or len(placed) >= 3 or any(p.get("kind") == "VAR_POSITIONAL" for p in params):
+        # (fewer than two, as FeedForward(cfg): the call by position shows what it takes instead)
+        if params is None or len(placed) != 2 or any(p.get("kind") == "VAR_POSITIONAL" for p in params):
             sub.memo[key] = "position"
         elif any(p.get("name") == "dropout" or p.get("kind") == "VAR_KEYWORD" for p in params):
             sub.memo[key] = "keyword"
