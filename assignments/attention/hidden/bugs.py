@@ -201,6 +201,10 @@ VARIANTS: list[Variant] = [
                                         "        weights = e / e.sum(dim=-1, keepdim=True)"), breaks=CA,
       says=("without subtracting each row's maximum",), never_says=("reach the softmax unmasked",),
       why="variants round: a right -inf fill before an exp / sum softmax was told to fill before the softmax"),
+    V("causal_returns_values", ch(CA, "return weights @ values  # (b, T, d_out)", "return values"), breaks=CA,
+      says=("forward returns `values` instead of the context vectors",),
+      why="learners round rl12: forward computed the context vectors and returned `values`; told only that the "
+          "tokens are not mixed"),
     V("causal_returns_weights_too", ch(CA, "return weights @ values  # (b, T, d_out)",
                                        "return weights @ values, weights  # (b, T, d_out)"), breaks=CA,
       says=("should return a torch.Tensor, but returned tuple",)),
