@@ -442,6 +442,14 @@ VARIANTS: list[Variant] = [
     V("mha_out_proj_unused", ch(MHA, "return self.out_proj(context)", "return context"), breaks=MHA,
       en="self.out_proj is never applied; return self.out_proj(context)",
       ko="self.out_proj를 적용하지 않음; self.out_proj(context)를 반환하세요"),
+    V("mha_out_proj_bias_follows_qkv_bias", ch(MHA, "self.out_proj = nn.Linear(d_out, d_out)",
+                                               "self.out_proj = nn.Linear(d_out, d_out, bias=qkv_bias)"), breaks=MHA,
+      en="out_proj is built with bias=qkv_bias, so with the default qkv_bias=False it has no bias; the notebook's "
+         "out_proj = nn.Linear(d_out, d_out) always has one (qkv_bias is for W_query, W_key, W_value only)",
+      ko="out_proj를 bias=qkv_bias로 만들어 기본값 qkv_bias=False에서는 bias가 없음; 노트북의 out_proj = "
+         "nn.Linear(d_out, d_out)에는 항상 bias가 있습니다 (qkv_bias는 W_query, W_key, W_value에만 적용)",
+      why="learners round rl12: the output projection took the qkv bias flag; told only that the values differ and "
+          "that out_proj.bias is missing"),
     V("mha_softmax_dim1", ch(MHA, "dim=-1", "dim=1"), breaks=MHA,
       en="the softmax runs over dim=1 (the head axis of the (b, h, T, T) scores); normalise each row over the keys "
          "with dim=-1",
