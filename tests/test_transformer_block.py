@@ -122,6 +122,12 @@ STUBS = {"stub_parts_identity": (ATTN_IDENTITY, FFN_IDENTITY),
          "stub_all_sum": (ATTN_SUM, FFN_SUM, BLOCK_SUM),
          "stub_all_identity": (ATTN_IDENTITY, FFN_IDENTITY, BLOCK_IDENTITY),
          "stub_all_random": (ATTN_RANDOM, FFN_RANDOM, BLOCK_RANDOM),
+         # learners round rl12: the book's FeedForward(cfg), one argument: not a part "without dropout"
+         "ffn_from_config": (("def __init__(self, d_model, d_ff, dropout=0.1):",
+                              "def __init__(self, cfg):\n        d_model, d_ff, dropout = cfg['d_model'], cfg['d_ff'], "
+                              "cfg['dropout']"),
+                             ("FeedForward(d_model, d_ff, dropout)",
+                              "FeedForward({'d_model': d_model, 'd_ff': d_ff, 'dropout': dropout})")),
          # the template's signature with the switches taken and ignored (red team, round 17: 2 of the 12)
          "switches_ignored": ((BLOCK_IDENTITY[0] + "            return self._switched_off(x, causal)\n", ""),),
          # t25: nn.Transformer without batch_first warns from inside torch; this one also warns on its own
@@ -289,6 +295,32 @@ def test_a_block_without_norm_first_keeps_its_post_norm_points(graded):
     assert all("norm_first=True" in c.message.en or "pre-norm" in c.message.en for c in r.checks
                if c.status != "passed" and c.question == "TransformerBlock"), failures(r)
     assert len(charged) == 3, failures(r)
+
+
+def test_a_layer_norm_eps_is_not_taken_for_norm_first(graded):
+    """Learners round rl12: TransformerBlock(d_model, n_heads, d_ff, dropout=0.1, layer_norm_eps=1e-5), post-norm: the
+    fifth argument holds "norm" and was passed the flag (LayerNorms with eps 0 and 1), and the student was told to
+    rename it to norm_first. It is a block without norm_first, graded as one."""
+    r, plain = graded["block_layer_norm_eps_fifth"], graded["block_without_norm_first"]
+    assert by_question(r) == by_question(plain), failures(r)
+    assert not [m for m in failed_messages(r) if "layer_norm_eps=False" in m or "Rename" in m], failures(r)
+
+
+def test_an_attention_that_is_not_written_is_not_said_to_mix_nothing(graded):
+    """Learners round rl12: beside a block refused at its constructor ("takes 3 positional arguments but 4 were
+    given", a NameError), the causality check added "Your MultiHeadSelfAttention mixes no tokens on its own either"
+    where there was no MultiHeadSelfAttention at all (not defined, or the template's stub)."""
+    said = [m for m in failed_messages(graded["skeleton"]) if "mixes no tokens on its own" in m]
+    assert not said, said
+
+
+def test_a_part_built_from_a_config_is_not_said_to_lack_dropout(graded):
+    """Learners round rl12: a part written without dropout ((d_model, d_ff)) is built without it; the book's
+    FeedForward(cfg) takes one argument and is called by position as before, its TypeError showing what it takes."""
+    r = graded["ffn_from_config"]
+    said = failed_messages(r, ("FeedForward",))
+    assert said and not [m for m in said if "takes no dropout argument" in m], said
+    assert any("positional argument" in m for m in said), said
 
 
 def failures(r):

@@ -183,10 +183,15 @@ def by_position(sub, cls: str, args: tuple, kw: dict, err: CheckFailure) -> tupl
     return tuple(values[w] for w in want[:last + 1])
 
 
+# Abbreviated words of argument names read as the word (learners round rl12: `max_len` for context_length, placed
+# before dropout, was no rename of it; passed by position every call failed, "got multiple values for argument").
+_WORDS = {"len": "length"}
+
+
 def _parts(name: str) -> set[str]:
     """The words of an argument name (snake or camel case), singular, single letters left out."""
     words = re.split(r"_+", re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name).lower())
-    return {w.rstrip("s") for w in words if len(w) > 1}
+    return {_WORDS.get(w, w).rstrip("s") for w in words if len(w) > 1}
 
 
 def _renamed(want: str, got: str) -> bool:
@@ -714,6 +719,31 @@ def _gate_params(params: dict) -> dict:
     return kept
 
 
+def _returns_values(params: dict, x: torch.Tensor, y: torch.Tensor) -> Message:
+    """Said beside a module that mixes no tokens where its output is its own values, W_value(x) (an nn.Linear) or
+    x @ W_value (a matrix): forward computed the weights and returned `values` (learners round rl12: told only that
+    the tokens are not mixed)."""
+    w, b = params.get("W_value.weight"), params.get("W_value.bias")
+    if any(type(t) is torch.Tensor and t.numel() > GATE_MAX_ELEMENTS for t in (w, b, params.get("W_value"))):
+        return Message("", "")  # (the gate's modules are small: a larger one is no projection of its input)
+    try:
+        if type(w) is torch.Tensor and w.dim() == 2:
+            v = x.double() @ w.double().T + (b.double() if type(b) is torch.Tensor else 0)
+        elif type(params.get("W_value")) is torch.Tensor and params["W_value"].dim() == 2:
+            v = x.double() @ params["W_value"].double()
+        else:
+            return Message("", "")
+        same = type(y) is torch.Tensor and v.shape == y.shape and torch.allclose(v, y.double(), rtol=1e-4, atol=1e-5)
+    except RuntimeError:  # (weights of other shapes than the input's)
+        return Message("", "")
+    if not same:
+        return Message("", "")
+    return Message(" Its output is exactly its values, W_value applied to the input: forward returns `values` "
+                   "instead of the context vectors, attn_weights @ values.",
+                   " 출력이 값(value) 그 자체, 즉 입력에 W_value를 적용한 것과 정확히 같습니다: forward가 문맥 벡터 "
+                   "attn_weights @ values 대신 `values`를 반환합니다.")
+
+
 def _gate(req: _Ahead, cls: str, seed: int) -> None:
     args, shape = gate_args(cls if cls in SIGNATURES else HEAD)
     x = randn(seed, *shape)
@@ -751,11 +781,13 @@ def _gate(req: _Ahead, cls: str, seed: int) -> None:
         y_first = req.ask(on_first)["out"]
         if not _other_tokens_change(y, y_first, 0, cls) \
                 and not _other_tokens_change(y, req.ask(step("call", _token_changed(x, last, seed)))["out"], last, cls):
+            values = _returns_values(req.m.state()["params"], x, y)
             fail(f"`{cls}`: changing one token never changed the other tokens' outputs, so the tokens are not mixed: "
-                 "each output must be a weighted sum of the values of the tokens it attends to. This check counts "
-                 "only for a working class.",
+                 "each output must be a weighted sum of the values of the tokens it attends to." + values.en +
+                 " This check counts only for a working class.",
                  f"`{cls}`: 한 토큰을 바꿔도 다른 토큰의 출력이 바뀌지 않습니다. 즉 토큰이 섞이지 않습니다: 각 출력은 "
-                 "주목하는 토큰들의 값(value)의 가중합이어야 합니다. 이 검사는 동작하는 클래스에만 점수를 줍니다.")
+                 "주목하는 토큰들의 값(value)의 가중합이어야 합니다." + values.ko +
+                 " 이 검사는 동작하는 클래스에만 점수를 줍니다.")
     y_mid = expect_tensor(req.ask(on_mid)["out"], f"{cls}(...)(x)")  # halfway between x and 2x + 1
     if y.shape == y_in.shape == y_mid.shape and not _differs(y_mid, (y.double() + y_in.double()) / 2):
         fail(f"`{cls}`'s output is an affine function of its input (halfway between two inputs it gives halfway "

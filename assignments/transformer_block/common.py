@@ -44,11 +44,67 @@ def randn(seed: int, *shape: int) -> torch.Tensor:
 # ---------------------------------------------------------------------------------------------- building, calling
 
 def build_attn(sub, d: int, h: int, dropout: float = 0.0, seed: int = 0):
-    return sub.new("MultiHeadSelfAttention", d, h, dropout, seed=seed)
+    return _build_part(sub, "MultiHeadSelfAttention", d, h, dropout, seed)
 
 
 def build_ffn(sub, d: int, d_ff: int, dropout: float = 0.0, seed: int = 0):
-    return sub.new("FeedForward", d, d_ff, dropout, seed=seed)
+    return _build_part(sub, "FeedForward", d, d_ff, dropout, seed)
+
+
+# What the template's parts do with their dropout (said where a part takes none).
+PART_DROPOUT = {
+    "MultiHeadSelfAttention": ("takes dropout after n_heads and applies self.dropout = nn.Dropout(dropout) to the "
+                               "attention weights after the softmax",
+                               "n_heads 다음에 dropout을 받아 softmax 뒤의 어텐션 가중치에 self.dropout = "
+                               "nn.Dropout(dropout)을 적용합니다"),
+    "FeedForward": ("takes dropout after d_ff and applies self.dropout = nn.Dropout(dropout) between the ReLU and "
+                    "linear2",
+                    "d_ff 다음에 dropout을 받아 ReLU와 linear2 사이에 self.dropout = nn.Dropout(dropout)을 적용합니다"),
+}
+
+
+def part_dropout(sub, cls: str) -> str:
+    """How the student's `cls.__init__` (a part: MultiHeadSelfAttention, FeedForward) takes dropout: "position"
+    (a third argument under any name, or *args; also where the signature cannot be read or places fewer than two),
+    "keyword" (two placed arguments, and `dropout` keyword-only or **kwargs), or "none". A part written (d_model, n_heads)
+    or (d_model, d_ff), as tutorials without dropout write it (learners round rl12: FeedForward(d_model, d_ff)), was
+    refused every call ("takes 3 positional arguments but 4 were
+    given") and lost every check of its question; it is built without dropout where the check's dropout is 0, and a
+    check that needs another dropout says that it takes none (as TransformerBlock's takes_dropout). Decided once per
+    submission and class."""
+    key = f"part_dropout:{cls}"
+    if key not in sub.memo:
+        try:
+            params = sub.signature(cls)
+        except CheckFailure:
+            params = None
+        placed = [p for p in params or () if p.get("kind") == "POSITIONAL_OR_KEYWORD"]
+        # (fewer than two, as FeedForward(cfg): the call by position shows what it takes instead)
+        if params is None or len(placed) != 2 or any(p.get("kind") == "VAR_POSITIONAL" for p in params):
+            sub.memo[key] = "position"
+        elif any(p.get("name") == "dropout" or p.get("kind") == "VAR_KEYWORD" for p in params):
+            sub.memo[key] = "keyword"
+        else:
+            sub.memo[key] = "none"
+    return sub.memo[key]
+
+
+def _build_part(sub, cls: str, a: int, b: int, dropout: float, seed: int):
+    how = part_dropout(sub, cls)
+    if how == "position":
+        return sub.new(cls, a, b, dropout, seed=seed)
+    if how == "keyword":
+        m = sub.new(cls, a, b, seed=seed, dropout=dropout)
+    elif dropout:
+        en, ko = PART_DROPOUT[cls]
+        fail(f"`{cls}.__init__` takes no dropout argument, so `{cls}({a}, {b}, {dropout})` cannot be built: the "
+             f"template's {cls} {en}.",
+             f"`{cls}.__init__`에 dropout 인자가 없어서 `{cls}({a}, {b}, {dropout})`을(를) 만들 수 없습니다: 템플릿의 "
+             f"{cls}는 {ko}.")
+    else:
+        m = sub.new(cls, a, b, seed=seed)
+    m.ctor = (m.ctor[0], (a, b, dropout), {}, m.ctor[3])  # (the diagnosis builds the reference from these)
+    return m
 
 
 def build_block(sub, d: int, h: int, d_ff: int, dropout: float = 0.0, norm_first: bool = False, seed: int = 0,
@@ -141,6 +197,22 @@ def takes_norm_first(sub) -> bool:
 BLOCK_ARGS = ("d_model", "n_heads", "d_ff", "dropout", "norm_first", "use_ffn", "use_norm", "use_residual")
 
 
+def is_number_setting(name: object, default: object) -> bool:
+    """Whether a parameter holds a number, not a flag: `layer_norm_eps=1e-5`, `ln_eps`, `norm_eps=1e-6` (the
+    LayerNorms' epsilon). Such a fifth argument holds "norm" in its name but is no renamed norm_first: passed the
+    flag, it built the LayerNorms with eps 0 and 1, and its student was told to rename it to norm_first (learners
+    round rl12). `default` is the worker's repr of the default, None where there is none."""
+    if isinstance(name, str) and re.search(r"eps", name, re.IGNORECASE):
+        return True
+    if not isinstance(default, str) or default in ("True", "False", "None"):
+        return False
+    try:
+        float(default)
+    except ValueError:
+        return False
+    return True
+
+
 def norm_first_name(sub) -> str | None:
     """The student's name for norm_first, where their TransformerBlock.__init__ takes it under another name at the
     template's place (fifth, after dropout) -- `pre_norm`, `prenorm`, `norm_before` --, else None. Passed as
@@ -154,8 +226,9 @@ def norm_first_name(sub) -> str | None:
         got = [p.get("name") for p in params if p.get("kind") == "POSITIONAL_OR_KEYWORD"]
         if "norm_first" not in got and len(got) > 4 and got[:4] == list(BLOCK_ARGS[:4]):
             name = got[4]
+            default = next(p.get("default") for p in params if p.get("name") == name)
             if isinstance(name, str) and name.isidentifier() and name not in BLOCK_ARGS \
-                    and re.search(r"norm|pre|first|ln", name, re.IGNORECASE):
+                    and re.search(r"norm|pre|first|ln", name, re.IGNORECASE) and not is_number_setting(name, default):
                 sub.memo[key] = name
     return sub.memo[key]
 
@@ -241,7 +314,7 @@ def _part_runs(sub, cls: str) -> bool:
     a part that runs is judged with that part."""
     x = randn(99, 2, 5, 8)
     try:
-        m = sub.new(cls, 8, 2 if cls == "MultiHeadSelfAttention" else 12, 0.0, seed=1)
+        m = _build_part(sub, cls, 8, 2 if cls == "MultiHeadSelfAttention" else 12, 0.0, 1)  # (a part without dropout too)
         for kw in ({"causal": False}, {"causal": True}) if cls == "MultiHeadSelfAttention" else ({},):
             y = m(x, **kw)
             if type(y) is not torch.Tensor or tuple(y.shape) != (2, 5, 8):

@@ -118,6 +118,11 @@ VARIANTS: list[Variant] = [
          "W_value in that order",
       ko="W_key를 W_query보다 먼저 만들어 각 행렬이 다른 난수를 받음; W_query, W_key, W_value 순서로 만드세요",
       says=("W_query, W_key, W_value",)),
+    V("v1_randn_weights", ch(V1, "torch.rand(d_in, d_out)", "torch.randn(d_in, d_out)"), breaks=V1, init=True,
+      en="W_query, W_key and W_value are drawn with torch.randn (a normal distribution); the notebook draws them with "
+         "torch.rand (uniform on [0, 1)), so each matrix gets other numbers",
+      ko="W_query, W_key, W_value를 정규 분포의 torch.randn으로 뽑음; 노트북처럼 torch.rand로 뽑으세요",
+      why="learners round rl12: torch.randn for torch.rand was told only to create the matrices in order"),
     V("v1_typo_0_slash_5", ch(V1, "** 0.5", "** 0/5"), breaks=V1, en=TYPO.en, ko=TYPO.ko),
     V("v1_typo_0_slash_5_in_parentheses", ch(V1, SCALE, PAREN), breaks=V1, en=TYPO_PAREN.en, ko=TYPO_PAREN.ko,
       why="learners round 8: the message for `** 0/5` said 'multiplies by 5', true of this spelling only"),
@@ -196,6 +201,10 @@ VARIANTS: list[Variant] = [
                                         "        weights = e / e.sum(dim=-1, keepdim=True)"), breaks=CA,
       says=("without subtracting each row's maximum",), never_says=("reach the softmax unmasked",),
       why="variants round: a right -inf fill before an exp / sum softmax was told to fill before the softmax"),
+    V("causal_returns_values", ch(CA, "return weights @ values  # (b, T, d_out)", "return values"), breaks=CA,
+      says=("forward returns `values` instead of the context vectors",),
+      why="learners round rl12: forward computed the context vectors and returned `values`; told only that the "
+          "tokens are not mixed"),
     V("causal_returns_weights_too", ch(CA, "return weights @ values  # (b, T, d_out)",
                                        "return weights @ values, weights  # (b, T, d_out)"), breaks=CA,
       says=("should return a torch.Tensor, but returned tuple",)),
@@ -433,6 +442,14 @@ VARIANTS: list[Variant] = [
     V("mha_out_proj_unused", ch(MHA, "return self.out_proj(context)", "return context"), breaks=MHA,
       en="self.out_proj is never applied; return self.out_proj(context)",
       ko="self.out_proj를 적용하지 않음; self.out_proj(context)를 반환하세요"),
+    V("mha_out_proj_bias_follows_qkv_bias", ch(MHA, "self.out_proj = nn.Linear(d_out, d_out)",
+                                               "self.out_proj = nn.Linear(d_out, d_out, bias=qkv_bias)"), breaks=MHA,
+      en="out_proj is built with bias=qkv_bias, so with the default qkv_bias=False it has no bias; the notebook's "
+         "out_proj = nn.Linear(d_out, d_out) always has one (qkv_bias is for W_query, W_key, W_value only)",
+      ko="out_proj를 bias=qkv_bias로 만들어 기본값 qkv_bias=False에서는 bias가 없음; 노트북의 out_proj = "
+         "nn.Linear(d_out, d_out)에는 항상 bias가 있습니다 (qkv_bias는 W_query, W_key, W_value에만 적용)",
+      why="learners round rl12: the output projection took the qkv bias flag; told only that the values differ and "
+          "that out_proj.bias is missing"),
     V("mha_softmax_dim1", ch(MHA, "dim=-1", "dim=1"), breaks=MHA,
       en="the softmax runs over dim=1 (the head axis of the (b, h, T, T) scores); normalise each row over the keys "
          "with dim=-1",
@@ -441,6 +458,13 @@ VARIANTS: list[Variant] = [
       says=("contiguous",)),
     V("mha_head_num_argument", ch(MHA, "num_heads", "head_num"), breaks=MHA, says=("`head_num` -> `num_heads`",),
       why="seen: a keyword renamed in the signature cost the whole class; it is retried by position"),
+    V("mha_max_len_before_dropout", ch(MHA, "d_in: int, d_out: int, context_length: int, dropout: float, num_heads: int,",
+                                       "d_in: int, d_out: int, num_heads: int, max_len: int = 1024, dropout: float = 0.0,"),
+      ch(MHA, "context_length", "max_len"), breaks=MHA, says=("`max_len` -> `context_length`",),
+      never_says=("got multiple values for argument",),
+      why="learners round rl12: (d_in, d_out, num_heads, max_len, dropout): max_len was not read as context_length, "
+          "so the arguments were passed by position and every check failed ('got multiple values for argument "
+          "num_heads') while the signature check said they were passed by name"),
     V("mha_misspelt_init", ch(MHA, "def __init__(", "def __init_("), breaks=MHA,
       says=("defines `__init_`, not `__init__`",), never_says=("takes 1 positional argument", "unexpected keyword")),
     V("wrapper_out_proj", ch(WR, "for _ in range(num_heads)]\n        )\n",

@@ -266,6 +266,35 @@ VARIANTS: list[Variant] = [
       why="learners round rl11: a post-norm block written (d_model, n_heads, d_ff, dropout), as in most tutorials, "
           "was refused every norm_first=False call and got 0 of 36; built without the keyword it loses the "
           "pre-norm checks and exercise 3's switches, which it lacks"),
+    V("block_layer_norm_eps_fifth", ch(BLOCK, "dropout=0.1, norm_first=False, use_ffn=True, use_norm=True,\n"
+                                              "                 use_residual=True):", "dropout=0.1, layer_norm_eps=1e-5):"),
+      ch(BLOCK, "self.norm_first = norm_first\n"
+                "        self.use_ffn, self.use_norm, self.use_residual = use_ffn, use_norm, use_residual",
+         "self.norm_first = False\n        self.use_ffn, self.use_norm, self.use_residual = True, True, True"),
+      ch(BLOCK, "self.norm1 = nn.LayerNorm(d_model)\n        self.norm2 = nn.LayerNorm(d_model)",
+         "self.norm1 = nn.LayerNorm(d_model, eps=layer_norm_eps)\n"
+         "        self.norm2 = nn.LayerNorm(d_model, eps=layer_norm_eps)"),
+      breaks="TransformerBlock, ablation", says=("takes (d_model, n_heads, d_ff, dropout=0.1", "norm_first=True"),
+      never_says=("Rename `layer_norm_eps`", "layer_norm_eps=False", "layer_norm_eps=True"),
+      why="learners round rl12: a post-norm block (d_model, n_heads, d_ff, dropout=0.1, layer_norm_eps=1e-5) had its "
+          "LayerNorms' eps taken for a renamed norm_first (the name holds 'norm'): built with layer_norm_eps=False "
+          "and True (eps 0 and 1), and told to rename it to norm_first"),
+    V("ffn_without_dropout", ch(FFN, "def __init__(self, d_model, d_ff, dropout=0.1):", "def __init__(self, d_model, d_ff):"),
+      ch(FFN, "        self.dropout = nn.Dropout(dropout)\n", ""),
+      ch(FFN, "self.linear2(self.dropout(F.relu(self.linear1(x))))", "self.linear2(F.relu(self.linear1(x)))"),
+      ch(BLOCK, "FeedForward(d_model, d_ff, dropout)", "FeedForward(d_model, d_ff)"), breaks=FFN,
+      says=("`FeedForward.__init__` takes no dropout argument",), never_says=("positional arguments but",),
+      why="learners round rl12: FeedForward(d_model, d_ff), without dropout, was refused every call ('takes 3 "
+          "positional arguments but 4 were given') and lost all 12 points; it loses the checks that need a dropout"),
+    V("attn_without_dropout", ch(ATTN, "def __init__(self, d_model, n_heads, dropout=0.1):",
+                                 "def __init__(self, d_model, n_heads):"),
+      ch(ATTN, "        self.dropout = nn.Dropout(dropout)  # on the attention weights\n", ""),
+      ch(ATTN, ATTN_DROP, "weights = torch.softmax(scores, dim=-1)"),
+      ch(BLOCK, "MultiHeadSelfAttention(d_model, n_heads, dropout)", "MultiHeadSelfAttention(d_model, n_heads)"),
+      breaks=ATTN, says=("`MultiHeadSelfAttention.__init__` takes no dropout argument",),
+      never_says=("positional arguments but",),
+      why="learners round rl12: MultiHeadSelfAttention(d_model, n_heads), without dropout, was refused every call "
+          "and lost every check; it loses the checks that need a dropout"),
     # ---------------------------------------------------------------- nn.Transformer
     V("nn_batch_first_missing", ch("build_transformer", "dim_feedforward=32,\n                          "
                                                         "batch_first=True)", "dim_feedforward=32)"),
