@@ -687,14 +687,17 @@ class _Guard:
         # What the handlers read a module's structure with: rebinding nn.Module.named_buffers would forge a buffer.
         self.items += [(nn.Module, n, f, getattr(f, "__code__", None)) for n in self.MODULE_METHODS
                        for f in [vars(nn.Module).get(n)] if f is not None]
+        # Each owner's namespace, read once: a class's mappingproxy and a module's __dict__ show every later change
+        # (a module's __dict__ is the one it has for life). Looked up there, not by getattr: a module-level
+        # __getattr__ handing back the original for a name that was deleted does not pass.
+        self.checks = [(vars(owner), name, obj, code) for owner, name, obj, code in self.items]
 
     def intact(self) -> bool:
         try:
             if type(self.worker) is not self.cls or sys.modules.get(__name__) is not self.module:
                 return False
-            for owner, name, obj, code in self.items:
-                now = owner.__dict__.get(name) if isinstance(owner, type) else getattr(owner, name, None)
-                if now is not obj or (code is not None and obj.__code__ is not code):
+            for space, name, obj, code in self.checks:
+                if space.get(name) is not obj or (code is not None and obj.__code__ is not code):
                     return False
             return True
         except BaseException:  # (whatever the submission did to make the check itself fail)
