@@ -202,6 +202,20 @@ def test_a_worker_whose_handlers_the_submission_rebinds_grades_nothing(make):
     assert e.value.message == MALFORMED
 
 
+def test_a_worker_whose_functions_are_served_by_a_module_getattr_grades_nothing(make):
+    """The guard reads the worker module's own namespace: a function taken out of it and handed back by a
+    module-level __getattr__ (where the next patch could hand back anything) is a change like any other."""
+    code = CODE + """
+import sys
+_w = sys.modules["autograder.worker"]
+_kept = _w.__dict__.pop("probe_devices")
+_w.__getattr__ = lambda name: _kept if name == "probe_devices" else (_ for _ in ()).throw(AttributeError(name))
+"""
+    with pytest.raises(CheckFailure) as e:
+        make(code)
+    assert e.value.message == MALFORMED
+
+
 def test_a_crash_says_which_step_it_ended(make):
     sub = make()
     x = torch.randn(1, 2)
