@@ -78,6 +78,7 @@ class GradingPlugin:
         self._public_cache: dict[str, bool] = {}
         self._direct_cache: dict[str, bool] = {}
         self.factor: dict[str, float] = {}  # question -> scale of its checks' points (assignment.toml `points`)
+        self._blank_cache: dict[str, dict[str, Any]] = {}  # nodeid -> a check's fixed fields (see _blank)
 
     # ------------------------------------------------------------------ fixture and metadata
 
@@ -116,6 +117,7 @@ class GradingPlugin:
         # A question with `points` in assignment.toml is worth exactly that: its checks' points are scaled to
         # it. Only when the hidden checks are collected too; the public checks alone keep their own points.
         self.factor = {}
+        self._blank_cache = {}
         if any(not self._public(i) for i in items):
             raw: dict[str, float] = {}
             for i in items:
@@ -135,15 +137,20 @@ class GradingPlugin:
     # ------------------------------------------------------------------ outcomes
 
     def _blank(self, item: pytest.Item) -> CheckResult:
-        """The check's row with no score yet: name, question, points and visibility from its metadata."""
-        meta = self._meta(item)
-        public = self._public(item)
-        vis = meta.visibility or ("visible" if public else self.assignment.hidden_visibility)
-        name = meta.name or ((item.function.__doc__ or "").strip().splitlines() or [item.name])[0]
-        points = round(meta.points * self.factor.get(meta.question, 1.0), 6)
-        name_ko = meta.name_ko or self.assignment.check_name_ko(getattr(item, "originalname", item.name))
-        return CheckResult(name=name, nodeid=item.nodeid, question=meta.question, points=points, score=0.0,
-                           status="failed", public=public, visibility=vis, name_ko=name_ko)
+        """The check's row with no score yet: name, question, points and visibility from its metadata (worked out
+        once per check: the same for every submission this process grades, the points' scale set at collection)."""
+        fields = self._blank_cache.get(item.nodeid)
+        if fields is None:
+            meta = self._meta(item)
+            public = self._public(item)
+            vis = meta.visibility or ("visible" if public else self.assignment.hidden_visibility)
+            name = meta.name or ((item.function.__doc__ or "").strip().splitlines() or [item.name])[0]
+            points = round(meta.points * self.factor.get(meta.question, 1.0), 6)
+            name_ko = meta.name_ko or self.assignment.check_name_ko(getattr(item, "originalname", item.name))
+            fields = self._blank_cache[item.nodeid] = dict(name=name, nodeid=item.nodeid, question=meta.question,
+                                                          points=points, public=public, visibility=vis,
+                                                          name_ko=name_ko)
+        return CheckResult(score=0.0, status="failed", **fields)
 
     def _classify(self, item: pytest.Item, call: pytest.CallInfo, outcome: str) -> CheckResult:
         res = self._blank(item)
