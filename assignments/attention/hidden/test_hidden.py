@@ -3,6 +3,7 @@ the -inf fill, dropout, devices and gradients. Never shipped to students."""
 import functools
 import itertools
 import tomllib
+import weakref
 from pathlib import Path
 
 import pytest
@@ -133,6 +134,18 @@ def transplant(m, ref, cls):
     transplant_report(m, ref, cls, report)
 
 
+_SHAPES: "weakref.WeakKeyDictionary[torch.nn.Module, tuple]" = weakref.WeakKeyDictionary()
+
+
+def ref_shapes(ref) -> tuple:
+    """((name, shape), ...) of a reference module's parameters, read once per module (the transplant asks for them
+    several times a check; a reference's parameters are never added or reshaped)."""
+    got = _SHAPES.get(ref)
+    if got is None:
+        got = _SHAPES[ref] = tuple((n, tuple(p.shape)) for n, p in ref.named_parameters())
+    return got
+
+
 def ref_params(ref, names: dict[str, str] | None = None) -> dict:
     """The reference's parameters, under the student's names where param_map found them other."""
     return as_student(names, {k: v.detach() for k, v in ref.named_parameters()})
@@ -156,11 +169,11 @@ def as_student(names: dict[str, str] | None, tensors: dict) -> dict:
 
 def unnamed(report, ref) -> bool:
     """Whether a load_state report says some reference parameter has no parameter of that name."""
-    return bool({n for n, _ in ref.named_parameters()} & set(report.get("missing") or ()))
+    return bool({n for n, _ in ref_shapes(ref)} & set(report.get("missing") or ()))
 
 
 def _map_key(cls, ref) -> tuple:
-    return ("param_map", cls, tuple((n, tuple(p.shape)) for n, p in ref.named_parameters()))
+    return ("param_map", cls, tuple(ref_shapes(ref)))
 
 
 def known_map(sub, cls, ref) -> dict[str, str]:
@@ -173,14 +186,14 @@ def param_map(sub, cls, m, ref) -> dict[str, str]:
     key = _map_key(cls, ref)
     if key not in sub.memo:
         have = [(n, tuple(shape)) for n, shape, _grad in m.describe()["params"]]
-        sub.memo[key] = match_params(have, [(n, tuple(p.shape)) for n, p in ref.named_parameters()])
+        sub.memo[key] = match_params(have, list(ref_shapes(ref)))
     return sub.memo[key]
 
 
 def transplant_report(m, ref, cls, report) -> None:
     """transplant's verdict on the worker's load_state report."""
     names = known_map(m.sub, cls, ref)
-    needed = {target(names.get(n, n)) for n, _ in ref.named_parameters()}
+    needed = {target(names.get(n, n)) for n, _ in ref_shapes(ref)}
     missing = sorted(needed & set(report["missing"]))
     shapes = [(n, s, r) for n, s, r in report["mismatched"] if n in needed]
     if missing or shapes:
