@@ -49,29 +49,44 @@ _ATTR = lambda a: a is None or _fields(a, {"type": _str}, {  # noqa: E731
     "kinds": lambda k: _list_of(k, lambda c: _list_of(c, _str)),
     "same_object": lambda b: type(b) is bool, "value": _anything, "p": lambda p: type(p) in (int, float)})
 
+def _schema(required: dict[str, Callable[[Any], bool]],
+            optional: dict[str, Callable[[Any], bool]] | None = None) -> Callable[[Any], bool]:
+    """A check of a dict's fields, its field checks made once (every reply is checked: dozens a check)."""
+    return lambda x: _fields(x, required, optional)
+
+
+def _is_int(x: Any) -> bool:
+    return type(x) is int
+
+
+def _is_bool(x: Any) -> bool:
+    return type(x) is bool
+
+
+_PARAM = _schema({"name": _str, "kind": _str}, {"default": _opt_str})
+_RECORD = _schema({"fn": _str, "input": _anything}, {"dim": lambda n: n is None or type(n) is int})
+_STR_LIST = lambda x: _list_of(x, _str)  # noqa: E731
+_ANY_DICT = lambda d: _dict_of(d, _anything)  # noqa: E731
+
 SCHEMAS: dict[str, Callable[[Any], bool]] = {
-    "load": lambda v: _fields(v, {"names": _NAMES, "errors": lambda e: _list_of(e, _ERROR)}),
+    "load": _schema({"names": _NAMES, "errors": lambda e: _list_of(e, _ERROR)}),
     "names": _NAMES,
-    "signature": lambda v: _fields(v, {"params": lambda ps: _list_of(ps, lambda p: _fields(
-        p, {"name": _str, "kind": _str}, {"default": _opt_str}))}),
-    "new": lambda v: _fields(v, {"handle": lambda h: type(h) is int}, {"type": _str, "module": _anything}),
-    "call": lambda v: _fields(v, {"out": _anything, "records": lambda r: _list_of(r, lambda d: _fields(
-        d, {"fn": _str, "input": _anything}, {"dim": lambda n: n is None or type(n) is int}))},
-        {"grads": lambda g: g is None or _dict_of(g, _anything)}),
-    "state": lambda v: _fields(v, {"params": lambda d: _dict_of(d, _anything),
-                                   "buffers": lambda d: _dict_of(d, _anything),
-                                   "persistent": lambda p: _list_of(p, _str)}),
-    "load_state": lambda v: _fields(v, {"loaded": lambda x: _list_of(x, _str), "missing": lambda x: _list_of(x, _str),
-                                        "unexpected": lambda x: _list_of(x, _str),
-                                        "mismatched": lambda x: _list_of(x, _tuple(_str, _ints, _ints))}),
-    "describe": lambda v: _fields(v, {"type": _str, "attrs": lambda a: _dict_of(a, _ATTR)}, {
+    "signature": _schema({"params": lambda ps: _list_of(ps, _PARAM)}),
+    "new": _schema({"handle": _is_int}, {"type": _str, "module": _anything}),
+    "call": _schema({"out": _anything, "records": lambda r: _list_of(r, _RECORD)},
+                    {"grads": lambda g: g is None or _dict_of(g, _anything)}),
+    "state": _schema({"params": _ANY_DICT, "buffers": _ANY_DICT, "persistent": _STR_LIST}),
+    "load_state": _schema({"loaded": _STR_LIST, "missing": _STR_LIST, "unexpected": _STR_LIST,
+                           "mismatched": lambda x: _list_of(x, _tuple(_str, _ints, _ints))}),
+    "describe": _schema({"type": _str, "attrs": lambda a: _dict_of(a, _ATTR)}, {
         "modules": lambda m: _list_of(m, _tuple(_str, _str)),
-        "params": lambda p: _list_of(p, _tuple(_str, _ints, lambda b: type(b) is bool)),
+        "layer_norms": _STR_LIST,
+        "params": lambda p: _list_of(p, _tuple(_str, _ints, _is_bool)),
         "tensors": lambda t: _list_of(t, _tuple(_str, _ints))}),
     "to": lambda v: v is None,
-    "probe_devices": lambda v: _fields(v, {"mixed": lambda m: _list_of(m, _tuple(_str, lambda d: _list_of(d, _str))),
-                                           "out_device": _opt_str, "stay_behind": lambda s: _list_of(s, _str)},
-                                       {"causal_sdpa": lambda b: type(b) is bool, "to_cpu": lambda b: type(b) is bool}),
+    "probe_devices": _schema({"mixed": lambda m: _list_of(m, _tuple(_str, lambda d: _list_of(d, _str))),
+                              "out_device": _opt_str, "stay_behind": _STR_LIST},
+                             {"causal_sdpa": _is_bool, "to_cpu": _is_bool}),
     "env": lambda v: type(v) is dict,
 }
 

@@ -420,3 +420,31 @@ def test_a_worker_returning_a_dict_subclass_replies_with_its_contents(monkeypatc
     out = protocol.recv(b)["value"]["out"]
     assert type(out) is dict and torch.equal(out["y"], torch.full((3,), 2.0)) and torch.equal(out["z"], 2 * torch.ones(3))
     a.close(), b.close()
+
+
+def test_reply_shapes_are_checked_per_request():
+    """replies.well_formed: a reply of the shape a genuine worker gives passes, one with a field of another type
+    (which only a worker the submission changed sends) does not: per request, and per step of a sequence."""
+    from autograder.replies import well_formed
+    t = torch.ones(2)
+    good = {"call": {"out": t, "records": [{"fn": "softmax", "input": t, "dim": -1}], "grads": None},
+            "new": {"handle": 3, "type": "Net"},
+            "state": {"params": {"w": t}, "buffers": {}, "persistent": ["mask"]},
+            "load_state": {"loaded": ["w"], "missing": [], "unexpected": [], "mismatched": [["b", [2], [3]]]},
+            "signature": {"params": [{"name": "d_in", "kind": "POSITIONAL_OR_KEYWORD", "default": None}]},
+            "describe": {"type": "Net", "attrs": {}, "modules": [["lin", "Linear"]], "layer_norms": ["norm1"],
+                         "params": [["lin.weight", [2, 2], True]], "tensors": []}}
+    bad = {"call": [{"out": t}, {"out": t, "records": [{"fn": 1, "input": t}]}, {"out": t, "records": [], "grads": 3}],
+           "new": [{"handle": "3"}, {"handle": 3, "type": 4}],
+           "state": [{"params": {1: t}, "buffers": {}, "persistent": []}, {"params": {}, "buffers": {}}],
+           "load_state": [{"loaded": ["w"], "missing": [], "unexpected": [], "mismatched": [["b", [2]]]}],
+           "signature": [{"params": [{"name": "d_in"}]}, {"params": [{"name": "x", "kind": "K", "default": 1}]}],
+           "describe": [{"type": "Net", "attrs": {}, "layer_norms": "norm1"},
+                        {"type": "Net", "attrs": {}, "params": [["w", [2], "yes"]]}]}
+    for op, value in good.items():
+        assert well_formed(op, value), op
+        assert well_formed("seq", {"values": [value, value]}, {"steps": [{"op": op, "args": {}}] * 2}), op
+    for op, values in bad.items():
+        for value in values:
+            assert not well_formed(op, value), (op, value)
+            assert not well_formed("seq", {"values": [good[op], value]}, {"steps": [{"op": op, "args": {}}] * 2})
