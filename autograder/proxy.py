@@ -354,7 +354,7 @@ class Submission:
         self._ahead: list[tuple[FunctionCall, Any]] = []  # the outcomes of calls sent ahead (see ahead())
         self._replaying = False  # see _replayed
         self._ahead_taken = 0  # how many outcomes sent ahead the check took
-        self._ahead_lost: list[tuple[int, str | None]] = []  # calls sent ahead that ended their worker (see ahead)
+        self._ahead_lost: tuple[int, str | None] | None = None  # the sent call that ended its worker (see ahead)
         # Where the machine has a GPU, the worker above sees none (plugin.py), so that code which picks its device
         # at import (`device = "cuda" if torch.cuda.is_available() else "cpu"` in a notebook) is graded the same
         # on a GPU server as on a CPU-only one; the checks that run on the GPU use gpu(), a second worker started
@@ -660,6 +660,8 @@ class Submission:
                 f"채점 중단: 코드가 CPU 시간은 거의 쓰지 않으면서 채점기를 모두 {self.wait_limit():g}초 넘게 기다리게 "
                 "했습니다 (sleep, 또는 오지 않는 무언가를 기다림).")
             raise CheckFailure(self.fatal)
+        if (self.worker is None or not self.worker.alive) and self._replaying:
+            self.start()  # (calls made again after a crash: see _replayed)
         if self.worker is None or not self.worker.alive:
             if self.restarts - len(self.hung) >= MAX_RESTARTS:
                 self.fatal = Message(f"The process running your code had to be restarted {MAX_RESTARTS} times "
@@ -920,12 +922,16 @@ class Submission:
         its outcome is taken from there instead."""
         if self._ahead:
             sent, outcome = self._ahead.pop(0)
-            if sent.same(c):
+            if sent.same(c) and outcome is not _NOT_SENT:
                 self._ahead_taken += 1
                 if isinstance(outcome, CheckFailure):
                     raise outcome
                 return outcome
-            self._ahead.clear()  # the check went another way than it said it would: ask as it goes from here
+            if sent.same(c):  # after a crash or a hang the check read: one by one from here, as it would have been
+                self._ahead_lost = None
+            else:  # the check went another way than it said it would: ask as it goes from here
+                self._settle_ahead()
+            self._ahead.clear()
         self.require(c.name, kind="function")
         return self.request("call", what=c.what, owner=c.owner, name=c.name, args=list(c.args), kwargs=c.kwargs,
                             seed=c.seed, record=None)["out"]
@@ -935,31 +941,36 @@ class Submission:
         """Send `calls` (of the submission's top-level functions, on the grader's own inputs) to the worker together,
         in as few round trips as their outcomes allow, before the check runs; while it runs, call_function() takes
         each outcome in order as if its request were made at that point. A check that fails before its last call
-        leaves the rest unread: they ran all the same (like the later calls of a check that tells every failure),
-        but a crash or a hang among them, which the calls made one by one would never have met, costs nothing (not
-        a restart, and its function is called again later). A check that makes another call than the next one sent
-        ahead asks the worker from there on. What is left is dropped when the check ends."""
-        self._ahead_taken, self._ahead_lost = 0, []
+        leaves the rest unread: they ran all the same, like the later calls of a check that tells every failure.
+        A crash or a hang ends the sending: the calls after it are made one by one if the check gets to them, and
+        if it does not (it failed before), that crash or hang, which the calls made one by one would never have
+        met, costs nothing (no restart is counted, and a function that hung is called again later). A check that
+        makes another call than the next one sent ahead asks the worker from there on. Inside the block the check
+        makes no requests of its own but these calls. What is left is dropped when the check ends."""
+        self._ahead_taken, self._ahead_lost = 0, None
         self._ahead = list(zip(calls, self._outcomes(calls)))
         try:
             yield
         finally:
-            pending = self.worker is not None and not self.worker.alive  # the last loss's restart is still to come
-            for n, (index, newly_hung) in enumerate(self._ahead_lost):
-                if index >= self._ahead_taken:  # (what the check read comes first: the rest was never asked for)
-                    if pending and n == len(self._ahead_lost) - 1:
-                        self.worker = None  # the next request starts a worker, not counted as a restart
-                    else:
-                        self.restarts -= 1
-                    if newly_hung is not None:
-                        self.hung.pop(newly_hung, None)
-            self._ahead, self._ahead_lost = [], []
+            self._settle_ahead()
+            self._ahead = []
 
-    def _outcomes(self, calls: list["FunctionCall"], base: int = 0) -> list[Any]:
+    def _settle_ahead(self) -> None:
+        """A crash or hang among the calls sent ahead that the check never read: undone as far as it can be (the
+        worker it ended is replaced without counting a restart; its function is not marked as hung)."""
+        lost, self._ahead_lost = self._ahead_lost, None
+        if lost is not None and lost[0] >= self._ahead_taken:
+            if self.worker is not None and not self.worker.alive:
+                self.worker = None
+            if lost[1] is not None:
+                self.hung.pop(lost[1], None)
+
+    def _outcomes(self, calls: list["FunctionCall"], replay: bool = False) -> list[Any]:
         """Each call's value or its CheckFailure, as made one by one in order: consecutive calls with the same
-        owner go in one sequence; after a call that raised, the sequence goes on from the next call; after a hang
-        or a crash (the values before it are lost with the worker), the calls before it are made again (see
-        _replayed). Each call that ended its worker is noted (its index in the check's calls, from `base`)."""
+        owner go in one sequence; after a call that raised, the sequence goes on from the next call. After a hang
+        or a crash, the calls before it (their values went with the worker) are made again (_replayed) and the
+        calls after it are not sent (_NOT_SENT: call_function makes them, if the check gets that far); the call
+        that ended the worker is noted in _ahead_lost (its index, and the function it marked as hung)."""
         out: list[Any] = []
         i = 0
         while i < len(calls):
@@ -974,7 +985,7 @@ class Submission:
                     and self.names[calls[j].name] != "value":
                 j += 1
             group = calls[i:j]
-            owner, hung_before = group[0].owner, group[0].owner in self.hung
+            owner, hung_before, ended_before = group[0].owner, group[0].owner in self.hung, len(self.ended)
             try:
                 if len(group) == 1:
                     c = group[0]
@@ -990,31 +1001,34 @@ class Submission:
             except CheckFailure as e:
                 failed = e
             k = failed.step if isinstance(failed.step, int) and 0 <= failed.step < len(group) else 0
-            if self.worker is not None and not self.worker.alive:  # it crashed or hung (or was over budget)
-                newly = owner if owner is not None and owner in self.hung and not hung_before else None
-                self._ahead_lost.append((base + i + k, newly))
+            lost = len(self.ended) > ended_before  # this request's worker crashed or hung (or was over budget)
             if failed.done is not None and len(failed.done) == k:
                 out += [v["out"] for v in failed.done]
-            elif k:  # lost with the worker
-                out += self._replayed(group[:k], base + i)
+            elif k:
+                out += self._replayed(group[:k])
             failed.step, failed.done = 0, None  # (as the call alone would have failed)
             out.append(failed)
             i += k + 1
+            if lost:
+                if not replay:
+                    newly = owner if owner is not None and owner in self.hung and not hung_before else None
+                    self._ahead_lost = (i - 1, newly)
+                out += [_NOT_SENT] * (len(calls) - i)
+                break
         return out
 
-    def _replayed(self, calls: list["FunctionCall"], base: int) -> list[Any]:
+    def _replayed(self, calls: list["FunctionCall"]) -> list[Any]:
         """The outcomes of `calls`, which ran before a call of theirs hung or crashed the worker and went with it:
-        made again in the worker that replaced it (as they ran then: before the hang, so a function that hung after
-        them is called), which is then let go, so that the calls after the failure start in a fresh worker, as
-        they would have one by one. Not a restart of the submission's: it costs them nothing."""
+        made again in a worker started for them (not a restart of the submission's: one by one, they ran before the
+        failure, in the worker it ended; and a function that hung after them is called), which is then let go, so
+        that the next call made starts a fresh worker, counted as the restart after that crash or hang."""
         self._replaying = True
         try:
-            got = self._outcomes(calls, base)
+            got = self._outcomes(calls, replay=True)
         finally:
             self._replaying = False
-        if self.worker is not None:
+        if self.worker is not None and self.worker.alive:
             self.ended.append(self.worker.kill(graceful=True))
-            self.worker = None
         return got
 
     def ahead_left(self) -> int:
@@ -1031,6 +1045,9 @@ class Submission:
         text = "".join(self.output)
         self.output.clear()
         return text
+
+
+_NOT_SENT = object()  # a call sent ahead after one that crashed or hung: never sent (see Submission.ahead)
 
 
 class FunctionCall(NamedTuple):

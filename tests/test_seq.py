@@ -405,9 +405,9 @@ def _counted(sub):
     return sent
 
 
-@pytest.mark.parametrize("owned", [False, True])
+@pytest.mark.parametrize("owned, near_limit", [(False, False), (True, False), (False, True)])
 @pytest.mark.parametrize("middle", ["refuse", "missing", "A_VALUE", "die", "spin"])
-def test_calls_sent_ahead_give_what_the_calls_give_one_by_one(make, middle, owned):
+def test_calls_sent_ahead_give_what_the_calls_give_one_by_one(make, middle, owned, near_limit):
     """Submission.ahead: a check's calls of top-level functions go to the worker together; each outcome (a value, or
     the failure with the words its call alone gets: a raise, a name that is missing or not a function, a crash, a
     hang) is what the calls made one by one give, and the calls after a failure still run. owned: each call is
@@ -420,15 +420,18 @@ def test_calls_sent_ahead_give_what_the_calls_give_one_by_one(make, middle, owne
              c("double", (x + 1,), None, "d"), c(middle, (x,), None, "again"), c("seeded", (2,), 8, "seeded(2)"),
              c("called", (), None, "called()")]
     limits = {"call_timeout": 1.5} if middle == "spin" else {}
+    from autograder.proxy import MAX_RESTARTS
     one = make(FUNCTIONS, **limits)
-    want = [_outcome(one, c) for c in calls]
     sub = make(FUNCTIONS, **limits)
+    if near_limit:  # (a submission that crashed in earlier checks: the next crash's restart is its last)
+        one.restarts = sub.restarts = MAX_RESTARTS - 1
+    want = [_outcome(one, c) for c in calls]
     sent = _counted(sub)
     with sub.ahead(calls):
         got = [_outcome(sub, c) for c in calls]
     assert [_same_outcome(a, b) for a, b in zip(want, got)] == [True] * len(calls), (want, got)
     assert isinstance(got[2], CheckFailure) and got[2].step == 0 and got[2].done is None
-    assert (sub.restarts, set(sub.hung)) == (one.restarts, set(one.hung))
+    assert (sub.restarts, set(sub.hung), sub.fatal) == (one.restarts, set(one.hung), one.fatal)
     if middle in ("refuse", "missing", "A_VALUE") and not owned:  # the worker lives on: a sequence between failures
         assert len(sent) == 3, sent  # (calls charged each to its own function go together only with their own)
     assert sub.ahead_left() == 0
@@ -502,21 +505,26 @@ def test_the_labs_step_checks_send_their_calls_ahead_and_grade_as_one_by_one(tmp
     assert per_sub[1] >= 40 and per_sub[0] <= per_sub[1] / 2, per_sub
 
 
+@pytest.mark.parametrize("near_limit", [False, True])
 @pytest.mark.parametrize("middle", ["die", "spin"])
-def test_a_crash_or_hang_among_calls_the_check_never_read_costs_nothing(make, middle):
+def test_a_crash_or_hang_among_calls_the_check_never_read_costs_nothing(make, middle, near_limit):
     """A check that fails before its last call leaves the calls after it unread: a crash or a hang among them,
     which the calls made one by one never meet, is not a restart, and the function that hung is called again by
     the next check as it would have been (red team of this change: a softmax that hangs on one hidden size only was
     marked hung by the call after a failed comparison, and lost a later check that calls it on other sizes)."""
+    from autograder.proxy import MAX_RESTARTS
     x = torch.randn(3)
     owned = [FunctionCall("double", (x,), {}, None, "double(x)", "double"),
-             FunctionCall(middle, (x,), {}, None, "m(x)", middle)]
+             FunctionCall(middle, (x,), {}, None, "m(x)", middle), FunctionCall("double", (x,), {}, None, "d", "double"),
+             FunctionCall(middle, (x,), {}, None, "m(x)", middle), FunctionCall("double", (x,), {}, None, "d", "double")]
     one = make(FUNCTIONS, call_timeout=1.5)
-    first = one.call_function(owned[0])  # the check reads this, compares it, fails: the second is never made
     sub = make(FUNCTIONS, call_timeout=1.5)
+    start = MAX_RESTARTS - 1 if near_limit else 0  # (a submission that crashed in earlier checks)
+    one.restarts = sub.restarts = start
+    first = one.call_function(owned[0])  # the check reads this, compares it, fails: the second is never made
     with sub.ahead(owned):
         assert torch.equal(sub.call_function(owned[0]), first)
-    assert (sub.restarts, dict(sub.hung)) == (one.restarts, dict(one.hung)) == (0, {})
+    assert (sub.restarts, dict(sub.hung), sub.fatal) == (one.restarts, dict(one.hung), one.fatal) == (start, {}, None)
     # the next check calls it: one by one, this is its first hang or crash; sent ahead, too
     later = [_outcome(s, owned[1]) for s in (one, sub)]
     assert [type(o) for o in later] == [CheckFailure, CheckFailure] and later[0].message == later[1].message
