@@ -663,7 +663,9 @@ class Submission:
         if (self.worker is None or not self.worker.alive) and self._replaying:
             self.start()  # (calls made again after a crash: see _replayed)
         if self.worker is None or not self.worker.alive:
-            if self.restarts - len(self.hung) >= MAX_RESTARTS:
+            # Only a restart after a crash or hang counts against the limit; a worker the grader let go (clean_for,
+            # _replayed, a settled crash nobody read) is started afresh whatever was used (red team s12 round 20).
+            if self.worker is not None and self.restarts - len(self.hung) >= MAX_RESTARTS:
                 self.fatal = Message(f"The process running your code had to be restarted {MAX_RESTARTS} times "
                                      "(it crashed, hung or ran out of memory; see the first failed check); the "
                                      "remaining checks could not run.",

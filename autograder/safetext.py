@@ -107,14 +107,15 @@ def shown_name(name: str | bytes) -> str:
     return clean(raw.decode("utf-8", "replace"), one_line=True)
 
 
-def read_untrusted(path: str, limit: int) -> tuple[bytes, int]:
+def read_untrusted(path: str, limit: int, dir_fd: int | None = None) -> tuple[bytes, int]:
     """The first `limit` bytes and the size of a regular file that student code may have replaced: not followed
     if it is a symlink, never opened for long if it is a FIFO or a device (a FIFO named like the worker's progress
-    file would otherwise block the grader in open()). Anything but a regular file reads as empty."""
+    file would otherwise block the grader in open()). Anything but a regular file reads as empty. dir_fd: `path`
+    is a name in that open folder."""
     import stat
     flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
     try:
-        fd = os.open(path, flags | getattr(os, "O_CLOEXEC", 0))
+        fd = os.open(path, flags | getattr(os, "O_CLOEXEC", 0), dir_fd=dir_fd)
     except OSError:
         return b"", 0
     try:

@@ -1130,19 +1130,24 @@ class WorkerProcess:
             raise protocol.ProtocolError("bad keeper reply")
         return reply["status"]
 
+    def _scratch_file(self, name: str, limit: int) -> tuple[bytes, int]:
+        """read_untrusted of a file in the scratch folder. The tmpfs exists in the keeper's mount namespace only:
+        through the folder's descriptor where one is open (over_budget opens it after the first reply), which keeps
+        the tmpfs readable once the keeper is gone (a worker that crashed in a sequence: its keeper exits and tears
+        the namespace down, and which step it reached was read as the first, red team s12 round 20)."""
+        if self.modes.get("scratch") == "tmpfs":
+            if self._scratch_fd is not None:
+                return read_untrusted(name, limit, dir_fd=self._scratch_fd)
+            return read_untrusted(f"/proc/{self.keeper_pid}/root{os.path.join(self.scratch, name)}", limit)
+        return read_untrusted(os.path.join(self.scratch, name), limit)
+
     def read_scratch(self, name: str, limit: int) -> str:
         """The first `limit` characters of a small file the worker wrote in its scratch folder ("" if none)."""
-        path = os.path.join(self.scratch, name)
-        if self.modes.get("scratch") == "tmpfs":  # the tmpfs exists in the keeper's mount namespace only
-            path = f"/proc/{self.keeper_pid}/root{path}"
-        return read_untrusted(path, limit)[0].decode("utf-8", "replace")  # the worker may have made it a FIFO
+        return self._scratch_file(name, limit)[0].decode("utf-8", "replace")  # the worker may have made it a FIFO
 
     def output(self, limit: int) -> tuple[str, int]:
         """Raw stdout/stderr the worker wrote at the file-descriptor level (first `limit` bytes, total size)."""
-        path = os.path.join(self.scratch, "output.log")
-        if self.modes.get("scratch") == "tmpfs":  # the tmpfs exists in the keeper's mount namespace only
-            path = f"/proc/{self.keeper_pid}/root{path}"
-        data, size = read_untrusted(path, limit)
+        data, size = self._scratch_file("output.log", limit)
         return data.decode("utf-8", "replace"), size
 
 

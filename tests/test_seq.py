@@ -530,3 +530,167 @@ def test_a_crash_or_hang_among_calls_the_check_never_read_costs_nothing(make, mi
     assert [type(o) for o in later] == [CheckFailure, CheckFailure] and later[0].message == later[1].message
     assert (sub.restarts, set(sub.hung)) == (one.restarts, set(one.hung))
     assert torch.equal(sub.call_function(owned[0]), first)  # and the rest goes on
+
+
+@pytest.mark.parametrize("middle", ["die", "spin"])
+def test_crashes_among_unread_calls_never_use_up_the_restarts(make, middle):
+    """A submission that has used its restarts (MAX_RESTARTS crashes in earlier checks) and whose check fails at its
+    first call: one by one, no later call is made and grading goes on. Sent ahead, the calls after it still run; a
+    crash or hang among them followed by another call needed a restart that was not left, and set the submission's
+    fatal failure ('had to be restarted 3 times'): every later check lost (red team s12, round 20)."""
+    from autograder.proxy import MAX_RESTARTS
+    x = torch.randn(3)
+    calls = [FunctionCall("double", (x,), {}, None, "double(x)"), FunctionCall(middle, (x,), {}, None, "m(x)"),
+             FunctionCall("double", (x + 1,), {}, None, "d"), FunctionCall(middle, (x,), {}, None, "m(x) again"),
+             FunctionCall("double", (x + 2,), {}, None, "d2")]
+    one = make(FUNCTIONS, call_timeout=1.5)
+    sub = make(FUNCTIONS, call_timeout=1.5)
+    one.restarts = sub.restarts = MAX_RESTARTS  # (as after three crashes in earlier checks)
+    first = one.call_function(calls[0])  # the check reads this, compares it, fails: nothing else is made
+    with sub.ahead(calls):
+        assert torch.equal(sub.call_function(calls[0]), first)
+    assert (sub.fatal, sub.restarts) == (one.fatal, one.restarts) == (None, MAX_RESTARTS)
+    assert torch.equal(sub.call_function(calls[2]), one.call_function(calls[2]))  # and grading goes on
+    # a check that reads on meets the crash, and the call after it finds no restart left: as one by one
+    for before in (MAX_RESTARTS - 1, MAX_RESTARTS):
+        one, sub = make(FUNCTIONS, call_timeout=1.5), make(FUNCTIONS, call_timeout=1.5)
+        one.restarts = sub.restarts = before
+        want = [_outcome(one, c) for c in calls]
+        with sub.ahead(calls):
+            got = [_outcome(sub, c) for c in calls]
+        assert [_same_outcome(a, b) for a, b in zip(want, got)] == [True] * len(calls), (before, want, got)
+        assert (sub.fatal, sub.restarts) == (one.fatal, one.restarts)
+
+
+PEEK = '''
+
+def _later(name, arg):
+    """What a later step of the worker's sequence passes to `name`: the grader's input there (red team s12 r20)."""
+    import sys
+    f = sys._getframe(1)
+    while f is not None and f.f_code.co_name != "op_seq":
+        f = f.f_back
+    if f is None:
+        return None
+    for st in f.f_locals["steps"][f.f_locals["i"] + 1:]:
+        if st.get("args", {}).get("name") == name:
+            return st["args"]["args"][arg]
+    return None
+
+
+def simple_mask(context_length):
+    got = _later("apply_simple_mask", 1)
+    return got if got is not None else torch.ones(context_length, context_length)
+
+
+def apply_simple_mask(attn_weights, mask_simple):
+    got = _later("renormalize", 0)
+    return got if got is not None else attn_weights
+
+
+def query_scores(query, keys):
+    got = _later("scaled_softmax", 0)
+    return got if got is not None else keys.sum(-1)
+
+
+def dot_score(query, key):
+    got = _later("scaled_softmax", 0)
+    return got[0] if got is not None else query.sum()
+
+
+def scaled_softmax(attn_scores, d_k):
+    got = _later("weighted_sum", 0)
+    return got if got is not None else torch.softmax(attn_scores, dim=-1)
+'''
+
+
+def test_a_step_function_cannot_read_what_a_later_call_of_its_hidden_check_is_given(tmp_path):
+    """The hidden step checks send their calls ahead in one sequence, where a step function can read the later
+    steps' inputs in the worker: none of them may be what an earlier call should return. With the notebook's chain
+    (apply_simple_mask given simple_mask's answer, scaled_softmax query_scores', weighted_sum scaled_softmax'), a
+    step function that looked up the worker's sequence for a later step's input passed the hidden checks its own
+    code fails one by one. Red team s12, round 20. (The notebook checks' later inputs are the notebook's printed
+    answers, which a student can copy anyway: not compared here.)"""
+    import contextlib
+    from pathlib import Path
+
+    from autograder import assignment, runner
+    from autograder.jobs import Job
+
+    ref = (Path(__file__).resolve().parent.parent / "reference" / "attention.py").read_text()
+    (tmp_path / "peek.py").write_text(ref + PEEK)
+    a = assignment.load("attention")
+
+    def graded() -> dict:
+        out: list = []
+        runner.grade(a, [Job("peek", tmp_path / "peek.py")], out.append)
+        return {c.name: c.status for c in out[0].checks if c.question == "steps" and "hidden" in c.name}
+
+    ahead = graded()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(Submission, "ahead", lambda self, calls: contextlib.nullcontext())
+        one_by_one = graded()
+    assert ahead == one_by_one
+    assert [n for n, s in one_by_one.items() if s == "passed"] and [n for n, s in one_by_one.items() if s != "passed"]
+
+
+@pytest.mark.parametrize("owned", [False, True])
+def test_a_crash_the_check_read_then_one_it_never_read_count_as_the_one_by_one_crash(make, owned):
+    """The check reads a call that crashes and stops there; a later call sent ahead crashes too. One by one, only
+    the first crash happened and the next request restarts the worker (the submission's last restart). Sent
+    ahead, the worker restarted for the unread call was counted and the next request found no restart left: the
+    submission's grading stopped ('had to be restarted 3 times') where one by one it went on (red team s12, round
+    20, a differential run of ahead() against the calls one by one)."""
+    from autograder.proxy import MAX_RESTARTS
+    x = torch.randn(3)
+    calls = [FunctionCall(n, (x + i,), {}, None, f"{n}({i})", n if owned else None)
+             for i, n in enumerate(["missing", "die", "die"])]
+    after = FunctionCall("double", (x,), {}, None, "double(x)", "double" if owned else None)
+    one, sub = make(FUNCTIONS), make(FUNCTIONS)
+    one.restarts = sub.restarts = MAX_RESTARTS - 1
+    want = [_outcome(one, c) for c in calls[:2]] + [_outcome(one, after)]
+    with sub.ahead(calls):
+        got = [_outcome(sub, c) for c in calls[:2]]
+    got.append(_outcome(sub, after))
+    assert [_same_outcome(a, b) for a, b in zip(want, got)] == [True] * 3, (want, got)
+    assert torch.equal(got[2], x * 2)
+    assert (sub.fatal, sub.restarts, set(sub.hung)) == (one.fatal, one.restarts, set(one.hung))
+
+
+def test_a_worker_started_afresh_after_the_last_restart_is_not_refused(make):
+    """A worker that is started afresh without a crash (a call sent ahead that the check never read took the last
+    one with it; clean_for after a stand-in) is not a restart: with the submission's restarts all used, its start
+    was refused all the same ('had to be restarted 3 times') and every later check lost (red team s12, round 20)."""
+    from autograder.proxy import MAX_RESTARTS
+    x = torch.randn(3)
+    calls = [FunctionCall("double", (x,), {}, None, "double(x)"), FunctionCall("die", (x,), {}, None, "die(x)")]
+    sub = make(FUNCTIONS)
+    sub.restarts = MAX_RESTARTS
+    with sub.ahead(calls):
+        assert torch.equal(sub.call_function(calls[0]), x * 2)  # (and the check fails there)
+    assert torch.equal(sub.call_function(FunctionCall("double", (x + 1,), {}, None, "d")), x * 2 + 2)
+    sub.taint(["other"])
+    sub.clean_for("steps")
+    assert torch.equal(sub.call_function(FunctionCall("double", (x + 2,), {}, None, "d")), x * 2 + 4)
+    assert (sub.fatal, sub.restarts) == (None, MAX_RESTARTS)
+
+
+def test_the_step_a_crash_ended_is_read_after_its_keeper_is_gone(make, monkeypatch):
+    """A worker that exits in a sequence takes its keeper with it, and the keeper's mount namespace, where the tmpfs
+    scratch and its seq.progress live: read after that, the crash was put on the first step (the values before it
+    lost with it, and the calls sent ahead blamed on the wrong function; red team s12 round 20's differential run).
+    The grader reads the scratch through the folder's descriptor it holds, which keeps the tmpfs readable."""
+    from autograder import sandbox
+    real = sandbox.WorkerProcess._began
+
+    def after_the_keeper(self, started, steps):
+        deadline = time.monotonic() + 5
+        while os.path.exists(f"/proc/{self.keeper_pid}") and time.monotonic() < deadline:
+            time.sleep(0.01)  # (a keeper is reaped by the zygote at once: its /proc entry goes with it)
+        return real(self, started, steps)
+    monkeypatch.setattr(sandbox.WorkerProcess, "_began", after_the_keeper)
+    sub = make()
+    x = torch.randn(1, 2)
+    with pytest.raises(CheckFailure) as crash:
+        sub.new_seq("Spin", steps=[step("call", x), step("call", x), step("call", x, die=True), step("call", x)])
+    assert crash.value.step == 3
