@@ -742,10 +742,11 @@ def walk_modules(m: Any) -> list[tuple[str, Any]]:
     return out
 
 
-def walk_tensors(m: Any, key: str) -> list[tuple[str, Any]]:
-    """(name, tensor) of every registered parameter (key "_parameters") or buffer ("_buffers"), each tensor once."""
+def walk_tensors(m: Any, key: str, modules: list[tuple[str, Any]] | None = None) -> list[tuple[str, Any]]:
+    """(name, tensor) of every registered parameter (key "_parameters") or buffer ("_buffers"), each tensor once.
+    modules: walk_modules(m), where the caller has it already."""
     out, seen = [], set()
-    for name, mod in walk_modules(m):
+    for name, mod in walk_modules(m) if modules is None else modules:
         for k, t in _registered(mod, key).items():
             if isinstance(t, torch.Tensor) and id(t) not in seen:
                 seen.add(id(t))
@@ -774,13 +775,15 @@ def all_parameters(m: Any) -> list[tuple[str, Any]]:
     all 15 of the wrapper's points)."""
     if not isinstance(m, nn.Module):
         return []
-    out = walk_tensors(m, "_parameters")
+    modules = walk_modules(m)  # (read once: it is most of the cost of a request that loads weights)
+    out = walk_tensors(m, "_parameters", modules)
     seen = None
-    for name, owner in walk_modules(m)[:256]:
+    for name, owner in modules[:256]:
         for attr, held in list(own_dict(owner).items())[:256]:
+            if type(attr) is not str or attr[:1] == "_":  # nn.Module's own _parameters, _modules...: registered
+                continue
             kind = type(held)
-            if (kind is not list and kind is not tuple and kind is not dict) or not held or len(held) > 64 \
-                    or attr.startswith("_"):  # nn.Module's own _parameters, _modules...: registered already
+            if (kind is not list and kind is not tuple and kind is not dict) or not held or len(held) > 64:
                 continue
             items = list(held.items()) if kind is dict else list(enumerate(held))
             if not all(isinstance(x, nn.Module) for _, x in items):
