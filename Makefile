@@ -33,6 +33,7 @@ clean:
 # four submissions built from them, graded each against its own variant, then audited.
 .PHONY: demo-exam
 demo: demo-exam
+demo-exam: export GRADE_DEMO_SECRET_OK = 1
 demo-exam: setup
 	rm -rf results/exam
 	$(GRADE) exam papers midterm --roster examples/exam/roster.csv --secret-file examples/exam/demo-only.secret -o results/exam/papers

@@ -31,6 +31,8 @@ LATE_POLICIES = ("flag", "zero", "per_minute")
 VARIANT_BEGIN = "# ---- EXAM VARIANT"
 VARIANT_END = "# ---- END OF EXAM VARIANT"
 PRIVATE_DIR = "exam_private"  # in a Gradescope zip: the roster and the secret (staff-only zip)
+DEMO_SECRET_MARK = b"DEMO-ONLY-SECRET"  # how examples/exam/demo-only.secret begins
+DEMO_OK_ENV = "GRADE_DEMO_SECRET_OK"  # set to 1 by `make demo`: the published demo secret may be used
 MAKE_SECRET = ("make one with: python -c \"import secrets; print(secrets.token_hex(32))\" > exam.secret && "
                "chmod 600 exam.secret, then pass --secret-file exam.secret (or set GRADE_EXAM_SECRET); keep it "
                "out of the repository and use the same file for papers, grading and Gradescope")
@@ -112,6 +114,12 @@ def read_secret(secret_file: Path | None) -> bytes:
         raise ExamError(f"no exam secret: pass --secret-file FILE or set {SECRET_ENV}; {MAKE_SECRET}")
     if len(raw) < 16:
         raise ExamError(f"the exam secret is too short ({len(raw)} bytes; at least 16); {MAKE_SECRET}")
+    if raw.startswith(DEMO_SECRET_MARK) and os.environ.get(DEMO_OK_ENV) != "1":
+        # The demo's secret is in the repository: anyone can compute every student's variant (and paper code) from
+        # it. An instructor who copied `make demo`'s command for a real exam would hand out papers with no secret.
+        raise ExamError(f"this is the demo's secret (examples/exam/demo-only.secret), published with the grader: "
+                        f"with it anyone can work out every student's variant. Use your own secret: {MAKE_SECRET}. "
+                        f"(For a demo only, set {DEMO_OK_ENV}=1, as `make demo` does.)")
     return raw
 
 

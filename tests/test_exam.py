@@ -157,6 +157,29 @@ def test_papers_refuse_without_a_secret(work):
         (work / "papers" / "ada" / "midterm.py").read_bytes()
 
 
+def test_the_published_demo_secret_is_refused_for_a_real_exam(work, papers):
+    """The demo's secret is in the repository, so every variant made with it is public: `grade exam papers`, `grade
+    batch --roster` and the Gradescope zip refuse it (exit 2, nothing written) unless GRADE_DEMO_SECRET_OK=1, which
+    only `make demo` sets."""
+    demo = ROOT / "examples" / "exam" / "demo-only.secret"
+    env = {k: v for k, v in os.environ.items() if k not in (exam.SECRET_ENV, exam.DEMO_OK_ENV)}
+    runs = {"papers": ["exam", "papers", "midterm", "--roster", "roster.csv", "-o", "demo_papers"],
+            "batch": ["batch", "papers", "--assignment", "midterm", "--roster", "roster.csv", "--out", "demo_results"],
+            "gradescope": ["gradescope", "--assignment", "midterm", "--roster", "roster.csv", "-o", "demo.zip"]}
+    for what, args in runs.items():
+        p = subprocess.run([GRADE, *args, "--secret-file", str(demo)], cwd=work, capture_output=True, text=True,
+                           env=env, timeout=600)
+        assert p.returncode == 2, (what, p.stdout, p.stderr)
+        assert "demo-only.secret" in p.stderr and "secrets.token_hex" in p.stderr, (what, p.stderr)
+    assert not (work / "demo_papers").exists() and not (work / "demo_results").exists() \
+        and not (work / "demo.zip").exists()
+    # as `make demo` runs it
+    p = subprocess.run([GRADE, *runs["papers"], "--secret-file", str(demo)], cwd=work, capture_output=True,
+                       text=True, env={**env, exam.DEMO_OK_ENV: "1"}, timeout=600)
+    assert p.returncode == 0, p.stderr
+    assert (work / "demo_papers" / "ada" / "midterm.py").exists()
+
+
 # ---------------------------------------------------------------------------------------------- batch
 
 def test_each_student_is_graded_against_their_own_variant(graded, variants):
