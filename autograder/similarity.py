@@ -78,6 +78,54 @@ def _stored(target: ast.AST) -> list[ast.AST] | None:
     return None
 
 
+# Builtins whose call changes nothing (where the file does not bind the name to something else): a statement that
+# only calls them, on arguments that call nothing else, does nothing, as `len(x)` or `print(end="")` after every
+# statement (red team s19 left: a copy padded so went unreported). A print() with nothing to print and no file=
+# writes an empty line at most; one that prints something is kept (what it prints is the student's).
+_PURE_BUILTINS = frozenset({"len", "abs", "int", "float", "str", "bool", "repr", "id", "type", "isinstance",
+                            "issubclass", "hash", "min", "max", "round", "ord", "chr", "hex", "oct", "bin",
+                            "callable", "tuple", "list", "dict", "set", "frozenset", "range", "divmod", "format",
+                            "ascii"})
+
+
+def _bound_names(tree: ast.AST) -> set[str]:
+    """Every name the code binds anywhere (assigned, defined, imported, a parameter): not the builtin then."""
+    out: set[str] = set()
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del)):
+            out.add(n.id)
+        elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.add(n.name)
+        elif isinstance(n, ast.alias):
+            out.add((n.asname or n.name).split(".")[0])
+        elif isinstance(n, ast.arg):
+            out.add(n.arg)
+        elif isinstance(n, (ast.Global, ast.Nonlocal)):
+            out.update(n.names)
+        elif isinstance(n, ast.ExceptHandler) and n.name:
+            out.add(n.name)
+        elif isinstance(n, (ast.MatchAs, ast.MatchStar)) and n.name:
+            out.add(n.name)
+    return out
+
+
+def _inert(node: ast.AST, rebound: set[str]) -> bool:
+    """Whether this node of an expression statement does nothing by itself: anything but a call, an await, a yield
+    or a walrus, or a call of a pure builtin (or of a print() that prints nothing) that the file does not rebind."""
+    if isinstance(node, (ast.Await, ast.Yield, ast.YieldFrom, ast.NamedExpr)):
+        return False
+    if not isinstance(node, ast.Call):
+        return True
+    f = node.func
+    if not isinstance(f, ast.Name) or f.id in rebound:
+        return False
+    if f.id == "print":  # nothing to print, on standard output: an empty line at most
+        return not node.args and all(k.arg in ("end", "sep", "flush") for k in node.keywords) and all(
+            isinstance(k.value, ast.Constant) and (k.value.value is None or type(k.value.value) is str)
+            for k in node.keywords if k.arg in ("end", "sep"))
+    return f.id in _PURE_BUILTINS
+
+
 def _dead(code: str) -> list[tuple[tuple[int, int], tuple[int, int]]]:
     """(start, end) positions, as the tokenizer counts them, of statements that change nothing the code computes:
     an assignment none of whose names or attributes is ever read (`_u7 = 7`, `self._pad = x`; repeated until
@@ -94,9 +142,9 @@ def _dead(code: str) -> list[tuple[tuple[int, int], tuple[int, int]]]:
         return []
     stmts = [n for n in ast.walk(tree) if isinstance(n, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Expr))]
     dead: set[int] = set()
+    rebound = _bound_names(tree)
     for n in stmts:  # an expression statement that calls nothing (no call, await or yield) does nothing
-        if isinstance(n, ast.Expr) and not any(isinstance(x, (ast.Call, ast.Await, ast.Yield, ast.YieldFrom))
-                                               for x in ast.walk(n.value)):
+        if isinstance(n, ast.Expr) and all(_inert(x, rebound) for x in ast.walk(n.value)):
             dead.add(id(n))
     while True:
         read_names: set[str] = set()

@@ -856,6 +856,48 @@ def test_a_copy_padded_with_statements_that_do_nothing_is_still_a_copy(work, var
     assert share(own, exam.winnow(exam.tokens(alt_text)) - base) < 0.8
 
 
+def _padded_with_inert_calls(code: str) -> str:
+    """After every statement of every function body, calls that do nothing: `print(end="")`, `len("N")`, `abs(N)`."""
+    tree = ast.parse(code)
+    n = 0
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.If, ast.For, ast.With)):
+            body = []
+            for stmt in node.body:
+                n += 1
+                pad = ['print(end="")', f'len("{n}")', f"abs({n})", f"print(sep='', end='', flush=True)"]
+                body += ([] if isinstance(stmt, ast.Return) else [ast.parse(x).body[0] for x in pad]) + [stmt]
+            node.body = body
+    return ast.unparse(ast.fix_missing_locations(tree))
+
+
+def test_a_copy_padded_with_calls_that_do_nothing_is_still_a_copy(variants):
+    """Left by red team s19: a copy with `print(end='')` after every statement shared nothing with its source (a
+    call might do something, so it was kept). Calls of builtins that change nothing (len, abs, a print() with
+    nothing to print), on arguments that call nothing else, are dropped like `pass`; where the file binds the
+    name to its own function, or a print() prints something, the statement is kept."""
+    from autograder import similarity
+    a = assignment.load("midterm")
+    v = variants["ada"]
+    base = exam.winnow(exam.tokens(exam.paper(a, v, "ada")))
+    own = exam.winnow(exam.tokens(solved("ada", v))) - base
+    padded = _padded_with_inert_calls(renamed(solved("ada", v)))
+    assert padded.count('print(end="")') + padded.count("print(end='')") > 20
+    compile(padded, "padded", "exec")
+    share = lambda x, y: len(x & y) / min(len(x), len(y))  # noqa: E731
+    assert share(own, exam.winnow(exam.tokens(padded)) - base) >= 0.8
+    pairs, _fps, _base = similarity.similar_pairs({"ada": [solved("ada", v)], "bo": [padded]},
+                                                  [exam.paper(a, v, "ada")])
+    assert [(p.a, p.b) for p in pairs] == [("ada", "bo")], pairs
+    # what is kept: a call of the file's own `len`, a print of something, a call with a call inside, print(end=x)
+    kept = ('def len(x):\n    return x\nlen(3)\n', 'print("hi")\n', 'abs(f(3))\n', 'x = "-"\nprint(end=x)\n',
+            'print(1, end="")\n', 'print(file=f)\n')
+    for code in kept:  # (the last line is the call in question)
+        assert len(code.splitlines()) not in {start[0] for start, _ in similarity._dead(code)}, code
+    assert similarity._dead('print()\nprint(end="", sep=" ")\nlen("abc")\n') == \
+        [((1, 0), (1, 7)), ((2, 0), (2, 22)), ((3, 0), (3, 10))]
+
+
 def test_a_roster_reads_as_instructors_write_it_and_refuses_what_would_stop_grading(tmp_path):
     """Red team (exam day): `ID,Extra Minutes` lost bo's extra time without a word; a semicolon roster was refused
     with no hint why; extra_minutes of nan, inf or 1e12 stopped `grade batch` part way with a traceback."""
