@@ -4,6 +4,7 @@ from __future__ import annotations
 import ast
 import json
 import re
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -88,6 +89,7 @@ class Unparsable(Exception):
 
 _PARSED: dict[tuple[str, str], ast.Module | str] = {}  # (code, label) -> its tree, or why it is Unparsable
 _PARSED_MAX = 8  # the cells of the submission being graded (each tree of a long file holds megabytes)
+_PARSE_ROOM = 1000  # frames of recursion limit above the caller's for a parse (Python's default limit, from 0 deep)
 
 
 def parse(code: str, label: str = "<submission>") -> ast.Module:
@@ -103,7 +105,15 @@ def parse(code: str, label: str = "<submission>") -> ast.Module:
     key = (code, label)
     got = _PARSED.get(key)
     if got is None:
+        # The same room for nesting whoever asks: the parser's depth check counts the caller's frames too, so a
+        # file nested 2,000 deep parsed from a shallow stack and was refused from a deep one, and the cache kept
+        # whichever came first (red team s20).
+        limit = sys.getrecursionlimit()
+        depth, frame = 0, sys._getframe()
+        while frame is not None:
+            depth, frame = depth + 1, frame.f_back
         try:
+            sys.setrecursionlimit(depth + _PARSE_ROOM)
             got = ast.parse(code, filename=label)
         except SyntaxError as e:
             where = f" (line {e.lineno})" if e.lineno else ""
@@ -112,6 +122,8 @@ def parse(code: str, label: str = "<submission>") -> ast.Module:
             got = f"{type(e).__name__}: nested too deeply for Python's parser"
         except Exception as e:  # noqa: BLE001 - ValueError (NUL bytes), OverflowError, ...
             got = f"{type(e).__name__}: {str(e)[:200]}"
+        finally:
+            sys.setrecursionlimit(limit)
         if len(_PARSED) >= _PARSED_MAX:
             del _PARSED[next(iter(_PARSED))]
         _PARSED[key] = got

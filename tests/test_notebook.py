@@ -463,6 +463,30 @@ def test_a_slow_training_cell_and_an_input_cell_are_told_in_both_languages(tmp_p
     assert "The grader types nothing into `input()`" in eof.en and "채점기는 `input()`에" in eof.ko
 
 
+def test_a_parse_gives_the_same_answer_from_any_depth_of_the_grader():
+    """Red team s20: the parser's depth check counts its caller's frames, and parse() caches what it found, so a
+    file nested 2,000 deep was read as a tree from a shallow stack and refused as "nested too deeply" from a deep
+    one, whichever asked first deciding for every later reader (the checks, the similarity audit, the report)."""
+    from autograder import source
+
+    def at(depth: int, fn):
+        return fn() if depth == 0 else at(depth - 1, fn)
+
+    for nest in (2000, 200_000):
+        code = "x = " + "-" * nest + "1\n"
+        outcomes = []
+        for depth in (0, 700):
+            source._PARSED.clear()
+            try:
+                at(depth, lambda: source.parse(code))
+                outcomes.append("tree")
+            except source.Unparsable as e:
+                outcomes.append(str(e).split(":")[0])
+        assert outcomes[0] == outcomes[1], (nest, outcomes)
+        assert outcomes[0] == ("tree" if nest == 2000 else outcomes[0])
+    source._PARSED.clear()
+
+
 def test_code_too_large_to_parse_in_the_grader_is_refused_when_read(tmp_path):
     """The grader parses a submission's code in its own process, outside the submission's memory budget (a notebook
     cell at read, for its magics; a class's methods for a spelling hint; the exam audit; grade report). Python's AST
