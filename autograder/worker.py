@@ -14,6 +14,7 @@ import os
 import re
 import socket
 import sys
+import _thread
 import time
 import traceback
 import types
@@ -928,6 +929,22 @@ def _kernel_builtins() -> tuple:
 
 
 _LIBRARY_BUILTINS = _kernel_builtins()
+# What starts a thread. A profile function (sys.setprofile) watches only the thread that set it: a block that ran
+# nn.TransformerEncoderLayer.forward in a threading.Thread and joined it earned all of the exam's Q3 (100/100, red
+# team, round 21). So a watched call that starts a thread, or runs while another Python thread of the submission's
+# is alive (one started at import could run the layer on request), is taken to have run that code: a forward does
+# not need a thread, and a thread's work is out of sight. (A thread started through ctypes, outside these builtins
+# and joined before the call returns, is not seen: code written against this check can still defeat it.)
+_THREAD_STARTS = tuple(f for f in (getattr(_thread, n, None) for n in ("start_new_thread", "start_new",
+                                                                        "start_joinable_thread")) if f is not None)
+
+
+def _other_threads() -> bool:
+    """Whether a Python thread other than this one exists (the worker itself runs in one thread)."""
+    try:
+        return len(sys._current_frames()) > 1
+    except Exception:  # noqa: BLE001 (an interpreter without it: nothing to tell)
+        return False
 LIBRARY = "library:transformer"  # in a call's `record`: note whether that code ran (a record {"fn": LIBRARY})
 _SETPROFILE, _GETPROFILE = sys.setprofile, sys.getprofile
 
@@ -972,13 +989,15 @@ class Recorder(TorchFunctionMode):
             if code in _LIBRARY_CODE or len(code.co_names) >= _LIBRARY_LARGE and code.co_names in _LIBRARY_PRINTS:
                 self.ran = True
         elif event == "c_call" and not self.ran and (_kernel_name(arg) in _LIBRARY_KERNELS
-                                                     or any(arg is f for f in _LIBRARY_BUILTINS)):
+                                                     or any(arg is f for f in _LIBRARY_BUILTINS)
+                                                     or any(arg is f for f in _THREAD_STARTS)):
             self.ran = True
 
     def __enter__(self):
         if self.library:
             self.was = _GETPROFILE()
             _SETPROFILE(self.hook)
+            self.ran = _other_threads()  # a thread already there can do the work unseen
         if self.norms:
             self.handles = [nn.modules.module.register_module_forward_pre_hook(self._norm_enter),
                             nn.modules.module.register_module_forward_hook(self._norm_exit, always_call=True)]
@@ -991,6 +1010,7 @@ class Recorder(TorchFunctionMode):
         if self.library:
             watched = _GETPROFILE() is self.hook
             _SETPROFILE(self.was)
+            self.ran = self.ran or _other_threads()
             if self.ran or not watched:  # (a forward that takes the watch off is taken to have run that code)
                 self.seen.append({"fn": LIBRARY, "input": None, "watched": watched})
         return super().__exit__(*exc)

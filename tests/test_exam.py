@@ -440,6 +440,35 @@ class TransformerBlock(nn.TransformerEncoderLayer):
                 self.norm2.bias, self.linear1.weight, self.linear1.bias, self.linear2.weight, self.linear2.bias,
                 None, None)
 """,
+    # (red team, round 21) the layer run in a thread, where the profile function that watches for its code is not
+    # set: started in forward and joined, or a thread of a pool started at import (100/100 before)
+    "thread": """import threading
+
+
+class TransformerBlock(nn.TransformerEncoderLayer):
+    def __init__(self, d_model, n_heads):
+        super().__init__(d_model, n_heads, FF_MULT * d_model, DROP_RATE, batch_first=True, norm_first=NORM_FIRST)
+
+    def forward(self, x):
+        box = []
+        t = threading.Thread(target=lambda: box.append(nn.TransformerEncoderLayer.forward(self, x)))
+        t.start()
+        t.join()
+        return box[0]
+""",
+    "pool": """from concurrent.futures import ThreadPoolExecutor
+
+POOL = ThreadPoolExecutor(1)
+POOL.submit(int).result()
+
+
+class TransformerBlock(nn.TransformerEncoderLayer):
+    def __init__(self, d_model, n_heads):
+        super().__init__(d_model, n_heads, FF_MULT * d_model, DROP_RATE, batch_first=True, norm_first=NORM_FIRST)
+
+    def forward(self, x):
+        return POOL.submit(nn.TransformerEncoderLayer.forward, self, x).result()
+""",
 }
 
 
