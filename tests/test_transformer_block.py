@@ -136,6 +136,38 @@ STUBS = {"stub_parts_identity": (ATTN_IDENTITY, FFN_IDENTITY),
                            "    return nn.Transformer(d_model=16, nhead=4, num_encoder_layers=2"),
                           ("num_decoder_layers=2, dim_feedforward=32,\n                          batch_first=True)",
                            "num_decoder_layers=2, dim_feedforward=32)"))}
+# Red team, round 21: the block loads its own parts' weights into a fresh nn.TransformerEncoderLayer, the layer the
+# checks compare it with, and runs that (its own dropouts lent to it): 34 of the block's 36 points before.
+LIBRARY_BLOCK = """        if self.use_ffn and self.use_norm and self.use_residual:
+            a = self.attn
+            layer = nn.TransformerEncoderLayer(a.d_model, a.n_heads, self.ff.linear1.out_features,
+                                               self.dropout1.p, batch_first=True, norm_first=self.norm_first)
+            with torch.no_grad():
+                layer.self_attn.in_proj_weight.copy_(torch.cat([a.W_q.weight, a.W_k.weight, a.W_v.weight]))
+                layer.self_attn.in_proj_bias.copy_(torch.cat([a.W_q.bias, a.W_k.bias, a.W_v.bias]))
+                layer.self_attn.out_proj.load_state_dict(a.W_o.state_dict())
+            layer.linear1, layer.linear2, layer.norm1, layer.norm2 = self.ff.linear1, self.ff.linear2, self.norm1, \
+                self.norm2
+            layer.dropout1, layer.dropout2, layer.dropout = self.dropout1, self.dropout2, self.ff.dropout
+            layer.train(self.training)
+            n = x.shape[1]
+            return layer(x, src_mask=torch.triu(torch.ones(n, n, dtype=torch.bool), 1) if causal else None)
+"""
+STUBS["library_block"] = ((BLOCK_IDENTITY[0], LIBRARY_BLOCK + BLOCK_IDENTITY[0]),)
+
+
+def test_a_block_that_pytorchs_encoder_layer_computes_earns_nothing_of_the_block(graded):
+    """A block that runs nn.TransformerEncoderLayer (here a fresh one holding its own parts' weights) has PyTorch
+    compute the whole question: every check of the block says so; the parts, written by the student, keep theirs,
+    and so do the switches it computes itself."""
+    r = graded["library_block"]
+    scores = by_question(r)
+    assert scores["TransformerBlock"] == 0, scores
+    assert all(scores[q] == QUESTIONS[q] for q in ("MultiHeadSelfAttention", "FeedForward", "nn_transformer",
+                                                   "transformer_shapes")), scores
+    block = [c for c in r.checks if c.question == "TransformerBlock"]
+    assert block and all("nn.TransformerEncoderLayer" in c.message.en and "직접" in c.message.ko for c in block), \
+        [c.message.en for c in block]
 
 
 def test_warnings_raised_inside_torch_are_not_the_students_output(graded):

@@ -107,6 +107,21 @@ def _build_part(sub, cls: str, a: int, b: int, dropout: float, seed: int):
     return m
 
 
+# The block's checks compare it with nn.TransformerEncoderLayer: a block that runs that layer's code (holds one and
+# loads its own parts' weights into it, subclasses it, borrows its forward or its fused kernel) has PyTorch compute
+# what the question asks the student to assemble, and earned 34 of the block's 36 points as a wrapper that loaded its
+# parts' weights into a fresh layer at each call (red team, round 21; the exam's Q3 was closed the same way in
+# round 17). Every call of a block built here is watched for it (proxy.Remote.own_work).
+OWN_BLOCK = Message(
+    "`TransformerBlock` runs PyTorch's own nn.TransformerEncoderLayer (your class subclasses it, holds one, or calls "
+    "its forward or its kernel): this question asks you to assemble the block yourself from your attention, "
+    "feed-forward network, LayerNorms, dropouts and residual connections, so what PyTorch's layer computes for it "
+    "earns nothing.",
+    "`TransformerBlock`이(가) PyTorch의 nn.TransformerEncoderLayer를 그대로 실행합니다 (클래스가 그것을 상속하거나, "
+    "가지고 있거나, 그 forward나 커널을 호출함): 이 문제는 여러분의 어텐션, 피드포워드 네트워크, LayerNorm, dropout, "
+    "잔차 연결로 블록을 직접 조립하는 문제이므로 PyTorch의 레이어가 계산한 결과로는 점수를 받을 수 없습니다.")
+
+
 def build_block(sub, d: int, h: int, d_ff: int, dropout: float = 0.0, norm_first: bool = False, seed: int = 0,
                 stand_in: dict[str, str] | None = None, **switches: bool):
     """The student's TransformerBlock(d, h, d_ff, dropout, norm_first=..., **switches): norm_first under the
@@ -130,6 +145,7 @@ def build_block(sub, d: int, h: int, d_ff: int, dropout: float = 0.0, norm_first
         args = (d, h, d_ff)
     m = sub.new("TransformerBlock", *args, seed=seed, stand_in=stand_in or block_stand_in(sub),
                 **({own or "norm_first": norm_first} if takes else {}), **kw, **switches)
+    m.own_work = OWN_BLOCK
     if own or not takes or len(args) < 4:  # (the diagnosis builds the reference's block from these: the mode the
         # check asked for, under the template's name)
         m.ctor = (m.ctor[0], (d, h, d_ff, dropout),
