@@ -225,10 +225,11 @@ class Remote:
         self.owner = owner  # the student's class it is an instance of: a hang in it is charged to that class
         # How it was built (class name, args, kwargs, seed), so the grader can build the same thing itself.
         self.ctor: tuple[str, tuple, dict, int | None] | None = None
-        # Set by a check (the failure to give): every call of this object watches for torch's own transformer layers'
-        # code (worker.LIBRARY), and a call that ran it fails with this message, whatever the check asked. For a
-        # question that asks the student to assemble what such a layer computes, and is graded against that layer.
-        self.own_work: Message | None = None
+        # Set by a check, (a watch's name, the failure to give): every call of this object watches for the code of
+        # torch's own layers of that watch (worker.LIBRARY: its transformer layers, worker.LIBRARY_ATTENTION: its
+        # multi-head attention), and a call that ran it fails with this message, whatever the check asked. For a
+        # question that asks the student to write what such a layer computes, and is graded against that layer.
+        self.own_work: tuple[str, Message] | None = None
 
     def _check_alive(self) -> None:
         worker = self.sub.worker  # (a worker that died is replaced only by the next request)
@@ -259,8 +260,7 @@ class Remote:
         """
         extra = {"partial": list(partial)} if partial else {}
         if self.own_work is not None:
-            from .worker import LIBRARY
-            record = [*(record or []), LIBRARY]
+            record = [*(record or []), self.own_work[0]]
         try:
             res = self._req("call", args=list(args), kwargs=kwargs, mode=mode, seed=seed, record=record,
                             grad_output=grad_output, device=device, **extra)
@@ -274,8 +274,8 @@ class Remote:
                                        f"`{self.label}`의 응답 형식이 잘못되었습니다."))
         if self.own_work is not None:
             records = res.get("records") if isinstance(res.get("records"), list) else []
-            if any(isinstance(r, dict) and r.get("fn") == LIBRARY for r in records):
-                raise CheckFailure(self.own_work)
+            if any(isinstance(r, dict) and r.get("fn") == self.own_work[0] for r in records):
+                raise CheckFailure(self.own_work[1])
             res["records"] = records  # (only what the check asked for: the watch leaves a record only when it saw)
         return res
 

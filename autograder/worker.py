@@ -664,10 +664,12 @@ class _Guard:
     another class marks every later reply, and the grader then grades nothing more (proxy.py: MALFORMED)."""
 
     FUNCTIONS = ("probe_devices", "all_parameters", "probe_cuda", "accelerator_built", "own_dict", "_registered",
-                 "walk_modules", "walk_tensors", "persistent_buffers", "_held", "_kernel_name", "_own_norm")
+                 "walk_modules", "walk_tensors", "persistent_buffers", "_held", "_kernel_name", "_own_norm",
+                 "_other_threads")
     VALUES = ("_INSTANCE_DICT", "_ABSENT", "MAX_WALK", "_LIBRARY_CODE", "_LIBRARY_PRINTS", "_LIBRARY_LARGE", "LIBRARY",
               "_SETPROFILE", "_GETPROFILE", "_LIBRARY_KERNELS",
-              "_LIBRARY_BUILTINS")
+              "_LIBRARY_BUILTINS", "LIBRARY_ATTENTION", "_ATTENTION_CODE", "_WATCHES", "_THREAD_STARTS",
+              "_CURRENT_FRAMES")
     CLASSES = ("Worker", "DeviceSim", "Recorder", "BoundedText", "_ScratchFile", "_Progress")
     MODULE_METHODS = ("named_modules", "named_parameters", "named_buffers", "named_children", "modules", "children",
                       "parameters", "buffers", "state_dict", "load_state_dict", "_load_from_state_dict", "to",
@@ -915,11 +917,11 @@ _LIBRARY_PRINTS = frozenset(c.co_names for c in _LIBRARY_CODE if len(c.co_names)
 _LIBRARY_KERNELS = frozenset({"_transformer_encoder_layer_fwd"})
 
 
-def _kernel_builtins() -> tuple:
+def _kernel_builtins(name: str = "_transformer_encoder_layer_fwd") -> tuple:
     """The builtins that run the kernel for torch.ops.aten (their names are empty): the packet's and each overload's."""
     found = []
     try:
-        packet = torch.ops.aten._transformer_encoder_layer_fwd
+        packet = getattr(torch.ops.aten, name)
         found.append(packet._op)
         for name in packet.overloads():
             found.append(getattr(packet, name)._op)
@@ -939,13 +941,32 @@ _THREAD_STARTS = tuple(f for f in (getattr(_thread, n, None) for n in ("start_ne
                                                                         "start_joinable_thread")) if f is not None)
 
 
+_CURRENT_FRAMES = sys._current_frames
+
+
 def _other_threads() -> bool:
     """Whether a Python thread other than this one exists (the worker itself runs in one thread)."""
     try:
-        return len(sys._current_frames()) > 1
+        return len(_CURRENT_FRAMES()) > 1
     except Exception:  # noqa: BLE001 (an interpreter without it: nothing to tell)
         return False
+
+
 LIBRARY = "library:transformer"  # in a call's `record`: note whether that code ran (a record {"fn": LIBRARY})
+# torch's own multi-head attention, watched the same way (a record {"fn": LIBRARY_ATTENTION}): nn.MultiheadAttention's
+# methods, F.multi_head_attention_forward (what its forward runs) and its fused kernel. The transformer_block lab's
+# MultiHeadSelfAttention is graded against nn.MultiheadAttention, and one that handed its W_q, W_k, W_v and W_o to
+# F.multi_head_attention_forward earned all 20 points of the question (red team, round 21). Not part of LIBRARY: the
+# exam's block is built around an nn.MultiheadAttention as its paper says.
+LIBRARY_ATTENTION = "library:attention"
+_ATTENTION_CODE = frozenset([f.__code__ for f in vars(nn.MultiheadAttention).values()
+                             if isinstance(f, types.FunctionType)]
+                            + [torch.nn.functional.multi_head_attention_forward.__code__])
+# (each watch: its record's name, the code objects, the names of the large ones, the kernels' names and builtins)
+_WATCHES = ((LIBRARY, _LIBRARY_CODE, _LIBRARY_PRINTS, _LIBRARY_KERNELS, _LIBRARY_BUILTINS),
+            (LIBRARY_ATTENTION, _ATTENTION_CODE,
+             frozenset(c.co_names for c in _ATTENTION_CODE if len(c.co_names) >= _LIBRARY_LARGE),
+             frozenset({"_native_multi_head_attention"}), _kernel_builtins("_native_multi_head_attention")))
 _SETPROFILE, _GETPROFILE = sys.setprofile, sys.getprofile
 
 
@@ -960,7 +981,8 @@ def _kernel_name(func: Any) -> str:
 
 class Recorder(TorchFunctionMode):
     """Keeps a copy of the first argument of the named torch functions (e.g. what went into softmax); with LIBRARY
-    among the names, also notes whether the code of torch's transformer layers ran (or the watch was taken off).
+    (or LIBRARY_ATTENTION) among the names, also notes whether the code of torch's transformer layers (of its
+    multi-head attention) ran, or the watch was taken off.
     With "layer_norm" among them, an nn.LayerNorm subclass whose own forward computes the norm (mean and variance
     written out) is recorded as one layer_norm call of what it is given, and the torch calls inside it are not."""
 
@@ -968,8 +990,10 @@ class Recorder(TorchFunctionMode):
         super().__init__()
         self.names = set(names)
         self.seen: list[dict[str, Any]] = []
-        self.library = LIBRARY in self.names
-        self.hook, self.was, self.ran = self._profile, None, False
+        self.watches = tuple(w for w in _WATCHES if w[0] in self.names)
+        self.library = bool(self.watches)
+        self.hook, self.was = self._profile, None
+        self.ran: set[str] = set()  # the watches whose code ran
         self.norms = "layer_norm" in self.names
         self.inside, self.handles = 0, []  # how deep in such a subclass's forward; its hooks
 
@@ -984,20 +1008,27 @@ class Recorder(TorchFunctionMode):
             self.inside = max(0, self.inside - 1)
 
     def _profile(self, frame, event, arg) -> None:
-        if event == "call" and not self.ran:
+        if event == "call":
             code = frame.f_code
-            if code in _LIBRARY_CODE or len(code.co_names) >= _LIBRARY_LARGE and code.co_names in _LIBRARY_PRINTS:
-                self.ran = True
-        elif event == "c_call" and not self.ran and (_kernel_name(arg) in _LIBRARY_KERNELS
-                                                     or any(arg is f for f in _LIBRARY_BUILTINS)
-                                                     or any(arg is f for f in _THREAD_STARTS)):
-            self.ran = True
+            for tag, codes, prints, _kernels, _builtins in self.watches:
+                if tag not in self.ran and (code in codes or len(code.co_names) >= _LIBRARY_LARGE
+                                            and code.co_names in prints):
+                    self.ran.add(tag)
+        elif event == "c_call":
+            starts = any(arg is f for f in _THREAD_STARTS)
+            for tag, _codes, _prints, kernels, builtins in self.watches:
+                if tag not in self.ran and (starts or _kernel_name(arg) in kernels or any(arg is f for f in builtins)):
+                    self.ran.add(tag)
+
+    def _threads(self) -> None:
+        if _other_threads():  # a thread already there (or still there) can do the work unseen
+            self.ran.update(w[0] for w in self.watches)
 
     def __enter__(self):
         if self.library:
             self.was = _GETPROFILE()
             _SETPROFILE(self.hook)
-            self.ran = _other_threads()  # a thread already there can do the work unseen
+            self._threads()
         if self.norms:
             self.handles = [nn.modules.module.register_module_forward_pre_hook(self._norm_enter),
                             nn.modules.module.register_module_forward_hook(self._norm_exit, always_call=True)]
@@ -1010,16 +1041,19 @@ class Recorder(TorchFunctionMode):
         if self.library:
             watched = _GETPROFILE() is self.hook
             _SETPROFILE(self.was)
-            self.ran = self.ran or _other_threads()
-            if self.ran or not watched:  # (a forward that takes the watch off is taken to have run that code)
-                self.seen.append({"fn": LIBRARY, "input": None, "watched": watched})
+            self._threads()
+            for w in self.watches:
+                if w[0] in self.ran or not watched:  # (a forward that takes the watch off is taken to have run it)
+                    self.seen.append({"fn": w[0], "input": None, "watched": watched})
         return super().__exit__(*exc)
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         name = getattr(func, "__name__", "")
-        if self.library and not self.ran and _kernel_name(func) in _LIBRARY_KERNELS:
-            self.ran = True
+        if self.library:
+            for tag, _codes, _prints, kernels, _builtins in self.watches:
+                if tag not in self.ran and _kernel_name(func) in kernels:
+                    self.ran.add(tag)
         if name in self.names and args and isinstance(args[0], torch.Tensor) and len(self.seen) < 16 \
                 and not (self.inside and name == "layer_norm"):
             dim = kwargs.get("dim", args[1] if len(args) > 1 else None)

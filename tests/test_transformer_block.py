@@ -154,6 +154,18 @@ LIBRARY_BLOCK = """        if self.use_ffn and self.use_norm and self.use_residu
             return layer(x, src_mask=torch.triu(torch.ones(n, n, dtype=torch.bool), 1) if causal else None)
 """
 STUBS["library_block"] = ((BLOCK_IDENTITY[0], LIBRARY_BLOCK + BLOCK_IDENTITY[0]),)
+# The same round: the attention hands its own W_q, W_k, W_v and W_o to F.multi_head_attention_forward, what
+# nn.MultiheadAttention (the layer its checks compare it with) runs: 20 of 20 before.
+LIBRARY_ATTENTION = """        n = x.shape[1]
+        t = x.transpose(0, 1)
+        out, _ = F.multi_head_attention_forward(
+            t, t, t, self.d_model, self.n_heads, torch.cat([self.W_q.weight, self.W_k.weight, self.W_v.weight]),
+            torch.cat([self.W_q.bias, self.W_k.bias, self.W_v.bias]), None, None, False, self.dropout.p,
+            self.W_o.weight, self.W_o.bias, training=self.training, need_weights=False,
+            attn_mask=torch.triu(torch.ones(n, n, dtype=torch.bool), 1) if causal else None)
+        return out.transpose(0, 1)
+"""
+STUBS["library_attention"] = ((ATTN_IDENTITY[0], LIBRARY_ATTENTION + ATTN_IDENTITY[0]),)
 
 
 def test_a_block_that_pytorchs_encoder_layer_computes_earns_nothing_of_the_block(graded):
@@ -168,6 +180,18 @@ def test_a_block_that_pytorchs_encoder_layer_computes_earns_nothing_of_the_block
     block = [c for c in r.checks if c.question == "TransformerBlock"]
     assert block and all("nn.TransformerEncoderLayer" in c.message.en and "직접" in c.message.ko for c in block), \
         [c.message.en for c in block]
+
+
+def test_an_attention_that_pytorchs_multi_head_attention_computes_earns_none_of_its_calls(graded):
+    """MultiHeadSelfAttention through F.multi_head_attention_forward: every check of the question that calls it says
+    so; the block around it, the student's own, keeps its points, and so does everything else."""
+    r = graded["library_attention"]
+    scores = by_question(r)
+    assert scores["MultiHeadSelfAttention"] < 5, scores
+    assert all(scores[q] == QUESTIONS[q] for q in QUESTIONS if q != "MultiHeadSelfAttention"), scores
+    lost = [c for c in r.checks if c.question == "MultiHeadSelfAttention" and c.status != "passed"]
+    assert lost and all("F.multi_head_attention_forward" in c.message.en and "직접" in c.message.ko for c in lost), \
+        [c.message.en for c in lost]
 
 
 def test_warnings_raised_inside_torch_are_not_the_students_output(graded):
