@@ -311,7 +311,12 @@ class Remote:
         return self._req("state")
 
     def load_state(self, tensors: dict[str, Any]) -> dict[str, Any]:
-        return self._req("load_state", tensors=tensors)
+        # Only tensors: what the worker sent as a description (protocol.Opaque: a float8 or sparse parameter of the
+        # student's) cannot go back as a value. A check that loaded the module's own state into another build passed
+        # it on, the worker raised AttributeError on it, and the student read that their class had raised it (red
+        # team, round 21).
+        import torch
+        return self._req("load_state", tensors={n: t for n, t in tensors.items() if isinstance(t, torch.Tensor)})
 
     def describe(self, *attrs: str) -> dict[str, Any]:
         return self._req("describe", attrs=list(attrs))
