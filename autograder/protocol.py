@@ -124,6 +124,8 @@ def _encode(obj: Any, blobs: list[bytes]) -> Any:
                                + (" (nested)" if t.is_nested else "")}
         if device != "cpu":
             t = t.to("cpu")
+        if t.is_neg() or t.is_conj():  # (a lazy negation, as `.imag` of a conjugate gives: .numpy() refuses it)
+            t = t.resolve_neg().resolve_conj()
         if not t.is_contiguous():
             t = t.contiguous()
         if not t.numel():

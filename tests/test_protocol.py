@@ -68,6 +68,9 @@ def test_tensors_without_dense_values_arrive_as_opaque_descriptions():
     assert all(isinstance(back[k], protocol.Opaque) for k in odd), back
     assert "sparse" in back["sparse"].description and "nested" in back["nested"].description, back
     assert torch.equal(back["dense"], torch.ones(2))
+    # a lazily negated view (`.imag` of a conjugate) is dense: it travels as its values
+    z = torch.tensor([1 + 2j, 3 - 4j])
+    assert z.conj().imag.is_neg() and torch.equal(roundtrip(z.conj().imag), torch.tensor([-2.0, 4.0]))
 
 
 MALFORMED = [
