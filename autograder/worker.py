@@ -665,7 +665,7 @@ class _Guard:
 
     FUNCTIONS = ("probe_devices", "all_parameters", "probe_cuda", "accelerator_built", "own_dict", "_registered",
                  "walk_modules", "walk_tensors", "persistent_buffers", "_held", "_kernel_name", "_own_norm",
-                 "_other_threads")
+                 "_other_threads", "_alive", "_uid_of")
     VALUES = ("_INSTANCE_DICT", "_ABSENT", "MAX_WALK", "_LIBRARY_CODE", "_LIBRARY_PRINTS", "_LIBRARY_LARGE", "LIBRARY",
               "_SETPROFILE", "_GETPROFILE", "_LIBRARY_KERNELS",
               "_LIBRARY_BUILTINS", "LIBRARY_ATTENTION", "_ATTENTION_CODE", "_WATCHES", "_THREAD_STARTS",
@@ -937,19 +937,54 @@ _LIBRARY_BUILTINS = _kernel_builtins()
 # is alive (one started at import could run the layer on request), is taken to have run that code: a forward does
 # not need a thread, and a thread's work is out of sight. (A thread started through ctypes, outside these builtins
 # and joined before the call returns, is not seen: code written against this check can still defeat it.)
-_THREAD_STARTS = tuple(f for f in (getattr(_thread, n, None) for n in ("start_new_thread", "start_new",
-                                                                        "start_joinable_thread")) if f is not None)
-
-
+# The same holds for another process: a server started at import (subprocess.Popen of `python -c` running the
+# layer on what forward writes to its pipe) earned the exam's 100/100 too. So do a call that starts a process, and
+# one that runs while another live process of the submission's exists: a child of the worker, or, where the worker
+# has a uid of its own (as root), any process of that uid (a grandchild left by a double fork belongs to the keeper).
+_THREAD_STARTS = tuple(f for f in [*(getattr(_thread, n, None) for n in ("start_new_thread", "start_new",
+                                                                         "start_joinable_thread")),
+                                   *(getattr(os, n, None) for n in ("fork", "forkpty", "system", "posix_spawn",
+                                                                    "posix_spawnp")),
+                                   getattr(sys.modules.get("_posixsubprocess"), "fork_exec", None)] if f is not None)
 _CURRENT_FRAMES = sys._current_frames
 
 
-def _other_threads() -> bool:
-    """Whether a Python thread other than this one exists (the worker itself runs in one thread)."""
+def _alive(pid: str) -> bool:
+    """Whether process `pid` exists and is not a zombie (an ended child not yet reaped computes nothing)."""
     try:
-        return len(_CURRENT_FRAMES()) > 1
-    except Exception:  # noqa: BLE001 (an interpreter without it: nothing to tell)
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+    except (OSError, IndexError):
         return False
+
+
+def _other_threads() -> bool:
+    """Whether a Python thread other than this one exists (the worker itself runs in one thread), or another live
+    process of the submission's (see above)."""
+    try:
+        if len(_CURRENT_FRAMES()) > 1:
+            return True
+    except Exception:  # noqa: BLE001 (an interpreter without it: nothing to tell)
+        pass
+    me, uid = os.getpid(), os.getuid()
+    try:
+        for tid in os.listdir("/proc/self/task"):
+            with open(f"/proc/self/task/{tid}/children") as f:
+                if any(_alive(pid) for pid in f.read().split()):
+                    return True
+        if os.stat(f"/proc/{os.getppid()}").st_uid == uid:
+            return False  # the keeper shares this uid (not root): the uid is not the submission's alone
+        return any(n.isdigit() and int(n) != me and _uid_of(n) == uid and _alive(n) for n in os.listdir("/proc"))
+    except (OSError, ValueError):
+        return False
+
+
+def _uid_of(pid: str) -> int:
+    """The owner of process `pid` (-1 once it is gone)."""
+    try:
+        return os.stat(f"/proc/{pid}").st_uid
+    except OSError:
+        return -1
 
 
 LIBRARY = "library:transformer"  # in a call's `record`: note whether that code ran (a record {"fn": LIBRARY})

@@ -469,7 +469,60 @@ class TransformerBlock(nn.TransformerEncoderLayer):
     def forward(self, x):
         return POOL.submit(nn.TransformerEncoderLayer.forward, self, x).result()
 """,
+    # (the same round) the layer run in another process: a server started at import that reads the block's weights
+    # and input from a pipe, as a child of the worker, or left behind by a launcher that ended (100/100 before)
+    "server": '''import io as _io
+import os as _os
+import subprocess as _sp
+import sys as _sys
+
+_SERVER = """
+import io, sys, torch, torch.nn as nn
+inp, out = sys.stdin.buffer, sys.stdout.buffer
+while True:
+    n = inp.readline()
+    if not n:
+        break
+    a = torch.load(io.BytesIO(inp.read(int(n))), weights_only=False)
+    layer = nn.TransformerEncoderLayer(*a["ctor"], batch_first=True, norm_first=a["nf"])
+    layer.load_state_dict(a["state"])
+    layer.train(a["training"])
+    with torch.no_grad():
+        y = layer(a["x"])
+    buf = io.BytesIO()
+    torch.save(y, buf)
+    out.write(str(len(buf.getvalue())).encode() + b"\\\\n" + buf.getvalue())
+    out.flush()
+"""
+_r1, _w1 = _os.pipe()
+_r2, _w2 = _os.pipe()
+if ORPHAN:
+    _LAUNCH = ("import subprocess, sys; subprocess.Popen([sys.executable, '-c', sys.argv[1]], stdin=%d, stdout=%d, "
+               "start_new_session=True)" % (_r1, _w2))
+    _sp.run([_sys.executable, "-c", _LAUNCH, _SERVER], pass_fds=(_r1, _w2))
+else:
+    _sp.Popen([_sys.executable, "-c", _SERVER], stdin=_r1, stdout=_w2)
+_os.close(_r1)
+_os.close(_w2)
+_TO, _FROM = _os.fdopen(_w1, "wb"), _os.fdopen(_r2, "rb")
+
+
+class TransformerBlock(nn.TransformerEncoderLayer):
+    def __init__(self, d_model, n_heads):
+        super().__init__(d_model, n_heads, FF_MULT * d_model, DROP_RATE, batch_first=True, norm_first=NORM_FIRST)
+        self._ctor = (d_model, n_heads, FF_MULT * d_model, DROP_RATE)
+
+    def forward(self, x):
+        buf = _io.BytesIO()
+        torch.save({"ctor": self._ctor, "nf": NORM_FIRST, "state": self.state_dict(), "training": self.training,
+                    "x": x.detach()}, buf)
+        _TO.write(str(len(buf.getvalue())).encode() + b"\\n" + buf.getvalue())
+        _TO.flush()
+        return torch.load(_io.BytesIO(_FROM.read(int(_FROM.readline()))), weights_only=False)
+''',
 }
+LIBRARY_BLOCKS["orphan"] = "ORPHAN = True\n" + LIBRARY_BLOCKS["server"]
+LIBRARY_BLOCKS["server"] = "ORPHAN = False\n" + LIBRARY_BLOCKS["server"]
 
 
 def test_a_block_that_pytorchs_encoder_layer_computes_earns_only_its_construction(tmp_path):
