@@ -669,7 +669,7 @@ class _Guard:
     VALUES = ("_INSTANCE_DICT", "_ABSENT", "MAX_WALK", "_LIBRARY_CODE", "_LIBRARY_PRINTS", "_LIBRARY_LARGE", "LIBRARY",
               "_SETPROFILE", "_GETPROFILE", "_LIBRARY_KERNELS",
               "_LIBRARY_BUILTINS", "LIBRARY_ATTENTION", "_ATTENTION_CODE", "_WATCHES", "_THREAD_STARTS",
-              "_CURRENT_FRAMES")
+              "_CURRENT_FRAMES", "_CALL_IMPL", "_SCRIPT_MODULE")
     CLASSES = ("Worker", "DeviceSim", "Recorder", "BoundedText", "_ScratchFile", "_Progress")
     MODULE_METHODS = ("named_modules", "named_parameters", "named_buffers", "named_children", "modules", "children",
                       "parameters", "buffers", "state_dict", "load_state_dict", "_load_from_state_dict", "to",
@@ -947,6 +947,10 @@ _THREAD_STARTS = tuple(f for f in [*(getattr(_thread, n, None) for n in ("start_
                                                                     "posix_spawnp")),
                                    getattr(sys.modules.get("_posixsubprocess"), "fork_exec", None)] if f is not None)
 _CURRENT_FRAMES = sys._current_frames
+# A TorchScript module called during a watched call: its code runs compiled, out of the watch's sight (the worker
+# turns TorchScript off before the submission runs, sandbox._become_worker; one the submission compiled after
+# turning it on again is taken to have run the library).
+_CALL_IMPL, _SCRIPT_MODULE = nn.Module._call_impl.__code__, torch.jit.ScriptModule
 
 
 def _alive(pid: str) -> bool:
@@ -1045,6 +1049,8 @@ class Recorder(TorchFunctionMode):
     def _profile(self, frame, event, arg) -> None:
         if event == "call":
             code = frame.f_code
+            if code is _CALL_IMPL and isinstance(frame.f_locals.get("self"), _SCRIPT_MODULE):
+                self.ran.update(w[0] for w in self.watches)
             for tag, codes, prints, _kernels, _builtins in self.watches:
                 if tag not in self.ran and (code in codes or len(code.co_names) >= _LIBRARY_LARGE
                                             and code.co_names in prints):

@@ -521,6 +521,27 @@ class TransformerBlock(nn.TransformerEncoderLayer):
         return torch.load(_io.BytesIO(_FROM.read(int(_FROM.readline()))), weights_only=False)
 ''',
 }
+# (the same round) the layer compiled by TorchScript, whose code runs out of the watch's sight: scripted, traced, or
+# scripted after turning TorchScript on again in the worker (100/100 before)
+_COMPILED = """class TransformerBlock(nn.Module):
+    def __init__(self, d_model, n_heads):
+        super().__init__()
+        layer = nn.TransformerEncoderLayer(d_model, n_heads, FF_MULT * d_model, DROP_RATE, batch_first=True,
+                                           norm_first=NORM_FIRST)
+        self.self_attn, self.linear1, self.linear2 = layer.self_attn, layer.linear1, layer.linear2
+        self.norm1, self.norm2 = layer.norm1, layer.norm2
+        self.dropout, self.dropout1, self.dropout2 = layer.dropout, layer.dropout1, layer.dropout2
+        object.__setattr__(self, "_run", COMPILE(layer))
+
+    def forward(self, x):
+        self._run.train(self.training)
+        return self._run(x)
+"""
+LIBRARY_BLOCKS["script"] = "COMPILE = torch.jit.script\n\n\n" + _COMPILED
+LIBRARY_BLOCKS["trace"] = ("COMPILE = lambda m: torch.jit.trace(m.eval(), torch.randn(2, 5, m.self_attn.embed_dim), "
+                           "check_trace=False)\n\n\n" + _COMPILED)
+LIBRARY_BLOCKS["script_on_again"] = ("import torch.jit._state\n\ntorch.jit._state.enable()\nCOMPILE = torch.jit.script"
+                                     "\n\n\n" + _COMPILED)
 LIBRARY_BLOCKS["orphan"] = "ORPHAN = True\n" + LIBRARY_BLOCKS["server"]
 LIBRARY_BLOCKS["server"] = "ORPHAN = False\n" + LIBRARY_BLOCKS["server"]
 
