@@ -192,8 +192,10 @@ def step(op: str, *args: Any, mode: str | None = "eval", seed: int | None = None
     if op == "call":
         return {"op": "call", "args": {"args": list(args), "kwargs": kwargs, "mode": mode, "seed": seed,
                                        "record": record, "grad_output": grad_output, "device": device}}
-    if op == "load_state":
-        return {"op": "load_state", "args": {"tensors": args[0]}}
+    if op == "load_state":  # (tensors only, as Remote.load_state sends them)
+        import torch
+        return {"op": "load_state", "args": {"tensors": {n: t for n, t in args[0].items()
+                                                         if isinstance(t, torch.Tensor)}}}
     if op == "describe":
         return {"op": "describe", "args": {"attrs": list(args)}}
     if op == "state":
@@ -286,6 +288,9 @@ class Remote:
         instead of raising it; the check takes each in order with `taken` and so fails where it would have failed
         with the requests sent one by one (a comparison of an earlier value before the failure)."""
         self._check_alive()
+        if self.own_work is not None and any(st["op"] == "call" for st in steps):
+            # (the watch is asked for and read in run(): a call sent in a sequence would go unwatched)
+            raise RuntimeError(f"{self.label}: the calls of an object watched for torch's own layers go one by one")
         try:
             res = self.sub.request("seq", what=self.label, owner=self.owner,
                                    steps=[{"op": st["op"], "args": {**st["args"], "handle": self.handle}}
