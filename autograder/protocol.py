@@ -115,8 +115,17 @@ def _encode(obj: Any, blobs: list[bytes]) -> Any:
         device = t.device.type
         if device == "meta":
             return {"$opaque": "tensor on the meta device"}
+        # Only a dense tensor has its values one after another: a sparse or nested one (a registered
+        # `torch.eye(n).to_sparse()` buffer) raised in .contiguous() or .numpy(), out of the worker's reply, and
+        # the worker ended ("exited with code 0 (os._exit or a crash)"): every class lost its later checks for the
+        # grader's own failure to send it (red team, round 21).
+        if t.layout is not torch.strided or t.is_nested:
+            return {"$opaque": f"tensor of layout {str(t.layout).replace('torch.', '')}"
+                               + (" (nested)" if t.is_nested else "")}
         if device != "cpu":
             t = t.to("cpu")
+        if t.is_neg() or t.is_conj():  # (a lazy negation, as `.imag` of a conjugate gives: .numpy() refuses it)
+            t = t.resolve_neg().resolve_conj()
         if not t.is_contiguous():
             t = t.contiguous()
         if not t.numel():

@@ -192,8 +192,10 @@ def step(op: str, *args: Any, mode: str | None = "eval", seed: int | None = None
     if op == "call":
         return {"op": "call", "args": {"args": list(args), "kwargs": kwargs, "mode": mode, "seed": seed,
                                        "record": record, "grad_output": grad_output, "device": device}}
-    if op == "load_state":
-        return {"op": "load_state", "args": {"tensors": args[0]}}
+    if op == "load_state":  # (tensors only, as Remote.load_state sends them)
+        import torch
+        return {"op": "load_state", "args": {"tensors": {n: t for n, t in args[0].items()
+                                                         if isinstance(t, torch.Tensor)}}}
     if op == "describe":
         return {"op": "describe", "args": {"attrs": list(args)}}
     if op == "state":
@@ -225,6 +227,11 @@ class Remote:
         self.owner = owner  # the student's class it is an instance of: a hang in it is charged to that class
         # How it was built (class name, args, kwargs, seed), so the grader can build the same thing itself.
         self.ctor: tuple[str, tuple, dict, int | None] | None = None
+        # Set by a check, (a watch's name, the failure to give): every call of this object watches for the code of
+        # torch's own layers of that watch (worker.LIBRARY: its transformer layers, worker.LIBRARY_ATTENTION: its
+        # multi-head attention), and a call that ran it fails with this message, whatever the check asked. For a
+        # question that asks the student to write what such a layer computes, and is graded against that layer.
+        self.own_work: tuple[str, Message] | None = None
 
     def _check_alive(self) -> None:
         worker = self.sub.worker  # (a worker that died is replaced only by the next request)
@@ -254,6 +261,8 @@ class Remote:
         `frame` = {"function", "line", "code", "locals": {name: tensor}} (see Submission.request).
         """
         extra = {"partial": list(partial)} if partial else {}
+        if self.own_work is not None:
+            record = [*(record or []), self.own_work[0]]
         try:
             res = self._req("call", args=list(args), kwargs=kwargs, mode=mode, seed=seed, record=record,
                             grad_output=grad_output, device=device, **extra)
@@ -265,6 +274,11 @@ class Remote:
         if not isinstance(res, dict):
             raise CheckFailure(Message(f"`{self.label}` returned a malformed reply.",
                                        f"`{self.label}`의 응답 형식이 잘못되었습니다."))
+        if self.own_work is not None:
+            records = res.get("records") if isinstance(res.get("records"), list) else []
+            if any(isinstance(r, dict) and r.get("fn") == self.own_work[0] for r in records):
+                raise CheckFailure(self.own_work[1])
+            res["records"] = records  # (only what the check asked for: the watch leaves a record only when it saw)
         return res
 
     def seq(self, *steps: dict[str, Any], lenient: bool = False) -> list[Any]:
@@ -274,6 +288,9 @@ class Remote:
         instead of raising it; the check takes each in order with `taken` and so fails where it would have failed
         with the requests sent one by one (a comparison of an earlier value before the failure)."""
         self._check_alive()
+        if self.own_work is not None and any(st["op"] == "call" for st in steps):
+            # (the watch is asked for and read in run(): a call sent in a sequence would go unwatched)
+            raise RuntimeError(f"{self.label}: the calls of an object watched for torch's own layers go one by one")
         try:
             res = self.sub.request("seq", what=self.label, owner=self.owner,
                                    steps=[{"op": st["op"], "args": {**st["args"], "handle": self.handle}}
@@ -299,7 +316,12 @@ class Remote:
         return self._req("state")
 
     def load_state(self, tensors: dict[str, Any]) -> dict[str, Any]:
-        return self._req("load_state", tensors=tensors)
+        # Only tensors: what the worker sent as a description (protocol.Opaque: a float8 or sparse parameter of the
+        # student's) cannot go back as a value. A check that loaded the module's own state into another build passed
+        # it on, the worker raised AttributeError on it, and the student read that their class had raised it (red
+        # team, round 21).
+        import torch
+        return self._req("load_state", tensors={n: t for n, t in tensors.items() if isinstance(t, torch.Tensor)})
 
     def describe(self, *attrs: str) -> dict[str, Any]:
         return self._req("describe", attrs=list(attrs))

@@ -393,6 +393,13 @@ def _become_worker(spec: dict[str, Any], wsock: socket.socket, keeper_pid: int, 
     # a fork bomb then ends at the same point every run (unreaped children fill RLIMIT_NPROC) instead of
     # racing the time and memory budgets. subprocess forks in C without these hooks and still works.
     os.register_at_fork(after_in_child=lambda: os._exit(0))
+    # TorchScript off: torch.jit.script and torch.jit.trace hand back the module (or function) as it is, run as
+    # Python. A compiled module runs none of its Python code, so the checks that watch for torch's own layers
+    # (worker.Recorder) did not see a block that ran torch.jit.script(nn.TransformerEncoderLayer(...)) or a trace of
+    # it, and it earned the exam's 100/100 (red team, round 21). The labs need no TorchScript; what it computes is
+    # the same either way.
+    import torch.jit._state
+    torch.jit._state.disable()
     # Last step before student code: read only Python's own folders, write only the scratch folder (Landlock).
     from . import worker
     gpu = worker.accelerator_built() and spec.get("gpu") is not False

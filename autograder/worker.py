@@ -14,6 +14,7 @@ import os
 import re
 import socket
 import sys
+import _thread
 import time
 import traceback
 import types
@@ -663,10 +664,12 @@ class _Guard:
     another class marks every later reply, and the grader then grades nothing more (proxy.py: MALFORMED)."""
 
     FUNCTIONS = ("probe_devices", "all_parameters", "probe_cuda", "accelerator_built", "own_dict", "_registered",
-                 "walk_modules", "walk_tensors", "persistent_buffers", "_held", "_kernel_name", "_own_norm")
+                 "walk_modules", "walk_tensors", "persistent_buffers", "_held", "_kernel_name", "_own_norm",
+                 "_other_threads", "_alive", "_uid_of")
     VALUES = ("_INSTANCE_DICT", "_ABSENT", "MAX_WALK", "_LIBRARY_CODE", "_LIBRARY_PRINTS", "_LIBRARY_LARGE", "LIBRARY",
               "_SETPROFILE", "_GETPROFILE", "_LIBRARY_KERNELS",
-              "_LIBRARY_BUILTINS")
+              "_LIBRARY_BUILTINS", "LIBRARY_ATTENTION", "_ATTENTION_CODE", "_WATCHES", "_THREAD_STARTS",
+              "_CURRENT_FRAMES", "_CALL_IMPL", "_SCRIPT_MODULE")
     CLASSES = ("Worker", "DeviceSim", "Recorder", "BoundedText", "_ScratchFile", "_Progress")
     MODULE_METHODS = ("named_modules", "named_parameters", "named_buffers", "named_children", "modules", "children",
                       "parameters", "buffers", "state_dict", "load_state_dict", "_load_from_state_dict", "to",
@@ -917,11 +920,11 @@ _LIBRARY_PRINTS = frozenset(c.co_names for c in _LIBRARY_CODE if len(c.co_names)
 _LIBRARY_KERNELS = frozenset({"_transformer_encoder_layer_fwd"})
 
 
-def _kernel_builtins() -> tuple:
+def _kernel_builtins(name: str = "_transformer_encoder_layer_fwd") -> tuple:
     """The builtins that run the kernel for torch.ops.aten (their names are empty): the packet's and each overload's."""
     found = []
     try:
-        packet = torch.ops.aten._transformer_encoder_layer_fwd
+        packet = getattr(torch.ops.aten, name)
         found.append(packet._op)
         for name in packet.overloads():
             found.append(getattr(packet, name)._op)
@@ -931,7 +934,81 @@ def _kernel_builtins() -> tuple:
 
 
 _LIBRARY_BUILTINS = _kernel_builtins()
+# What starts a thread. A profile function (sys.setprofile) watches only the thread that set it: a block that ran
+# nn.TransformerEncoderLayer.forward in a threading.Thread and joined it earned all of the exam's Q3 (100/100, red
+# team, round 21). So a watched call that starts a thread, or runs while another Python thread of the submission's
+# is alive (one started at import could run the layer on request), is taken to have run that code: a forward does
+# not need a thread, and a thread's work is out of sight. (A thread started through ctypes, outside these builtins
+# and joined before the call returns, is not seen: code written against this check can still defeat it.)
+# The same holds for another process: a server started at import (subprocess.Popen of `python -c` running the
+# layer on what forward writes to its pipe) earned the exam's 100/100 too. So do a call that starts a process, and
+# one that runs while another live process of the submission's exists: a child of the worker, or, where the worker
+# has a uid of its own (as root), any process of that uid (a grandchild left by a double fork belongs to the keeper).
+_THREAD_STARTS = tuple(f for f in [*(getattr(_thread, n, None) for n in ("start_new_thread", "start_new",
+                                                                         "start_joinable_thread")),
+                                   *(getattr(os, n, None) for n in ("fork", "forkpty", "system", "posix_spawn",
+                                                                    "posix_spawnp")),
+                                   getattr(sys.modules.get("_posixsubprocess"), "fork_exec", None)] if f is not None)
+_CURRENT_FRAMES = sys._current_frames
+# A TorchScript module called during a watched call: its code runs compiled, out of the watch's sight (the worker
+# turns TorchScript off before the submission runs, sandbox._become_worker; one the submission compiled after
+# turning it on again is taken to have run the library).
+_CALL_IMPL, _SCRIPT_MODULE = nn.Module._call_impl.__code__, torch.jit.ScriptModule
+
+
+def _alive(pid: str) -> bool:
+    """Whether process `pid` exists and is not a zombie (an ended child not yet reaped computes nothing)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+    except (OSError, IndexError):
+        return False
+
+
+def _other_threads() -> bool:
+    """Whether a Python thread other than this one exists (the worker itself runs in one thread), or another live
+    process of the submission's (see above)."""
+    try:
+        if len(_CURRENT_FRAMES()) > 1:
+            return True
+    except Exception:  # noqa: BLE001 (an interpreter without it: nothing to tell)
+        pass
+    me, uid = os.getpid(), os.getuid()
+    try:
+        for tid in os.listdir("/proc/self/task"):
+            with open(f"/proc/self/task/{tid}/children") as f:
+                if any(_alive(pid) for pid in f.read().split()):
+                    return True
+        if os.stat(f"/proc/{os.getppid()}").st_uid == uid:
+            return False  # the keeper shares this uid (not root): the uid is not the submission's alone
+        return any(n.isdigit() and int(n) != me and _uid_of(n) == uid and _alive(n) for n in os.listdir("/proc"))
+    except (OSError, ValueError):
+        return False
+
+
+def _uid_of(pid: str) -> int:
+    """The owner of process `pid` (-1 once it is gone)."""
+    try:
+        return os.stat(f"/proc/{pid}").st_uid
+    except OSError:
+        return -1
+
+
 LIBRARY = "library:transformer"  # in a call's `record`: note whether that code ran (a record {"fn": LIBRARY})
+# torch's own multi-head attention, watched the same way (a record {"fn": LIBRARY_ATTENTION}): nn.MultiheadAttention's
+# methods, F.multi_head_attention_forward (what its forward runs) and its fused kernel. The transformer_block lab's
+# MultiHeadSelfAttention is graded against nn.MultiheadAttention, and one that handed its W_q, W_k, W_v and W_o to
+# F.multi_head_attention_forward earned all 20 points of the question (red team, round 21). Not part of LIBRARY: the
+# exam's block is built around an nn.MultiheadAttention as its paper says.
+LIBRARY_ATTENTION = "library:attention"
+_ATTENTION_CODE = frozenset([f.__code__ for f in vars(nn.MultiheadAttention).values()
+                             if isinstance(f, types.FunctionType)]
+                            + [torch.nn.functional.multi_head_attention_forward.__code__])
+# (each watch: its record's name, the code objects, the names of the large ones, the kernels' names and builtins)
+_WATCHES = ((LIBRARY, _LIBRARY_CODE, _LIBRARY_PRINTS, _LIBRARY_KERNELS, _LIBRARY_BUILTINS),
+            (LIBRARY_ATTENTION, _ATTENTION_CODE,
+             frozenset(c.co_names for c in _ATTENTION_CODE if len(c.co_names) >= _LIBRARY_LARGE),
+             frozenset({"_native_multi_head_attention"}), _kernel_builtins("_native_multi_head_attention")))
 _SETPROFILE, _GETPROFILE = sys.setprofile, sys.getprofile
 
 
@@ -946,7 +1023,8 @@ def _kernel_name(func: Any) -> str:
 
 class Recorder(TorchFunctionMode):
     """Keeps a copy of the first argument of the named torch functions (e.g. what went into softmax); with LIBRARY
-    among the names, also notes whether the code of torch's transformer layers ran (or the watch was taken off).
+    (or LIBRARY_ATTENTION) among the names, also notes whether the code of torch's transformer layers (of its
+    multi-head attention) ran, or the watch was taken off.
     With "layer_norm" among them, an nn.LayerNorm subclass whose own forward computes the norm (mean and variance
     written out) is recorded as one layer_norm call of what it is given, and the torch calls inside it are not."""
 
@@ -954,8 +1032,10 @@ class Recorder(TorchFunctionMode):
         super().__init__()
         self.names = set(names)
         self.seen: list[dict[str, Any]] = []
-        self.library = LIBRARY in self.names
-        self.hook, self.was, self.ran = self._profile, None, False
+        self.watches = tuple(w for w in _WATCHES if w[0] in self.names)
+        self.library = bool(self.watches)
+        self.hook, self.was = self._profile, None
+        self.ran: set[str] = set()  # the watches whose code ran
         self.norms = "layer_norm" in self.names
         self.inside, self.handles = 0, []  # how deep in such a subclass's forward; its hooks
 
@@ -970,18 +1050,29 @@ class Recorder(TorchFunctionMode):
             self.inside = max(0, self.inside - 1)
 
     def _profile(self, frame, event, arg) -> None:
-        if event == "call" and not self.ran:
+        if event == "call":
             code = frame.f_code
-            if code in _LIBRARY_CODE or len(code.co_names) >= _LIBRARY_LARGE and code.co_names in _LIBRARY_PRINTS:
-                self.ran = True
-        elif event == "c_call" and not self.ran and (_kernel_name(arg) in _LIBRARY_KERNELS
-                                                     or any(arg is f for f in _LIBRARY_BUILTINS)):
-            self.ran = True
+            if code is _CALL_IMPL and isinstance(frame.f_locals.get("self"), _SCRIPT_MODULE):
+                self.ran.update(w[0] for w in self.watches)
+            for tag, codes, prints, _kernels, _builtins in self.watches:
+                if tag not in self.ran and (code in codes or len(code.co_names) >= _LIBRARY_LARGE
+                                            and code.co_names in prints):
+                    self.ran.add(tag)
+        elif event == "c_call":
+            starts = any(arg is f for f in _THREAD_STARTS)
+            for tag, _codes, _prints, kernels, builtins in self.watches:
+                if tag not in self.ran and (starts or _kernel_name(arg) in kernels or any(arg is f for f in builtins)):
+                    self.ran.add(tag)
+
+    def _threads(self) -> None:
+        if _other_threads():  # a thread already there (or still there) can do the work unseen
+            self.ran.update(w[0] for w in self.watches)
 
     def __enter__(self):
         if self.library:
             self.was = _GETPROFILE()
             _SETPROFILE(self.hook)
+            self._threads()
         if self.norms:
             self.handles = [nn.modules.module.register_module_forward_pre_hook(self._norm_enter),
                             nn.modules.module.register_module_forward_hook(self._norm_exit, always_call=True)]
@@ -994,15 +1085,19 @@ class Recorder(TorchFunctionMode):
         if self.library:
             watched = _GETPROFILE() is self.hook
             _SETPROFILE(self.was)
-            if self.ran or not watched:  # (a forward that takes the watch off is taken to have run that code)
-                self.seen.append({"fn": LIBRARY, "input": None, "watched": watched})
+            self._threads()
+            for w in self.watches:
+                if w[0] in self.ran or not watched:  # (a forward that takes the watch off is taken to have run it)
+                    self.seen.append({"fn": w[0], "input": None, "watched": watched})
         return super().__exit__(*exc)
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         name = getattr(func, "__name__", "")
-        if self.library and not self.ran and _kernel_name(func) in _LIBRARY_KERNELS:
-            self.ran = True
+        if self.library:
+            for tag, _codes, _prints, kernels, _builtins in self.watches:
+                if tag not in self.ran and _kernel_name(func) in kernels:
+                    self.ran.add(tag)
         if name in self.names and args and isinstance(args[0], torch.Tensor) and len(self.seen) < 16 \
                 and not (self.inside and name == "layer_norm"):
             dim = kwargs.get("dim", args[1] if len(args) > 1 else None)

@@ -1077,6 +1077,21 @@ CASES: tuple[Case, ...] = (
               _f.write(_block)
               _f.flush()
           """)),
+    # Tensors the worker cannot send as data, held by a class that is otherwise right (red team, round 21): a sparse
+    # (or nested) buffer raised inside the worker's reply and ended the worker, read as the student's crash ("exited
+    # with code 0"), and after three restarts every later check of every class was lost (11.5/100); a float8
+    # parameter came back as a description that a check loaded into another build, and the student read that their
+    # class had raised AttributeError (98/100). Both are descriptions now, and only tensors are loaded back.
+    C("sys_sparse_buffer", "the reference with a sparse buffer of its own beside the mask in CausalAttention and "
+      "MultiHeadAttention", 100, None, "",
+      sub(CA, 'self.register_buffer("mask"', 'self.register_buffer("eye", torch.eye(3).to_sparse())\n'
+                                            '        self.register_buffer("mask"'),
+      sub(MHA, 'self.register_buffer("mask"', 'self.register_buffer("eye", torch.eye(3).to_sparse())\n'
+                                             '        self.register_buffer("mask"')),
+    C("sys_float8_parameter", "the reference with an unused float8 parameter of its own in CausalAttention", 100,
+      None, "",
+      sub(CA, 'self.register_buffer("mask"', 'self.scale8 = nn.Parameter(torch.ones(3).to(torch.float8_e4m3fn), '
+                                            'requires_grad=False)\n        self.register_buffer("mask"')),
     # Crashing the grader: each is the submission's own result, never "the autograder itself failed".
     C("sys_crash_shape", "patches the worker so that every reply after loading is a tensor of shape (2**62, 4, 0): "
       "zero elements, but torch cannot even describe it (it used to crash the grader)", 0, "checks",

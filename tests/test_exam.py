@@ -463,7 +463,110 @@ class TransformerBlock(nn.TransformerEncoderLayer):
                 self.norm2.bias, self.linear1.weight, self.linear1.bias, self.linear2.weight, self.linear2.bias,
                 None, None)
 """,
+    # (red team, round 21) the layer run in a thread, where the profile function that watches for its code is not
+    # set: started in forward and joined, or a thread of a pool started at import (100/100 before)
+    "thread": """import threading
+
+
+class TransformerBlock(nn.TransformerEncoderLayer):
+    def __init__(self, d_model, n_heads):
+        super().__init__(d_model, n_heads, FF_MULT * d_model, DROP_RATE, batch_first=True, norm_first=NORM_FIRST)
+
+    def forward(self, x):
+        box = []
+        t = threading.Thread(target=lambda: box.append(nn.TransformerEncoderLayer.forward(self, x)))
+        t.start()
+        t.join()
+        return box[0]
+""",
+    "pool": """from concurrent.futures import ThreadPoolExecutor
+
+POOL = ThreadPoolExecutor(1)
+POOL.submit(int).result()
+
+
+class TransformerBlock(nn.TransformerEncoderLayer):
+    def __init__(self, d_model, n_heads):
+        super().__init__(d_model, n_heads, FF_MULT * d_model, DROP_RATE, batch_first=True, norm_first=NORM_FIRST)
+
+    def forward(self, x):
+        return POOL.submit(nn.TransformerEncoderLayer.forward, self, x).result()
+""",
+    # (the same round) the layer run in another process: a server started at import that reads the block's weights
+    # and input from a pipe, as a child of the worker, or left behind by a launcher that ended (100/100 before)
+    "server": '''import io as _io
+import os as _os
+import subprocess as _sp
+import sys as _sys
+
+_SERVER = """
+import io, sys, torch, torch.nn as nn
+inp, out = sys.stdin.buffer, sys.stdout.buffer
+while True:
+    n = inp.readline()
+    if not n:
+        break
+    a = torch.load(io.BytesIO(inp.read(int(n))), weights_only=False)
+    layer = nn.TransformerEncoderLayer(*a["ctor"], batch_first=True, norm_first=a["nf"])
+    layer.load_state_dict(a["state"])
+    layer.train(a["training"])
+    with torch.no_grad():
+        y = layer(a["x"])
+    buf = io.BytesIO()
+    torch.save(y, buf)
+    out.write(str(len(buf.getvalue())).encode() + b"\\\\n" + buf.getvalue())
+    out.flush()
+"""
+_r1, _w1 = _os.pipe()
+_r2, _w2 = _os.pipe()
+if ORPHAN:
+    _LAUNCH = ("import subprocess, sys; subprocess.Popen([sys.executable, '-c', sys.argv[1]], stdin=%d, stdout=%d, "
+               "start_new_session=True)" % (_r1, _w2))
+    _sp.run([_sys.executable, "-c", _LAUNCH, _SERVER], pass_fds=(_r1, _w2))
+else:
+    _sp.Popen([_sys.executable, "-c", _SERVER], stdin=_r1, stdout=_w2)
+_os.close(_r1)
+_os.close(_w2)
+_TO, _FROM = _os.fdopen(_w1, "wb"), _os.fdopen(_r2, "rb")
+
+
+class TransformerBlock(nn.TransformerEncoderLayer):
+    def __init__(self, d_model, n_heads):
+        super().__init__(d_model, n_heads, FF_MULT * d_model, DROP_RATE, batch_first=True, norm_first=NORM_FIRST)
+        self._ctor = (d_model, n_heads, FF_MULT * d_model, DROP_RATE)
+
+    def forward(self, x):
+        buf = _io.BytesIO()
+        torch.save({"ctor": self._ctor, "nf": NORM_FIRST, "state": self.state_dict(), "training": self.training,
+                    "x": x.detach()}, buf)
+        _TO.write(str(len(buf.getvalue())).encode() + b"\\n" + buf.getvalue())
+        _TO.flush()
+        return torch.load(_io.BytesIO(_FROM.read(int(_FROM.readline()))), weights_only=False)
+''',
 }
+# (the same round) the layer compiled by TorchScript, whose code runs out of the watch's sight: scripted, traced, or
+# scripted after turning TorchScript on again in the worker (100/100 before)
+_COMPILED = """class TransformerBlock(nn.Module):
+    def __init__(self, d_model, n_heads):
+        super().__init__()
+        layer = nn.TransformerEncoderLayer(d_model, n_heads, FF_MULT * d_model, DROP_RATE, batch_first=True,
+                                           norm_first=NORM_FIRST)
+        self.self_attn, self.linear1, self.linear2 = layer.self_attn, layer.linear1, layer.linear2
+        self.norm1, self.norm2 = layer.norm1, layer.norm2
+        self.dropout, self.dropout1, self.dropout2 = layer.dropout, layer.dropout1, layer.dropout2
+        object.__setattr__(self, "_run", COMPILE(layer))
+
+    def forward(self, x):
+        self._run.train(self.training)
+        return self._run(x)
+"""
+LIBRARY_BLOCKS["script"] = "COMPILE = torch.jit.script\n\n\n" + _COMPILED
+LIBRARY_BLOCKS["trace"] = ("COMPILE = lambda m: torch.jit.trace(m.eval(), torch.randn(2, 5, m.self_attn.embed_dim), "
+                           "check_trace=False)\n\n\n" + _COMPILED)
+LIBRARY_BLOCKS["script_on_again"] = ("import torch.jit._state\n\ntorch.jit._state.enable()\nCOMPILE = torch.jit.script"
+                                     "\n\n\n" + _COMPILED)
+LIBRARY_BLOCKS["orphan"] = "ORPHAN = True\n" + LIBRARY_BLOCKS["server"]
+LIBRARY_BLOCKS["server"] = "ORPHAN = False\n" + LIBRARY_BLOCKS["server"]
 
 
 def test_a_block_that_pytorchs_encoder_layer_computes_earns_only_its_construction(tmp_path):

@@ -136,6 +136,62 @@ STUBS = {"stub_parts_identity": (ATTN_IDENTITY, FFN_IDENTITY),
                            "    return nn.Transformer(d_model=16, nhead=4, num_encoder_layers=2"),
                           ("num_decoder_layers=2, dim_feedforward=32,\n                          batch_first=True)",
                            "num_decoder_layers=2, dim_feedforward=32)"))}
+# Red team, round 21: the block loads its own parts' weights into a fresh nn.TransformerEncoderLayer, the layer the
+# checks compare it with, and runs that (its own dropouts lent to it): 34 of the block's 36 points before.
+LIBRARY_BLOCK = """        if self.use_ffn and self.use_norm and self.use_residual:
+            a = self.attn
+            layer = nn.TransformerEncoderLayer(a.d_model, a.n_heads, self.ff.linear1.out_features,
+                                               self.dropout1.p, batch_first=True, norm_first=self.norm_first)
+            with torch.no_grad():
+                layer.self_attn.in_proj_weight.copy_(torch.cat([a.W_q.weight, a.W_k.weight, a.W_v.weight]))
+                layer.self_attn.in_proj_bias.copy_(torch.cat([a.W_q.bias, a.W_k.bias, a.W_v.bias]))
+                layer.self_attn.out_proj.load_state_dict(a.W_o.state_dict())
+            layer.linear1, layer.linear2, layer.norm1, layer.norm2 = self.ff.linear1, self.ff.linear2, self.norm1, \
+                self.norm2
+            layer.dropout1, layer.dropout2, layer.dropout = self.dropout1, self.dropout2, self.ff.dropout
+            layer.train(self.training)
+            n = x.shape[1]
+            return layer(x, src_mask=torch.triu(torch.ones(n, n, dtype=torch.bool), 1) if causal else None)
+"""
+STUBS["library_block"] = ((BLOCK_IDENTITY[0], LIBRARY_BLOCK + BLOCK_IDENTITY[0]),)
+# The same round: the attention hands its own W_q, W_k, W_v and W_o to F.multi_head_attention_forward, what
+# nn.MultiheadAttention (the layer its checks compare it with) runs: 20 of 20 before.
+LIBRARY_ATTENTION = """        n = x.shape[1]
+        t = x.transpose(0, 1)
+        out, _ = F.multi_head_attention_forward(
+            t, t, t, self.d_model, self.n_heads, torch.cat([self.W_q.weight, self.W_k.weight, self.W_v.weight]),
+            torch.cat([self.W_q.bias, self.W_k.bias, self.W_v.bias]), None, None, False, self.dropout.p,
+            self.W_o.weight, self.W_o.bias, training=self.training, need_weights=False,
+            attn_mask=torch.triu(torch.ones(n, n, dtype=torch.bool), 1) if causal else None)
+        return out.transpose(0, 1)
+"""
+STUBS["library_attention"] = ((ATTN_IDENTITY[0], LIBRARY_ATTENTION + ATTN_IDENTITY[0]),)
+
+
+def test_a_block_that_pytorchs_encoder_layer_computes_earns_nothing_of_the_block(graded):
+    """A block that runs nn.TransformerEncoderLayer (here a fresh one holding its own parts' weights) has PyTorch
+    compute the whole question: every check of the block says so; the parts, written by the student, keep theirs,
+    and so do the switches it computes itself."""
+    r = graded["library_block"]
+    scores = by_question(r)
+    assert scores["TransformerBlock"] == 0, scores
+    assert all(scores[q] == QUESTIONS[q] for q in ("MultiHeadSelfAttention", "FeedForward", "nn_transformer",
+                                                   "transformer_shapes")), scores
+    block = [c for c in r.checks if c.question == "TransformerBlock"]
+    assert block and all("nn.TransformerEncoderLayer" in c.message.en and "직접" in c.message.ko for c in block), \
+        [c.message.en for c in block]
+
+
+def test_an_attention_that_pytorchs_multi_head_attention_computes_earns_none_of_its_calls(graded):
+    """MultiHeadSelfAttention through F.multi_head_attention_forward: every check of the question that calls it says
+    so; the block around it, the student's own, keeps its points, and so does everything else."""
+    r = graded["library_attention"]
+    scores = by_question(r)
+    assert scores["MultiHeadSelfAttention"] < 5, scores
+    assert all(scores[q] == QUESTIONS[q] for q in QUESTIONS if q != "MultiHeadSelfAttention"), scores
+    lost = [c for c in r.checks if c.question == "MultiHeadSelfAttention" and c.status != "passed"]
+    assert lost and all("F.multi_head_attention_forward" in c.message.en and "직접" in c.message.ko for c in lost), \
+        [c.message.en for c in lost]
 
 
 def test_warnings_raised_inside_torch_are_not_the_students_output(graded):

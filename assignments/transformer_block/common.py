@@ -14,6 +14,7 @@ from autograder.bugtable import Call
 from autograder.checks import CheckFailure, diagnosis, expect_shape, expect_tensor, fail
 from autograder.messages import Message
 from autograder.sourcecode import dropped_masked_fill, unfinished
+from autograder.worker import LIBRARY, LIBRARY_ATTENTION
 
 # nn.Transformer's advice on its fast path ("enable_nested_tensor is True, but ..."), raised while the grader builds
 # its own nn.Transformer (the references, and the public check of make_transformer's parameter shapes): it went to
@@ -89,10 +90,24 @@ def part_dropout(sub, cls: str) -> str:
     return sub.memo[key]
 
 
+# The attention's checks compare it with nn.MultiheadAttention: one that runs that layer's code (F.multi_head_attention_
+# forward with its own W_q, W_k, W_v and W_o, an nn.MultiheadAttention loaded with them, its fused kernel) has
+# PyTorch compute the question, and earned all 20 points (red team, round 21). F.scaled_dot_product_attention stays
+# the student's to use: the projections, the heads and their joining are still theirs.
+OWN_ATTENTION = Message(
+    "`MultiHeadSelfAttention` runs PyTorch's own multi-head attention (nn.MultiheadAttention, "
+    "F.multi_head_attention_forward or its kernel): this question asks you to write it yourself, the projections, "
+    "the split into heads, the scaled scores, the softmax and the joined heads, so what PyTorch computes for it earns "
+    "nothing.",
+    "`MultiHeadSelfAttention`이(가) PyTorch의 멀티 헤드 어텐션(nn.MultiheadAttention, "
+    "F.multi_head_attention_forward 또는 그 커널)을 그대로 실행합니다: 이 문제는 투영, 헤드 나누기, 스케일된 점수, "
+    "softmax, 헤드 합치기를 직접 작성하는 문제이므로 PyTorch가 계산한 결과로는 점수를 받을 수 없습니다.")
+
+
 def _build_part(sub, cls: str, a: int, b: int, dropout: float, seed: int):
     how = part_dropout(sub, cls)
     if how == "position":
-        return sub.new(cls, a, b, dropout, seed=seed)
+        return _watched(sub.new(cls, a, b, dropout, seed=seed))
     if how == "keyword":
         m = sub.new(cls, a, b, seed=seed, dropout=dropout)
     elif dropout:
@@ -104,7 +119,29 @@ def _build_part(sub, cls: str, a: int, b: int, dropout: float, seed: int):
     else:
         m = sub.new(cls, a, b, seed=seed)
     m.ctor = (m.ctor[0], (a, b, dropout), {}, m.ctor[3])  # (the diagnosis builds the reference from these)
+    return _watched(m)
+
+
+def _watched(m):
+    """The student's part `m`, its calls watched for PyTorch's multi-head attention where it is the attention."""
+    if m.ctor and m.ctor[0] == "MultiHeadSelfAttention":
+        m.own_work = (LIBRARY_ATTENTION, OWN_ATTENTION)
     return m
+
+
+# The block's checks compare it with nn.TransformerEncoderLayer: a block that runs that layer's code (holds one and
+# loads its own parts' weights into it, subclasses it, borrows its forward or its fused kernel) has PyTorch compute
+# what the question asks the student to assemble, and earned 34 of the block's 36 points as a wrapper that loaded its
+# parts' weights into a fresh layer at each call (red team, round 21; the exam's Q3 was closed the same way in
+# round 17). Every call of a block built here is watched for it (proxy.Remote.own_work).
+OWN_BLOCK = Message(
+    "`TransformerBlock` runs PyTorch's own nn.TransformerEncoderLayer (your class subclasses it, holds one, or calls "
+    "its forward or its kernel): this question asks you to assemble the block yourself from your attention, "
+    "feed-forward network, LayerNorms, dropouts and residual connections, so what PyTorch's layer computes for it "
+    "earns nothing.",
+    "`TransformerBlock`이(가) PyTorch의 nn.TransformerEncoderLayer를 그대로 실행합니다 (클래스가 그것을 상속하거나, "
+    "가지고 있거나, 그 forward나 커널을 호출함): 이 문제는 여러분의 어텐션, 피드포워드 네트워크, LayerNorm, dropout, "
+    "잔차 연결로 블록을 직접 조립하는 문제이므로 PyTorch의 레이어가 계산한 결과로는 점수를 받을 수 없습니다.")
 
 
 def build_block(sub, d: int, h: int, d_ff: int, dropout: float = 0.0, norm_first: bool = False, seed: int = 0,
@@ -130,6 +167,7 @@ def build_block(sub, d: int, h: int, d_ff: int, dropout: float = 0.0, norm_first
         args = (d, h, d_ff)
     m = sub.new("TransformerBlock", *args, seed=seed, stand_in=stand_in or block_stand_in(sub),
                 **({own or "norm_first": norm_first} if takes else {}), **kw, **switches)
+    m.own_work = (LIBRARY, OWN_BLOCK)
     if own or not takes or len(args) < 4:  # (the diagnosis builds the reference's block from these: the mode the
         # check asked for, under the template's name)
         m.ctor = (m.ctor[0], (d, h, d_ff, dropout),
