@@ -348,7 +348,8 @@ def test_a_torchscript_helper_compiles_in_a_cell_and_in_a_written_module(tmp_pat
               "    return scores.masked_fill(future, float('-inf'))\n\n\n")
     at = ref.index("class MultiHeadAttention(nn.Module):")
     fill = "scores = scores.masked_fill(self.mask.bool()[:num_tokens, :num_tokens], -torch.inf)"
-    tail = ref[at:].replace("torch.softmax(scores / keys.shape[-1] ** 0.5, dim=-1)", "softmax_keys(scores, keys.shape[-1])")
+    tail = ref[at:].replace("torch.softmax(scores / keys.shape[-1] ** 0.5, dim=-1)",
+                            "softmax_keys(scores, keys.shape[-1])")
     right = tail.replace(fill, "scores = hide(scores, self.mask.bool()[:num_tokens, :num_tokens])")
     cpu = tail.replace(fill, "scores = hide(scores, torch.triu(torch.ones(num_tokens, num_tokens), 1).bool())")
     assert ref[at:] != tail != right != cpu
