@@ -1162,7 +1162,7 @@ def probe_devices(m: nn.Module, shapes: list[list[int]], mode: str = "eval") -> 
     gen = torch.Generator().manual_seed(0)
     args = [sim.move(torch.randn(*s, generator=gen)) for s in shapes]
     out = None
-    scripted = _script_functions(m)
+    scripted = _script_functions(m) + _script_modules(m)
     for ns, name, fn in scripted:  # called through the simulation while forward runs (DeviceSim.script_call)
         ns[name] = functools.partial(lambda fn, *a, **k: sim.script_call(fn, a, k), fn)
     with torch.random.fork_rng(devices=[]):  # dropout in train mode must not move the checks' random state
@@ -1203,6 +1203,13 @@ def _script_functions(m: nn.Module) -> list[tuple[dict, str, Any]]:
                 if type(v) is torch.jit.ScriptFunction][:MAX_WALK]
     except Exception:  # (whatever the submission did to its classes: nothing is wrapped, as before)
         return []
+
+
+def _script_modules(m: nn.Module) -> list[tuple[dict, str, Any]]:
+    """(the parent's _modules, name, submodule) of each TorchScript module (`self.attend = torch.jit.script(...)`)
+    registered under m: its forward runs inside TorchScript too, and accepts no forward hook."""
+    return [(mods, name, c) for _, parent in walk_modules(m) for mods in (_registered(parent, "_modules"),)
+            for name, c in list(mods.items()) if isinstance(c, torch.jit.ScriptModule)][:MAX_WALK]
 
 
 # Imported by the zygote before any fork. A worker that runs as another user may not be able to read the

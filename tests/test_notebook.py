@@ -353,14 +353,24 @@ def test_a_torchscript_helper_compiles_in_a_cell_and_in_a_written_module(tmp_pat
     right = tail.replace(fill, "scores = hide(scores, self.mask.bool()[:num_tokens, :num_tokens])")
     cpu = tail.replace(fill, "scores = hide(scores, torch.triu(torch.ones(num_tokens, num_tokens), 1).bool())")
     assert ref[at:] != tail != right != cpu
+    # A TorchScript module held by the class: its forward runs inside TorchScript as well.
+    module_class = ("class SoftmaxKeys(nn.Module):\n"
+                    "    def forward(self, scores: torch.Tensor, d_k: int) -> torch.Tensor:\n"
+                    "        return torch.softmax(scores / d_k ** 0.5, dim=-1)\n\n\n")
+    buffer = ("        self.register_buffer(\"mask\", torch.triu(torch.ones(context_length, context_length), "
+              "diagonal=1))\n")
+    held = right.replace(buffer, buffer + "        self.softmax_keys = torch.jit.script(SoftmaxKeys())\n", 1) \
+        .replace("softmax_keys(scores,", "self.softmax_keys(scores,")
+    assert held.count("self.softmax_keys") == 2
     results = grade_sources(tmp_path, {
+        "script_module.py": ref[:at] + helper + module_class + held,
         "cell.ipynb": notebook(ref[:at], helper, right),
         "module.ipynb": notebook(ref[:at], "%%writefile helpers.py\nimport torch\n\n\n" + helper,
                                  "from helpers import softmax_keys, hide", right),
         "file.py": ref[:at] + helper + right,
         "cpu_mask.py": ref[:at] + helper + cpu,
     })
-    for sid in ("cell", "module", "file"):
+    for sid in ("cell", "module", "file", "script_module"):
         r = results[sid]
         assert r.score == 100, (sid, [(c.name, c.message and c.message.en) for c in r.checks if c.status != "passed"])
     lost = [c for c in results["cpu_mask"].checks if c.status != "passed" and c.points > 0]
