@@ -1187,10 +1187,13 @@ def probe_devices(m: nn.Module, shapes: list[list[int]], mode: str = "eval") -> 
 
 def _script_functions(m: nn.Module) -> list[tuple[dict, str, Any]]:
     """(namespace, name, function) of each TorchScript function (`@torch.jit.script def ...`) that the methods of m's
-    modules can call by a global name: those of the namespaces where their classes were defined."""
+    modules can call by a global name (those of the namespaces where their classes were defined) or as an attribute
+    of their own (self.attend = attend)."""
     spaces: dict[int, dict] = {}
     try:
         for _, c in walk_modules(m):
+            attrs = own_dict(c)
+            spaces.setdefault(id(attrs), attrs)
             for klass in type(c).__mro__:
                 if klass is object or str(klass.__module__).startswith("torch."):
                     continue

@@ -362,15 +362,17 @@ def test_a_torchscript_helper_compiles_in_a_cell_and_in_a_written_module(tmp_pat
     held = right.replace(buffer, buffer + "        self.softmax_keys = torch.jit.script(SoftmaxKeys())\n", 1) \
         .replace("softmax_keys(scores,", "self.softmax_keys(scores,")
     assert held.count("self.softmax_keys") == 2
+    attribute = held.replace("torch.jit.script(SoftmaxKeys())", "softmax_keys")  # the function kept on the module
     results = grade_sources(tmp_path, {
         "script_module.py": ref[:at] + helper + module_class + held,
+        "attribute.py": ref[:at] + helper + attribute,
         "cell.ipynb": notebook(ref[:at], helper, right),
         "module.ipynb": notebook(ref[:at], "%%writefile helpers.py\nimport torch\n\n\n" + helper,
                                  "from helpers import softmax_keys, hide", right),
         "file.py": ref[:at] + helper + right,
         "cpu_mask.py": ref[:at] + helper + cpu,
     })
-    for sid in ("cell", "module", "file", "script_module"):
+    for sid in ("cell", "module", "file", "script_module", "attribute"):
         r = results[sid]
         assert r.score == 100, (sid, [(c.name, c.message and c.message.en) for c in r.checks if c.status != "passed"])
     lost = [c for c in results["cpu_mask"].checks if c.status != "passed" and c.points > 0]
