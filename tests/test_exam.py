@@ -588,14 +588,17 @@ def test_a_block_that_pytorchs_encoder_layer_computes_earns_only_its_constructio
         assert r.score == 66, (name, r.score)
 
 
-@pytest.mark.parametrize("corpus", ["ok_extra_buffers", "ok_functional_dropout", "ok_mask_buffer_4d"])
+@pytest.mark.parametrize("corpus", ["ok_extra_buffers", "ok_functional_dropout", "ok_mask_buffer_4d",
+                                    "ok_torchscript"])
 def test_a_correct_answer_written_another_way_keeps_full_marks_in_every_variant(work, variants, corpus):
     """Correct answers from tests/exam_corpus/ok_*.py, graded without a roster (the default variant) and as ada's
     and bo's papers (their own constants): full marks each time. ok_extra_buffers: buffers of the student's own
     beside the weights (a scale, a call counter) were "an extra scale" that stopped the reference weights from
     being copied in (MultiHeadAttention lost 24 of 35); ok_functional_dropout: a block that drops with
     F.dropout(DROP_RATE, training=self.training), no nn.Dropout of its own, lost the DROP_RATE check (2 points);
-    ok_mask_buffer_4d: the mask buffer as a (1, 1, CONTEXT_LENGTH, CONTEXT_LENGTH) view lost the constants check (8)."""
+    ok_mask_buffer_4d: the mask buffer as a (1, 1, CONTEXT_LENGTH, CONTEXT_LENGTH) view lost the constants check (8);
+    ok_torchscript: `@torch.jit.script` helpers found no source in the worker and were never defined (Q1 lost 26,
+    window_mask's 10 too)."""
     text = (ROOT / "tests" / "exam_corpus" / f"{corpus}.py").read_text(encoding="utf-8")
     base = work / f"corpus_{corpus}"
     for sub in ("plain", "roster"):

@@ -334,6 +334,53 @@ def test_classes_a_writefile_cell_writes_to_a_module_that_the_notebook_imports_a
     assert ko and all("%%writefile" in k and "import되지 않아" in k for k in ko), ko[:1]
 
 
+def test_a_torchscript_helper_compiles_in_a_cell_and_in_a_written_module(tmp_path):
+    """`@torch.jit.script` compiles from the function's source, which inspect finds through linecache: the worker
+    runs cells from memory, so the decorator raised "Can't get source" and the helper was never defined (every check
+    of the class that called it failed; variants round 5). In a cell, in a %%writefile module and in a .py alike.
+    The device check's simulation sees none of a TorchScript function's ops: it takes the call as one op (its
+    result came back untagged, and the right class lost that point), which still mixes devices when forward hands
+    it a mask made on the CPU."""
+    ref = REFERENCE.read_text()
+    helper = ("@torch.jit.script\ndef softmax_keys(scores: torch.Tensor, d_k: int) -> torch.Tensor:\n"
+              "    return torch.softmax(scores / d_k ** 0.5, dim=-1)\n\n\n"
+              "@torch.jit.script\ndef hide(scores: torch.Tensor, future: torch.Tensor) -> torch.Tensor:\n"
+              "    return scores.masked_fill(future, float('-inf'))\n\n\n")
+    at = ref.index("class MultiHeadAttention(nn.Module):")
+    fill = "scores = scores.masked_fill(self.mask.bool()[:num_tokens, :num_tokens], -torch.inf)"
+    tail = ref[at:].replace("torch.softmax(scores / keys.shape[-1] ** 0.5, dim=-1)",
+                            "softmax_keys(scores, keys.shape[-1])")
+    right = tail.replace(fill, "scores = hide(scores, self.mask.bool()[:num_tokens, :num_tokens])")
+    cpu = tail.replace(fill, "scores = hide(scores, torch.triu(torch.ones(num_tokens, num_tokens), 1).bool())")
+    assert ref[at:] != tail != right != cpu
+    # A TorchScript module held by the class: its forward runs inside TorchScript as well.
+    module_class = ("class SoftmaxKeys(nn.Module):\n"
+                    "    def forward(self, scores: torch.Tensor, d_k: int) -> torch.Tensor:\n"
+                    "        return torch.softmax(scores / d_k ** 0.5, dim=-1)\n\n\n")
+    buffer = ("        self.register_buffer(\"mask\", torch.triu(torch.ones(context_length, context_length), "
+              "diagonal=1))\n")
+    held = right.replace(buffer, buffer + "        self.softmax_keys = torch.jit.script(SoftmaxKeys())\n", 1) \
+        .replace("softmax_keys(scores,", "self.softmax_keys(scores,")
+    assert held.count("self.softmax_keys") == 2
+    attribute = held.replace("torch.jit.script(SoftmaxKeys())", "softmax_keys")  # the function kept on the module
+    results = grade_sources(tmp_path, {
+        "script_module.py": ref[:at] + helper + module_class + held,
+        "attribute.py": ref[:at] + helper + attribute,
+        "cell.ipynb": notebook(ref[:at], helper, right),
+        "module.ipynb": notebook(ref[:at], "%%writefile helpers.py\nimport torch\n\n\n" + helper,
+                                 "from helpers import softmax_keys, hide", right),
+        "file.py": ref[:at] + helper + right,
+        "cpu_mask.py": ref[:at] + helper + cpu,
+    })
+    for sid in ("cell", "module", "file", "script_module", "attribute"):
+        r = results[sid]
+        assert r.score == 100, (sid, [(c.name, c.message and c.message.en) for c in r.checks if c.status != "passed"])
+    lost = [c for c in results["cpu_mask"].checks if c.status != "passed" and c.points > 0]
+    assert [c.name for c in lost] == ["MultiHeadAttention keeps every tensor on the input's device"], \
+        [(c.name, c.message and c.message.en) for c in lost]
+    assert "cpu and meta" in lost[0].message.en, lost[0].message.en
+
+
 def test_a_demo_line_that_fails_or_hangs_in_a_written_module_costs_that_line_not_its_classes(tmp_path):
     """A %%writefile module imported by the notebook ran as one piece: a demo line after its classes that raised (a
     wrong demo call), or that ran for long (a training loop: Jupyter runs it, slowly), made the import fail, and a

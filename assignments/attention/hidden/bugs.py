@@ -527,6 +527,26 @@ VARIANTS: list[Variant] = [
                            (("W_query", "q_linear"), ("W_key", "k_linear"), ("W_value", "v_linear"),
                             ("out_proj", "out"))),
       why="red team: q_linear was not taken for the query, and weights went by creation order"),
+    V("ok_projections_moduledict",
+      ch(MHA, "self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)\n"
+              "        self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)\n"
+              "        self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)",
+         "self.proj = nn.ModuleDict({n: nn.Linear(d_in, d_out, bias=qkv_bias) for n in (\"W_query\", \"W_key\", "
+         "\"W_value\")})"),
+      ch(MHA, "keys = self.W_key(x)  # (b, T, d_out)\n        queries = self.W_query(x)\n"
+              "        values = self.W_value(x)", "keys = self.proj[\"W_key\"](x)  # (b, T, d_out)\n"
+                                                "        queries = self.proj[\"W_query\"](x)\n"
+                                                "        values = self.proj[\"W_value\"](x)"),
+      ch(CA, "self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)\n"
+             "        self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)\n"
+             "        self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)",
+         "self.qkv = nn.ModuleDict({\"q\": nn.Linear(d_in, d_out, bias=qkv_bias), "
+         "\"k\": nn.Linear(d_in, d_out, bias=qkv_bias),\n"
+         "                                  \"v\": nn.Linear(d_in, d_out, bias=qkv_bias)})"),
+      ch(CA, "keys = self.W_key(x)  # (b, T, d_out)\n        queries = self.W_query(x)\n"
+             "        values = self.W_value(x)", "queries, keys, values = (self.qkv[r](x) for r in \"qkv\")"),
+      why="variants round 5: the projections in an nn.ModuleDict (proj.W_query.weight, qkv.q.weight) were not found "
+          "by the weight copy: CausalAttention lost 10 of 25, MultiHeadAttention 7 of 20, the wrapper 1 (82/100)"),
     V("ok_fused_qkv_v2", ch(V2, "self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)\n"
                                 "        self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)\n"
                                 "        self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)",

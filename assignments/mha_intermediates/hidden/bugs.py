@@ -148,6 +148,13 @@ VARIANTS: list[Variant] = [
          "so that a fully masked row stays finite",
       ko="가려진 멀티 헤드 점수를 -1e9가 아니라 -inf로 채움; 전부 가려진 행도 유한하도록 "
          "scores.masked_fill(mask == 0, -1e9)를 쓰세요"),
+    V("scores_fill_finfo_min", ch("head_scores", "MASK_FILL", "torch.finfo(scores.dtype).min"), breaks="scores",
+      en="the masked multi-head scores are filled with torch.finfo(dtype).min (about -3.4e38) instead of -1e9: the "
+         "scores you return are graded by value; use scores.masked_fill(mask == 0, -1e9)",
+      ko="가려진 멀티 헤드 점수를 -1e9가 아니라 torch.finfo(dtype).min(약 -3.4e38)으로 채움: 반환하는 scores는 값으로 "
+         "채점됩니다. scores.masked_fill(mask == 0, -1e9)를 쓰세요",
+      never_says=("Apply the mask",),
+      why="variants round 5: the mask was applied, with the dtype's lowest value, and the feedback said to apply it"),
     V("scores_returned_before_mask",
       ch(MHA, "scores = head_scores(Q_split, K_split, score_divisor(self.d_feat, self.n_head, self.scale), mask)",
          "scores = head_scores(Q_split, K_split, score_divisor(self.d_feat, self.n_head, self.scale))"),
