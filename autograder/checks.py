@@ -117,7 +117,14 @@ def diagnosis(kind: str, sub: Any, **context: Any) -> Message | None:
 
 
 def _fmt(x: float) -> str:
-    return "-inf" if x == -math.inf else "inf" if x == math.inf else "nan" if x != x else f"{x:.4f}"
+    """A value in a message: four decimals, or four significant digits in scientific notation where four decimals
+    would run to dozens of digits (a gap of float32's largest, 3.4e+38, was printed in full: correct variants
+    round 5)."""
+    if x != x:
+        return "nan"
+    if x in (math.inf, -math.inf):
+        return "inf" if x > 0 else "-inf"
+    return f"{x:.4e}" if abs(x) >= 1e6 else f"{x:.4f}"
 
 
 def described(code: str, en: str, ko: str) -> Message:

@@ -199,3 +199,18 @@ def test_import_probes_are_bounded_and_charged_to_the_submission():
     answers = [sub._student_made(f"torch._inductor.m{i}") for i in range(6)]
     assert len(started) == proxy.MAX_IMPORT_PROBES and all(answers)
     assert sub.waited >= 0.01 * proxy.MAX_IMPORT_PROBES
+
+
+def test_a_huge_gap_is_written_in_scientific_notation():
+    """Correct variants round 5: a gap of float32's largest value was written out in full ("off by
+    340282346638528859811704183484516925440.0000"); huge values now take four significant digits, ordinary ones
+    keep four decimals."""
+    import torch
+    from autograder.checks import CheckFailure, expect_close
+    with pytest.raises(CheckFailure) as e:
+        expect_close(torch.tensor([torch.finfo(torch.float32).min]), torch.tensor([0.0]), "m(x)")
+    assert "got -3.4028e+38" in e.value.message.en and "실제 -3.4028e+38" in e.value.message.ko
+    assert "340282" not in e.value.message.en
+    with pytest.raises(CheckFailure) as e:
+        expect_close(torch.tensor([0.5]), torch.tensor([0.25]), "m(x)")
+    assert "expected 0.2500, got 0.5000" in e.value.message.en
