@@ -810,13 +810,15 @@ class Submission:
         """The submission's code as the grader read it (every cell), for checks that name a pattern in it."""
         return "\n".join(c.code for c in self.source.cells)
 
-    def signature(self, name: str) -> list[dict[str, Any]]:
-        """The parameters of `name` (a class's __init__), asked once per submission: the same code is loaded into
-        every worker it gets."""
-        if name not in self._signatures:
+    def signature(self, name: str, method: str | None = None) -> list[dict[str, Any]]:
+        """The parameters of `name` (a class's __init__, or its `method`: "forward"), asked once per submission:
+        the same code is loaded into every worker it gets."""
+        key = name if method is None else f"{name}.{method}"
+        if key not in self._signatures:
             self.require(name)
-            self._signatures[name] = self.request("signature", what=name, owner=name, name=name)["params"]
-        return [dict(p) for p in self._signatures[name]]
+            extra = {} if method is None else {"method": method}
+            self._signatures[key] = self.request("signature", what=key, owner=name, name=name, **extra)["params"]
+        return [dict(p) for p in self._signatures[key]]
 
     def new(self, name: str, *args: Any, seed: int | None = None, stand_in: dict[str, str] | None = None,
             **kwargs: Any) -> Remote:

@@ -297,6 +297,21 @@ def test_a_block_without_norm_first_keeps_its_post_norm_points(graded):
     assert len(charged) == 3, failures(r)
 
 
+def test_an_encoder_without_causal_loses_only_the_causal_checks(graded):
+    """Learners round rl13: an attention and a block written forward(self, x), without causal, as most tutorials
+    write an encoder, were refused every call, causal=False included ("unexpected keyword argument 'causal'"): a
+    right attention got 4 of 20 and its block 12 of 36. Called without the keyword where a check asks causal=False,
+    they lose the checks that need causal=True, each saying that forward takes no causal, and nothing else."""
+    r = graded["encoder_without_causal"]
+    assert by_question(r)["FeedForward"] == 12 and by_question(r)["ablation"] == 12, failures(r)
+    attn = [c for c in r.checks if c.status != "passed" and c.question == "MultiHeadSelfAttention"]
+    assert attn and all("takes no `causal` argument" in c.message.en for c in attn), failures(r)
+    assert by_question(r)["MultiHeadSelfAttention"] >= 20 - 1.6 - 2.4 - 3.2, failures(r)
+    block = [c for c in r.checks if c.status != "passed" and c.question == "TransformerBlock"]
+    assert block and all("causal" in c.name for c in block), failures(r)
+    assert by_question(r)["TransformerBlock"] == 36 - 2.25 - 3.75 - 3.75, failures(r)
+
+
 def test_a_layer_norm_eps_is_not_taken_for_norm_first(graded):
     """Learners round rl12: TransformerBlock(d_model, n_heads, d_ff, dropout=0.1, layer_norm_eps=1e-5), post-norm: the
     fifth argument holds "norm" and was passed the flag (LayerNorms with eps 0 and 1), and the student was told to

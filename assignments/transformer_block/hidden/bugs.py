@@ -295,6 +295,16 @@ VARIANTS: list[Variant] = [
       never_says=("positional arguments but",),
       why="learners round rl12: MultiHeadSelfAttention(d_model, n_heads), without dropout, was refused every call "
           "and lost every check; it loses the checks that need a dropout"),
+    V("encoder_without_causal", ch(ATTN, "def forward(self, x, causal=False):", "def forward(self, x):"),
+      ch(ATTN, "        if causal:  # token i may only look at tokens 0..i\n"
+               "            future = torch.triu(torch.ones(n, n, dtype=torch.bool, device=x.device), diagonal=1)\n"
+               "            scores = scores.masked_fill(future, float(\"-inf\"))\n", ""),
+      ch(BLOCK, "def forward(self, x, causal=False):", "def forward(self, x):"), ch(BLOCK, ", causal)", ")"),
+      breaks="MultiHeadSelfAttention, TransformerBlock", says=("takes no `causal` argument",),
+      never_says=("unexpected keyword argument 'causal'", "mixes no tokens on its own"),
+      why="learners round rl13: an encoder written forward(self, x), attention and block, as most tutorials write "
+          "it, was refused every call, causal=False included, and a right attention got 4 of 20, its block 12 of "
+          "36; called without the keyword, they lose the checks that need causal=True only"),
     # ---------------------------------------------------------------- nn.Transformer
     V("nn_batch_first_missing", ch("build_transformer", "dim_feedforward=32,\n                          "
                                                         "batch_first=True)", "dim_feedforward=32)"),

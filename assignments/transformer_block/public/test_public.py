@@ -9,7 +9,7 @@ from assignments.transformer_block.common import (attn_params, attn_text, block_
                                                   build_ffn, call, causal_leak, check_params,
                                                   causal_stand_in, check_transformer_config, draws_in_eval,
                                                   fail_leak, fail_random_in_eval, ffn_params, ffn_text,
-                                                  blame_part, expect_working, randn, transformer_out, SHAPE)
+                                                  blame_part, expect_working, randn, takes_causal, transformer_out, SHAPE)
 from autograder.checks import CheckFailure, check, expect_shape, fail
 from autograder.messages import Message, near_miss
 
@@ -160,8 +160,9 @@ def own_attention_mixes_nothing(sub) -> Message:
         attn = build_attn(sub, 8, 2, seed=2)
     except CheckFailure:
         return Message("", "")
+    causal = takes_causal(sub, attn.owner)  # (a forward without causal mixes the tokens without it)
     try:
-        expect_working(attn, 8, 22, attn_text(8, 2, causal=True))
+        expect_working(attn, 8, 22, attn_text(8, 2, causal=causal), causal=causal)
     except CheckFailure:
         return Message("Your MultiHeadSelfAttention mixes no tokens on its own either (see its question): the block's "
                        "causality can only be shown through an attention that mixes the tokens.",
