@@ -381,6 +381,13 @@ VARIANTS: list[Variant] = [
                                                                            scores="self.dropout(scores)")),
       breaks=MHA, says=(DROPOUT_HINT,)),
     V("mha_qkv_bias_ignored", ch(MHA, "bias=qkv_bias", "bias=False"), breaks=MHA, says=("qkv_bias is ignored",)),
+    V("mha_out_proj_created_twice", ch(MHA, f"        {BUFFER}\n",
+                                       f"        {BUFFER}\n        self.out_proj = nn.Linear(d_out, d_out)\n"),
+      breaks=MHA, says=("`self.out_proj` is created twice in `MultiHeadAttention.__init__`",),
+      never_says=("in that order",),
+      why="learners round rl13: a right MultiHeadAttention with `self.out_proj = nn.Linear(d_out, d_out)` written "
+          "twice (the second draws new weights) was told only that its seeded values differ and to create its "
+          "layers in the notebook's order, which it did"),
     V("mha_scale_by_d_out", ch(MHA, "keys.shape[-1] ** 0.5", "self.d_out ** 0.5"), breaks=MHA,
       en="the scores are scaled by sqrt(d_out); each head's keys have head_dim = d_out // num_heads features, so "
          "scale by sqrt(head_dim) = keys.shape[-1] ** 0.5",
