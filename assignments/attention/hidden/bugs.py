@@ -600,6 +600,11 @@ VARIANTS: list[Variant] = [
       ch("context_vectors", "torch.softmax(", "F.softmax("), ch(V1, "torch.softmax(", "F.softmax("),
       ch(V2, "torch.softmax(", "nn.functional.softmax("), ch(CA, "torch.softmax(", "F.softmax("),
       ch(MHA, f"torch.softmax({SCALE}, dim=-1)", f"({SCALE}).softmax(dim=-1)")),
+    V("ok_wrapper_calls_each_head_twice", ch(WR, "        return torch.cat([head(x) for head in self.heads], dim=-1)",
+                                             "        for head in self.heads:\n            print(head(x))\n"
+                                             "        return torch.cat([head(x) for head in self.heads], dim=-1)"),
+      why="learners round rl13: a forward that printed every head's output before concatenating fresh calls draws "
+          "each head's dropout twice; the train-mode check told it to pass dropout on to its heads, which it did"),
     V("ok_masked_fill_float_inf", ch(CA, FILL, "mask_bool = self.mask.bool()[:num_tokens, :num_tokens]\n"
                                      "        attn_scores = scores.masked_fill(mask_bool, float('-inf'))\n"
                                      "        scores = attn_scores"),
