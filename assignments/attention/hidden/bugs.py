@@ -81,8 +81,10 @@ VARIANTS: list[Variant] = [
       breaks="steps", en="scaled_softmax divides the scores by d_k instead of its square root; divide by d_k ** 0.5",
       ko="scaled_softmax가 점수를 d_k의 제곱근이 아니라 d_k로 나눔; d_k ** 0.5로 나누세요"),
     V("steps_renormalize_missing_beside_a_class", ch("renormalize", "", "class BaseNormalizer:\n    pass\n"),
-      breaks="steps", says=("`renormalize` is not defined",), never_says=("Rename `BaseNormalizer`",),
-      why="seen in a learner's repository: a helper class was offered as the rename of a missing step function"),
+      breaks="steps", says=("`renormalize` is not defined",),
+      never_says=("Rename `BaseNormalizer`", "`BaseNormalizer` is defined"),
+      why="seen in a learner's repository: a helper class was offered as the rename of a missing step function "
+          "(and again in the note at the top of the result: learners round rl13)"),
     V("steps_scores_as_a_value", ch("attention_scores", "", "attention_scores = torch.rand(6, 6)\n"),
       breaks="steps", says=("`attention_scores` in your file is a value computed at the top level",),
       why="learners round 5: the notebook's step computed at the top level under the step's name was reported as a "
