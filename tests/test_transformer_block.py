@@ -312,6 +312,16 @@ def test_an_encoder_without_causal_loses_only_the_causal_checks(graded):
     assert by_question(r)["TransformerBlock"] == 36 - 2.25 - 3.75 - 3.75, failures(r)
 
 
+def test_an_einsum_that_sums_the_values_apart_is_not_blamed_on_the_softmax_alone(graded):
+    """Learners round rl13: `torch.einsum("bhqk, bhvd -> bhqd", weights, v)` sums the keys and the values over
+    different letters (every token gets the sum of all values). With 1 head a softmax over the heads gives the same
+    numbers (every weight 1), and the check of 1 and 8 heads told the learner, whose softmax was right, that it ran
+    over dim=1. Both are named where they agree, the einsum alone elsewhere."""
+    one_head = [m for m in failed_messages(graded["attn_einsum_values_apart"], ("MultiHeadSelfAttention",))
+                if "dim=1 (the heads)" in m]
+    assert one_head and all("'bhqk, bhvd -> bhqd'" in m for m in one_head), one_head
+
+
 def test_a_layer_norm_eps_is_not_taken_for_norm_first(graded):
     """Learners round rl12: TransformerBlock(d_model, n_heads, d_ff, dropout=0.1, layer_norm_eps=1e-5), post-norm: the
     fifth argument holds "norm" and was passed the flag (LayerNorms with eps 0 and 1), and the student was told to

@@ -48,6 +48,15 @@ VARIANTS: list[Variant] = [
       ko="softmax를 dim=1(헤드 축)에 대해 계산함; 각 쿼리의 행을 키 축(dim=-1)으로 정규화하세요",
       never_says=("diagonal=1",),
       why="learners round s9: with causal=True its NaN was blamed on a mask that hides the diagonal"),
+    V("attn_einsum_values_apart", ch(ATTN, "(weights @ v)", 'torch.einsum("bhqk, bhvd -> bhqd", weights, v)'),
+      breaks=ATTN,
+      en="the weighted sum's einsum names the keys' axis of the weights and the tokens' axis of v with different "
+         "letters ('bhqk, bhvd -> bhqd'), so it sums each over its own and every token gets the sum of all values; "
+         "use one letter for both: 'bhqk, bhkd -> bhqd' (or weights @ v)",
+      ko="가중합의 einsum이 가중치의 키 축과 v의 토큰 축에 서로 다른 문자를 써서('bhqk, bhvd -> bhqd') 각각 따로 합하므로 "
+         "모든 토큰이 값 전체의 합을 받음; 두 축에 같은 문자를 쓰세요: 'bhqk, bhkd -> bhqd' (또는 weights @ v)",
+      why="learners round rl13 (Korean study notes): with 1 head the check blamed a softmax over the heads, which "
+          "gives the same numbers there (every weight 1); the learner's softmax was right"),
     V("attn_no_divisibility_check", ch(ATTN, "        if d_model % n_heads != 0:\n            raise ValueError("
                                              "f\"d_model ({d_model}) is not a multiple of n_heads ({n_heads})\")\n",
                                        ""),
