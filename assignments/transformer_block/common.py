@@ -316,8 +316,8 @@ def _part_runs(sub, cls: str) -> bool:
     try:
         m = _build_part(sub, cls, 8, 2 if cls == "MultiHeadSelfAttention" else 12, 0.0, 1)  # (a part without dropout too)
         # (an attention whose forward takes no causal runs without it: its causal checks say so, not the block's)
-        causal = cls == "MultiHeadSelfAttention" and takes_causal(sub, m.owner)
-        for kw in ({"causal": False}, {"causal": True}) if causal else ({},):
+        name = causal_keyword(sub, m.owner) if cls == "MultiHeadSelfAttention" else None
+        for kw in ({name: False}, {name: True}) if name else ({},):
             y = m(x, **kw)
             if type(y) is not torch.Tensor or tuple(y.shape) != (2, 5, 8):
                 return False
@@ -416,24 +416,35 @@ def with_pytorch_weights(what: str) -> Message:
     return Message(f"`{what}` with PyTorch's weights", f"PyTorch의 가중치를 넣은 `{what}`")
 
 
-def takes_causal(sub, cls: str | None) -> bool:
-    """Whether the student's `cls.forward` can be given causal=...: it names it, takes **kwargs, or its signature
-    cannot be read (then it is passed as before); True for the grader's own stand-ins (cls None). A forward written
-    forward(self, x), as most tutorials write an encoder's attention and block (learners round rl13), was refused
-    every call, causal=False included ("unexpected keyword argument 'causal'"): a right attention got 4 of 20 and its
-    block 12 of 36. It is called without the keyword where the check asks causal=False (the template's default), and
-    a check that needs causal=True says that it takes none (forward_takes_no_causal). Decided once per class."""
+def causal_keyword(sub, cls: str | None) -> str | None:
+    """The name under which the student's `cls.forward` takes the causal flag: "causal" (also where it takes
+    **kwargs or its signature cannot be read, then it is passed as before, and for the grader's own stand-ins, cls
+    None), the student's own name for it (a parameter whose name holds "causal": `is_causal`, as PyTorch's
+    scaled_dot_product_attention calls it), or None where it takes none. A forward written forward(self, x), as
+    most tutorials write an encoder's attention and block (learners round rl13), was refused every call,
+    causal=False included ("unexpected keyword argument 'causal'"): a right attention got 4 of 20 and its block 12
+    of 36. It is called without the keyword where the check asks causal=False (the template's default), and a check
+    that needs causal=True says that it takes none (forward_takes_no_causal). Decided once per class."""
     if cls is None:
-        return True
-    key = f"takes_causal:{cls}"
+        return "causal"
+    key = f"causal_keyword:{cls}"
     if key not in sub.memo:
         try:
             params = sub.signature(cls, "forward")
         except CheckFailure:
             params = None
-        sub.memo[key] = params is None or any(p.get("name") == "causal" or p.get("kind") == "VAR_KEYWORD"
-                                              for p in params)
+        named = [p.get("name") for p in params or () if p.get("kind") in ("POSITIONAL_OR_KEYWORD", "KEYWORD_ONLY")]
+        own = [n for n in named if isinstance(n, str) and "causal" in n.lower()]
+        if params is None or "causal" in named or any(p.get("kind") == "VAR_KEYWORD" for p in params):
+            sub.memo[key] = "causal"
+        else:
+            sub.memo[key] = own[0] if len(own) == 1 else None
     return sub.memo[key]
+
+
+def takes_causal(sub, cls: str | None) -> bool:
+    """Whether the student's `cls.forward` can be given the causal flag at all (causal_keyword)."""
+    return causal_keyword(sub, cls) is not None
 
 
 def forward_takes_no_causal(cls: str, what: str) -> None:
@@ -450,11 +461,13 @@ def forward_takes_no_causal(cls: str, what: str) -> None:
 
 
 def call(m, x, what: str, causal: bool | None = None, **kw) -> torch.Tensor:
-    kwargs = {} if causal is None else {"causal": causal}
-    if causal is not None and not takes_causal(m.sub, m.owner):
-        if causal:
+    kwargs: dict = {}
+    if causal is not None:
+        name = causal_keyword(m.sub, m.owner)
+        if name is None and causal:
             forward_takes_no_causal(m.owner, what)
-        kwargs = {}  # (causal=False is the template's default: what forward(x) computes)
+        # (causal=False is the template's default: what a forward without the flag computes)
+        kwargs = {name: causal} if name is not None else {}
     return expect_tensor(m(x, **kwargs, **kw), what)
 
 

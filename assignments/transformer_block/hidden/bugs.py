@@ -352,6 +352,11 @@ VARIANTS: list[Variant] = [
       ko="transformer_shape가 (batch, src_len, d_model)을 답함; 출력은 타깃 위치마다 벡터 하나이므로 "
          "(batch, tgt_len, d_model)입니다"),
     # ---------------------------------------------------------------- different but correct
+    V("ok_attn_causal_named_is_causal", ch(ATTN, "def forward(self, x, causal=False):",
+                                           "def forward(self, x, is_causal=False):"),
+      ch(ATTN, "        if causal:", "        if is_causal:"),
+      why="learners round rl13: the flag under scaled_dot_product_attention's name; passed as causal=..., it was "
+          "refused with every call (the block passes it by position)"),
     V("ok_matmul_and_temporaries", ch(ATTN, "q @ k.transpose(-2, -1) / math.sqrt(self.d_head)",
                                       "torch.matmul(q, k.transpose(-2, -1)) * self.d_head ** -0.5"),
       ch(BLOCK, PRE_ATTN, "h = self.norm1(x)\n            x = x + self.dropout1(self.attn(h, causal))")),
