@@ -452,12 +452,12 @@ def forward_takes_no_causal(cls: str, what: str) -> None:
     passes = " and passes it on to its attention, self.attn(x, causal)" if cls == "TransformerBlock" else (
         ": with causal=True each token attends only to itself and the tokens before it (the scores above the diagonal "
         "set to -inf before the softmax)")
-    passes_ko = " 어텐션에 self.attn(x, causal)로 넘깁니다" if cls == "TransformerBlock" else (
-        ": causal=True이면 각 토큰은 자신과 앞의 토큰만 봅니다 (softmax 전에 대각선 위의 점수를 -inf로)")
+    passes_ko = "이고 어텐션에 self.attn(x, causal)로 넘깁니다" if cls == "TransformerBlock" else (
+        "입니다: causal=True이면 각 토큰은 자신과 앞의 토큰만 봅니다 (softmax 전에 대각선 위의 점수를 -inf로)")
     fail(f"`{cls}.forward` takes no `causal` argument, so `{what}` cannot be asked: the template's forward is "
-         f"forward(self, x, causal=False){passes}. Your forward's other checks call it without the argument.",
+         f"forward(self, x, causal=False){passes}. The other checks call your forward without it.",
          f"`{cls}.forward`에 `causal` 인자가 없어서 `{what}`을(를) 물어볼 수 없습니다: 템플릿의 forward는 "
-         f"forward(self, x, causal=False)이고{passes_ko}. 다른 검사는 이 인자 없이 forward를 부릅니다.")
+         f"forward(self, x, causal=False){passes_ko}. 다른 검사는 이 인자 없이 forward를 부릅니다.")
 
 
 def call(m, x, what: str, causal: bool | None = None, **kw) -> torch.Tensor:
