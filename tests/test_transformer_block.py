@@ -322,6 +322,16 @@ def test_an_einsum_that_sums_the_values_apart_is_not_blamed_on_the_softmax_alone
     assert one_head and all("'bhqk, bhvd -> bhqd'" in m for m in one_head), one_head
 
 
+def test_a_block_whose_parts_are_named_otherwise_loses_only_the_structure_check(graded):
+    """Learners round rl13: self.attention, self.ffn, self.ln1, self.ln2 for the template's attn, ff, norm1, norm2
+    (a right block) got 58.75 of 100: every check that copies PyTorch's weights in failed. They are copied in under
+    the student's names; the structure check, which names the parts, is the one charged."""
+    r = graded["block_parts_renamed"]
+    charged = [c.name for c in r.checks if c.status != "passed" and c.points > 0]
+    assert charged == ["TransformerBlock holds attn (MultiHeadSelfAttention), ff (FeedForward), norm1 and norm2 "
+                       "(nn.LayerNorm)"], failures(r)
+
+
 def test_a_layer_norm_eps_is_not_taken_for_norm_first(graded):
     """Learners round rl12: TransformerBlock(d_model, n_heads, d_ff, dropout=0.1, layer_norm_eps=1e-5), post-norm: the
     fifth argument holds "norm" and was passed the flag (LayerNorms with eps 0 and 1), and the student was told to

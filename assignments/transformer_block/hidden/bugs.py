@@ -258,6 +258,13 @@ VARIANTS: list[Variant] = [
       says=("`pre_norm`", "Rename `pre_norm` to norm_first"),
       why="learners round s10: norm_first=... was refused, and a right block got 0 of 36 and 1 of 12; now passed under "
           "the student's name, the name charged once in the signature check"),
+    V("block_parts_renamed", ch(BLOCK, "self.attn", "self.attention"), ch(BLOCK, "self.ff", "self.ffn"),
+      ch(BLOCK, "self.norm1", "self.ln1"), ch(BLOCK, "self.norm2", "self.ln2"), breaks=BLOCK,
+      says=("yours is self.attention", "yours is self.ffn", "yours is self.ln1"),
+      never_says=("could not be copied", "does not use its"),
+      why="learners round rl13: a right block with self.attention and self.ffn, as tutorials name them, got 58.75 "
+          "of 100 (PyTorch's weights went to attn.* and ff.* only, and its evidence read no attention weights); "
+          "the weights go in under the student's names and the structure check alone charges the names"),
     V("block_without_dropout", ch(BLOCK, "d_ff, dropout=0.1, norm_first", "d_ff, norm_first"),
       ch(BLOCK, "MultiHeadSelfAttention(d_model, n_heads, dropout)", "MultiHeadSelfAttention(d_model, n_heads, 0.0)"),
       ch(BLOCK, "FeedForward(d_model, d_ff, dropout)", "FeedForward(d_model, d_ff, 0.0)"),

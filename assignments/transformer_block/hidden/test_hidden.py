@@ -25,7 +25,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from assignments.transformer_block.common import (CONFIG, EVIDENCE, differs, expect_working, attn_stand_in, attn_text,
+from assignments.transformer_block.common import (CONFIG, as_template, EVIDENCE, differs, expect_working, attn_stand_in, attn_text,
                                                   block_text, build_attn, build_block, build_block_attn, blame_part,
                                                   build_block_ffn, build_ffn, build_transformer, call, feature_perm,
                                                   ffn_stand_in, ffn_text, permuted, randn, stand_in_attention,
@@ -634,7 +634,7 @@ def student_parts(sub, layer, d, h, d_ff, block=None):
     `block` holds (PyTorch's where they fitted, the part's own where the part refused them: another width, no
     bias), or PyTorch's without a block (or for a part the block does not have). None when a part cannot hold
     the block's: the block builds its parts otherwise than the student's classes are built alone."""
-    own = block.state()["params"] if block is not None else {}
+    own = as_template(block, block.state()["params"]) if block is not None else {}
     fns = []
     for prefix, pytorch in (("attn.", attn_state(layer.self_attn)), ("ff.", ffn_state(layer))):
         held = {n[len(prefix):]: t for n, t in own.items() if n.startswith(prefix)}
@@ -772,7 +772,7 @@ def _block_evidence(sub, nf, d, h, d_ff, seed):
     # whatever the weights (red team, round 13: it passed, and earned the residual, LayerNorm and dropout checks).
     y = call(m, x, what, seed=seed)
     for prefix, en, ko in (("attn.", "self-attention", "셀프 어텐션"), ("ff.", "feed-forward network", "피드포워드 네트워크")):
-        own = {n: t for n, t in m.state()["params"].items()
+        own = {n: t for n, t in as_template(m, m.state()["params"]).items()
                if n.startswith(prefix) and type(t) is torch.Tensor and t.is_floating_point() and t.dim() == 2}
         g = torch.Generator().manual_seed(seed + 2)
         m.load_state({n: torch.randn(tuple(t.shape), generator=g).to(t.dtype) for n, t in own.items()})
@@ -838,7 +838,7 @@ def test_block_residual_connections(sub):
                 state[n] = torch.zeros_like(state[n])
             m = build_block(sub, d, h, d_ff, 0.0, nf, seed=seed)
             load_block(sub, m, state, d, h, d_ff)
-            own = m.state()["params"]  # a part of another width kept its own weights: silence those
+            own = as_template(m, m.state()["params"])  # a part of another width kept its own weights: silence those
             m.load_state({n: torch.zeros_like(own[n]) for n in names if n in own})
             y = call(m, x, block_text(d, h, d_ff, norm_first=nf))
             if tuple(y.shape) == tuple(x.shape) and float((y - y[:1, :1]).abs().max()) < 1e-5:

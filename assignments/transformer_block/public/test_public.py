@@ -90,11 +90,17 @@ def test_block_structure(sub):
     classes = [n for n, kind in sub.names.items() if kind == "class"]
     own = {t: t if t in sub.names else near_miss(t, classes) for t in set(want.values()) if t != "LayerNorm"}
     norms = set(info.get("layer_norms") or [])  # a subclass of nn.LayerNorm is one
-    wrong = [f"self.{n} should be a {t} (found {modules.get(n, 'nothing')})" for n, t in want.items()
-             if modules.get(n) not in (t, own.get(t)) and not (t == "LayerNorm" and n in norms)]
+    # (a part under another name is said with it: its weights are copied in under that name, block_renames)
+    wrong = [(n, t, modules.get(n), m.renamed.get(n)) for n, t in want.items()
+             if modules.get(n) not in (t, own.get(t, t)) and not (t == "LayerNorm" and n in norms)]
     if wrong:
-        fail(f"`TransformerBlock` is not built from the template's parts: {'; '.join(wrong)}.",
-             f"`TransformerBlock`이 템플릿의 구성 요소로 만들어지지 않았습니다: {'; '.join(wrong)}.")
+        en = "; ".join(f"self.{n} should be a {t} (found {found or 'nothing'}"
+                       + (f"; yours is self.{mine}, so rename it" if mine else "") + ")" for n, t, found, mine in wrong)
+        ko = "; ".join(f"self.{n}은(는) {t}이어야 합니다 (현재: {found or '없음'}"
+                       + (f"; 여러분의 것은 self.{mine}이므로 이름을 바꾸세요" if mine else "") + ")"
+                       for n, t, found, mine in wrong)
+        fail(f"`TransformerBlock` is not built from the template's parts: {en}.",
+             f"`TransformerBlock`이 템플릿의 구성 요소로 만들어지지 않았습니다: {ko}.")
     # Evidence: the parts are used (a forward that calls them and returns its input holds them all too).
     try:
         expect_working(m, 8, 14, block_text(8, 2, 12), causal=None, mixes=False, earns=STRUCTURE)
