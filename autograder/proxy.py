@@ -217,11 +217,15 @@ def taken(value: Any) -> Any:
     return value
 
 
-def _moved(name: str, prefixes: dict[str, str]) -> str:
-    """`name` (a dotted parameter name) with its first part replaced as `prefixes` says (attn.W_q.weight ->
-    attention.W_q.weight for {"attn": "attention"})."""
-    head, dot, rest = name.partition(".")
-    return prefixes[head] + dot + rest if head in prefixes else name
+def renamed_name(name: str, prefixes: dict[str, str]) -> str:
+    """`name` (a dotted parameter name) with its longest leading run of parts that `prefixes` names replaced:
+    attn.W_q.weight -> attention.query.weight for {"attn": "attention", "attn.W_q": "attention.query"}."""
+    parts = name.split(".")
+    for i in range(len(parts), 0, -1):
+        head = ".".join(parts[:i])
+        if head in prefixes:
+            return ".".join([prefixes[head], *parts[i:]])
+    return name
 
 
 class Remote:
@@ -309,15 +313,15 @@ class Remote:
         return self._req("state")
 
     def load_state(self, tensors: dict[str, Any]) -> dict[str, Any]:
-        """Copy tensors in by name. Where `renamed` maps a top-level submodule's name to the submission's own, the
-        names are sent under the submission's names and the report gives them back under the caller's."""
+        """Copy tensors in by name. Where `renamed` maps a submodule's name to the submission's own (renamed_name),
+        the names are sent under the submission's names and the report gives them back under the caller's."""
         if not self.renamed:
             return self._req("load_state", tensors=tensors)
         back = {mine: theirs for theirs, mine in self.renamed.items()}
-        report = self._req("load_state", tensors={_moved(n, self.renamed): t for n, t in tensors.items()})
-        return {**report, **{k: [_moved(n, back) for n in report.get(k, [])] for k in ("loaded", "missing",
+        report = self._req("load_state", tensors={renamed_name(n, self.renamed): t for n, t in tensors.items()})
+        return {**report, **{k: [renamed_name(n, back) for n in report.get(k, [])] for k in ("loaded", "missing",
                                                                                         "unexpected")},
-                "mismatched": [[_moved(e[0], back), *e[1:]] for e in report.get("mismatched", [])]}
+                "mismatched": [[renamed_name(e[0], back), *e[1:]] for e in report.get("mismatched", [])]}
 
     def describe(self, *attrs: str) -> dict[str, Any]:
         return self._req("describe", attrs=list(attrs))

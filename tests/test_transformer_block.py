@@ -332,6 +332,18 @@ def test_a_block_whose_parts_are_named_otherwise_loses_only_the_structure_check(
                        "(nn.LayerNorm)"], failures(r)
 
 
+@pytest.mark.parametrize("student, question, check", [
+    ("attn_layers_renamed", "MultiHeadSelfAttention", "MultiHeadSelfAttention has W_q, W_k, W_v, W_o"),
+    ("ffn_layers_in_sequential", "FeedForward", "FeedForward has linear1 = nn.Linear(d_model, d_ff)")])
+def test_layers_named_otherwise_lose_only_the_names_check(graded, student, question, check):
+    """Learners round rl13: a part's linear layers named otherwise (query/key/value/out; an nn.Sequential's net.0 and
+    net.3) lost every check that copies PyTorch's weights in (the attention kept 4 of 20). They get the weights in
+    the order made; the check of the template's names is the one charged."""
+    r = graded[student]
+    charged = [c.name for c in r.checks if c.status != "passed" and c.points > 0]
+    assert len(charged) == 1 and charged[0].startswith(check), failures(r)
+
+
 def test_a_layer_norm_eps_is_not_taken_for_norm_first(graded):
     """Learners round rl12: TransformerBlock(d_model, n_heads, d_ff, dropout=0.1, layer_norm_eps=1e-5), post-norm: the
     fifth argument holds "norm" and was passed the flag (LayerNorms with eps 0 and 1), and the student was told to

@@ -13,6 +13,7 @@ import torch
 from autograder.bugtable import Call
 from autograder.checks import CheckFailure, diagnosis, expect_shape, expect_tensor, fail
 from autograder.messages import Message, near_miss
+from autograder.proxy import renamed_name
 from autograder.sourcecode import dropped_masked_fill, unfinished
 
 # nn.Transformer's advice on its fast path ("enable_nested_tensor is True, but ..."), raised while the grader builds
@@ -92,7 +93,9 @@ def part_dropout(sub, cls: str) -> str:
 def _build_part(sub, cls: str, a: int, b: int, dropout: float, seed: int):
     how = part_dropout(sub, cls)
     if how == "position":
-        return sub.new(cls, a, b, dropout, seed=seed)
+        m = sub.new(cls, a, b, dropout, seed=seed)
+        m.renamed = part_renames(sub, cls, m)
+        return m
     if how == "keyword":
         m = sub.new(cls, a, b, seed=seed, dropout=dropout)
     elif dropout:
@@ -104,7 +107,37 @@ def _build_part(sub, cls: str, a: int, b: int, dropout: float, seed: int):
     else:
         m = sub.new(cls, a, b, seed=seed)
     m.ctor = (m.ctor[0], (a, b, dropout), {}, m.ctor[3])  # (the diagnosis builds the reference from these)
+    m.renamed = part_renames(sub, cls, m)
     return m
+
+
+# The template's names of each part's linear layers, in the order the template makes them.
+PART_LAYERS = {"MultiHeadSelfAttention": ("W_q", "W_k", "W_v", "W_o"), "FeedForward": ("linear1", "linear2")}
+
+
+def part_layers(modules: list, under: str, cls: str) -> dict[str, str]:
+    """The template's names of a part's linear layers -> the student's, relative to the part (`under`, its name in
+    describe()'s `modules`, "" for the part itself), where the part uses none of the template's names: its
+    nn.Linear modules in the order made, when there are exactly as many (query, key, value, out; fc1, fc2; net.0,
+    net.3 of an nn.Sequential). Learners round rl13: a right attention with query/key/value/out got 4 of 20."""
+    want = PART_LAYERS[cls]
+    prefix = f"{under}." if under else ""
+    inner = [n[len(prefix):] for n, _c in modules if n.startswith(prefix)]
+    linears = [n[len(prefix):] for n, c in modules if n.startswith(prefix) and c == "Linear"]
+    if any(w in inner for w in want) or len(linears) != len(want):
+        return {}
+    return dict(zip(want, linears))
+
+
+def part_renames(sub, cls: str, m) -> dict[str, str]:
+    """part_layers for the student's own part built alone (none for the grader's stand-in). Decided once per
+    class; the structure check (check_params) alone charges the names."""
+    if m.owner is None:
+        return {}
+    key = f"part_renames:{cls}"
+    if key not in sub.memo:
+        sub.memo[key] = part_layers(m.describe().get("modules", []), "", cls)
+    return sub.memo[key]
 
 
 def build_block(sub, d: int, h: int, d_ff: int, dropout: float = 0.0, norm_first: bool = False, seed: int = 0,
@@ -128,9 +161,10 @@ def build_block(sub, d: int, h: int, d_ff: int, dropout: float = 0.0, norm_first
                  "만들 수 없습니다: 템플릿의 블록은 d_ff 다음에 dropout을 받아 어텐션과 피드포워드 네트워크에 넘기고 "
                  "self.dropout1, self.dropout2 = nn.Dropout(dropout), nn.Dropout(dropout)을 둡니다.")
         args = (d, h, d_ff)
-    m = sub.new("TransformerBlock", *args, seed=seed, stand_in=stand_in or block_stand_in(sub),
+    spec = stand_in or block_stand_in(sub)
+    m = sub.new("TransformerBlock", *args, seed=seed, stand_in=spec,
                 **({own or "norm_first": norm_first} if takes else {}), **kw, **switches)
-    m.renamed = block_renames(sub, m)
+    m.renamed = block_renames(sub, m, spec)
     if own or not takes or len(args) < 4:  # (the diagnosis builds the reference's block from these: the mode the
         # check asked for, under the template's name)
         m.ctor = (m.ctor[0], (d, h, d_ff, dropout),
@@ -139,14 +173,16 @@ def build_block(sub, d: int, h: int, d_ff: int, dropout: float = 0.0, norm_first
     return m
 
 
-def block_renames(sub, m) -> dict[str, str]:
+def block_renames(sub, m, spec: dict | None = None) -> dict[str, str]:
     """The student's names for the block's parts where the template's are not used: {"attn": "attention", "ff":
     "ffn", "norm1": "ln1", "norm2": "ln2"}: the one top-level module of the attention's class (the student's, or
     its misspelt name, or the grader's stand-in) and of FeedForward's, and the two top-level LayerNorms in the order
     they were made. A right block with `self.attention` and `self.ffn` got 58.75 of 100: PyTorch's weights went to
     attn.* and ff.* only (learners round rl13: tutorials name them so). The weights are copied in under the
-    student's names (Remote.renamed); the structure check alone charges the names. Decided once per submission."""
-    key = "block_renames"
+    student's names (Remote.renamed); the structure check alone charges the names. With them, the parts' linear
+    layers named otherwise (part_layers: attn.W_q -> attention.query). Decided once per submission and set of
+    stand-in parts (`spec`)."""
+    key = f"block_renames:{(spec or {}).get('name')}"  # (over the grader's stand-in parts: their names)
     if key not in sub.memo:
         info = m.describe()
         top = [(n, c) for n, c in info.get("modules", []) if "." not in n]
@@ -161,19 +197,19 @@ def block_renames(sub, m) -> dict[str, str]:
         norms = [n for n in info.get("layer_norms") or [] if "." not in n]
         if not {"norm1", "norm2"} & names and len(norms) == 2:
             renames["norm1"], renames["norm2"] = norms
+        for want, cls in (("attn", "MultiHeadSelfAttention"), ("ff", "FeedForward")):
+            held = renames.get(want, want if want in names else None)
+            for theirs, mine in (part_layers(info.get("modules", []), held, cls) if held else {}).items():
+                renames[f"{want}.{theirs}"] = f"{held}.{mine}"
         sub.memo[key] = renames
     return sub.memo[key]
 
 
 def as_template(m, params: dict) -> dict:
-    """A block's parameters (m.state()["params"]) under the template's names of its parts (block_renames undone),
-    as the checks name them; load_state takes them so."""
+    """A module's parameters (m.state()["params"], or its gradients) under the template's names (block_renames,
+    part_renames undone), as the checks name them; load_state takes them so."""
     back = {mine: theirs for theirs, mine in m.renamed.items()}
-
-    def moved(n: str) -> str:
-        head, dot, rest = n.partition(".")
-        return back[head] + dot + rest if head in back else n
-    return {moved(n): t for n, t in params.items()}
+    return {renamed_name(n, back): t for n, t in params.items()}
 
 
 def block_signature(sub) -> list[dict] | None:
@@ -519,10 +555,12 @@ def check_params(m, want: dict[str, tuple[int, ...]], cls: str) -> None:
                              + [f"{n} is {h}, expected {w}" for n, h, w in wrong])
         problems_ko = "; ".join(([f"없음: {', '.join(missing)}"] if missing else [])
                                 + [f"{n}: {h}, {w}이어야 함" for n, h, w in wrong])
-        fail(f"`{cls}` does not have the parameters the template names ({problems}). The grader copies "
-             f"PyTorch's weights into exactly these names. Yours: {listed or 'none'}.",
-             f"`{cls}`에 템플릿이 정한 파라미터가 없습니다 ({problems_ko}). 채점기는 PyTorch의 가중치를 바로 이 "
-             f"이름들에 복사합니다. 현재: {listed or '없음'}.")
+        # (layers of the template's count named otherwise are given PyTorch's weights in the order made, so that
+        # this check alone charges the names: part_layers)
+        fail(f"`{cls}` does not have the parameters the template names ({problems}); use the template's names. "
+             f"Yours: {listed or 'none'}.",
+             f"`{cls}`에 템플릿이 정한 파라미터가 없습니다 ({problems_ko}); 템플릿의 이름을 쓰세요. "
+             f"현재: {listed or '없음'}.")
 
 
 # ---------------------------------------------------------------------------------------------- properties

@@ -258,6 +258,18 @@ VARIANTS: list[Variant] = [
       says=("`pre_norm`", "Rename `pre_norm` to norm_first"),
       why="learners round s10: norm_first=... was refused, and a right block got 0 of 36 and 1 of 12; now passed under "
           "the student's name, the name charged once in the signature check"),
+    V("attn_layers_renamed", *(ch(ATTN, f"self.{a}", f"self.{b}") for a, b in
+                               (("W_q", "query"), ("W_k", "key"), ("W_v", "value"), ("W_o", "out"))),
+      breaks=ATTN, says=("does not have the parameters the template names",), never_says=("could not be copied",),
+      why="learners round rl13: query/key/value/out, as tutorials name them, got 4 of 20 (every check that copies "
+          "PyTorch's weights in failed); they are given them in the order made, and the names check alone charges"),
+    V("ffn_layers_in_sequential", ch(FFN, FFN_WIDTH + "\n        self.dropout = nn.Dropout(dropout)",
+                                     "self.net = nn.Sequential(nn.Linear(d_model, d_ff), nn.ReLU(), "
+                                     "nn.Dropout(dropout),\n                                 nn.Linear(d_ff, d_model))"),
+      ch(FFN, "return self.linear2(self.dropout(F.relu(self.linear1(x))))", "return self.net(x)"),
+      breaks=FFN, says=("does not have the parameters the template names",), never_says=("could not be copied",),
+      why="learners round rl13: the feed-forward network as one nn.Sequential (net.0, net.3) lost every check "
+          "that copies PyTorch's weights in; they go in by order, and the names check alone charges"),
     V("block_parts_renamed", ch(BLOCK, "self.attn", "self.attention"), ch(BLOCK, "self.ff", "self.ffn"),
       ch(BLOCK, "self.norm1", "self.ln1"), ch(BLOCK, "self.norm2", "self.ln2"), breaks=BLOCK,
       says=("yours is self.attention", "yours is self.ffn", "yours is self.ln1"),
