@@ -411,7 +411,11 @@ class GradingPlugin:
                         if note not in notes:
                             notes.append(note)
                         continue
-                    guess = rename_hint(n, defined, graded)
+                    # Only a name of the kind the notebook's is (a class for a CamelCase name, as every graded
+                    # class is): a learner's helper class `BaseNormalizer` was offered here as the rename of the
+                    # step function `renormalize` (learners round rl13; the checks' own hint already kept to kinds).
+                    kind = "class" if n[:1].isupper() else "function"
+                    guess = rename_hint(n, [d for d in defined if sub.names.get(d) == kind], graded)
                     if guess:
                         notes.append(Message(f"`{n}` is missing but `{guess}` is defined: rename it to `{n}`.",
                                              f"`{n}`이(가) 없고 `{guess}`이(가) 있습니다: 이름을 `{n}`(으)로 바꾸세요."))

@@ -219,6 +219,17 @@ def taken(value: Any) -> Any:
     return value
 
 
+def renamed_name(name: str, prefixes: dict[str, str]) -> str:
+    """`name` (a dotted parameter name) with its longest leading run of parts that `prefixes` names replaced:
+    attn.W_q.weight -> attention.query.weight for {"attn": "attention", "attn.W_q": "attention.query"}."""
+    parts = name.split(".")
+    for i in range(len(parts), 0, -1):
+        head = ".".join(parts[:i])
+        if head in prefixes:
+            return ".".join([prefixes[head], *parts[i:]])
+    return name
+
+
 class Remote:
     """A handle on an object that lives in the worker (usually an nn.Module)."""
 
@@ -232,6 +243,9 @@ class Remote:
         # multi-head attention), and a call that ran it fails with this message, whatever the check asked. For a
         # question that asks the student to write what such a layer computes, and is graded against that layer.
         self.own_work: tuple[str, Message] | None = None
+        # The names an assignment's weights use for some of its submodules -> the submission's own names for them
+        # (set by the assignment's checks; see load_state).
+        self.renamed: dict[str, str] = {}
 
     def _check_alive(self) -> None:
         worker = self.sub.worker  # (a worker that died is replaced only by the next request)
@@ -291,6 +305,9 @@ class Remote:
         if self.own_work is not None and any(st["op"] == "call" for st in steps):
             # (the watch is asked for and read in run(): a call sent in a sequence would go unwatched)
             raise RuntimeError(f"{self.label}: the calls of an object watched for torch's own layers go one by one")
+        if self.renamed and any(st["op"] == "load_state" for st in steps):
+            # (load_state() sends the names under the submission's own; a step would send the template's)
+            raise RuntimeError(f"{self.label}: the weights of an object with renamed parts go in by load_state()")
         try:
             res = self.sub.request("seq", what=self.label, owner=self.owner,
                                    steps=[{"op": st["op"], "args": {**st["args"], "handle": self.handle}}
@@ -316,12 +333,21 @@ class Remote:
         return self._req("state")
 
     def load_state(self, tensors: dict[str, Any]) -> dict[str, Any]:
-        # Only tensors: what the worker sent as a description (protocol.Opaque: a float8 or sparse parameter of the
-        # student's) cannot go back as a value. A check that loaded the module's own state into another build passed
-        # it on, the worker raised AttributeError on it, and the student read that their class had raised it (red
-        # team, round 21).
+        """Copy tensors in by name. Where `renamed` maps a submodule's name to the submission's own (renamed_name),
+        the names are sent under the submission's names and the report gives them back under the caller's.
+        Only tensors go: what the worker sent as a description (protocol.Opaque: a float8 or sparse parameter of the
+        student's) cannot go back as a value. A check that loaded the module's own state into another build passed
+        it on, the worker raised AttributeError on it, and the student read that their class had raised it (red
+        team, round 21)."""
         import torch
-        return self._req("load_state", tensors={n: t for n, t in tensors.items() if isinstance(t, torch.Tensor)})
+        tensors = {n: t for n, t in tensors.items() if isinstance(t, torch.Tensor)}
+        if not self.renamed:
+            return self._req("load_state", tensors=tensors)
+        back = {mine: theirs for theirs, mine in self.renamed.items()}
+        report = self._req("load_state", tensors={renamed_name(n, self.renamed): t for n, t in tensors.items()})
+        return {**report, **{k: [renamed_name(n, back) for n in report.get(k, [])] for k in ("loaded", "missing",
+                                                                                        "unexpected")},
+                "mismatched": [[renamed_name(e[0], back), *e[1:]] for e in report.get("mismatched", [])]}
 
     def describe(self, *attrs: str) -> dict[str, Any]:
         return self._req("describe", attrs=list(attrs))
@@ -832,13 +858,15 @@ class Submission:
         """The submission's code as the grader read it (every cell), for checks that name a pattern in it."""
         return "\n".join(c.code for c in self.source.cells)
 
-    def signature(self, name: str) -> list[dict[str, Any]]:
-        """The parameters of `name` (a class's __init__), asked once per submission: the same code is loaded into
-        every worker it gets."""
-        if name not in self._signatures:
+    def signature(self, name: str, method: str | None = None) -> list[dict[str, Any]]:
+        """The parameters of `name` (a class's __init__, or its `method`: "forward"), asked once per submission:
+        the same code is loaded into every worker it gets."""
+        key = name if method is None else f"{name}.{method}"
+        if key not in self._signatures:
             self.require(name)
-            self._signatures[name] = self.request("signature", what=name, owner=name, name=name)["params"]
-        return [dict(p) for p in self._signatures[name]]
+            extra = {} if method is None else {"method": method}
+            self._signatures[key] = self.request("signature", what=key, owner=name, name=name, **extra)["params"]
+        return [dict(p) for p in self._signatures[key]]
 
     def new(self, name: str, *args: Any, seed: int | None = None, stand_in: dict[str, str] | None = None,
             **kwargs: Any) -> Remote:

@@ -72,6 +72,30 @@ def dropped_masked_fill(sub, *where: tuple[str, str]) -> int | None:
     return None
 
 
+# Calls that draw from the random generator when a module is built (a layer's initial weights, a torch.rand matrix).
+_DRAWS = ("Linear", "Parameter", "Embedding", "rand")
+
+
+def created_twice(sub, cls: str) -> list[str]:
+    """The attributes that `cls.__init__` sets twice to something that draws initial weights (`self.out_proj =
+    nn.Linear(d_out, d_out)` written twice, learners round rl13): the second draw gives the module other weights than
+    the notebook's seed gives, so its printed values differ though forward is right. In order of the second
+    assignment; [] where there is none or no such class."""
+    node = method_node(sub, cls, "__init__")
+    seen: set[str] = set()
+    twice: list[str] = []
+    for st in ast.walk(node) if node is not None else ():
+        if not (isinstance(st, ast.Assign) and isinstance(st.value, ast.Call)
+                and any(w in ast.unparse(st.value.func) or w in ast.unparse(st.value) for w in _DRAWS)):
+            continue
+        for t in st.targets:
+            if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self":
+                if t.attr in seen and t.attr not in twice:
+                    twice.append(t.attr)
+                seen.add(t.attr)
+    return twice
+
+
 def _stored(node) -> set[str]:
     """The names a statement binds anywhere inside it (assignment targets, loop and `with` variables, ...)."""
     return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del))}

@@ -332,9 +332,14 @@ class Worker:
             kinds[name] = "value"
         return kinds
 
-    def op_signature(self, name: str) -> dict[str, Any]:
+    def op_signature(self, name: str, method: str | None = None) -> dict[str, Any]:
+        """The parameters of `name` (a class's __init__, or its `method`, e.g. forward: what a call may pass)."""
         target = self.ns[name]
-        sig = inspect.signature(target.__init__ if inspect.isclass(target) else target)
+        if method is not None:
+            target = getattr(target, method)
+        elif inspect.isclass(target):
+            target = target.__init__
+        sig = inspect.signature(target)
         params = [p for p in sig.parameters.values() if p.name != "self"]
         return {"params": [{"name": p.name, "kind": p.kind.name,
                             "default": None if p.default is p.empty else repr(p.default)[:80]} for p in params]}

@@ -353,6 +353,53 @@ def test_a_block_without_norm_first_keeps_its_post_norm_points(graded):
     assert len(charged) == 3, failures(r)
 
 
+def test_an_encoder_without_causal_loses_only_the_causal_checks(graded):
+    """Learners round rl13: an attention and a block written forward(self, x), without causal, as most tutorials
+    write an encoder, were refused every call, causal=False included ("unexpected keyword argument 'causal'"): a
+    right attention got 4 of 20 and its block 12 of 36. Called without the keyword where a check asks causal=False,
+    they lose the checks that need causal=True, each saying that forward takes no causal, and nothing else."""
+    r = graded["encoder_without_causal"]
+    assert by_question(r)["FeedForward"] == 12 and by_question(r)["ablation"] == 12, failures(r)
+    attn = [c for c in r.checks if c.status != "passed" and c.question == "MultiHeadSelfAttention"]
+    assert attn and all("takes no `causal` argument" in c.message.en for c in attn), failures(r)
+    assert by_question(r)["MultiHeadSelfAttention"] >= 20 - 1.6 - 2.4 - 3.2, failures(r)
+    block = [c for c in r.checks if c.status != "passed" and c.question == "TransformerBlock"]
+    assert block and all("causal" in c.name for c in block), failures(r)
+    assert by_question(r)["TransformerBlock"] == 36 - 2.25 - 3.75 - 3.75, failures(r)
+
+
+def test_an_einsum_that_sums_the_values_apart_is_not_blamed_on_the_softmax_alone(graded):
+    """Learners round rl13: `torch.einsum("bhqk, bhvd -> bhqd", weights, v)` sums the keys and the values over
+    different letters (every token gets the sum of all values). With 1 head a softmax over the heads gives the same
+    numbers (every weight 1), and the check of 1 and 8 heads told the learner, whose softmax was right, that it ran
+    over dim=1. Both are named where they agree, the einsum alone elsewhere."""
+    one_head = [m for m in failed_messages(graded["attn_einsum_values_apart"], ("MultiHeadSelfAttention",))
+                if "dim=1 (the heads)" in m]
+    assert one_head and all("'bhqk, bhvd -> bhqd'" in m for m in one_head), one_head
+
+
+def test_a_block_whose_parts_are_named_otherwise_loses_only_the_structure_check(graded):
+    """Learners round rl13: self.attention, self.ffn, self.ln1, self.ln2 for the template's attn, ff, norm1, norm2
+    (a right block) got 58.75 of 100: every check that copies PyTorch's weights in failed. They are copied in under
+    the student's names; the structure check, which names the parts, is the one charged."""
+    r = graded["block_parts_renamed"]
+    charged = [c.name for c in r.checks if c.status != "passed" and c.points > 0]
+    assert charged == ["TransformerBlock holds attn (MultiHeadSelfAttention), ff (FeedForward), norm1 and norm2 "
+                       "(nn.LayerNorm)"], failures(r)
+
+
+@pytest.mark.parametrize("student, question, check", [
+    ("attn_layers_renamed", "MultiHeadSelfAttention", "MultiHeadSelfAttention has W_q, W_k, W_v, W_o"),
+    ("ffn_layers_in_sequential", "FeedForward", "FeedForward has linear1 = nn.Linear(d_model, d_ff)")])
+def test_layers_named_otherwise_lose_only_the_names_check(graded, student, question, check):
+    """Learners round rl13: a part's linear layers named otherwise (query/key/value/out; an nn.Sequential's net.0 and
+    net.3) lost every check that copies PyTorch's weights in (the attention kept 4 of 20). They get the weights in
+    the order made; the check of the template's names is the one charged."""
+    r = graded[student]
+    charged = [c.name for c in r.checks if c.status != "passed" and c.points > 0]
+    assert len(charged) == 1 and charged[0].startswith(check), failures(r)
+
+
 def test_a_layer_norm_eps_is_not_taken_for_norm_first(graded):
     """Learners round rl12: TransformerBlock(d_model, n_heads, d_ff, dropout=0.1, layer_norm_eps=1e-5), post-norm: the
     fifth argument holds "norm" and was passed the flag (LayerNorms with eps 0 and 1), and the student was told to

@@ -125,6 +125,19 @@ def test_renamed_projections_created_key_first_lose_only_the_seeded_checks(grade
                       "MultiHeadAttention(3, 4, 6, 0.0, num_heads=2) with seed 123 prints the notebook's values"], failed
 
 
+def test_a_layer_created_twice_loses_only_the_seeded_checks_and_is_named(graded):
+    """Learners round rl13: `self.out_proj = nn.Linear(d_out, d_out)` written twice in MultiHeadAttention.__init__ draws
+    new weights; the module is right. It loses the checks that build with the notebook's seeds, and those name the
+    repeated line instead of telling it to create its layers in an order it already keeps."""
+    r = graded["mha_out_proj_created_twice"]
+    failed = {c.name: c.message.en for c in r.checks if c.question == "MultiHeadAttention" and c.status != "passed"
+              and c.points > 0}
+    assert sorted(failed) == ["MultiHeadAttention on hidden seeds, shapes and head counts",
+                              "MultiHeadAttention(3, 4, 6, 0.0, num_heads=2) with seed 123 prints the notebook's "
+                              "values"], failed
+    assert all("`self.out_proj` is created twice" in m and "in that order" not in m for m in failed.values()), failed
+
+
 def test_hidden_messages_show_no_expected_values(graded):
     value = re.compile(r"(expected|기댓값) (-?\d+\.\d+|-?inf|nan)")
     leaks = [(name, c.name, c.message.en) for name in BUGS for c in graded[name].checks

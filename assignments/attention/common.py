@@ -14,8 +14,8 @@ import torch
 from autograder.checks import (CheckFailure, described, diagnosis, expect_close, expect_shape, expect_tensor,
                                fail)
 from autograder.messages import Message, near_miss
-from autograder.sourcecode import (asserts_tuple, class_node, dropped_masked_fill, method_node,  # noqa: F401
-                                   unfinished)  # (class_node: hidden checks)
+from autograder.sourcecode import (asserts_tuple, class_node, created_twice, dropped_masked_fill,  # noqa: F401
+                                   method_node, unfinished)  # (class_node: hidden checks)
 from autograder.proxy import step, taken
 
 # The lab's running example: "Your journey starts with one step", one 3-d embedding per token.
@@ -53,12 +53,32 @@ def randn(seed: int, *shape: int) -> torch.Tensor:
 
 
 def explain(sub, target: Any, *inputs: Any, mode: str | None = "eval", seed: int | None = None,
-            out: Any = None) -> Callable[[Any], Message | None]:
+            out: Any = None, seeded: str | None = None) -> Callable[[Any], Message | None]:
     """For expect_close(explain=...): the grader's name for the bug behind `target(*inputs)` (a module handle or
     a function name) having given `out` (by default, the value compared), from hidden/diagnose.py; None where
-    only the public checks run. The student's code is not run again."""
-    return lambda got: diagnosis("attention", sub, target=target, inputs=inputs, mode=mode, seed=seed,
-                                 got=got if out is None else out)
+    only the public checks run. The student's code is not run again. seeded: the class, where the check compares
+    a module built with its own seeded weights (the notebook's printed values): where no bug is named, a layer it
+    creates twice is (twice_created)."""
+    def explained(got: Any) -> Message | None:
+        said = diagnosis("attention", sub, target=target, inputs=inputs, mode=mode, seed=seed,
+                         got=got if out is None else out)
+        return said if said is not None or seeded is None else twice_created(sub, seeded)
+    return explained
+
+
+def twice_created(sub, cls: str) -> Message | None:
+    """Said where `cls.__init__` creates a layer twice (sourcecode.created_twice): `self.out_proj = nn.Linear(...)`
+    written twice drew new weights, and a right MultiHeadAttention was told only that its values differ and to create
+    its layers in the notebook's order, which it did (learners round rl13)."""
+    names = created_twice(sub, cls)
+    if not names:
+        return None
+    said = ", ".join(f"`self.{n}`" for n in names)
+    return Message(f"{said} is created twice in `{cls}.__init__`: each creation draws new random weights, so after "
+                   "the notebook's torch.manual_seed your module holds other weights than the notebook's and prints "
+                   "other values. Delete the repeated line.",
+                   f"`{cls}.__init__`에서 {said}을(를) 두 번 만듭니다: 만들 때마다 새 난수 가중치를 뽑으므로 노트북의 "
+                   "torch.manual_seed 뒤에도 노트북과 다른 가중치를 갖고 다른 값을 출력합니다. 반복된 줄을 지우세요.")
 
 
 def _ctor(sub, cls: str, d_in: int, d_out: int, ctx: int, dropout: float, heads: int, kw: dict
@@ -1816,6 +1836,28 @@ def check_wrapper_dropout(sub, seed: int, b: int, T: int, d_in: int, d_out: int,
                 return True
         return False
 
+    def in_a_later_pass(spec: dict | None) -> bool:
+        """Whether the wrapper's train-mode output is its heads' from a second or third pass over them, in order,
+        from the same seed: a forward that calls every head once more before it concatenates them (`for head in
+        self.heads: print(head(x))`, learners round rl13) draws each head's dropout again, and such a right wrapper
+        was told to pass dropout on to its heads."""
+        if heads > 4 or not (type(got) is torch.Tensor and tuple(got.shape) == (b, T, heads * d_out)):
+            return False
+        for passes in (2, 3):
+            try:
+                _singles, outs = sub.new_all(
+                    spec["name"] if spec else head_class(sub), [(head_args(sub, spec, d_in, d_out, T, p),
+                                                                 seed if i == 0 else None) for i in range(heads)],
+                    [(0, step("call", x, mode="train", seed=seed + 7))]
+                    + [(i % heads, step("call", x, mode="train")) for i in range(1, passes * heads)],
+                    stand_in=spec or None)
+                last = side_by_side([head_value(sub, taken(o)["out"]) for o in outs[-heads:]])
+            except CheckFailure:
+                return False
+            if _close(got, last):
+                return True
+        return False
+
     spec = stand_in(sub)
     m, got, want, calm = wrapper_and_heads(spec)
     if spec is None and not _changed_tensor(want[..., :d_out], calm):
@@ -1823,7 +1865,7 @@ def check_wrapper_dropout(sub, seed: int, b: int, T: int, d_in: int, d_out: int,
         # pass dropout on looks right. Judged over the grader's heads instead.
         spec = _stand_in_spec(sub)
         m, got, want, _calm = wrapper_and_heads(spec, forced=True)
-    if not _close(got, want) and in_another_order(spec):
+    if not _close(got, want) and (in_another_order(spec) or in_a_later_pass(spec)):
         return
     # (the diagnosis names what else makes the wrapper differ: learners round rl11, a wrapper that projects the
     # concatenated heads with an out_proj of its own was told to pass dropout on to its heads)

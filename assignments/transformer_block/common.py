@@ -12,7 +12,8 @@ import torch
 
 from autograder.bugtable import Call
 from autograder.checks import CheckFailure, diagnosis, expect_shape, expect_tensor, fail
-from autograder.messages import Message
+from autograder.messages import Message, near_miss
+from autograder.proxy import renamed_name
 from autograder.sourcecode import dropped_masked_fill, unfinished
 from autograder.worker import LIBRARY, LIBRARY_ATTENTION
 
@@ -107,7 +108,9 @@ OWN_ATTENTION = Message(
 def _build_part(sub, cls: str, a: int, b: int, dropout: float, seed: int):
     how = part_dropout(sub, cls)
     if how == "position":
-        return _watched(sub.new(cls, a, b, dropout, seed=seed))
+        m = sub.new(cls, a, b, dropout, seed=seed)
+        m.renamed = part_renames(sub, cls, m)
+        return _watched(m)
     if how == "keyword":
         m = sub.new(cls, a, b, seed=seed, dropout=dropout)
     elif dropout:
@@ -119,6 +122,7 @@ def _build_part(sub, cls: str, a: int, b: int, dropout: float, seed: int):
     else:
         m = sub.new(cls, a, b, seed=seed)
     m.ctor = (m.ctor[0], (a, b, dropout), {}, m.ctor[3])  # (the diagnosis builds the reference from these)
+    m.renamed = part_renames(sub, cls, m)
     return _watched(m)
 
 
@@ -144,6 +148,35 @@ OWN_BLOCK = Message(
     "잔차 연결로 블록을 직접 조립하는 문제이므로 PyTorch의 레이어가 계산한 결과로는 점수를 받을 수 없습니다.")
 
 
+# The template's names of each part's linear layers, in the order the template makes them.
+PART_LAYERS = {"MultiHeadSelfAttention": ("W_q", "W_k", "W_v", "W_o"), "FeedForward": ("linear1", "linear2")}
+
+
+def part_layers(modules: list, under: str, cls: str) -> dict[str, str]:
+    """The template's names of a part's linear layers -> the student's, relative to the part (`under`, its name in
+    describe()'s `modules`, "" for the part itself), where the part uses none of the template's names: its
+    nn.Linear modules in the order made, when there are exactly as many (query, key, value, out; fc1, fc2; net.0,
+    net.3 of an nn.Sequential). Learners round rl13: a right attention with query/key/value/out got 4 of 20."""
+    want = PART_LAYERS[cls]
+    prefix = f"{under}." if under else ""
+    inner = [n[len(prefix):] for n, _c in modules if n.startswith(prefix)]
+    linears = [n[len(prefix):] for n, c in modules if n.startswith(prefix) and c == "Linear"]
+    if any(w in inner for w in want) or len(linears) != len(want):
+        return {}
+    return dict(zip(want, linears))
+
+
+def part_renames(sub, cls: str, m) -> dict[str, str]:
+    """part_layers for the student's own part built alone (none for the grader's stand-in). Decided once per
+    class; the structure check (check_params) alone charges the names."""
+    if m.owner is None:
+        return {}
+    key = f"part_renames:{cls}"
+    if key not in sub.memo:
+        sub.memo[key] = part_layers(m.describe().get("modules", []), "", cls)
+    return sub.memo[key]
+
+
 def build_block(sub, d: int, h: int, d_ff: int, dropout: float = 0.0, norm_first: bool = False, seed: int = 0,
                 stand_in: dict[str, str] | None = None, **switches: bool):
     """The student's TransformerBlock(d, h, d_ff, dropout, norm_first=..., **switches): norm_first under the
@@ -165,15 +198,56 @@ def build_block(sub, d: int, h: int, d_ff: int, dropout: float = 0.0, norm_first
                  "만들 수 없습니다: 템플릿의 블록은 d_ff 다음에 dropout을 받아 어텐션과 피드포워드 네트워크에 넘기고 "
                  "self.dropout1, self.dropout2 = nn.Dropout(dropout), nn.Dropout(dropout)을 둡니다.")
         args = (d, h, d_ff)
-    m = sub.new("TransformerBlock", *args, seed=seed, stand_in=stand_in or block_stand_in(sub),
+    spec = stand_in or block_stand_in(sub)
+    m = sub.new("TransformerBlock", *args, seed=seed, stand_in=spec,
                 **({own or "norm_first": norm_first} if takes else {}), **kw, **switches)
     m.own_work = (LIBRARY, OWN_BLOCK)
+    m.renamed = block_renames(sub, m, spec)
     if own or not takes or len(args) < 4:  # (the diagnosis builds the reference's block from these: the mode the
         # check asked for, under the template's name)
         m.ctor = (m.ctor[0], (d, h, d_ff, dropout),
                   {**{("norm_first" if k == own else k): v for k, v in m.ctor[2].items()}, "norm_first": norm_first},
                   m.ctor[3])
     return m
+
+
+def block_renames(sub, m, spec: dict | None = None) -> dict[str, str]:
+    """The student's names for the block's parts where the template's are not used: {"attn": "attention", "ff":
+    "ffn", "norm1": "ln1", "norm2": "ln2"}: the one top-level module of the attention's class (the student's, or
+    its misspelt name, or the grader's stand-in) and of FeedForward's, and the two top-level LayerNorms in the order
+    they were made. A right block with `self.attention` and `self.ffn` got 58.75 of 100: PyTorch's weights went to
+    attn.* and ff.* only (learners round rl13: tutorials name them so). The weights are copied in under the
+    student's names (Remote.renamed); the structure check alone charges the names. With them, the parts' linear
+    layers named otherwise (part_layers: attn.W_q -> attention.query). Decided once per submission and set of
+    stand-in parts (`spec`)."""
+    key = f"block_renames:{(spec or {}).get('name')}"  # (over the grader's stand-in parts: their names)
+    if key not in sub.memo:
+        info = m.describe()
+        top = [(n, c) for n, c in info.get("modules", []) if "." not in n]
+        names = {n for n, _c in top}
+        classes = [n for n, kind in sub.names.items() if kind == "class"]
+        renames: dict[str, str] = {}
+        for want, cls in (("attn", "MultiHeadSelfAttention"), ("ff", "FeedForward")):
+            own = cls if cls in sub.names else near_miss(cls, classes)
+            held = [n for n, c in top if c in (cls, own)]
+            if want not in names and len(held) == 1:
+                renames[want] = held[0]
+        norms = [n for n in info.get("layer_norms") or [] if "." not in n]
+        if not {"norm1", "norm2"} & names and len(norms) == 2:
+            renames["norm1"], renames["norm2"] = norms
+        for want, cls in (("attn", "MultiHeadSelfAttention"), ("ff", "FeedForward")):
+            held = renames.get(want, want if want in names else None)
+            for theirs, mine in (part_layers(info.get("modules", []), held, cls) if held else {}).items():
+                renames[f"{want}.{theirs}"] = f"{held}.{mine}"
+        sub.memo[key] = renames
+    return sub.memo[key]
+
+
+def as_template(m, params: dict) -> dict:
+    """A module's parameters (m.state()["params"], or its gradients) under the template's names (block_renames,
+    part_renames undone), as the checks name them; load_state takes them so."""
+    back = {mine: theirs for theirs, mine in m.renamed.items()}
+    return {renamed_name(n, back): t for n, t in params.items()}
 
 
 def block_signature(sub) -> list[dict] | None:
@@ -353,7 +427,9 @@ def _part_runs(sub, cls: str) -> bool:
     x = randn(99, 2, 5, 8)
     try:
         m = _build_part(sub, cls, 8, 2 if cls == "MultiHeadSelfAttention" else 12, 0.0, 1)  # (a part without dropout too)
-        for kw in ({"causal": False}, {"causal": True}) if cls == "MultiHeadSelfAttention" else ({},):
+        # (an attention whose forward takes no causal runs without it: its causal checks say so, not the block's)
+        name = causal_keyword(sub, m.owner) if cls == "MultiHeadSelfAttention" else None
+        for kw in ({name: False}, {name: True}) if name else ({},):
             y = m(x, **kw)
             if type(y) is not torch.Tensor or tuple(y.shape) != (2, 5, 8):
                 return False
@@ -452,8 +528,58 @@ def with_pytorch_weights(what: str) -> Message:
     return Message(f"`{what}` with PyTorch's weights", f"PyTorch의 가중치를 넣은 `{what}`")
 
 
+def causal_keyword(sub, cls: str | None) -> str | None:
+    """The name under which the student's `cls.forward` takes the causal flag: "causal" (also where it takes
+    **kwargs or its signature cannot be read, then it is passed as before, and for the grader's own stand-ins, cls
+    None), the student's own name for it (a parameter whose name holds "causal": `is_causal`, as PyTorch's
+    scaled_dot_product_attention calls it), or None where it takes none. A forward written forward(self, x), as
+    most tutorials write an encoder's attention and block (learners round rl13), was refused every call,
+    causal=False included ("unexpected keyword argument 'causal'"): a right attention got 4 of 20 and its block 12
+    of 36. It is called without the keyword where the check asks causal=False (the template's default), and a check
+    that needs causal=True says that it takes none (forward_takes_no_causal). Decided once per class."""
+    if cls is None:
+        return "causal"
+    key = f"causal_keyword:{cls}"
+    if key not in sub.memo:
+        try:
+            params = sub.signature(cls, "forward")
+        except CheckFailure:
+            params = None
+        named = [p.get("name") for p in params or () if p.get("kind") in ("POSITIONAL_OR_KEYWORD", "KEYWORD_ONLY")]
+        own = [n for n in named if isinstance(n, str) and "causal" in n.lower()]
+        if params is None or "causal" in named or any(p.get("kind") == "VAR_KEYWORD" for p in params):
+            sub.memo[key] = "causal"
+        else:
+            sub.memo[key] = own[0] if len(own) == 1 else None
+    return sub.memo[key]
+
+
+def takes_causal(sub, cls: str | None) -> bool:
+    """Whether the student's `cls.forward` can be given the causal flag at all (causal_keyword)."""
+    return causal_keyword(sub, cls) is not None
+
+
+def forward_takes_no_causal(cls: str, what: str) -> None:
+    """The failure of a check that needs causal=True of a forward without it (takes_causal)."""
+    passes = " and passes it on to its attention, self.attn(x, causal)" if cls == "TransformerBlock" else (
+        ": with causal=True each token attends only to itself and the tokens before it (the scores above the diagonal "
+        "set to -inf before the softmax)")
+    passes_ko = "이고 어텐션에 self.attn(x, causal)로 넘깁니다" if cls == "TransformerBlock" else (
+        "입니다: causal=True이면 각 토큰은 자신과 앞의 토큰만 봅니다 (softmax 전에 대각선 위의 점수를 -inf로)")
+    fail(f"`{cls}.forward` takes no `causal` argument, so `{what}` cannot be asked: the template's forward is "
+         f"forward(self, x, causal=False){passes}. The other checks call your forward without it.",
+         f"`{cls}.forward`에 `causal` 인자가 없어서 `{what}`을(를) 물어볼 수 없습니다: 템플릿의 forward는 "
+         f"forward(self, x, causal=False){passes_ko}. 다른 검사는 이 인자 없이 forward를 부릅니다.")
+
+
 def call(m, x, what: str, causal: bool | None = None, **kw) -> torch.Tensor:
-    kwargs = {} if causal is None else {"causal": causal}
+    kwargs: dict = {}
+    if causal is not None:
+        name = causal_keyword(m.sub, m.owner)
+        if name is None and causal:
+            forward_takes_no_causal(m.owner, what)
+        # (causal=False is the template's default: what a forward without the flag computes)
+        kwargs = {name: causal} if name is not None else {}
     return expect_tensor(m(x, **kwargs, **kw), what)
 
 
@@ -467,10 +593,12 @@ def check_params(m, want: dict[str, tuple[int, ...]], cls: str) -> None:
                              + [f"{n} is {h}, expected {w}" for n, h, w in wrong])
         problems_ko = "; ".join(([f"없음: {', '.join(missing)}"] if missing else [])
                                 + [f"{n}: {h}, {w}이어야 함" for n, h, w in wrong])
-        fail(f"`{cls}` does not have the parameters the template names ({problems}). The grader copies "
-             f"PyTorch's weights into exactly these names. Yours: {listed or 'none'}.",
-             f"`{cls}`에 템플릿이 정한 파라미터가 없습니다 ({problems_ko}). 채점기는 PyTorch의 가중치를 바로 이 "
-             f"이름들에 복사합니다. 현재: {listed or '없음'}.")
+        # (layers of the template's count named otherwise are given PyTorch's weights in the order made, so that
+        # this check alone charges the names: part_layers)
+        fail(f"`{cls}` does not have the parameters the template names ({problems}); use the template's names. "
+             f"Yours: {listed or 'none'}.",
+             f"`{cls}`에 템플릿이 정한 파라미터가 없습니다 ({problems_ko}); 템플릿의 이름을 쓰세요. "
+             f"현재: {listed or '없음'}.")
 
 
 # ---------------------------------------------------------------------------------------------- properties

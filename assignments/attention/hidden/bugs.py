@@ -81,8 +81,10 @@ VARIANTS: list[Variant] = [
       breaks="steps", en="scaled_softmax divides the scores by d_k instead of its square root; divide by d_k ** 0.5",
       ko="scaled_softmax가 점수를 d_k의 제곱근이 아니라 d_k로 나눔; d_k ** 0.5로 나누세요"),
     V("steps_renormalize_missing_beside_a_class", ch("renormalize", "", "class BaseNormalizer:\n    pass\n"),
-      breaks="steps", says=("`renormalize` is not defined",), never_says=("Rename `BaseNormalizer`",),
-      why="seen in a learner's repository: a helper class was offered as the rename of a missing step function"),
+      breaks="steps", says=("`renormalize` is not defined",),
+      never_says=("Rename `BaseNormalizer`", "`BaseNormalizer` is defined"),
+      why="seen in a learner's repository: a helper class was offered as the rename of a missing step function "
+          "(and again in the note at the top of the result: learners round rl13)"),
     V("steps_scores_as_a_value", ch("attention_scores", "", "attention_scores = torch.rand(6, 6)\n"),
       breaks="steps", says=("`attention_scores` in your file is a value computed at the top level",),
       why="learners round 5: the notebook's step computed at the top level under the step's name was reported as a "
@@ -381,6 +383,13 @@ VARIANTS: list[Variant] = [
                                                                            scores="self.dropout(scores)")),
       breaks=MHA, says=(DROPOUT_HINT,)),
     V("mha_qkv_bias_ignored", ch(MHA, "bias=qkv_bias", "bias=False"), breaks=MHA, says=("qkv_bias is ignored",)),
+    V("mha_out_proj_created_twice", ch(MHA, f"        {BUFFER}\n",
+                                       f"        {BUFFER}\n        self.out_proj = nn.Linear(d_out, d_out)\n"),
+      breaks=MHA, says=("`self.out_proj` is created twice in `MultiHeadAttention.__init__`",),
+      never_says=("in that order",),
+      why="learners round rl13: a right MultiHeadAttention with `self.out_proj = nn.Linear(d_out, d_out)` written "
+          "twice (the second draws new weights) was told only that its seeded values differ and to create its "
+          "layers in the notebook's order, which it did"),
     V("mha_scale_by_d_out", ch(MHA, "keys.shape[-1] ** 0.5", "self.d_out ** 0.5"), breaks=MHA,
       en="the scores are scaled by sqrt(d_out); each head's keys have head_dim = d_out // num_heads features, so "
          "scale by sqrt(head_dim) = keys.shape[-1] ** 0.5",
@@ -613,6 +622,11 @@ VARIANTS: list[Variant] = [
       ch("context_vectors", "torch.softmax(", "F.softmax("), ch(V1, "torch.softmax(", "F.softmax("),
       ch(V2, "torch.softmax(", "nn.functional.softmax("), ch(CA, "torch.softmax(", "F.softmax("),
       ch(MHA, f"torch.softmax({SCALE}, dim=-1)", f"({SCALE}).softmax(dim=-1)")),
+    V("ok_wrapper_calls_each_head_twice", ch(WR, "        return torch.cat([head(x) for head in self.heads], dim=-1)",
+                                             "        for head in self.heads:\n            print(head(x))\n"
+                                             "        return torch.cat([head(x) for head in self.heads], dim=-1)"),
+      why="learners round rl13: a forward that printed every head's output before concatenating fresh calls draws "
+          "each head's dropout twice; the train-mode check told it to pass dropout on to its heads, which it did"),
     V("ok_masked_fill_float_inf", ch(CA, FILL, "mask_bool = self.mask.bool()[:num_tokens, :num_tokens]\n"
                                      "        attn_scores = scores.masked_fill(mask_bool, float('-inf'))\n"
                                      "        scores = attn_scores"),

@@ -86,7 +86,7 @@ def test_v1_notebook(sub):
               [0.2948, 0.7939], [0.2927, 0.7891], [0.2990, 0.8040]])
     expect_working(sub, "SelfAttention_v1")  # a module returning a constant (even the right one) earns nothing
     m = build(sub, "SelfAttention_v1", 3, 2, seed=123)
-    expect_close(m(INPUTS), want, "SelfAttention_v1(3, 2)(inputs)", explain=explain(sub, m, INPUTS))
+    expect_close(m(INPUTS), want, "SelfAttention_v1(3, 2)(inputs)", explain=explain(sub, m, INPUTS, seeded="SelfAttention_v1"))
     confirm_figures(sub, m, INPUTS, "SelfAttention_v1(3, 2)(inputs)")
 
 
@@ -97,7 +97,7 @@ def test_v2_notebook(sub):
               [-0.0760, 0.0685], [-0.0763, 0.0679], [-0.0754, 0.0693]])
     expect_working(sub, "SelfAttention_v2")  # a module returning a constant (even the right one) earns nothing
     m = build(sub, "SelfAttention_v2", 3, 2, seed=789)
-    expect_close(m(INPUTS), want, "SelfAttention_v2(3, 2)(inputs)", explain=explain(sub, m, INPUTS))
+    expect_close(m(INPUTS), want, "SelfAttention_v2(3, 2)(inputs)", explain=explain(sub, m, INPUTS, seeded="SelfAttention_v2"))
     confirm_figures(sub, m, INPUTS, "SelfAttention_v2(3, 2)(inputs)")
 
 
@@ -109,7 +109,7 @@ def test_causal_notebook(sub):
     expect_working(sub, "CausalAttention")  # a module returning a constant (even the right one) earns nothing
     m = build(sub, "CausalAttention", 3, 2, 6, 0.0, seed=123)
     expect_close(m(BATCH), torch.stack((row, row)), "CausalAttention(3, 2, 6, 0.0)(batch)",
-                 explain=explain(sub, m, BATCH))
+                 explain=explain(sub, m, BATCH, seeded="CausalAttention"))
     confirm_figures(sub, m, BATCH, "CausalAttention(3, 2, 6, 0.0)(batch)")
 
 
@@ -131,7 +131,7 @@ def test_mha_notebook(sub):
     expect_working(sub, "MultiHeadAttention")  # a module returning a constant (even the right one) earns nothing
     m = build(sub, "MultiHeadAttention", 3, 4, 6, 0.0, 2, seed=123)
     expect_close(m(BATCH), torch.stack((row, row)), "MultiHeadAttention(3, 4, 6, 0.0, num_heads=2)(batch)",
-                 explain=explain(sub, m, BATCH))
+                 explain=explain(sub, m, BATCH, seeded="MultiHeadAttention"))
     confirm_figures(sub, m, BATCH, "MultiHeadAttention(3, 4, 6, 0.0, num_heads=2)(batch)")
 
 

@@ -48,6 +48,15 @@ VARIANTS: list[Variant] = [
       ko="softmax를 dim=1(헤드 축)에 대해 계산함; 각 쿼리의 행을 키 축(dim=-1)으로 정규화하세요",
       never_says=("diagonal=1",),
       why="learners round s9: with causal=True its NaN was blamed on a mask that hides the diagonal"),
+    V("attn_einsum_values_apart", ch(ATTN, "(weights @ v)", 'torch.einsum("bhqk, bhvd -> bhqd", weights, v)'),
+      breaks=ATTN,
+      en="the weighted sum's einsum names the keys' axis of the weights and the tokens' axis of v with different "
+         "letters ('bhqk, bhvd -> bhqd'), so it sums each over its own and every token gets the sum of all values; "
+         "use one letter for both: 'bhqk, bhkd -> bhqd' (or weights @ v)",
+      ko="가중합의 einsum이 가중치의 키 축과 v의 토큰 축에 서로 다른 문자를 써서('bhqk, bhvd -> bhqd') 각각 따로 합하므로 "
+         "모든 토큰이 값 전체의 합을 받음; 두 축에 같은 문자를 쓰세요: 'bhqk, bhkd -> bhqd' (또는 weights @ v)",
+      why="learners round rl13 (Korean study notes): with 1 head the check blamed a softmax over the heads, which "
+          "gives the same numbers there (every weight 1); the learner's softmax was right"),
     V("attn_no_divisibility_check", ch(ATTN, "        if d_model % n_heads != 0:\n            raise ValueError("
                                              "f\"d_model ({d_model}) is not a multiple of n_heads ({n_heads})\")\n",
                                        ""),
@@ -249,6 +258,25 @@ VARIANTS: list[Variant] = [
       says=("`pre_norm`", "Rename `pre_norm` to norm_first"),
       why="learners round s10: norm_first=... was refused, and a right block got 0 of 36 and 1 of 12; now passed under "
           "the student's name, the name charged once in the signature check"),
+    V("attn_layers_renamed", *(ch(ATTN, f"self.{a}", f"self.{b}") for a, b in
+                               (("W_q", "query"), ("W_k", "key"), ("W_v", "value"), ("W_o", "out"))),
+      breaks=ATTN, says=("does not have the parameters the template names",), never_says=("could not be copied",),
+      why="learners round rl13: query/key/value/out, as tutorials name them, got 4 of 20 (every check that copies "
+          "PyTorch's weights in failed); they are given them in the order made, and the names check alone charges"),
+    V("ffn_layers_in_sequential", ch(FFN, FFN_WIDTH + "\n        self.dropout = nn.Dropout(dropout)",
+                                     "self.net = nn.Sequential(nn.Linear(d_model, d_ff), nn.ReLU(), "
+                                     "nn.Dropout(dropout),\n                                 nn.Linear(d_ff, d_model))"),
+      ch(FFN, "return self.linear2(self.dropout(F.relu(self.linear1(x))))", "return self.net(x)"),
+      breaks=FFN, says=("does not have the parameters the template names",), never_says=("could not be copied",),
+      why="learners round rl13: the feed-forward network as one nn.Sequential (net.0, net.3) lost every check "
+          "that copies PyTorch's weights in; they go in by order, and the names check alone charges"),
+    V("block_parts_renamed", ch(BLOCK, "self.attn", "self.attention"), ch(BLOCK, "self.ff", "self.ffn"),
+      ch(BLOCK, "self.norm1", "self.ln1"), ch(BLOCK, "self.norm2", "self.ln2"), breaks=BLOCK,
+      says=("yours is self.attention", "yours is self.ffn", "yours is self.ln1"),
+      never_says=("could not be copied", "does not use its"),
+      why="learners round rl13: a right block with self.attention and self.ffn, as tutorials name them, got 58.75 "
+          "of 100 (PyTorch's weights went to attn.* and ff.* only, and its evidence read no attention weights); "
+          "the weights go in under the student's names and the structure check alone charges the names"),
     V("block_without_dropout", ch(BLOCK, "d_ff, dropout=0.1, norm_first", "d_ff, norm_first"),
       ch(BLOCK, "MultiHeadSelfAttention(d_model, n_heads, dropout)", "MultiHeadSelfAttention(d_model, n_heads, 0.0)"),
       ch(BLOCK, "FeedForward(d_model, d_ff, dropout)", "FeedForward(d_model, d_ff, 0.0)"),
@@ -295,6 +323,16 @@ VARIANTS: list[Variant] = [
       never_says=("positional arguments but",),
       why="learners round rl12: MultiHeadSelfAttention(d_model, n_heads), without dropout, was refused every call "
           "and lost every check; it loses the checks that need a dropout"),
+    V("encoder_without_causal", ch(ATTN, "def forward(self, x, causal=False):", "def forward(self, x):"),
+      ch(ATTN, "        if causal:  # token i may only look at tokens 0..i\n"
+               "            future = torch.triu(torch.ones(n, n, dtype=torch.bool, device=x.device), diagonal=1)\n"
+               "            scores = scores.masked_fill(future, float(\"-inf\"))\n", ""),
+      ch(BLOCK, "def forward(self, x, causal=False):", "def forward(self, x):"), ch(BLOCK, ", causal)", ")"),
+      breaks="MultiHeadSelfAttention, TransformerBlock", says=("takes no `causal` argument",),
+      never_says=("unexpected keyword argument 'causal'", "mixes no tokens on its own"),
+      why="learners round rl13: an encoder written forward(self, x), attention and block, as most tutorials write "
+          "it, was refused every call, causal=False included, and a right attention got 4 of 20, its block 12 of "
+          "36; called without the keyword, they lose the checks that need causal=True only"),
     # ---------------------------------------------------------------- nn.Transformer
     V("nn_batch_first_missing", ch("build_transformer", "dim_feedforward=32,\n                          "
                                                         "batch_first=True)", "dim_feedforward=32)"),
@@ -333,6 +371,11 @@ VARIANTS: list[Variant] = [
       ko="transformer_shape가 (batch, src_len, d_model)을 답함; 출력은 타깃 위치마다 벡터 하나이므로 "
          "(batch, tgt_len, d_model)입니다"),
     # ---------------------------------------------------------------- different but correct
+    V("ok_attn_causal_named_is_causal", ch(ATTN, "def forward(self, x, causal=False):",
+                                           "def forward(self, x, is_causal=False):"),
+      ch(ATTN, "        if causal:", "        if is_causal:"),
+      why="learners round rl13: the flag under scaled_dot_product_attention's name; passed as causal=..., it was "
+          "refused with every call (the block passes it by position)"),
     V("ok_matmul_and_temporaries", ch(ATTN, "q @ k.transpose(-2, -1) / math.sqrt(self.d_head)",
                                       "torch.matmul(q, k.transpose(-2, -1)) * self.d_head ** -0.5"),
       ch(BLOCK, PRE_ATTN, "h = self.norm1(x)\n            x = x + self.dropout1(self.attn(h, causal))")),

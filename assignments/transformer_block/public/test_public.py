@@ -9,7 +9,7 @@ from assignments.transformer_block.common import (attn_params, attn_text, block_
                                                   build_ffn, call, causal_leak, check_params,
                                                   causal_stand_in, check_transformer_config, draws_in_eval,
                                                   fail_leak, fail_random_in_eval, ffn_params, ffn_text,
-                                                  blame_part, expect_working, randn, transformer_out, SHAPE)
+                                                  blame_part, expect_working, randn, takes_causal, transformer_out, SHAPE)
 from autograder.checks import CheckFailure, check, expect_shape, fail
 from autograder.messages import Message, near_miss
 
@@ -90,11 +90,17 @@ def test_block_structure(sub):
     classes = [n for n, kind in sub.names.items() if kind == "class"]
     own = {t: t if t in sub.names else near_miss(t, classes) for t in set(want.values()) if t != "LayerNorm"}
     norms = set(info.get("layer_norms") or [])  # a subclass of nn.LayerNorm is one
-    wrong = [f"self.{n} should be a {t} (found {modules.get(n, 'nothing')})" for n, t in want.items()
-             if modules.get(n) not in (t, own.get(t)) and not (t == "LayerNorm" and n in norms)]
+    # (a part under another name is said with it: its weights are copied in under that name, block_renames)
+    wrong = [(n, t, modules.get(n), m.renamed.get(n)) for n, t in want.items()
+             if modules.get(n) not in (t, own.get(t, t)) and not (t == "LayerNorm" and n in norms)]
     if wrong:
-        fail(f"`TransformerBlock` is not built from the template's parts: {'; '.join(wrong)}.",
-             f"`TransformerBlock`이 템플릿의 구성 요소로 만들어지지 않았습니다: {'; '.join(wrong)}.")
+        en = "; ".join(f"self.{n} should be a {t} (found {found or 'nothing'}"
+                       + (f"; yours is self.{mine}, so rename it" if mine else "") + ")" for n, t, found, mine in wrong)
+        ko = "; ".join(f"self.{n}은(는) {t}이어야 합니다 (현재: {found or '없음'}"
+                       + (f"; 여러분의 것은 self.{mine}이므로 이름을 바꾸세요" if mine else "") + ")"
+                       for n, t, found, mine in wrong)
+        fail(f"`TransformerBlock` is not built from the template's parts: {en}.",
+             f"`TransformerBlock`이 템플릿의 구성 요소로 만들어지지 않았습니다: {ko}.")
     # Evidence: the parts are used (a forward that calls them and returns its input holds them all too).
     try:
         expect_working(m, 8, 14, block_text(8, 2, 12), causal=None, mixes=False, earns=STRUCTURE)
@@ -160,8 +166,9 @@ def own_attention_mixes_nothing(sub) -> Message:
         attn = build_attn(sub, 8, 2, seed=2)
     except CheckFailure:
         return Message("", "")
+    causal = takes_causal(sub, attn.owner)  # (a forward without causal mixes the tokens without it)
     try:
-        expect_working(attn, 8, 22, attn_text(8, 2, causal=True))
+        expect_working(attn, 8, 22, attn_text(8, 2, causal=causal), causal=causal)
     except CheckFailure:
         return Message("Your MultiHeadSelfAttention mixes no tokens on its own either (see its question): the block's "
                        "causality can only be shown through an attention that mixes the tokens.",
