@@ -41,10 +41,14 @@ class MultiHeadAttention(nn.Module):
         (nn.Linear(d_out, d_out)), dropout (nn.Dropout(DROP_RATE)) and the buffer `mask`
         = triu(ones(CONTEXT_LENGTH, CONTEXT_LENGTH), diagonal=1); NUM_HEADS heads of d_out // NUM_HEADS.
         forward(x): (b, num_tokens, d_in) -> (b, num_tokens, d_out).
+        Write the attention yourself: one that runs nn.MultiheadAttention or F.multi_head_attention_forward
+        earns only the construction points.
     KO: 속성 W_query, W_key, W_value (nn.Linear(d_in, d_out, bias=QKV_BIAS)), out_proj
         (nn.Linear(d_out, d_out)), dropout (nn.Dropout(DROP_RATE)), 버퍼 `mask`
         = triu(ones(CONTEXT_LENGTH, CONTEXT_LENGTH), diagonal=1); 헤드 NUM_HEADS개, 각 d_out // NUM_HEADS 차원.
         forward(x): (b, num_tokens, d_in) -> (b, num_tokens, d_out).
+        어텐션은 직접 작성하세요: nn.MultiheadAttention이나 F.multi_head_attention_forward를 실행하는 클래스는
+        생성 점수만 받습니다.
     """
 
     def __init__(self, d_in, d_out):

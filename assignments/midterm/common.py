@@ -9,7 +9,8 @@ from __future__ import annotations
 import torch
 
 from autograder.checks import expect_shape, expect_tensor, fail
-from autograder.worker import LIBRARY
+from autograder.messages import Message
+from autograder.worker import LIBRARY, LIBRARY_ATTENTION
 
 # The default variant: the same values as [exam.default] in assignment.toml and the skeleton's constants.
 DEFAULT_VARIANT = {"num_heads": 2, "qkv_bias": False, "drop_rate": 0.1, "context_length": 8, "mask_window": 3,
@@ -30,8 +31,25 @@ def randn(seed: int, *shape: int) -> torch.Tensor:
     return torch.randn(*shape, generator=torch.Generator().manual_seed(seed))
 
 
+# Q1 asks the student to write multi-head attention: one that hands its own projections to
+# F.multi_head_attention_forward (identity weights inside) had PyTorch compute the heads, the scores, the softmax and
+# the merge, and earned all of Q1 (red team, round 21; the paper says so since). Every call of a Q1 module is watched
+# for torch's multi-head attention (proxy.Remote.own_work), as the transformer_block lab's attention is.
+OWN_Q1 = Message(
+    "`MultiHeadAttention` runs PyTorch's own multi-head attention (nn.MultiheadAttention, "
+    "F.multi_head_attention_forward or its kernel): Q1 asks you to write it yourself (the split into heads, the "
+    "scaled and masked scores, the softmax, the dropout and the merged heads), so what PyTorch computes for it "
+    "earns nothing.",
+    "`MultiHeadAttention`이(가) PyTorch의 멀티 헤드 어텐션(nn.MultiheadAttention, "
+    "F.multi_head_attention_forward 또는 그 커널)을 그대로 실행합니다: 1번 문제는 헤드 나누기, 스케일과 마스크를 "
+    "적용한 점수, softmax, dropout, 헤드 합치기를 직접 작성하는 문제이므로 PyTorch가 계산한 결과로는 점수를 받을 수 "
+    "없습니다.")
+
+
 def build_mha(sub, d_in: int, d_out: int, seed: int = 0):
-    return sub.new("MultiHeadAttention", d_in, d_out, seed=seed)
+    m = sub.new("MultiHeadAttention", d_in, d_out, seed=seed)
+    m.own_work = (LIBRARY_ATTENTION, OWN_Q1)
+    return m
 
 
 def build_sdpa(sub):
