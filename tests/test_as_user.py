@@ -278,6 +278,28 @@ def test_mixed_unknown_and_empty_folders_are_refused(here):
     assert p.returncode == 2 and "nothing to grade" in p.stderr
 
 
+def test_a_results_folder_of_another_assignment_is_refused_before_anything_changes(here):
+    """UX s13: lab 2 graded with the default --out (results/) that held lab 1's results: each lab 1 result was
+    moved to no_submission/ as having "no submission in lab2 any more" (a student's result of the same id was
+    overwritten), and both CSVs were rewritten with lab 2 alone. The run is refused (exit 2) before it writes
+    anything, in the language asked for, with the fix."""
+    (here / "lab1").mkdir()
+    (here / "lab2").mkdir()
+    shutil.copy(MHA_CORRECT, here / "lab1" / "ada.py")
+    shutil.copy(REFERENCE, here / "lab2" / "ada.py")
+    shutil.copy(REFERENCE, here / "lab2" / "bo.py")
+    p = grade("batch", "lab1", cwd=here)
+    assert p.returncode == 0, p.stderr[-3000:]
+    before = {f.relative_to(here).as_posix(): f.read_bytes() for f in (here / "results").rglob("*") if f.is_file()}
+    for lang, words in (("en", "already holds results of another assignment: mha_intermediates (1 file)"),
+                        ("ko", "이미 다른 과제의 결과가 있습니다: mha_intermediates (1개)")):
+        p = grade("batch", "lab2", "--lang", lang, cwd=here)
+        assert p.returncode == 2, (p.stdout, p.stderr[-3000:])
+        assert words in p.stderr and "--out results-attention" in p.stderr and "Traceback" not in p.stderr, p.stderr
+        after = {f.relative_to(here).as_posix(): f.read_bytes() for f in (here / "results").rglob("*") if f.is_file()}
+        assert after == before  # nothing moved, overwritten or rewritten
+
+
 # ---------------------------------------------------------------------------------------------- item 7
 
 def test_a_hanging_class_costs_only_that_class(course, first):

@@ -113,6 +113,19 @@ def test_a_result_whose_submission_is_gone_is_moved_out_of_the_results_folder(tm
     assert scores == [0.0, 100.0, 100.0], scores  # the removed kim's 100 (twice: the older copy kept) and kim-2's 0
 
 
+def test_the_assignment_of_a_result_file_is_read_without_being_fooled_by_its_text(tmp_path):
+    """batch.result_assignment finds the key in the file's text (a rerun reads every result): text a student
+    controls (a note, a file name) that spells the key is escaped in the JSON and never read as it."""
+    from autograder.messages import plain
+    from autograder.results import SubmissionResult, write_result
+    bait = '"assignment": "midterm"'
+    r = SubmissionResult(student="ana", submission=f'{bait}.py', assignment="attention", notes=[plain(bait)])
+    path = write_result(tmp_path, r, "en")
+    assert bait in json.loads(path.read_text())["output"] and batch.result_assignment(path) == "attention"
+    (tmp_path / "notes.json").write_text('{"not": "a result"}')
+    assert batch.result_assignment(tmp_path / "notes.json") is None
+
+
 def test_progress_line_has_count_rate_and_eta():
     lines = []
     p = batch.Progress(4, lines.append, tty=False)
