@@ -212,8 +212,12 @@ def read_roster(path: Path) -> dict[str, Student]:
     except SubmissionFormatError:
         raise ExamError(f"cannot read the roster {path}: it is not UTF-8, UTF-16 or CP949 text; save it from the "
                         "spreadsheet as \"CSV UTF-8\"") from None
-    rows = list(csv.DictReader(io.StringIO(text)))
-    fields = csv.DictReader(io.StringIO(text)).fieldnames or []
+    # Excel's "Unicode text" (the UTF-16 it saves) is tab-separated, whatever the locale: a header with tabs and
+    # no comma is read that way (it was refused with "save it as comma-separated CSV").
+    first = text.lstrip("\ufeff").split("\n", 1)[0]
+    dialect = {"delimiter": "\t"} if "\t" in first and "," not in first else {}
+    rows = list(csv.DictReader(io.StringIO(text), **dialect))
+    fields = csv.DictReader(io.StringIO(text), **dialect).fieldnames or []
     heads = [_column(h) for h in fields]
     if "id" not in heads:
         sep = next((f"{c!r}" for c in (";", "\t", "|") if len(fields) == 1 and c in fields[0]), "")
