@@ -122,6 +122,12 @@ def batch(submissions_dir: Path, out_dir: Path, timeout: float | None, workers: 
                            echo=lambda m: click.echo(m, err=True, nl=not sys.stderr.isatty()), details=False)
     except GraderError as e:
         _fail(e, lang)
+    except KeyboardInterrupt:  # Ctrl-C: click said only "Aborted!", not that the finished results are kept
+        click.echo(f"\n중단됨: 지금까지 끝난 결과는 {out_dir}/에 있습니다 (scores.csv와 grades.csv도). 같은 명령을 "
+                   "다시 실행하면 나머지를 채점합니다 (끝난 결과는 재사용합니다)." if lang == "ko" else
+                   f"\ninterrupted: the results finished so far are in {out_dir}/ (scores.csv and grades.csv list "
+                   "them); run the same command again to grade the rest (finished results are reused).", err=True)
+        sys.exit(130)
     click.echo(batch_cmd.summary_table(s.results, a, lang))
     if lang == "ko":
         click.echo(f"채점 {s.graded}개, 재사용 {s.reused}개, {s.seconds:.1f}초; 결과: {out_dir}/ "

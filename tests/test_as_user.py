@@ -470,6 +470,32 @@ def test_a_batch_started_with_sigint_ignored_keeps_it_ignored(here):
         {s: (r["score"], r["reason"]) for s, r in rows.items() if float(r["score"]) != 100}
 
 
+def test_ctrl_c_says_that_the_finished_results_are_kept_and_how_to_go_on(here):
+    """UX s13: Ctrl-C in `grade batch` printed click's bare "Aborted!" (exit 1), though every finished result is
+    kept and the same command resumes: it now says so, in the language asked for, and exits 130 as an interrupted
+    command does; the next run reuses what was finished."""
+    subs = here / "submissions"
+    subs.mkdir()
+    for i in range(8):
+        shutil.copy(REFERENCE, subs / f"s{i:02d}.py")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "PYTEST"))}
+    proc = subprocess.Popen([str(GRADE), "batch", "submissions", "--workers", "1", "--lang", "ko"], cwd=here,
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and len(list((here / "results").glob("*.json"))) < 2:
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGINT)  # as the terminal does to the whole group
+    out, err = proc.communicate(timeout=300)
+    err = err.decode("utf-8", "replace")
+    assert proc.returncode == 130, err[-2000:]
+    assert "중단됨" in err and "같은 명령을 다시 실행하면" in err and "results/" in err, err[-2000:]
+    assert "Aborted" not in err and "Traceback" not in err, err[-2000:]
+    done = len(list((here / "results").glob("*.json")))
+    assert 2 <= done < 8
+    p = grade("batch", "submissions", "--lang", "ko", cwd=here)
+    assert p.returncode == 0 and f"재사용 {done}개" in p.stdout, p.stdout[-2000:]
+
+
 def test_results_inside_the_submissions_folder_are_not_a_student(here):
     """`grade batch submissions --out submissions/results`, run twice: the second run graded the results folder
     as a student named "results" (0/100)."""
