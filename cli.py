@@ -13,6 +13,28 @@ LANG = click.option("--lang", type=click.Choice(["en", "ko"]), default="en", sho
                     help="Language of the feedback (English or Korean).")
 
 
+class _Path(click.Path):
+    """click.Path whose refusals (no such file, a file where a folder is wanted) say it in Korean too: click parses
+    paths before --lang is known, and a typo in a path was the one error of `grade` told in English only."""
+
+    def convert(self, value, param, ctx):  # type: ignore[override]
+        try:
+            return super().convert(value, param, ctx)
+        except click.BadParameter as e:
+            shown = os.fsdecode(value)
+            if not os.path.lexists(value):
+                ko = f"'{shown}' 경로가 없습니다."
+            elif os.path.isdir(value) and not self.dir_okay:
+                ko = f"'{shown}'은(는) 파일이 아니라 폴더입니다."
+            elif not os.path.isdir(value) and not self.file_okay:
+                ko = f"'{shown}'은(는) 폴더가 아니라 파일입니다."
+            else:
+                ko = f"'{shown}'을(를) 쓰거나 읽을 수 없습니다."
+            from autograder.messages import korean
+            e.message = f"{e.message}\n오류: {korean(ko)}"
+            raise
+
+
 def _here(p: Path | None) -> Path | None:
     """A path as the user typed it, made absolute against their working directory.
 
@@ -22,7 +44,7 @@ def _here(p: Path | None) -> Path | None:
 
 
 def _fail(e: GraderError, lang: str = "en") -> None:
-    click.echo(f"error: {e.message.text(lang)}", err=True)
+    click.echo(f"{'오류' if lang == 'ko' else 'error'}: {e.message.text(lang)}", err=True)
     sys.exit(2)
 
 
@@ -33,7 +55,7 @@ def grade() -> None:
 
 
 @grade.command()
-@click.argument("path", required=False, type=click.Path(path_type=Path))
+@click.argument("path", required=False, type=_Path(path_type=Path))
 @click.option("--assignment", "assignment_name", help="Assignment name (default: recognised from the file).")
 @click.option("--question", "questions", multiple=True, metavar="ID_OR_SECTION",
               help="Check only this question: its id (CausalAttention) or its section number (3.4); repeatable. "
@@ -65,8 +87,8 @@ def check(path: Path | None, assignment_name: str | None, lang: str, questions: 
 
 
 @grade.command()
-@click.argument("submissions_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
-@click.option("--out", "out_dir", default="results", show_default=True, type=click.Path(path_type=Path),
+@click.argument("submissions_dir", type=_Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--out", "out_dir", default="results", show_default=True, type=_Path(path_type=Path),
               help="Folder for <student>.json results and scores.csv.")
 @click.option("--timeout", type=click.FloatRange(min=1), default=None,
               help="CPU seconds each submission's code may use in all: loading it and the calls into it (the "
@@ -79,9 +101,9 @@ def check(path: Path | None, assignment_name: str | None, lang: str, questions: 
 @click.option("--force", is_flag=True, help="Regrade submissions that already have a result in --out.")
 @click.option("--only", "only", multiple=True, metavar="ID[,ID...]",
               help="Regrade only these students (result file names) in place; the CSVs are rewritten with everyone.")
-@click.option("--roster", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+@click.option("--roster", type=_Path(exists=True, dir_okay=False, path_type=Path), default=None,
               help="Exams: ROSTER.csv (id, extra_minutes); each student is graded against their own variant.")
-@click.option("--secret-file", type=click.Path(dir_okay=False, path_type=Path), default=None,
+@click.option("--secret-file", type=_Path(dir_okay=False, path_type=Path), default=None,
               help="Exams: the secret the papers were made with (default: $GRADE_EXAM_SECRET).")
 @LANG
 def batch(submissions_dir: Path, out_dir: Path, timeout: float | None, workers: int, assignment_name: str,
@@ -147,17 +169,17 @@ def batch(submissions_dir: Path, out_dir: Path, timeout: float | None, workers: 
 
 @grade.command()
 @click.option("--assignment", "assignment_name", default="attention", show_default=True)
-@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
+@click.option("-o", "--output", type=_Path(dir_okay=False, path_type=Path), default=None,
               help="Where to write the zip (default: autograder.zip; with --try, a temporary file).")
 @click.option("--hidden-visibility", type=click.Choice(["hidden", "after_due_date", "after_published", "visible"]),
               default=None, help="When students see the hidden checks (default: the assignment's "
                                  "hidden_visibility, normally after_published). Public checks are always visible.")
-@click.option("--try", "try_path", type=click.Path(exists=True, path_type=Path), default=None,
+@click.option("--try", "try_path", type=_Path(exists=True, path_type=Path), default=None,
               help="Then grade this submission (file or folder) with the zip in a local /autograder-like "
                    "layout and print its results.json.")
-@click.option("--roster", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+@click.option("--roster", type=_Path(exists=True, dir_okay=False, path_type=Path), default=None,
               help="Exams: ROSTER.csv; it and the secret go into the zip (which is then staff-only).")
-@click.option("--secret-file", type=click.Path(dir_okay=False, path_type=Path), default=None,
+@click.option("--secret-file", type=_Path(dir_okay=False, path_type=Path), default=None,
               help="Exams: the secret the papers were made with (default: $GRADE_EXAM_SECRET).")
 @click.option("--try-as", default=None, help="With --try: the submitter's id (their email's local part), or their full email where the roster "
                    "lists full emails.")
@@ -185,7 +207,7 @@ def gradescope(assignment_name: str, output: Path | None, hidden_visibility: str
 
 @grade.command()
 @click.option("--assignment", "assignment_name", default="attention", show_default=True)
-@click.option("-o", "--out", "out_dir", required=True, type=click.Path(file_okay=False, path_type=Path),
+@click.option("-o", "--out", "out_dir", required=True, type=_Path(file_okay=False, path_type=Path),
               help="Empty or new folder for the student bundle.")
 @LANG
 def release(assignment_name: str, out_dir: Path, lang: str) -> None:
@@ -204,11 +226,11 @@ def release(assignment_name: str, out_dir: Path, lang: str) -> None:
 
 
 @grade.command()
-@click.argument("results_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
-@click.option("-o", "--out", "out_dir", default=None, type=click.Path(file_okay=False, path_type=Path),
+@click.argument("results_dir", type=_Path(exists=True, file_okay=False, path_type=Path))
+@click.option("-o", "--out", "out_dir", default=None, type=_Path(file_okay=False, path_type=Path),
               help="Folder for index.html, report.json and the per-student pages (default: RESULTS_DIR/report).")
 @click.option("--submissions", "submissions_dir", default=None,
-              type=click.Path(exists=True, file_okay=False, path_type=Path),
+              type=_Path(exists=True, file_okay=False, path_type=Path),
               help="The folder given to grade batch: its files are compared for near-identical code.")
 @click.option("--threshold", type=click.FloatRange(0, 1), default=0.8, show_default=True,
               help="Similarity (0 to 1) from which a pair of submissions is listed.")
@@ -223,8 +245,10 @@ def report(results_dir: Path, out_dir: Path | None, submissions_dir: Path | None
     except GraderError as e:
         _fail(e, lang)
     d = r.data
-    click.echo(f"{d['n_students']} results, {d['n_graded']} graded, {len(d['similar'])} similar pair(s); "
-               f"report in {r.out / 'index.html'}")
+    page = (out_dir or results_dir / "report") / "index.html"  # as the user typed it, like grade batch's last line
+    click.echo(f"결과 {d['n_students']}개, 채점 {d['n_graded']}개, 비슷한 쌍 {len(d['similar'])}개; 보고서: {page}"
+               if lang == "ko" else f"{d['n_students']} results, {d['n_graded']} graded, {len(d['similar'])} similar "
+               f"pair(s); report in {page}")
 
 
 @grade.group()
@@ -234,11 +258,11 @@ def exam() -> None:
 
 @exam.command()
 @click.argument("assignment_name")
-@click.option("--roster", required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path),
+@click.option("--roster", required=True, type=_Path(exists=True, dir_okay=False, path_type=Path),
               help="ROSTER.csv with a column id (as grade batch names students) and optional extra_minutes.")
-@click.option("-o", "--out", "out_dir", required=True, type=click.Path(file_okay=False, path_type=Path),
+@click.option("-o", "--out", "out_dir", required=True, type=_Path(file_okay=False, path_type=Path),
               help="Folder for <id>/<exam>.py, <id>/<exam>.ipynb and manifest.csv.")
-@click.option("--secret-file", type=click.Path(dir_okay=False, path_type=Path), default=None,
+@click.option("--secret-file", type=_Path(dir_okay=False, path_type=Path), default=None,
               help="The exam secret (default: $GRADE_EXAM_SECRET); the same one grades the exam.")
 def papers(assignment_name: str, roster: Path, out_dir: Path, secret_file: Path | None) -> None:
     """Write one paper per student on ROSTER (their own variant) and a manifest."""
@@ -252,7 +276,7 @@ def papers(assignment_name: str, roster: Path, out_dir: Path, secret_file: Path 
 
 
 @exam.command()
-@click.argument("results_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.argument("results_dir", type=_Path(exists=True, file_okay=False, path_type=Path))
 @click.option("--threshold", type=click.FloatRange(0, 1), default=0.8, show_default=True,
               help="Share of fingerprints two submissions must have in common to be reported.")
 @click.option("--json", "as_json", is_flag=True, help="Print the findings as JSON.")

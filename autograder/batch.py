@@ -541,10 +541,13 @@ def _others(jobs: list[Job], only: list[str], out: Path) -> set[str]:
     ids = {job.student for job in jobs}
     unknown = [i for i in only if i not in ids]
     if unknown:
-        hints = [f"{i} (did you mean {near_miss(i, sorted(ids))}?)" if near_miss(i, sorted(ids)) else i
-                 for i in unknown]
-        raise UsageError(f"--only: no submission with id {', '.join(hints)}; the ids are the result file names "
-                         f"in {out}")
+        guesses = {i: near_miss(i, sorted(ids)) for i in unknown}
+        hints = [f"{i} (did you mean {g}?)" if g else i for i, g in guesses.items()]
+        hints_ko = [f"{i} ({g}인가요?)" if g else i for i, g in guesses.items()]
+        raise UsageError(Message(f"--only: no submission with id {', '.join(hints)}; the ids are the result file "
+                                 f"names in {out}",
+                                 f"--only: 이 id의 제출물이 없습니다: {', '.join(hints_ko)}. id는 {out}에 있는 결과 "
+                                 "파일의 이름입니다"))
     return ids - set(only)
 
 

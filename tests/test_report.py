@@ -359,6 +359,7 @@ def test_batch_then_report_on_the_bundled_examples(tmp_path):
     p = grade(["report", "results", "--submissions", "submissions"], tmp_path)
     assert p.returncode == 0, p.stderr[-3000:]
     assert "results/report/index.html" in p.stdout
+    assert "report in results/report/index.html" in p.stdout  # as typed, like grade batch's last line (UX s13)
     out = tmp_path / "results" / "report"
     d = json.loads((out / "report.json").read_text())
     pairs = {(x["a"], x["b"]) for x in d["similar"]}
