@@ -144,7 +144,7 @@ def test_papers_are_deterministic_and_personal(work, papers, variants):
                for s in rows) >= 3
 
 
-def test_papers_refuse_without_a_secret(work):
+def test_papers_refuse_without_a_secret(work, papers):
     """Without --secret-file or GRADE_EXAM_SECRET, does the command refuse and say how to make a secret?"""
     env = {k: v for k, v in os.environ.items() if k != exam.SECRET_ENV}
     p = subprocess.run([GRADE, "exam", "papers", "midterm", "--roster", "roster.csv", "-o", "nosecret"], cwd=work,
