@@ -343,6 +343,7 @@ pre{white-space:pre-wrap;word-break:break-word;background:#f7f7f7;padding:.5em;m
 .failed{border-left:5px solid #c0392b}.tag{font-size:.8em;background:#eee;padding:0 .4em;border-radius:3px}
 .code{display:grid;grid-template-columns:1fr 1fr;gap:1em}.code pre{padding:0}.ln{color:#999;user-select:none}
 mark{background:#ffe08a}details summary{cursor:pointer}
+:lang(ko) th,:lang(ko) td{word-break:keep-all}
 """
 
 

@@ -398,3 +398,13 @@ def test_page_lists_the_commonest_failure_groups_and_sums_the_rest(tmp_path):
     page = (tmp_path / "o" / "index.html").read_text()
     assert len(rep.data["groups"]) == 9 and "3 other messages" in page
     assert page.count("is wrong</summary>") == 6 and "s8.html" in page
+
+
+def test_korean_pages_keep_words_whole_in_table_cells():
+    """UX s13 (screenshot of `grade report --lang ko`): Hangul may break between any two syllables, so narrow
+    columns split their headings and labels mid-word (배/점, 실/패, 공개 검/사). Korean pages keep words whole in
+    table cells; English pages are as they were."""
+    from autograder import report
+    ko = report.page("t", "<table><tr><th>배점</th></tr></table>", lang="ko")
+    assert '<html lang="ko">' in ko and ":lang(ko) th,:lang(ko) td{word-break:keep-all}" in ko
+    assert '<html lang="en">' in report.page("t", "", lang="en")
