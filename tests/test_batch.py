@@ -324,6 +324,32 @@ def _ids(folder: Path) -> dict[str, str]:
     return {origin["folder"]: job.student for job, origin in discover.entries(folder, a)}
 
 
+def test_zip_archives_in_a_submissions_folder_are_named_with_the_fix(tmp_path):
+    """UX s13: an LMS download (one zip per student) was refused as "Cannot tell which assignment" and, with
+    --assignment, every zip got "is not a .py or .ipynb file": both now say they are zip archives and how to unzip
+    them, in both languages. A folder with one stray zip among files is graded, the zip's result saying the same."""
+    import zipfile
+    from autograder import discover
+    from autograder.errors import UsageError
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    for sid in ("ada", "bo"):
+        with zipfile.ZipFile(subs / f"{sid}.zip", "w") as z:
+            z.write(REFERENCE, "attention.py")
+    with pytest.raises(UsageError) as e:
+        discover.recognise(subs, assignment.names())
+    assert "2 of the 2 entries" in e.value.message.en and "zip archives" in e.value.message.en
+    assert "unzip -d" in e.value.message.en and "zip 압축 파일입니다" in e.value.message.ko
+    (subs / "chen.py").write_text(REFERENCE.read_text())
+    (subs / "dan.py").write_text(REFERENCE.read_text())
+    (subs / "eve.py").write_text(REFERENCE.read_text())
+    a = discover.recognise(subs, assignment.names())
+    jobs = {job.student: job for job, _origin in discover.entries(subs, a)}
+    assert jobs["ada"].path is None and "ada.zip is a zip archive" in jobs["ada"].error.en
+    assert "ada/" in jobs["ada"].error.en and "압축을 풀고" in jobs["ada"].error.ko
+    assert jobs["chen"].error is None
+
+
 def test_a_generated_id_never_takes_another_students_own_name(tmp_path):
     """kim-2.py, kim.py and kim_.py: kim_.py's id (kim, taken by kim.py) must not become kim-2, which is kim-2.py's
     own name; every id is distinct and a student whose file stem is a valid id keeps it."""
