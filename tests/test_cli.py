@@ -179,3 +179,13 @@ def test_the_errors_a_user_makes_are_told_in_the_language_asked_for(tmp_path):
         assert p.returncode == 2, (args, p.stdout, p.stderr)
         assert all(w in p.stderr for w in words) and "Traceback" not in p.stderr, (args, p.stderr)
     assert not list(tmp_path.glob("results/*"))  # none of them graded anything
+
+
+def test_check_without_a_known_file_names_the_code_files_that_are_there(tmp_path):
+    """UX s13: a notebook or file saved under another name (a browser's "attention (1).py") got only the list of
+    names looked for; the files that are there are named, with the command to check one (quoted for the shell)."""
+    shutil.copy(REFERENCE, tmp_path / "attention (1).py")
+    p = run(["check"], tmp_path)
+    assert p.returncode == 2 and 'Here: attention (1).py (grade check "attention (1).py")' in p.stderr, p.stderr
+    p = run(["check", 'attention (1).py'], tmp_path)
+    assert p.returncode == 0 and "44/44" in p.stdout, p.stdout + p.stderr
