@@ -308,6 +308,15 @@ def main(*, submissions: Path, out: Path, assignment: Assignment, workers: int =
     submissions, out = submissions.absolute(), out.absolute()
     if timeout:  # from here on the limit is part of the assignment: it travels to the graders and into the key
         assignment = replace(assignment, limits=replace(assignment.limits, total_timeout=float(timeout)))
+    if os.path.realpath(out) == os.path.realpath(submissions):
+        # Its results and CSVs were graded as students by the next run (ada.json took the id ada, 0/100, and ada.py
+        # became ada-2).
+        raise UsageError(Message(
+            f"--out {out} is the submissions folder itself: the result files and CSVs written there would be graded "
+            f"as students by the next run. Write them elsewhere (the default --out results, or --out "
+            f"{submissions.name}/results).",
+            f"--out {out}은(는) 제출물 폴더 자체입니다. 그곳에 쓴 결과 파일과 CSV를 다음 실행이 학생으로 채점하게 "
+            f"됩니다. 다른 곳에 쓰세요 (기본값 --out results, 또는 --out {submissions.name}/results)."))
     _preflight(assignment, out)
     _refuse_other_assignment(out, assignment)
     found = discover.entries(submissions, assignment, skip=out)

@@ -508,6 +508,20 @@ def test_results_inside_the_submissions_folder_are_not_a_student(here):
     assert set(scores_csv(subs / "results")) == {"ada"}
 
 
+def test_results_written_into_the_submissions_folder_itself_are_refused(here):
+    """UX s13: `grade batch subs --out subs` wrote ada.json, scores.csv and grades.csv beside ada.py, and the next
+    run graded them as students (ada.json took the id ada, 0/100; ada.py became ada-2). Refused (exit 2) before
+    anything is written, with the folder to use instead."""
+    subs = here / "subs"
+    subs.mkdir()
+    shutil.copy(REFERENCE, subs / "ada.py")
+    for out in ("subs", "subs/", "./subs"):
+        p = grade("batch", "subs", "--out", out, cwd=here)
+        assert p.returncode == 2 and "is the submissions folder itself" in p.stderr, (out, p.stderr[-1500:])
+        assert "--out subs/results" in p.stderr and "Traceback" not in p.stderr
+        assert sorted(f.name for f in subs.iterdir()) == ["ada.py"]
+
+
 def test_closed_standard_streams_change_no_grade(here):
     """A script or service that runs `grade` with stdin, stdout or stderr closed (`<&-`, `>&-`, `2>&-`): the
     grader's pipes and sockets then took those numbers and a worker's /dev/null or log overwrote them (two of three
