@@ -43,6 +43,25 @@ def _here(p: Path | None) -> Path | None:
     return None if p is None else Path(os.path.abspath(p))
 
 
+def _stop_on_term() -> list:
+    """SIGTERM and SIGHUP end `grade batch` as Ctrl-C does (KeyboardInterrupt: its graders stopped, both CSVs
+    written, what to do next said). By default they ended this process alone: no CSV, and each grader process
+    then printed an INTERNALERROR traceback (a broken pipe) on the terminal. Returns [name, number] once one came.
+    A signal the caller ignores (nohup) stays ignored."""
+    import signal
+    got: list = []
+
+    def stop(signum: int, _frame: object) -> None:
+        if not got:
+            got.extend([signal.Signals(signum).name, signum])
+            raise KeyboardInterrupt
+
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        if signal.getsignal(sig) is signal.SIG_DFL:
+            signal.signal(sig, stop)
+    return got
+
+
 def _fail(e: GraderError, lang: str = "en") -> None:
     click.echo(f"{'오류' if lang == 'ko' else 'error'}: {e.message.text(lang)}", err=True)
     sys.exit(2)
@@ -121,6 +140,7 @@ def batch(submissions_dir: Path, out_dir: Path, timeout: float | None, workers: 
       grade batch submissions/ --assignment midterm --roster roster.csv --secret-file secret.txt
     """
     from autograder import assignment, batch as batch_cmd, exam
+    stopped_by = _stop_on_term()
     try:
         if assignment_name:
             a = assignment.load(assignment_name)
@@ -145,11 +165,12 @@ def batch(submissions_dir: Path, out_dir: Path, timeout: float | None, workers: 
     except GraderError as e:
         _fail(e, lang)
     except KeyboardInterrupt:  # Ctrl-C: click said only "Aborted!", not that the finished results are kept
-        click.echo(f"\n중단됨: 지금까지 끝난 결과는 {out_dir}/에 있습니다 (scores.csv와 grades.csv도). 같은 명령을 "
+        by = f" ({stopped_by[0]})" if stopped_by else ""  # SIGTERM or SIGHUP: `kill`, `timeout`, a closed terminal
+        click.echo(f"\n중단됨{by}: 지금까지 끝난 결과는 {out_dir}/에 있습니다 (scores.csv와 grades.csv도). 같은 명령을 "
                    "다시 실행하면 나머지를 채점합니다 (끝난 결과는 재사용합니다)." if lang == "ko" else
-                   f"\ninterrupted: the results finished so far are in {out_dir}/ (scores.csv and grades.csv list "
+                   f"\ninterrupted{by}: the results finished so far are in {out_dir}/ (scores.csv and grades.csv list "
                    "them); run the same command again to grade the rest (finished results are reused).", err=True)
-        sys.exit(130)
+        sys.exit(128 + stopped_by[1] if stopped_by else 130)
     click.echo(batch_cmd.summary_table(s.results, a, lang))
     if lang == "ko":
         click.echo(f"채점 {s.graded}개, 재사용 {s.reused}개, {s.seconds:.1f}초; 결과: {out_dir}/ "

@@ -496,6 +496,38 @@ def test_ctrl_c_says_that_the_finished_results_are_kept_and_how_to_go_on(here):
     assert p.returncode == 0 and f"재사용 {done}개" in p.stdout, p.stdout[-2000:]
 
 
+def test_sigterm_to_the_batch_alone_stops_it_as_ctrl_c_does(here):
+    """UX s13: `kill PID` (or `timeout`) ended the batch's own process alone: no scores.csv, and every grader
+    process printed an INTERNALERROR traceback (a broken pipe) on the terminal. SIGTERM now stops it as Ctrl-C does:
+    the graders stopped, both CSVs written with what was finished, the same words, exit 143."""
+    subs = here / "submissions"
+    subs.mkdir()
+    for i in range(8):
+        shutil.copy(REFERENCE, subs / f"s{i:02d}.py")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "PYTEST"))}
+    proc = subprocess.Popen([str(GRADE), "batch", "submissions", "--workers", "1"], cwd=here, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and len(list((here / "results").glob("*.json"))) < 2:
+        time.sleep(0.05)
+    os.kill(proc.pid, signal.SIGTERM)  # the batch's own process only
+    out, err = proc.communicate(timeout=300)
+    err = err.decode("utf-8", "replace")
+    assert proc.returncode == 143, err[-3000:]
+    assert "interrupted (SIGTERM)" in err and "run the same command again" in err, err[-3000:]
+    assert "INTERNALERROR" not in err and "Traceback" not in err, err[-3000:]
+    done = sorted(p.stem for p in (here / "results").glob("*.json"))
+    assert 2 <= len(done) < 8 and sorted(scores_csv(here / "results")) == done
+    deadline = time.monotonic() + 10
+    while True:  # nothing of the batch is left running (a zombie waiting for init to reap it is not running)
+        ps = subprocess.run(["ps", "-s", str(proc.pid), "-o", "pid=,stat=,comm="], capture_output=True, text=True)
+        left = [ln for ln in ps.stdout.splitlines() if ln.split() and not ln.split()[1].startswith("Z")]
+        if not left or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    assert not left, left
+
+
 def test_results_inside_the_submissions_folder_are_not_a_student(here):
     """`grade batch submissions --out submissions/results`, run twice: the second run graded the results folder
     as a student named "results" (0/100)."""
