@@ -243,7 +243,10 @@ def release(assignment_name: str, out_dir: Path, lang: str) -> None:
         files = release_cmd.main(assignment_name=assignment_name, out=_here(out_dir), lang=lang)
     except GraderError as e:
         _fail(e, lang)
-    click.echo(f"wrote {len(files)} files to {out_dir}/ (students: pip install {out_dir} && grade check)")
+    import shlex
+    folder = shlex.quote(str(out_dir))  # a folder name with a space was shown unquoted in the command to copy
+    click.echo(f"{out_dir}/에 파일 {len(files)}개를 썼습니다 (학생: pip install {folder} && grade check)" if lang == "ko"
+               else f"wrote {len(files)} files to {out_dir}/ (students: pip install {folder} && grade check)")
 
 
 @grade.command()

@@ -189,3 +189,14 @@ def test_check_without_a_known_file_names_the_code_files_that_are_there(tmp_path
     assert p.returncode == 2 and 'Here: attention (1).py (grade check "attention (1).py")' in p.stderr, p.stderr
     p = run(["check", 'attention (1).py'], tmp_path)
     assert p.returncode == 0 and "44/44" in p.stdout, p.stdout + p.stderr
+
+
+def test_release_says_what_it_wrote_with_a_command_that_can_be_copied(tmp_path):
+    """UX s13: `grade release -o "학생 번들"` said "pip install 학생 번들 && grade check": copied into a shell, that
+    installs two things that do not exist. The folder is quoted where a shell needs it, and --lang ko says it in
+    Korean."""
+    p = run(["release", "-o", "학생 번들", "--lang", "ko"], tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert "pip install '학생 번들' && grade check" in p.stdout and "파일" in p.stdout, p.stdout
+    p = run(["release", "-o", "bundle"], tmp_path)
+    assert "students: pip install bundle && grade check" in p.stdout, p.stdout
