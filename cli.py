@@ -273,6 +273,22 @@ def report(results_dir: Path, out_dir: Path | None, submissions_dir: Path | None
     click.echo(f"결과 {d['n_students']}개, 채점 {d['n_graded']}개, 비슷한 쌍 {len(d['similar'])}개; 보고서: {page}"
                if lang == "ko" else f"{d['n_students']} results, {d['n_graded']} graded, {len(d['similar'])} similar "
                f"pair(s); report in {page}")
+    # Files the comparison could not find or read: a wrong --submissions folder compared nothing, and the line
+    # above said "0 similar pair(s)" as if the class had none.
+    sim = d.get("similarity") or {}
+    skipped, compared = sim.get("skipped") or [], sim.get("compared", 0)
+    if sim.get("computed") and skipped:
+        first = f"{skipped[0]['id']}: {skipped[0]['reason']}"
+        if not compared:
+            click.echo(f"참고: {submissions_dir}에서 이 결과들의 제출물을 하나도 찾지 못해 아무것도 비교하지 않았습니다 "
+                       f"({first}). grade batch에 준 폴더를 --submissions로 지정하세요." if lang == "ko" else
+                       f"note: none of these results' submissions was found in {submissions_dir}, so nothing was "
+                       f"compared ({first}); pass the folder given to grade batch as --submissions.", err=True)
+        else:
+            more = " ..." if len(skipped) > 1 else ""
+            click.echo(f"참고: 제출물 {len(skipped)}개는 비교하지 않았습니다 ({first}{more}); 보고서에 목록이 있습니다."
+                       if lang == "ko" else f"note: {len(skipped)} submission(s) not compared ({first}{more}); the "
+                       "report lists them.", err=True)
 
 
 @grade.group()
