@@ -11,6 +11,12 @@ from autograder.errors import GraderError
 
 LANG = click.option("--lang", type=click.Choice(["en", "ko"]), default="en", show_default=True,
                     help="Language of the feedback (English or Korean).")
+# grade report and grade release write no feedback: their --lang is that of what they write.
+LANG_PAGE = click.option("--lang", type=click.Choice(["en", "ko"]), default="en", show_default=True,
+                         help="Language of the report's pages and of its terminal lines (the figures' axis labels "
+                              "stay English).")
+LANG_BUNDLE = click.option("--lang", type=click.Choice(["en", "ko"]), default="en", show_default=True,
+                           help="Language of the bundle's README.md and of the line this command prints.")
 
 
 class _Path(click.Path):
@@ -230,7 +236,7 @@ def gradescope(assignment_name: str, output: Path | None, hidden_visibility: str
 @click.option("--assignment", "assignment_name", default="attention", show_default=True)
 @click.option("-o", "--out", "out_dir", required=True, type=_Path(file_okay=False, path_type=Path),
               help="Empty or new folder for the student bundle.")
-@LANG
+@LANG_BUNDLE
 def release(assignment_name: str, out_dir: Path, lang: str) -> None:
     """Write the student bundle: skeleton, notebook, public checks and the engine to run them (no hidden material).
 
@@ -258,7 +264,7 @@ def release(assignment_name: str, out_dir: Path, lang: str) -> None:
               help="The folder given to grade batch: its files are compared for near-identical code.")
 @click.option("--threshold", type=click.FloatRange(0, 1), default=0.8, show_default=True,
               help="Similarity (0 to 1) from which a pair of submissions is listed.")
-@LANG
+@LANG_PAGE
 def report(results_dir: Path, out_dir: Path | None, submissions_dir: Path | None, threshold: float,
            lang: str) -> None:
     """Write the instructor report on a folder of grade batch results (open index.html in a browser)."""

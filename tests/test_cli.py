@@ -200,3 +200,14 @@ def test_release_says_what_it_wrote_with_a_command_that_can_be_copied(tmp_path):
     assert "pip install '학생 번들' && grade check" in p.stdout and "파일" in p.stdout, p.stdout
     p = run(["release", "-o", "bundle"], tmp_path)
     assert "students: pip install bundle && grade check" in p.stdout, p.stdout
+
+
+def test_each_commands_lang_says_what_it_changes():
+    """UX s13: `grade report --help` and `grade release --help` said --lang was the "Language of the feedback";
+    neither gives feedback (the report's pages, the bundle's README)."""
+    from click.testing import CliRunner
+    import cli
+    for command, words in (("report", "report's pages"), ("release", "bundle's README.md"),
+                           ("check", "of the feedback"), ("batch", "of the feedback")):
+        out = " ".join(CliRunner().invoke(cli.grade, [command, "--help"]).output.split())
+        assert words in out, (command, out)
