@@ -99,12 +99,18 @@ def check(path: Path | None, assignment_name: str | None, lang: str, questions: 
     """
     # Without Linux process controls (Windows, macOS) the public checks run unsandboxed, labelled as such
     # (autograder/plainworker.py); batch grading and the Gradescope zip always use the sandbox.
-    from autograder import cmd_check
     try:
+        from autograder import cmd_check
         code = cmd_check.main(path=_here(path), assignment_name=assignment_name, lang=lang, echo=click.echo,
                               questions=questions)
     except GraderError as e:
         _fail(e, lang)
+    except KeyboardInterrupt:  # Ctrl-C: nothing to keep; said in the student's language, not click's "Aborted!"
+        click.echo("\n중단됨: 확인을 끝내지 않았습니다." if lang == "ko" else "\ninterrupted: the check did not finish.",
+                   err=True)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(130)
     # Everything is written and cleaned up; skip the interpreter's teardown of torch (about half a second).
     sys.stdout.flush()
     sys.stderr.flush()

@@ -211,3 +211,26 @@ def test_each_commands_lang_says_what_it_changes():
                            ("check", "of the feedback"), ("batch", "of the feedback")):
         out = " ".join(CliRunner().invoke(cli.grade, [command, "--help"]).output.split())
         assert words in out, (command, out)
+
+
+def test_ctrl_c_in_check_says_it_was_interrupted(tmp_path):
+    """UX s13: Ctrl-C while `grade check` ran printed a traceback ending in "RuntimeError: the grading session
+    ended with pytest exit code 2" (pytest had caught the KeyboardInterrupt), or click's "Aborted!": it now says the
+    check did not finish, in the student's language, and exits 130."""
+    import signal
+    import time
+    (tmp_path / "attention.py").write_text(REFERENCE.read_text() + "\nimport time\ntime.sleep(60)\n")
+    proc = subprocess.Popen(GRADE + ["check", "--lang", "ko"], cwd=tmp_path, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:  # until the check has started its zygote (workers are in their own sessions)
+        ps = subprocess.run(["ps", "-s", str(proc.pid), "-o", "comm="], capture_output=True, text=True).stdout
+        if "grade-zygote" in ps.split():
+            break
+        time.sleep(0.1)
+    time.sleep(3)  # most often the student's code is running by now (its top level sleeps); either way it is Ctrl-C
+    os.killpg(proc.pid, signal.SIGINT)  # as the terminal does to the whole group
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, (out, err[-3000:])
+    assert "중단됨: 확인을 끝내지 않았습니다." in err, err[-3000:]
+    assert "RuntimeError" not in err and "Aborted" not in err, err[-3000:]
