@@ -11,6 +11,34 @@ from autograder.errors import GraderError
 
 LANG = click.option("--lang", type=click.Choice(["en", "ko"]), default="en", show_default=True,
                     help="Language of the feedback (English or Korean).")
+# grade report and grade release write no feedback: their --lang is that of what they write.
+LANG_PAGE = click.option("--lang", type=click.Choice(["en", "ko"]), default="en", show_default=True,
+                         help="Language of the report's pages and of its terminal lines (the figures' axis labels "
+                              "stay English).")
+LANG_BUNDLE = click.option("--lang", type=click.Choice(["en", "ko"]), default="en", show_default=True,
+                           help="Language of the bundle's README.md and of the line this command prints.")
+
+
+class _Path(click.Path):
+    """click.Path whose refusals (no such file, a file where a folder is wanted) say it in Korean too: click parses
+    paths before --lang is known, and a typo in a path was the one error of `grade` told in English only."""
+
+    def convert(self, value, param, ctx):  # type: ignore[override]
+        try:
+            return super().convert(value, param, ctx)
+        except click.BadParameter as e:
+            shown = os.fsdecode(value)
+            if not os.path.lexists(value):
+                ko = f"'{shown}' 경로가 없습니다."
+            elif os.path.isdir(value) and not self.dir_okay:
+                ko = f"'{shown}'은(는) 파일이 아니라 폴더입니다."
+            elif not os.path.isdir(value) and not self.file_okay:
+                ko = f"'{shown}'은(는) 폴더가 아니라 파일입니다."
+            else:
+                ko = f"'{shown}'을(를) 쓰거나 읽을 수 없습니다."
+            from autograder.messages import korean
+            e.message = f"{e.message}\n오류: {korean(ko)}"
+            raise
 
 
 def _here(p: Path | None) -> Path | None:
@@ -21,8 +49,27 @@ def _here(p: Path | None) -> Path | None:
     return None if p is None else Path(os.path.abspath(p))
 
 
+def _stop_on_term() -> list:
+    """SIGTERM and SIGHUP end `grade batch` as Ctrl-C does (KeyboardInterrupt: its graders stopped, both CSVs
+    written, what to do next said). By default they ended this process alone: no CSV, and each grader process
+    then printed an INTERNALERROR traceback (a broken pipe) on the terminal. Returns [name, number] once one came.
+    A signal the caller ignores (nohup) stays ignored."""
+    import signal
+    got: list = []
+
+    def stop(signum: int, _frame: object) -> None:
+        if not got:
+            got.extend([signal.Signals(signum).name, signum])
+            raise KeyboardInterrupt
+
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        if signal.getsignal(sig) is signal.SIG_DFL:
+            signal.signal(sig, stop)
+    return got
+
+
 def _fail(e: GraderError, lang: str = "en") -> None:
-    click.echo(f"error: {e.message.text(lang)}", err=True)
+    click.echo(f"{'오류' if lang == 'ko' else 'error'}: {e.message.text(lang)}", err=True)
     sys.exit(2)
 
 
@@ -33,7 +80,7 @@ def grade() -> None:
 
 
 @grade.command()
-@click.argument("path", required=False, type=click.Path(path_type=Path))
+@click.argument("path", required=False, type=_Path(path_type=Path))
 @click.option("--assignment", "assignment_name", help="Assignment name (default: recognised from the file).")
 @click.option("--question", "questions", multiple=True, metavar="ID_OR_SECTION",
               help="Check only this question: its id (CausalAttention) or its section number (3.4); repeatable. "
@@ -52,12 +99,18 @@ def check(path: Path | None, assignment_name: str | None, lang: str, questions: 
     """
     # Without Linux process controls (Windows, macOS) the public checks run unsandboxed, labelled as such
     # (autograder/plainworker.py); batch grading and the Gradescope zip always use the sandbox.
-    from autograder import cmd_check
     try:
+        from autograder import cmd_check
         code = cmd_check.main(path=_here(path), assignment_name=assignment_name, lang=lang, echo=click.echo,
                               questions=questions)
     except GraderError as e:
         _fail(e, lang)
+    except KeyboardInterrupt:  # Ctrl-C: nothing to keep; said in the student's language, not click's "Aborted!"
+        click.echo("\n중단됨: 확인을 끝내지 않았습니다." if lang == "ko" else "\ninterrupted: the check did not finish.",
+                   err=True)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(130)
     # Everything is written and cleaned up; skip the interpreter's teardown of torch (about half a second).
     sys.stdout.flush()
     sys.stderr.flush()
@@ -65,8 +118,8 @@ def check(path: Path | None, assignment_name: str | None, lang: str, questions: 
 
 
 @grade.command()
-@click.argument("submissions_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
-@click.option("--out", "out_dir", default="results", show_default=True, type=click.Path(path_type=Path),
+@click.argument("submissions_dir", type=_Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--out", "out_dir", default="results", show_default=True, type=_Path(path_type=Path),
               help="Folder for <student>.json results and scores.csv.")
 @click.option("--timeout", type=click.FloatRange(min=1), default=None,
               help="CPU seconds each submission's code may use in all: loading it and the calls into it (the "
@@ -79,9 +132,9 @@ def check(path: Path | None, assignment_name: str | None, lang: str, questions: 
 @click.option("--force", is_flag=True, help="Regrade submissions that already have a result in --out.")
 @click.option("--only", "only", multiple=True, metavar="ID[,ID...]",
               help="Regrade only these students (result file names) in place; the CSVs are rewritten with everyone.")
-@click.option("--roster", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+@click.option("--roster", type=_Path(exists=True, dir_okay=False, path_type=Path), default=None,
               help="Exams: ROSTER.csv (id, extra_minutes); each student is graded against their own variant.")
-@click.option("--secret-file", type=click.Path(dir_okay=False, path_type=Path), default=None,
+@click.option("--secret-file", type=_Path(dir_okay=False, path_type=Path), default=None,
               help="Exams: the secret the papers were made with (default: $GRADE_EXAM_SECRET).")
 @LANG
 def batch(submissions_dir: Path, out_dir: Path, timeout: float | None, workers: int, assignment_name: str,
@@ -99,6 +152,7 @@ def batch(submissions_dir: Path, out_dir: Path, timeout: float | None, workers: 
       grade batch submissions/ --assignment midterm --roster roster.csv --secret-file secret.txt
     """
     from autograder import assignment, batch as batch_cmd, exam
+    stopped_by = _stop_on_term()
     try:
         if assignment_name:
             a = assignment.load(assignment_name)
@@ -122,6 +176,13 @@ def batch(submissions_dir: Path, out_dir: Path, timeout: float | None, workers: 
                            echo=lambda m: click.echo(m, err=True, nl=not sys.stderr.isatty()), details=False)
     except GraderError as e:
         _fail(e, lang)
+    except KeyboardInterrupt:  # Ctrl-C: click said only "Aborted!", not that the finished results are kept
+        by = f" ({stopped_by[0]})" if stopped_by else ""  # SIGTERM or SIGHUP: `kill`, `timeout`, a closed terminal
+        click.echo(f"\n중단됨{by}: 지금까지 끝난 결과는 {out_dir}/에 있습니다 (scores.csv와 grades.csv도). 같은 명령을 "
+                   "다시 실행하면 나머지를 채점합니다 (끝난 결과는 재사용합니다)." if lang == "ko" else
+                   f"\ninterrupted{by}: the results finished so far are in {out_dir}/ (scores.csv and grades.csv list "
+                   "them); run the same command again to grade the rest (finished results are reused).", err=True)
+        sys.exit(128 + stopped_by[1] if stopped_by else 130)
     click.echo(batch_cmd.summary_table(s.results, a, lang))
     if lang == "ko":
         click.echo(f"채점 {s.graded}개, 재사용 {s.reused}개, {s.seconds:.1f}초; 결과: {out_dir}/ "
@@ -141,17 +202,17 @@ def batch(submissions_dir: Path, out_dir: Path, timeout: float | None, workers: 
 
 @grade.command()
 @click.option("--assignment", "assignment_name", default="attention", show_default=True)
-@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
+@click.option("-o", "--output", type=_Path(dir_okay=False, path_type=Path), default=None,
               help="Where to write the zip (default: autograder.zip; with --try, a temporary file).")
 @click.option("--hidden-visibility", type=click.Choice(["hidden", "after_due_date", "after_published", "visible"]),
               default=None, help="When students see the hidden checks (default: the assignment's "
                                  "hidden_visibility, normally after_published). Public checks are always visible.")
-@click.option("--try", "try_path", type=click.Path(exists=True, path_type=Path), default=None,
+@click.option("--try", "try_path", type=_Path(exists=True, path_type=Path), default=None,
               help="Then grade this submission (file or folder) with the zip in a local /autograder-like "
                    "layout and print its results.json.")
-@click.option("--roster", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+@click.option("--roster", type=_Path(exists=True, dir_okay=False, path_type=Path), default=None,
               help="Exams: ROSTER.csv; it and the secret go into the zip (which is then staff-only).")
-@click.option("--secret-file", type=click.Path(dir_okay=False, path_type=Path), default=None,
+@click.option("--secret-file", type=_Path(dir_okay=False, path_type=Path), default=None,
               help="Exams: the secret the papers were made with (default: $GRADE_EXAM_SECRET).")
 @click.option("--try-as", default=None, help="With --try: the submitter's id (their email's local part), or their full email where the roster "
                    "lists full emails.")
@@ -179,9 +240,9 @@ def gradescope(assignment_name: str, output: Path | None, hidden_visibility: str
 
 @grade.command()
 @click.option("--assignment", "assignment_name", default="attention", show_default=True)
-@click.option("-o", "--out", "out_dir", required=True, type=click.Path(file_okay=False, path_type=Path),
+@click.option("-o", "--out", "out_dir", required=True, type=_Path(file_okay=False, path_type=Path),
               help="Empty or new folder for the student bundle.")
-@LANG
+@LANG_BUNDLE
 def release(assignment_name: str, out_dir: Path, lang: str) -> None:
     """Write the student bundle: skeleton, notebook, public checks and the engine to run them (no hidden material).
 
@@ -194,19 +255,22 @@ def release(assignment_name: str, out_dir: Path, lang: str) -> None:
         files = release_cmd.main(assignment_name=assignment_name, out=_here(out_dir), lang=lang)
     except GraderError as e:
         _fail(e, lang)
-    click.echo(f"wrote {len(files)} files to {out_dir}/ (students: pip install {out_dir} && grade check)")
+    import shlex
+    folder = shlex.quote(str(out_dir))  # a folder name with a space was shown unquoted in the command to copy
+    click.echo(f"{out_dir}/에 파일 {len(files)}개를 썼습니다 (학생: pip install {folder} && grade check)" if lang == "ko"
+               else f"wrote {len(files)} files to {out_dir}/ (students: pip install {folder} && grade check)")
 
 
 @grade.command()
-@click.argument("results_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
-@click.option("-o", "--out", "out_dir", default=None, type=click.Path(file_okay=False, path_type=Path),
+@click.argument("results_dir", type=_Path(exists=True, file_okay=False, path_type=Path))
+@click.option("-o", "--out", "out_dir", default=None, type=_Path(file_okay=False, path_type=Path),
               help="Folder for index.html, report.json and the per-student pages (default: RESULTS_DIR/report).")
 @click.option("--submissions", "submissions_dir", default=None,
-              type=click.Path(exists=True, file_okay=False, path_type=Path),
+              type=_Path(exists=True, file_okay=False, path_type=Path),
               help="The folder given to grade batch: its files are compared for near-identical code.")
 @click.option("--threshold", type=click.FloatRange(0, 1), default=0.8, show_default=True,
               help="Similarity (0 to 1) from which a pair of submissions is listed.")
-@LANG
+@LANG_PAGE
 def report(results_dir: Path, out_dir: Path | None, submissions_dir: Path | None, threshold: float,
            lang: str) -> None:
     """Write the instructor report on a folder of grade batch results (open index.html in a browser)."""
@@ -217,8 +281,26 @@ def report(results_dir: Path, out_dir: Path | None, submissions_dir: Path | None
     except GraderError as e:
         _fail(e, lang)
     d = r.data
-    click.echo(f"{d['n_students']} results, {d['n_graded']} graded, {len(d['similar'])} similar pair(s); "
-               f"report in {r.out / 'index.html'}")
+    page = (out_dir or results_dir / "report") / "index.html"  # as the user typed it, like grade batch's last line
+    click.echo(f"결과 {d['n_students']}개, 채점 {d['n_graded']}개, 비슷한 쌍 {len(d['similar'])}개; 보고서: {page}"
+               if lang == "ko" else f"{d['n_students']} results, {d['n_graded']} graded, {len(d['similar'])} similar "
+               f"pair(s); report in {page}")
+    # Files the comparison could not find or read: a wrong --submissions folder compared nothing, and the line
+    # above said "0 similar pair(s)" as if the class had none.
+    sim = d.get("similarity") or {}
+    skipped, compared = sim.get("skipped") or [], sim.get("compared", 0)
+    if sim.get("computed") and skipped:
+        first = f"{skipped[0]['id']}: {skipped[0]['reason']}"
+        if not compared:
+            click.echo(f"참고: {submissions_dir}에서 이 결과들의 제출물을 하나도 찾지 못해 아무것도 비교하지 않았습니다 "
+                       f"({first}). grade batch에 준 폴더를 --submissions로 지정하세요." if lang == "ko" else
+                       f"note: none of these results' submissions was found in {submissions_dir}, so nothing was "
+                       f"compared ({first}); pass the folder given to grade batch as --submissions.", err=True)
+        else:
+            more = " ..." if len(skipped) > 1 else ""
+            click.echo(f"참고: 제출물 {len(skipped)}개는 비교하지 않았습니다 ({first}{more}); 보고서에 목록이 있습니다."
+                       if lang == "ko" else f"note: {len(skipped)} submission(s) not compared ({first}{more}); the "
+                       "report lists them.", err=True)
 
 
 @grade.group()
@@ -228,11 +310,11 @@ def exam() -> None:
 
 @exam.command()
 @click.argument("assignment_name")
-@click.option("--roster", required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path),
+@click.option("--roster", required=True, type=_Path(exists=True, dir_okay=False, path_type=Path),
               help="ROSTER.csv with a column id (as grade batch names students) and optional extra_minutes.")
-@click.option("-o", "--out", "out_dir", required=True, type=click.Path(file_okay=False, path_type=Path),
+@click.option("-o", "--out", "out_dir", required=True, type=_Path(file_okay=False, path_type=Path),
               help="Folder for <id>/<exam>.py, <id>/<exam>.ipynb and manifest.csv.")
-@click.option("--secret-file", type=click.Path(dir_okay=False, path_type=Path), default=None,
+@click.option("--secret-file", type=_Path(dir_okay=False, path_type=Path), default=None,
               help="The exam secret (default: $GRADE_EXAM_SECRET); the same one grades the exam.")
 def papers(assignment_name: str, roster: Path, out_dir: Path, secret_file: Path | None) -> None:
     """Write one paper per student on ROSTER (their own variant) and a manifest."""
@@ -246,7 +328,7 @@ def papers(assignment_name: str, roster: Path, out_dir: Path, secret_file: Path 
 
 
 @exam.command()
-@click.argument("results_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.argument("results_dir", type=_Path(exists=True, file_okay=False, path_type=Path))
 @click.option("--threshold", type=click.FloatRange(0, 1), default=0.8, show_default=True,
               help="Share of fingerprints two submissions must have in common to be reported.")
 @click.option("--json", "as_json", is_flag=True, help="Print the findings as JSON.")

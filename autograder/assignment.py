@@ -10,6 +10,7 @@ from typing import Callable
 
 from .checks import VISIBILITIES
 from .errors import AssignmentError
+from .messages import Message
 from .sandbox import Limits
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -94,7 +95,12 @@ def load(name: str) -> Assignment:
     folder = ASSIGNMENTS / name
     cfg_path = folder / "assignment.toml"
     if not cfg_path.is_file():
-        raise AssignmentError(f"unknown assignment {name!r}; available: {', '.join(names()) or 'none'}")
+        from .messages import near_miss
+        known = ', '.join(names()) or 'none'
+        guess = near_miss(name, names()) if names() else None
+        raise AssignmentError(Message(
+            f"unknown assignment {name!r}" + (f" (did you mean {guess}?)" if guess else "") + f"; available: {known}",
+            f"알 수 없는 과제 {name!r}" + (f" ({guess}인가요?)" if guess else "") + f"; 있는 과제: {known}"))
     try:
         cfg = _toml(cfg_path)
         questions = tuple(Question(q["id"], q.get("title", q["id"]), tuple(q.get("names", [q["id"]])),

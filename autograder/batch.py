@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import queue
+import re
 import select
 import signal
 import socket
@@ -245,6 +246,55 @@ def _preflight(a: Assignment, out: Path) -> None:
                                  f"{out}에 결과를 쓸 수 없습니다 ({e.strerror or e}). 다른 --out을 고르세요.")) from None
 
 
+_ASSIGNMENT_KEY = re.compile(r'"assignment": "((?:[^"\\]|\\.)*)"')
+
+
+def result_assignment(path: Path) -> str | None:
+    """The assignment a result file was graded for, else None (not a result). The key is found in the file's text
+    (write_result's separators; inside a JSON string every quote is escaped, so the first match is a key, that of
+    extra_data) instead of parsing the whole file: a rerun into a folder of 1,000 results reads them all here."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, ValueError):
+        return None
+    m = _ASSIGNMENT_KEY.search(text)
+    if m is not None:
+        try:
+            return json.loads(f'"{m.group(1)}"')
+        except ValueError:
+            pass
+    r = read_result(path)
+    return r.assignment if r is not None else None
+
+
+def _refuse_other_assignment(out: Path, a: Assignment) -> None:
+    """A results folder that holds another assignment's results is refused before anything is written: the
+    default --out (results/) of lab 2 was lab 1's, and every lab 1 result was overwritten (same student ids) or
+    moved to no_submission/ "with no submission any more", and both CSVs were rewritten with lab 2 alone."""
+    try:
+        files = sorted(out.glob("*.json"))
+    except OSError:
+        return
+    others: dict[str, list[str]] = {}
+    for p in files:
+        name = result_assignment(p)
+        if name is not None and name != a.name:
+            others.setdefault(name, []).append(p.name)
+    if not others:
+        return
+    kinds = ", ".join(f"{k} ({len(v)} file{'s' * (len(v) > 1)})" for k, v in sorted(others.items()))
+    kinds_ko = ", ".join(f"{k} ({len(v)}개)" for k, v in sorted(others.items()))
+    example = next(iter(sorted(others.values())))[0]
+    new = f"{out.name}-{a.name}"
+    raise UsageError(Message(
+        f"{out} already holds results of another assignment: {kinds}, e.g. {example}. Grading "
+        f"{a.name} there would overwrite those results or move them aside, and rewrite scores.csv and grades.csv. "
+        f"Choose another folder (--out {new}), or move those results out of {out.name}/ first.",
+        f"{out}에는 이미 다른 과제의 결과가 있습니다: {kinds_ko} (예: {example}). 여기서 {a.name}을(를) 채점하면 "
+        f"그 결과를 덮어쓰거나 옮기고 scores.csv와 grades.csv를 새로 씁니다. 다른 폴더를 고르거나 "
+        f"(--out {new}) 그 결과를 먼저 {out.name}/ 밖으로 옮기세요."))
+
+
 def main(*, submissions: Path, out: Path, assignment: Assignment, workers: int = 2, timeout: float | None = None,
          lang: str = "en", force: bool = False, echo: Callable[[str], None] = print, tty: bool = False,
          only: list[str] | None = None, exam: "Plan | None" = None, details: bool = True) -> Summary:
@@ -258,7 +308,17 @@ def main(*, submissions: Path, out: Path, assignment: Assignment, workers: int =
     submissions, out = submissions.absolute(), out.absolute()
     if timeout:  # from here on the limit is part of the assignment: it travels to the graders and into the key
         assignment = replace(assignment, limits=replace(assignment.limits, total_timeout=float(timeout)))
+    if os.path.realpath(out) == os.path.realpath(submissions):
+        # Its results and CSVs were graded as students by the next run (ada.json took the id ada, 0/100, and ada.py
+        # became ada-2).
+        raise UsageError(Message(
+            f"--out {out} is the submissions folder itself: the result files and CSVs written there would be graded "
+            f"as students by the next run. Write them elsewhere (the default --out results, or --out "
+            f"{submissions.name}/results).",
+            f"--out {out}은(는) 제출물 폴더 자체입니다. 그곳에 쓴 결과 파일과 CSV를 다음 실행이 학생으로 채점하게 "
+            f"됩니다. 다른 곳에 쓰세요 (기본값 --out results, 또는 --out {submissions.name}/results)."))
     _preflight(assignment, out)
+    _refuse_other_assignment(out, assignment)
     found = discover.entries(submissions, assignment, skip=out)
     if not found:
         raise UsageError(Message(f"{submissions} holds no submissions: there is nothing to grade.",
@@ -490,10 +550,13 @@ def _others(jobs: list[Job], only: list[str], out: Path) -> set[str]:
     ids = {job.student for job in jobs}
     unknown = [i for i in only if i not in ids]
     if unknown:
-        hints = [f"{i} (did you mean {near_miss(i, sorted(ids))}?)" if near_miss(i, sorted(ids)) else i
-                 for i in unknown]
-        raise UsageError(f"--only: no submission with id {', '.join(hints)}; the ids are the result file names "
-                         f"in {out}")
+        guesses = {i: near_miss(i, sorted(ids)) for i in unknown}
+        hints = [f"{i} (did you mean {g}?)" if g else i for i, g in guesses.items()]
+        hints_ko = [f"{i} ({g}인가요?)" if g else i for i, g in guesses.items()]
+        raise UsageError(Message(f"--only: no submission with id {', '.join(hints)}; the ids are the result file "
+                                 f"names in {out}",
+                                 f"--only: 이 id의 제출물이 없습니다: {', '.join(hints_ko)}. id는 {out}에 있는 결과 "
+                                 "파일의 이름입니다"))
     return ids - set(only)
 
 

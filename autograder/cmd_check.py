@@ -21,14 +21,31 @@ HIDDEN_NOTE = Message(
 def resolve(path: Path | None, assignment_name: str | None) -> tuple[Path, assignments.Assignment, Message | None]:
     """The file to check, its assignment, and a note when the file was a choice (.py beside .ipynb)."""
     note = None
-    if path is None:
+    if path is None or path.is_dir():  # a folder is looked in as `grade check` looks here (it was "does not exist")
         known = [f for n in assignments.names() for f in assignments.load(n).files] if not assignment_name \
             else list(assignments.load(assignment_name).files)
-        found = [Path(f) for f in known if Path(f).is_file()]
+        found = [(path / f if path is not None else Path(f)) for f in known]
+        found = [f for f in found if f.is_file()]
         if not found:
+            # A file saved under another name (a browser's "attention (1).py"): name what is here to check.
+            try:
+                here = sorted(f.name for f in Path(path or ".").iterdir() if f.suffix in (".py", ".ipynb")
+                              and f.is_file() and not f.name.startswith("."))
+            except OSError:
+                here = []
+            if here:
+                q = lambda n: f'"{n}"' if re.search(r"[^\w.\-]", n) else n  # noqa: E731 (as a shell needs it)
+                shown = ", ".join(here[:5]) + (" ..." if len(here) > 5 else "")
+                also = Message(f". Here: {shown} (grade check {q(here[0])})",
+                               f". 이 폴더의 파일: {shown} (grade check {q(here[0])})")
+            else:
+                also = Message("", "")
             raise UsageError(Message(
-                f"No submission file here; looked for {', '.join(known)}. Pass the path: grade check FILE",
-                f"이 폴더에 제출 파일이 없습니다 ({', '.join(known)}). 경로를 지정하세요: grade check FILE"))
+                f"No submission file here; looked for {', '.join(known)}. Pass the path: grade check FILE{also.en}",
+                f"이 폴더에 제출 파일이 없습니다 ({', '.join(known)}). 경로를 지정하세요: grade check FILE{also.ko}")
+                if path is None else Message(
+                f"No submission file in {path}; looked for {', '.join(known)}. Pass the file: grade check FILE",
+                f"{path} 폴더에 제출 파일이 없습니다 ({', '.join(known)}). 파일을 지정하세요: grade check FILE"))
         path = found[0]
         same = [f for f in found if f.stem == path.stem]
         pair = discover.newer_of_pair(same)

@@ -313,6 +313,16 @@ def recognise(root: Path, names: list[str], notes: list[Message] | None = None) 
             votes[e.name] = found
     hint_en = f"pass --assignment NAME (one of: {', '.join(names)})"
     hint_ko = f"--assignment NAME을 지정하세요 ({', '.join(names)} 중 하나)"
+    zips = [e for e in entries if e.is_file() and e.suffix.lower() == ".zip"]
+    if not votes and zips and len(zips) * 2 >= len(entries):  # an LMS download: one zip per student
+        raise UsageError(Message(
+            f"{len(zips)} of the {len(entries)} entries in {root} are zip archives (e.g. {shown_name(zips[0].name)}); "
+            "the grader reads .py and .ipynb files, alone or in a folder. Unzip each into a folder of its own (in "
+            f"{root.name}/: for f in *.zip; do unzip -d \"${{f%.zip}}\" \"$f\" && rm \"$f\"; done) and grade again.",
+            f"{root}의 항목 {len(entries)}개 중 {len(zips)}개가 zip 압축 파일입니다 (예: {shown_name(zips[0].name)}). "
+            "채점기는 .py와 .ipynb 파일을 (그대로 또는 폴더 안에서) 읽습니다. 각각 따로 폴더에 압축을 풀고 "
+            f"({root.name}/에서: for f in *.zip; do unzip -d \"${{f%.zip}}\" \"$f\" && rm \"$f\"; done) 다시 "
+            "채점하세요."))
     if not votes:
         raise UsageError(Message(
             f"Cannot tell which assignment the submissions in {root} answer (no file is named like "
@@ -381,6 +391,12 @@ def entries(root: Path, assignment: Assignment, skip: Path | None = None) -> lis
             out.append((Job(sid, path, err, note), origin))
         elif entry.suffix in GRADABLE and entry.is_file():  # not a FIFO or device that would block a read
             out.append((Job(sid, entry), origin))
+        elif entry.suffix.lower() == ".zip" and entry.is_file():  # an LMS download: one zip per student
+            out.append((Job(sid, None, Message(
+                f"{shown} is a zip archive; the grader reads .py and .ipynb files, alone or in a folder. Unzip it into "
+                f"a folder of its own ({shown_name(entry.stem)}/) in place of the zip, and grade again.",
+                f"{shown}은(는) zip 압축 파일입니다. 채점기는 .py와 .ipynb 파일을 (그대로 또는 폴더 안에서) 읽습니다. "
+                f"zip 대신 그 폴더({shown_name(entry.stem)}/)에 압축을 풀고 다시 채점하세요.")), origin))
         else:
             out.append((Job(sid, None, Message(
                 f"{shown} is not a .py or .ipynb file and cannot be graded.",

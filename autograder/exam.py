@@ -36,6 +36,9 @@ DEMO_OK_ENV = "GRADE_DEMO_SECRET_OK"  # set to 1 by `make demo`: the published d
 MAKE_SECRET = ("make one with: python -c \"import secrets; print(secrets.token_hex(32))\" > exam.secret && "
                "chmod 600 exam.secret, then pass --secret-file exam.secret (or set GRADE_EXAM_SECRET); keep it "
                "out of the repository and use the same file for papers, grading and Gradescope")
+MAKE_SECRET_KO = ("다음처럼 만드세요: python -c \"import secrets; print(secrets.token_hex(32))\" > exam.secret && "
+                  "chmod 600 exam.secret, 그리고 --secret-file exam.secret을 지정하세요 (또는 GRADE_EXAM_SECRET 설정). "
+                  "저장소 밖에 두고 시험지, 채점, Gradescope에 같은 파일을 쓰세요")
 
 
 class ExamError(UsageError):
@@ -106,20 +109,30 @@ def read_secret(secret_file: Path | None) -> bytes:
         try:
             raw = secret_file.read_bytes().strip()
         except OSError as e:
-            raise ExamError(f"cannot read the secret file {secret_file} ({e.strerror}); {MAKE_SECRET}") from None
+            raise ExamError(Message(
+                f"cannot read the secret file {secret_file} ({e.strerror}); {MAKE_SECRET}",
+                f"비밀 값 파일 {secret_file}을(를) 읽을 수 없습니다 ({e.strerror}). {MAKE_SECRET_KO}")) from None
     else:
         # Taken out of the environment so that grader processes and their workers never inherit it.
         raw = os.environ.pop(SECRET_ENV, "").strip().encode()
     if not raw:
-        raise ExamError(f"no exam secret: pass --secret-file FILE or set {SECRET_ENV}; {MAKE_SECRET}")
+        raise ExamError(Message(
+            f"no exam secret: pass --secret-file FILE or set {SECRET_ENV}; {MAKE_SECRET}",
+            f"시험 비밀 값이 없습니다: --secret-file FILE을 지정하거나 {SECRET_ENV}를 설정하세요. {MAKE_SECRET_KO}"))
     if len(raw) < 16:
-        raise ExamError(f"the exam secret is too short ({len(raw)} bytes; at least 16); {MAKE_SECRET}")
+        raise ExamError(Message(
+            f"the exam secret is too short ({len(raw)} bytes; at least 16); {MAKE_SECRET}",
+            f"시험 비밀 값이 너무 짧습니다 ({len(raw)}바이트; 16바이트 이상). {MAKE_SECRET_KO}"))
     if raw.startswith(DEMO_SECRET_MARK) and os.environ.get(DEMO_OK_ENV) != "1":
         # The demo's secret is in the repository: anyone can compute every student's variant (and paper code) from
         # it. An instructor who copied `make demo`'s command for a real exam would hand out papers with no secret.
-        raise ExamError(f"this is the demo's secret (examples/exam/demo-only.secret), published with the grader: "
-                        f"with it anyone can work out every student's variant. Use your own secret: {MAKE_SECRET}. "
-                        f"(For a demo only, set {DEMO_OK_ENV}=1, as `make demo` does.)")
+        raise ExamError(Message(
+            f"this is the demo's secret (examples/exam/demo-only.secret), published with the grader: with it anyone "
+            f"can work out every student's variant. Use your own secret: {MAKE_SECRET}. (For a demo only, set "
+            f"{DEMO_OK_ENV}=1, as `make demo` does.)",
+            f"이것은 데모용 비밀 값(examples/exam/demo-only.secret)으로, 채점기와 함께 공개되어 있어 누구나 모든 학생의 "
+            f"변형을 알아낼 수 있습니다. 본인의 비밀 값을 쓰세요: {MAKE_SECRET_KO} (데모에서만 `make demo`처럼 "
+            f"{DEMO_OK_ENV}=1로 설정하세요.)"))
     return raw
 
 
@@ -212,21 +225,31 @@ def read_roster(path: Path) -> dict[str, Student]:
     try:
         data = path.read_bytes()
     except OSError as e:
-        raise ExamError(f"cannot read the roster {path} ({e.strerror or e})") from None
+        raise ExamError(Message(f"cannot read the roster {path} ({e.strerror or e})",
+                                f"명단 {path}을(를) 읽을 수 없습니다 ({e.strerror or e})")) from None
     try:
         # As Excel saves it: UTF-8 (with BOM), "Unicode text" (UTF-16) or, on Korean Windows, CP949: the names in a
         # CP949 roster were refused with a codec error (`grade exam papers` and `grade batch --roster` both stopped).
         text = decode(data, path.name)[0]
     except SubmissionFormatError:
-        raise ExamError(f"cannot read the roster {path}: it is not UTF-8, UTF-16 or CP949 text; save it from the "
-                        "spreadsheet as \"CSV UTF-8\"") from None
-    rows = list(csv.DictReader(io.StringIO(text)))
-    fields = csv.DictReader(io.StringIO(text)).fieldnames or []
+        raise ExamError(Message(f"cannot read the roster {path}: it is not UTF-8, UTF-16 or CP949 text; save it "
+                                "from the spreadsheet as \"CSV UTF-8\"",
+                                f"명단 {path}을(를) 읽을 수 없습니다: UTF-8, UTF-16, CP949 텍스트가 아닙니다. "
+                                "스프레드시트에서 \"CSV UTF-8\"로 저장하세요")) from None
+    # Excel's "Unicode text" (the UTF-16 it saves) is tab-separated, whatever the locale: a header with tabs and
+    # no comma is read that way (it was refused with "save it as comma-separated CSV").
+    first = text.lstrip("\ufeff").split("\n", 1)[0]
+    dialect = {"delimiter": "\t"} if "\t" in first and "," not in first else {}
+    rows = list(csv.DictReader(io.StringIO(text), **dialect))
+    fields = csv.DictReader(io.StringIO(text), **dialect).fieldnames or []
     heads = [_column(h) for h in fields]
     if "id" not in heads:
         sep = next((f"{c!r}" for c in (";", "\t", "|") if len(fields) == 1 and c in fields[0]), "")
-        raise ExamError(f"{path}: the roster needs a column `id` (optional: extra_minutes); found {fields}"
-                        + (f" (the columns look separated by {sep}: save it as comma-separated CSV)" if sep else ""))
+        raise ExamError(Message(
+            f"{path}: the roster needs a column `id` (optional: extra_minutes); found {fields}"
+            + (f" (the columns look separated by {sep}: save it as comma-separated CSV)" if sep else ""),
+            f"{path}: 명단에는 `id` 열이 있어야 합니다 (선택: extra_minutes). 찾은 열: {fields}"
+            + (f" (열이 {sep}(으)로 나뉜 것 같습니다: 쉼표로 나눈 CSV로 저장하세요)" if sep else "")))
     if heads.count("extra_minutes") > 1:
         raise ExamError(f"{path}: more than one column reads as extra_minutes ({fields}); keep one")
     out: dict[str, Student] = {}
@@ -248,7 +271,7 @@ def read_roster(path: Path) -> dict[str, Student]:
         raw = row.get("id", "")
         out[sid] = Student(sid, extra, email_key(raw) if "@" in raw else "", _written(raw))
     if not out:
-        raise ExamError(f"{path}: the roster lists nobody")
+        raise ExamError(Message(f"{path}: the roster lists nobody", f"{path}: 명단에 아무도 없습니다"))
     return out
 
 
@@ -610,7 +633,8 @@ def plan(a: Assignment, roster: Path | None, secret_file: Path | None) -> Plan |
     cfg = config(a)
     if cfg is None:
         if roster is not None:
-            raise ExamError(f"--roster is for exams; assignment {a.name!r} has no [exam] table")
+            raise ExamError(Message(f"--roster is for exams; assignment {a.name!r} has no [exam] table",
+                                    f"--roster는 시험용입니다. 과제 {a.name!r}에는 [exam] 표가 없습니다"))
         return None
     if roster is None:
         return Plan(a, cfg)

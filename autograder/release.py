@@ -24,7 +24,7 @@ from . import assignment as assignments
 from . import discover
 from .assignment import PROJECT_ROOT, Assignment
 from .errors import UsageError
-from .messages import korean
+from .messages import Message, korean
 from .gradescope import _tree  # regular files without caches
 
 PYPROJECT = """[build-system]
@@ -192,7 +192,8 @@ def main(*, assignment_name: str = "attention", out: Path, template: Path | None
          echo: Callable[[str], None] = lambda _m: None) -> list[Path]:
     a = assignments.load(assignment_name)
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
-        raise UsageError(f"{out} exists and is not an empty folder; pass a new one")
+        raise UsageError(Message(f"{out} exists and is not an empty folder; pass a new one",
+                                 f"{out}이(가) 이미 있고 빈 폴더가 아닙니다. 새 폴더를 지정하세요"))
     root = PROJECT_ROOT
     files = bundle_files(a, root, template)
     written: list[Path] = []

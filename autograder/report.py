@@ -24,6 +24,7 @@ from urllib.parse import quote
 from . import safetext, similarity
 from .assignment import PROJECT_ROOT, Assignment
 from .errors import AssignmentError, UsageError
+from .messages import Message
 from .results import SubmissionResult, write_atomic
 from .safetext import clean_data
 
@@ -342,6 +343,7 @@ pre{white-space:pre-wrap;word-break:break-word;background:#f7f7f7;padding:.5em;m
 .failed{border-left:5px solid #c0392b}.tag{font-size:.8em;background:#eee;padding:0 .4em;border-radius:3px}
 .code{display:grid;grid-template-columns:1fr 1fr;gap:1em}.code pre{padding:0}.ln{color:#999;user-select:none}
 mark{background:#ffe08a}details summary{cursor:pointer}
+:lang(ko) th,:lang(ko) td{word-break:keep-all}
 """
 
 
@@ -621,14 +623,19 @@ def render_pair(a: str, b: str, score: float, codes: dict[str, list[str]], fps: 
 def main(*, results: Path, out: Path | None = None, submissions: Path | None = None, lang: str = "en",
          threshold: float = similarity.THRESHOLD, echo: Callable[[str], None] = print) -> Report:
     if not results.is_dir():
-        raise UsageError(f"{results} is not a folder of grade batch results")
+        raise UsageError(Message(f"{results} is not a folder of grade batch results",
+                                 f"{results}은(는) grade batch 결과 폴더가 아닙니다"))
     loaded, bad = load(results)
     if not loaded:
-        raise UsageError(f"{results} holds no grade batch results (<student>.json); run `grade batch` first")
+        raise UsageError(Message(
+            f"{results} holds no grade batch results (<student>.json); run `grade batch` first",
+            f"{results}에는 grade batch의 결과 파일이 없습니다 (<학생>.json). 먼저 `grade batch`를 실행하세요"))
     kinds = sorted({x.r.assignment for x in loaded})
     if len(kinds) > 1:
-        raise UsageError(f"{results} holds results of several assignments ({', '.join(kinds)}); "
-                         "report on one folder per assignment")
+        raise UsageError(Message(f"{results} holds results of several assignments ({', '.join(kinds)}); "
+                                 "report on one folder per assignment",
+                                 f"{results}에 여러 과제의 결과가 있습니다 ({', '.join(kinds)}). 과제마다 폴더 "
+                                 "하나로 보고서를 만드세요"))
     from . import assignment as assignment_mod
     try:
         a: Assignment | None = assignment_mod.load(kinds[0])
@@ -649,7 +656,8 @@ def main(*, results: Path, out: Path | None = None, submissions: Path | None = N
     elif a is None:
         sim["reason"] = f"assignment {kinds[0]!r} is not in this checkout, so its files cannot be found."
     elif not submissions.is_dir():
-        raise UsageError(f"--submissions {submissions} is not a folder")
+        raise UsageError(Message(f"--submissions {submissions} is not a folder",
+                                 f"--submissions {submissions}은(는) 폴더가 아닙니다"))
     else:
         codes, skipped = find_sources(loaded, submissions, a)
         pairs, fps, base = similarity.similar_pairs(codes, _given_code(a.name), threshold)

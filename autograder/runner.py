@@ -42,5 +42,7 @@ def grade(assignment: Assignment, jobs: Iterable[Job], on_result: Callable[[Subm
         code = pytest.main(args, plugins=[plugin])
     finally:
         os.environ.update(saved)
+    if code == pytest.ExitCode.INTERRUPTED:  # Ctrl-C: pytest caught it; `grade check` showed a RuntimeError's traceback
+        raise KeyboardInterrupt
     if code not in (0, 1):
         raise RuntimeError(f"the grading session ended with pytest exit code {int(code)}")

@@ -292,6 +292,30 @@ def _code_in_markdown(text: str, heading: str, name: str) -> Message | None:
         "코드 셀로 바꾸고 (Jupyter: 셀 선택 후 Esc, Y; Colab: Ctrl+M Y) ``` 줄은 지운 뒤, 저장하고 다시 확인하세요.")
 
 
+def _other_kernel(nb: dict, name: str) -> Message | None:
+    """A notebook saved with a kernel of another language (R, Julia: its metadata says so): its cells are run as
+    Python all the same, and an R notebook read as "NameError: name 'library' is not defined" with no word on why."""
+    meta = nb.get("metadata") if isinstance(nb.get("metadata"), dict) else {}
+    spec = meta.get("kernelspec") if isinstance(meta.get("kernelspec"), dict) else {}
+    info = meta.get("language_info") if isinstance(meta.get("language_info"), dict) else {}
+    language = next((v.strip() for v in (spec.get("language"), info.get("name")) if isinstance(v, str) and v.strip()),
+                    "")
+    if not language or language.lower().startswith(("python", "ipython")):
+        return None
+    from .safetext import clean
+    language = clean(language)[:40]
+    kernel = spec.get("display_name") if isinstance(spec.get("display_name"), str) else ""
+    shown = f"the {clean(kernel)[:40]} kernel" if kernel.strip() else "a kernel"
+    return Message(
+        f"{name} was saved with {shown}, whose language is {language}; the lab is graded as Python 3, so its code "
+        "cells were run as Python. If you wrote them in another language, switch the notebook to Python 3 (Jupyter: "
+        "Kernel > Change Kernel; Colab: Runtime > Change runtime type), write the cells in Python, save, and check "
+        "again.",
+        f"{name}은(는) 언어가 {language}인 커널({clean(kernel)[:40] or language})로 저장되었습니다. 이 실습은 Python 3로 "
+        "채점하므로 코드 셀을 Python으로 실행했습니다. 다른 언어로 작성했다면 노트북을 Python 3로 바꾸고 (Jupyter: "
+        "Kernel > Change Kernel; Colab: 런타임 > 런타임 유형 변경) Python으로 다시 작성해 저장한 뒤 다시 확인하세요.")
+
+
 def _v3_cells(worksheets: list) -> list[dict]:
     """The cells of an nbformat 3 notebook (IPython 1 to 3, still in some course repositories) as nbformat 4 has
     them: the worksheets' cells in order, a code cell's `input` as its source, a heading cell as a markdown
@@ -371,6 +395,9 @@ def notebook_cells(text: str, name: str, notes: list[Message] | None = None) -> 
             used.add(label)
             out.append(Cell(code, label) if written is None else Cell(code, label, written[0], written[1]))
     if notes is not None:
+        kernel = _other_kernel(nb, name)
+        if kernel is not None:
+            notes.append(kernel)
         for text, above in markdown:
             note = _code_in_markdown(text, above, name)
             if note is not None:

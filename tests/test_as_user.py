@@ -278,6 +278,28 @@ def test_mixed_unknown_and_empty_folders_are_refused(here):
     assert p.returncode == 2 and "nothing to grade" in p.stderr
 
 
+def test_a_results_folder_of_another_assignment_is_refused_before_anything_changes(here):
+    """UX s13: lab 2 graded with the default --out (results/) that held lab 1's results: each lab 1 result was
+    moved to no_submission/ as having "no submission in lab2 any more" (a student's result of the same id was
+    overwritten), and both CSVs were rewritten with lab 2 alone. The run is refused (exit 2) before it writes
+    anything, in the language asked for, with the fix."""
+    (here / "lab1").mkdir()
+    (here / "lab2").mkdir()
+    shutil.copy(MHA_CORRECT, here / "lab1" / "ada.py")
+    shutil.copy(REFERENCE, here / "lab2" / "ada.py")
+    shutil.copy(REFERENCE, here / "lab2" / "bo.py")
+    p = grade("batch", "lab1", cwd=here)
+    assert p.returncode == 0, p.stderr[-3000:]
+    before = {f.relative_to(here).as_posix(): f.read_bytes() for f in (here / "results").rglob("*") if f.is_file()}
+    for lang, words in (("en", "already holds results of another assignment: mha_intermediates (1 file)"),
+                        ("ko", "이미 다른 과제의 결과가 있습니다: mha_intermediates (1개)")):
+        p = grade("batch", "lab2", "--lang", lang, cwd=here)
+        assert p.returncode == 2, (p.stdout, p.stderr[-3000:])
+        assert words in p.stderr and "--out results-attention" in p.stderr and "Traceback" not in p.stderr, p.stderr
+        after = {f.relative_to(here).as_posix(): f.read_bytes() for f in (here / "results").rglob("*") if f.is_file()}
+        assert after == before  # nothing moved, overwritten or rewritten
+
+
 # ---------------------------------------------------------------------------------------------- item 7
 
 def test_a_hanging_class_costs_only_that_class(course, first):
@@ -448,6 +470,64 @@ def test_a_batch_started_with_sigint_ignored_keeps_it_ignored(here):
         {s: (r["score"], r["reason"]) for s, r in rows.items() if float(r["score"]) != 100}
 
 
+def test_ctrl_c_says_that_the_finished_results_are_kept_and_how_to_go_on(here):
+    """UX s13: Ctrl-C in `grade batch` printed click's bare "Aborted!" (exit 1), though every finished result is
+    kept and the same command resumes: it now says so, in the language asked for, and exits 130 as an interrupted
+    command does; the next run reuses what was finished."""
+    subs = here / "submissions"
+    subs.mkdir()
+    for i in range(8):
+        shutil.copy(REFERENCE, subs / f"s{i:02d}.py")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "PYTEST"))}
+    proc = subprocess.Popen([str(GRADE), "batch", "submissions", "--workers", "1", "--lang", "ko"], cwd=here,
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and len(list((here / "results").glob("*.json"))) < 2:
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGINT)  # as the terminal does to the whole group
+    out, err = proc.communicate(timeout=300)
+    err = err.decode("utf-8", "replace")
+    assert proc.returncode == 130, err[-2000:]
+    assert "중단됨" in err and "같은 명령을 다시 실행하면" in err and "results/" in err, err[-2000:]
+    assert "Aborted" not in err and "Traceback" not in err, err[-2000:]
+    done = len(list((here / "results").glob("*.json")))
+    assert 2 <= done < 8
+    p = grade("batch", "submissions", "--lang", "ko", cwd=here)
+    assert p.returncode == 0 and f"재사용 {done}개" in p.stdout, p.stdout[-2000:]
+
+
+def test_sigterm_to_the_batch_alone_stops_it_as_ctrl_c_does(here):
+    """UX s13: `kill PID` (or `timeout`) ended the batch's own process alone: no scores.csv, and every grader
+    process printed an INTERNALERROR traceback (a broken pipe) on the terminal. SIGTERM now stops it as Ctrl-C does:
+    the graders stopped, both CSVs written with what was finished, the same words, exit 143."""
+    subs = here / "submissions"
+    subs.mkdir()
+    for i in range(8):
+        shutil.copy(REFERENCE, subs / f"s{i:02d}.py")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "PYTEST"))}
+    proc = subprocess.Popen([str(GRADE), "batch", "submissions", "--workers", "1"], cwd=here, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and len(list((here / "results").glob("*.json"))) < 2:
+        time.sleep(0.05)
+    os.kill(proc.pid, signal.SIGTERM)  # the batch's own process only
+    out, err = proc.communicate(timeout=300)
+    err = err.decode("utf-8", "replace")
+    assert proc.returncode == 143, err[-3000:]
+    assert "interrupted (SIGTERM)" in err and "run the same command again" in err, err[-3000:]
+    assert "INTERNALERROR" not in err and "Traceback" not in err, err[-3000:]
+    done = sorted(p.stem for p in (here / "results").glob("*.json"))
+    assert 2 <= len(done) < 8 and sorted(scores_csv(here / "results")) == done
+    deadline = time.monotonic() + 10
+    while True:  # nothing of the batch is left running (a zombie waiting for init to reap it is not running)
+        ps = subprocess.run(["ps", "-s", str(proc.pid), "-o", "pid=,stat=,comm="], capture_output=True, text=True)
+        left = [ln for ln in ps.stdout.splitlines() if ln.split() and not ln.split()[1].startswith("Z")]
+        if not left or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    assert not left, left
+
+
 def test_results_inside_the_submissions_folder_are_not_a_student(here):
     """`grade batch submissions --out submissions/results`, run twice: the second run graded the results folder
     as a student named "results" (0/100)."""
@@ -458,6 +538,20 @@ def test_results_inside_the_submissions_folder_are_not_a_student(here):
         p = grade("batch", "submissions", "--out", "submissions/results", "--force", cwd=here)
         assert p.returncode == 0, p.stderr[-1500:]
     assert set(scores_csv(subs / "results")) == {"ada"}
+
+
+def test_results_written_into_the_submissions_folder_itself_are_refused(here):
+    """UX s13: `grade batch subs --out subs` wrote ada.json, scores.csv and grades.csv beside ada.py, and the next
+    run graded them as students (ada.json took the id ada, 0/100; ada.py became ada-2). Refused (exit 2) before
+    anything is written, with the folder to use instead."""
+    subs = here / "subs"
+    subs.mkdir()
+    shutil.copy(REFERENCE, subs / "ada.py")
+    for out in ("subs", "subs/", "./subs"):
+        p = grade("batch", "subs", "--out", out, cwd=here)
+        assert p.returncode == 2 and "is the submissions folder itself" in p.stderr, (out, p.stderr[-1500:])
+        assert "--out subs/results" in p.stderr and "Traceback" not in p.stderr
+        assert sorted(f.name for f in subs.iterdir()) == ["ada.py"]
 
 
 def test_closed_standard_streams_change_no_grade(here):

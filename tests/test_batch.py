@@ -113,6 +113,19 @@ def test_a_result_whose_submission_is_gone_is_moved_out_of_the_results_folder(tm
     assert scores == [0.0, 100.0, 100.0], scores  # the removed kim's 100 (twice: the older copy kept) and kim-2's 0
 
 
+def test_the_assignment_of_a_result_file_is_read_without_being_fooled_by_its_text(tmp_path):
+    """batch.result_assignment finds the key in the file's text (a rerun reads every result): text a student
+    controls (a note, a file name) that spells the key is escaped in the JSON and never read as it."""
+    from autograder.messages import plain
+    from autograder.results import SubmissionResult, write_result
+    bait = '"assignment": "midterm"'
+    r = SubmissionResult(student="ana", submission=f'{bait}.py', assignment="attention", notes=[plain(bait)])
+    path = write_result(tmp_path, r, "en")
+    assert bait in json.loads(path.read_text())["output"] and batch.result_assignment(path) == "attention"
+    (tmp_path / "notes.json").write_text('{"not": "a result"}')
+    assert batch.result_assignment(tmp_path / "notes.json") is None
+
+
 def test_progress_line_has_count_rate_and_eta():
     lines = []
     p = batch.Progress(4, lines.append, tty=False)
@@ -309,6 +322,32 @@ def _ids(folder: Path) -> dict[str, str]:
     a = assignment.load("attention")
     from autograder import discover
     return {origin["folder"]: job.student for job, origin in discover.entries(folder, a)}
+
+
+def test_zip_archives_in_a_submissions_folder_are_named_with_the_fix(tmp_path):
+    """UX s13: an LMS download (one zip per student) was refused as "Cannot tell which assignment" and, with
+    --assignment, every zip got "is not a .py or .ipynb file": both now say they are zip archives and how to unzip
+    them, in both languages. A folder with one stray zip among files is graded, the zip's result saying the same."""
+    import zipfile
+    from autograder import discover
+    from autograder.errors import UsageError
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    for sid in ("ada", "bo"):
+        with zipfile.ZipFile(subs / f"{sid}.zip", "w") as z:
+            z.write(REFERENCE, "attention.py")
+    with pytest.raises(UsageError) as e:
+        discover.recognise(subs, assignment.names())
+    assert "2 of the 2 entries" in e.value.message.en and "zip archives" in e.value.message.en
+    assert "unzip -d" in e.value.message.en and "zip 압축 파일입니다" in e.value.message.ko
+    (subs / "chen.py").write_text(REFERENCE.read_text())
+    (subs / "dan.py").write_text(REFERENCE.read_text())
+    (subs / "eve.py").write_text(REFERENCE.read_text())
+    a = discover.recognise(subs, assignment.names())
+    jobs = {job.student: job for job, _origin in discover.entries(subs, a)}
+    assert jobs["ada"].path is None and "ada.zip is a zip archive" in jobs["ada"].error.en
+    assert "ada/" in jobs["ada"].error.en and "압축을 풀고" in jobs["ada"].error.ko
+    assert jobs["chen"].error is None
 
 
 def test_a_generated_id_never_takes_another_students_own_name(tmp_path):

@@ -1,4 +1,5 @@
 """`grade check` for students: exit status, the per-question table, and the note about hidden tests."""
+import os
 import shutil
 import subprocess
 import sys
@@ -135,3 +136,101 @@ def test_an_unknown_question_is_listed_in_korean_with_the_korean_titles():
         raise AssertionError("an unknown question was accepted")
     assert "configured by NUM_HEADS" in msg.en and "configured by NUM_HEADS" not in msg.ko, msg.ko
     assert "NUM_HEADS, QKV_BIAS, DROP_RATE, CONTEXT_LENGTH로 설정하는" in msg.ko, msg.ko
+
+
+def test_a_folder_given_to_check_is_looked_in(tmp_path):
+    """UX s13: `grade check lab/` (the folder that holds attention.py) said "lab does not exist or is not a file";
+    it is looked in as `grade check` looks in the folder it runs in, and an empty one says what it looked for."""
+    (tmp_path / "lab").mkdir()
+    (tmp_path / "empty").mkdir()
+    shutil.copy(REFERENCE, tmp_path / "lab" / "attention.py")
+    p = run(["check", "lab"], tmp_path)
+    assert p.returncode == 0 and "44/44" in p.stdout, p.stdout + p.stderr
+    p = run(["check", "empty", "--lang", "ko"], tmp_path)
+    assert p.returncode == 2 and "오류: " in p.stderr and "empty 폴더에 제출 파일이 없습니다" in p.stderr, p.stderr
+    assert "attention.py" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_the_errors_a_user_makes_are_told_in_the_language_asked_for(tmp_path):
+    """UX s13: with --lang ko, a mistyped path (click's own refusal), an unknown assignment, a results folder with
+    no results, a missing exam secret and a roster of semicolons were told in English only (after "error:"); each
+    is now told in Korean, exit 2, no traceback. A path click refuses has no --lang yet: it says both."""
+    (tmp_path / "subs").mkdir()
+    (tmp_path / "empty").mkdir()
+    shutil.copy(REFERENCE, tmp_path / "subs" / "ada.py")
+    (tmp_path / "roster.csv").write_text("id,extra_minutes\nada,0\n")
+    (tmp_path / "semi.csv").write_text("id;extra_minutes\nada;0\n")
+    (tmp_path / "exam.secret").write_text("0123456789abcdef0123456789abcdef\n")
+    exam = ["--assignment", "midterm", "--roster"]
+    for args, words in (
+            (["batch", "nosuch"], ["Directory 'nosuch' does not exist.", "오류: 'nosuch' 경로가 없습니다."]),
+            (["batch", "subs/ada.py"], ["is a file", "'subs/ada.py'는 폴더가 아니라 파일입니다."]),
+            (["batch", "subs", "--roster", "empty"], ["is a directory", "'empty'는 파일이 아니라 폴더입니다."]),
+            (["check", "subs/ada.py", "--assignment", "attn", "--lang", "ko"], ["오류: 알 수 없는 과제 'attn'"]),
+            (["batch", "subs", "--assignment", "Attention", "--lang", "ko"], ["(attention인가요?)"]),
+            (["report", "empty", "--lang", "ko"], ["오류: ", "grade batch의 결과 파일이 없습니다"]),
+            (["batch", "subs", *exam, "roster.csv", "--lang", "ko"], ["오류: 시험 비밀 값이 없습니다", "--secret-file"]),
+            (["batch", "subs", *exam, "semi.csv", "--secret-file", "exam.secret", "--lang", "ko"],
+             ["명단에는 `id` 열이 있어야 합니다", "쉼표로 나눈 CSV로 저장하세요"]),
+            (["batch", "subs", "--only", "adaa", "--lang", "ko"], ["이 id의 제출물이 없습니다: adaa (ada인가요?)"]),
+            (["release", "-o", "subs", "--lang", "ko"], ["이미 있고 빈 폴더가 아닙니다"])):
+        p = subprocess.run(GRADE + args, cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                           env={k: v for k, v in os.environ.items() if k != "GRADE_EXAM_SECRET"})
+        assert p.returncode == 2, (args, p.stdout, p.stderr)
+        assert all(w in p.stderr for w in words) and "Traceback" not in p.stderr, (args, p.stderr)
+    assert not list(tmp_path.glob("results/*"))  # none of them graded anything
+
+
+def test_check_without_a_known_file_names_the_code_files_that_are_there(tmp_path):
+    """UX s13: a notebook or file saved under another name (a browser's "attention (1).py") got only the list of
+    names looked for; the files that are there are named, with the command to check one (quoted for the shell)."""
+    shutil.copy(REFERENCE, tmp_path / "attention (1).py")
+    p = run(["check"], tmp_path)
+    assert p.returncode == 2 and 'Here: attention (1).py (grade check "attention (1).py")' in p.stderr, p.stderr
+    p = run(["check", 'attention (1).py'], tmp_path)
+    assert p.returncode == 0 and "44/44" in p.stdout, p.stdout + p.stderr
+
+
+def test_release_says_what_it_wrote_with_a_command_that_can_be_copied(tmp_path):
+    """UX s13: `grade release -o "학생 번들"` said "pip install 학생 번들 && grade check": copied into a shell, that
+    installs two things that do not exist. The folder is quoted where a shell needs it, and --lang ko says it in
+    Korean."""
+    p = run(["release", "-o", "학생 번들", "--lang", "ko"], tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert "pip install '학생 번들' && grade check" in p.stdout and "파일" in p.stdout, p.stdout
+    p = run(["release", "-o", "bundle"], tmp_path)
+    assert "students: pip install bundle && grade check" in p.stdout, p.stdout
+
+
+def test_each_commands_lang_says_what_it_changes():
+    """UX s13: `grade report --help` and `grade release --help` said --lang was the "Language of the feedback";
+    neither gives feedback (the report's pages, the bundle's README)."""
+    from click.testing import CliRunner
+    import cli
+    for command, words in (("report", "report's pages"), ("release", "bundle's README.md"),
+                           ("check", "of the feedback"), ("batch", "of the feedback")):
+        out = " ".join(CliRunner().invoke(cli.grade, [command, "--help"]).output.split())
+        assert words in out, (command, out)
+
+
+def test_ctrl_c_in_check_says_it_was_interrupted(tmp_path):
+    """UX s13: Ctrl-C while `grade check` ran printed a traceback ending in "RuntimeError: the grading session
+    ended with pytest exit code 2" (pytest had caught the KeyboardInterrupt), or click's "Aborted!": it now says the
+    check did not finish, in the student's language, and exits 130."""
+    import signal
+    import time
+    (tmp_path / "attention.py").write_text(REFERENCE.read_text() + "\nimport time\ntime.sleep(60)\n")
+    proc = subprocess.Popen(GRADE + ["check", "--lang", "ko"], cwd=tmp_path, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:  # until the check has started its zygote (workers are in their own sessions)
+        ps = subprocess.run(["ps", "-s", str(proc.pid), "-o", "comm="], capture_output=True, text=True).stdout
+        if "grade-zygote" in ps.split():
+            break
+        time.sleep(0.1)
+    time.sleep(3)  # most often the student's code is running by now (its top level sleeps); either way it is Ctrl-C
+    os.killpg(proc.pid, signal.SIGINT)  # as the terminal does to the whole group
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, (out, err[-3000:])
+    assert "중단됨: 확인을 끝내지 않았습니다." in err, err[-3000:]
+    assert "RuntimeError" not in err and "Aborted" not in err, err[-3000:]

@@ -144,7 +144,7 @@ def test_papers_are_deterministic_and_personal(work, papers, variants):
                for s in rows) >= 3
 
 
-def test_papers_refuse_without_a_secret(work):
+def test_papers_refuse_without_a_secret(work, papers):
     """Without --secret-file or GRADE_EXAM_SECRET, does the command refuse and say how to make a secret?"""
     env = {k: v for k, v in os.environ.items() if k != exam.SECRET_ENV}
     p = subprocess.run([GRADE, "exam", "papers", "midterm", "--roster", "roster.csv", "-o", "nosecret"], cwd=work,
@@ -1098,6 +1098,11 @@ def test_a_roster_saved_by_korean_excel_or_as_unicode_text_is_read(tmp_path):
         assert got == want, name
     with pytest.raises(exam.ExamError, match="CSV UTF-8"):
         exam.read_roster(_written_roster(tmp_path / "bin.csv", b"id\n\xff\xfe\x00\xd8\x81\n"))
+    # UX s13: what Excel writes as "Unicode text" is UTF-16 with tabs between the columns (it was refused with
+    # "save it as comma-separated CSV", though the README names it as read); a Korean-Windows CSV of tabs too
+    tabs = text.replace(",", "\t")
+    for name, data in (("unicode_text.txt", tabs.encode("utf-16")), ("tabs.csv", tabs.encode("cp949"))):
+        assert exam.read_roster(_written_roster(tmp_path / name, data)) == want, name
 
 
 def _written_roster(path: Path, data: bytes) -> Path:

@@ -486,6 +486,28 @@ def test_an_answer_in_a_markdown_cell_is_pointed_out_and_the_handed_out_notebook
     assert "마크다운 셀에 파이썬 코드가 있지만" in notes[0].ko and "Ctrl+M Y" in notes[0].ko
 
 
+def test_a_notebook_saved_with_a_kernel_of_another_language_is_told_so(tmp_path):
+    """UX s13: an R notebook (Colab's R runtime, IRkernel) named attention.ipynb was run as Python with nothing but
+    "NameError: name 'library' is not defined" to say why; a note now names its kernel and the switch to Python 3,
+    in both languages. A Python notebook (any Python kernel) gets no such note."""
+    from autograder.source import read
+    nb = json.loads(NOTEBOOK.read_text(encoding="utf-8"))
+    for kernel, language, noted in ((("ir", "R", "R"), "R", True),
+                                    (("julia-1.10", "Julia 1.10.4", "julia"), "julia", True),
+                                    (("python3", "Python 3 (ipykernel)", "python"), "python", False),
+                                    (("xpython", "Python 3.11 (XPython)", "python"), "python", False)):
+        nb["metadata"]["kernelspec"] = dict(zip(("name", "display_name", "language"), kernel))
+        nb["metadata"]["language_info"] = {"name": language}
+        path = tmp_path / "attention.ipynb"
+        path.write_text(json.dumps(nb, ensure_ascii=False), encoding="utf-8")
+        notes = [n for n in read(path).notes if "Python 3" in n.en]
+        assert len(notes) == noted, (kernel, notes)
+        if noted:
+            assert notes[0].en.startswith(f"attention.ipynb was saved with the {kernel[1]} kernel, whose language "
+                                          f"is {kernel[2]}"), notes[0].en
+            assert "Change Kernel" in notes[0].en and "런타임 유형 변경" in notes[0].ko and kernel[1] in notes[0].ko
+
+
 def test_a_slow_training_cell_and_an_input_cell_are_told_in_both_languages(tmp_path):
     """A notebook's training cell that runs for minutes is skipped after call_timeout, and a cell calling input()
     gets EOFError: the classes keep their points. The skip was told in the grader's English inside the Korean note

@@ -359,6 +359,7 @@ def test_batch_then_report_on_the_bundled_examples(tmp_path):
     p = grade(["report", "results", "--submissions", "submissions"], tmp_path)
     assert p.returncode == 0, p.stderr[-3000:]
     assert "results/report/index.html" in p.stdout
+    assert "report in results/report/index.html" in p.stdout  # as typed, like grade batch's last line (UX s13)
     out = tmp_path / "results" / "report"
     d = json.loads((out / "report.json").read_text())
     pairs = {(x["a"], x["b"]) for x in d["similar"]}
@@ -397,3 +398,29 @@ def test_page_lists_the_commonest_failure_groups_and_sums_the_rest(tmp_path):
     page = (tmp_path / "o" / "index.html").read_text()
     assert len(rep.data["groups"]) == 9 and "3 other messages" in page
     assert page.count("is wrong</summary>") == 6 and "s8.html" in page
+
+
+def test_korean_pages_keep_words_whole_in_table_cells():
+    """UX s13 (screenshot of `grade report --lang ko`): Hangul may break between any two syllables, so narrow
+    columns split their headings and labels mid-word (배/점, 실/패, 공개 검/사). Korean pages keep words whole in
+    table cells; English pages are as they were."""
+    from autograder import report
+    ko = report.page("t", "<table><tr><th>배점</th></tr></table>", lang="ko")
+    assert '<html lang="ko">' in ko and ":lang(ko) th,:lang(ko) td{word-break:keep-all}" in ko
+    assert '<html lang="en">' in report.page("t", "", lang="en")
+
+
+def test_a_submissions_folder_that_holds_none_of_the_results_files_is_said_on_the_terminal(synthetic, tmp_path):
+    """UX s13: `grade report results --submissions WRONG_FOLDER` compared nothing and said "0 similar pair(s)" as if
+    the class had no pair; a note on the terminal now says that nothing was found there, and which folder to pass.
+    Files left out of a comparison that did run (a file changed since it was graded) are counted there too."""
+    (tmp_path / "elsewhere").mkdir()
+    p = grade(["report", str(synthetic["results"]), "--submissions", "elsewhere", "-o", "rep"], tmp_path)
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert "note: none of these results' submissions was found in elsewhere, so nothing was compared" in p.stderr
+    assert "pass the folder given to grade batch as --submissions" in p.stderr
+    subs = tmp_path / "subs"
+    shutil.copytree(synthetic["results"].parent / "submissions", subs)
+    (subs / "ana.py").write_text((subs / "ana.py").read_text() + "\nx = 1\n")
+    p = grade(["report", str(synthetic["results"]), "--submissions", "subs", "-o", "rep2", "--lang", "ko"], tmp_path)
+    assert p.returncode == 0 and "참고: 제출물 1개는 비교하지 않았습니다 (ana: ana.py changed" in p.stderr, p.stderr
