@@ -324,7 +324,7 @@ def papers(assignment_name: str, roster: Path, out_dir: Path, secret_file: Path 
                                      secret_file=_here(secret_file))
     except GraderError as e:
         _fail(e)
-    click.echo(f"wrote {len(rows)} papers to {out_dir}/ and {out_dir}/manifest.csv")
+    click.echo(f"wrote {len(rows)} paper{'' if len(rows) == 1 else 's'} to {out_dir}/ and {out_dir}/manifest.csv")
 
 
 @exam.command()
