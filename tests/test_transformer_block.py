@@ -410,6 +410,26 @@ def test_an_attention_whose_key_is_made_before_its_query_gets_the_weights_by_the
     assert len(charged) == 1 and charged[0].startswith("MultiHeadSelfAttention has W_q, W_k, W_v, W_o"), failures(r)
 
 
+def test_a_block_without_the_attention_residual_is_charged_whatever_its_layers_order(tmp_path):
+    """Red team, round 22: a block without the attention's residual, its attention's projections made q, v, out, k
+    under names that say no role (lin_a..lin_d): the residual check silenced the layer given W_o's weights in the
+    order made, its keys, and each example's tokens came out as one vector, but the examples as different ones; the
+    check looked for one vector in the whole batch and passed. Graded on its own."""
+    text = edit(edit(REF.read_text(encoding="utf-8"), "x = self.norm1(x + self.dropout1(self.attn(x, causal)))",
+                     "x = self.norm1(self.dropout1(self.attn(x, causal)))"),
+                "x = x + self.dropout1(self.attn(self.norm1(x), causal))", "x = self.dropout1(self.attn(self.norm1(x), causal))")
+    for old, new in (("self.W_q", "self.lin_a"), ("self.W_v", "self.lin_b"), ("self.W_o", "self.lin_c"),
+                     ("self.W_k", "self.lin_d")):
+        text = text.replace(old, new)
+    text = edit(text, "self.lin_a = nn.Linear(d_model, d_model)\n        self.lin_d = nn.Linear(d_model, d_model)\n"
+                      "        self.lin_b = nn.Linear(d_model, d_model)\n        self.lin_c = nn.Linear(d_model, d_model)",
+                "self.lin_a = nn.Linear(d_model, d_model)\n        self.lin_b = nn.Linear(d_model, d_model)\n"
+                "        self.lin_c = nn.Linear(d_model, d_model)\n        self.lin_d = nn.Linear(d_model, d_model)")
+    r = grade_sources(tmp_path, {"nores.py": text}, name=NAME)["nores"]
+    residual = [c for c in r.checks if c.name.startswith("Both residual connections")]
+    assert residual and all(c.status != "passed" for c in residual), failures(r)
+
+
 def test_a_layer_norm_eps_is_not_taken_for_norm_first(graded):
     """Learners round rl12: TransformerBlock(d_model, n_heads, d_ff, dropout=0.1, layer_norm_eps=1e-5), post-norm: the
     fifth argument holds "norm" and was passed the flag (LayerNorms with eps 0 and 1), and the student was told to
