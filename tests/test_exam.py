@@ -1004,6 +1004,40 @@ def test_a_copy_padded_with_calls_that_do_nothing_is_still_a_copy(variants):
         [((1, 0), (1, 7)), ((2, 0), (2, 22)), ((3, 0), (3, 10))]
 
 
+def _padded_with(code: str, pad: str) -> str:
+    """After every statement of every function body, the statement `pad` (the same each time)."""
+    tree = ast.parse(code)
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.If, ast.For, ast.With)):
+            node.body = [x for stmt in node.body
+                         for x in ([] if isinstance(stmt, ast.Return) else [ast.parse(pad).body[0]]) + [stmt]]
+    return ast.unparse(ast.fix_missing_locations(tree))
+
+
+@pytest.mark.parametrize("pad", ['print("", end="")', "assert True", "if 0:\n    pass", "sorted(())",
+                                 "try:\n    pass\nexcept Exception:\n    pass", "import math"])
+def test_a_copy_padded_with_one_statement_over_and_over_is_still_a_copy(variants, pad):
+    """Red team, round 22: the statements dropped as doing nothing are a list, and a copy padded after every
+    statement with one not on it (`print("", end="")`, `assert True`, `if 0: pass`, `sorted(())`) shared about 5%
+    with its source. A statement written alike many times over, binding nothing and leaving nothing, is dropped as
+    padding; the independent answer stays apart."""
+    from autograder import similarity
+    a = assignment.load("midterm")
+    v = variants["ada"]
+    base = exam.winnow(exam.tokens(exam.paper(a, v, "ada")))
+    own = exam.winnow(exam.tokens(solved("ada", v))) - base
+    padded = _padded_with(renamed(solved("ada", v)), pad)
+    assert padded.count(ast.unparse(ast.parse(pad)).split("\n")[0]) > 20
+    compile(padded, "padded", "exec")
+    share = lambda x, y: len(x & y) / min(len(x), len(y))  # noqa: E731
+    assert share(own, exam.winnow(exam.tokens(padded)) - base) >= 0.8
+    pairs, _fps, _base = similarity.similar_pairs({"ada": [solved("ada", v)], "bo": [padded]},
+                                                  [exam.paper(a, v, "ada")])
+    assert [(p.a, p.b) for p in pairs] == [("ada", "bo")], pairs
+    alt_text = exam.render((ROOT / "tests" / "exam_corpus" / "alt_correct.py").read_text(encoding="utf-8"), v, "x")
+    assert share(own, exam.winnow(exam.tokens(alt_text)) - base) < 0.8
+
+
 def test_a_roster_reads_as_instructors_write_it_and_refuses_what_would_stop_grading(tmp_path):
     """Red team (exam day): `ID,Extra Minutes` lost bo's extra time without a word; a semicolon roster was refused
     with no hint why; extra_minutes of nan, inf or 1e12 stopped `grade batch` part way with a traceback."""
