@@ -588,6 +588,48 @@ def test_a_block_that_pytorchs_encoder_layer_computes_earns_only_its_constructio
         assert r.score == 66, (name, r.score)
 
 
+# (red team, round 22) the layer's fused kernel called from a function that torch.jit.CompilationUnit compiles: the
+# worker's TorchScript switch does not reach CompilationUnit, and a call of compiled code makes no profile event, so
+# the watch sees nothing of it (100/100). Left open: the watch would have to see ops at the dispatcher (a
+# TorchDispatchMode does see those run by TorchScript), or the worker refuse to run compiled functions.
+_KERNEL_COMPILED = '''_CU = torch.jit.CompilationUnit("""
+def run(x: Tensor, e: int, h: int, w: Tensor, b: Tensor, ow: Tensor, ob: Tensor, nf: bool, eps: float,
+        n1w: Tensor, n1b: Tensor, n2w: Tensor, n2b: Tensor, l1w: Tensor, l1b: Tensor, l2w: Tensor, l2b: Tensor) -> Tensor:
+    return torch._transformer_encoder_layer_fwd(x, e, h, w, b, ow, ob, False, nf, eps, n1w, n1b, n2w, n2b,
+                                                l1w, l1b, l2w, l2b, None, None)
+""")
+
+
+class TransformerBlock(nn.Module):
+    def __init__(self, d_model, n_heads):
+        super().__init__()
+        self.self_attn = nn.MultiheadAttention(d_model, n_heads, dropout=DROP_RATE, batch_first=True)
+        self.linear1 = nn.Linear(d_model, FF_MULT * d_model)
+        self.linear2 = nn.Linear(FF_MULT * d_model, d_model)
+        self.norm1, self.norm2 = nn.LayerNorm(d_model), nn.LayerNorm(d_model)
+        self.dropout = nn.Dropout(DROP_RATE)
+
+    def forward(self, x):
+        a = self.self_attn
+        with torch.no_grad():
+            return _CU.run(x, a.embed_dim, a.num_heads, a.in_proj_weight, a.in_proj_bias, a.out_proj.weight,
+                           a.out_proj.bias, NORM_FIRST, self.norm1.eps, self.norm1.weight, self.norm1.bias,
+                           self.norm2.weight, self.norm2.bias, self.linear1.weight, self.linear1.bias,
+                           self.linear2.weight, self.linear2.bias)
+'''
+
+
+@pytest.mark.xfail(strict=True, reason="red team, round 22: compiled code is out of the library watch's sight")
+def test_a_block_that_runs_the_fused_kernel_from_a_compilation_unit_earns_only_its_construction(tmp_path):
+    reference = (ROOT / "reference" / "midterm.py").read_text(encoding="utf-8")
+    (tmp_path / "subs").mkdir()
+    (tmp_path / "subs" / "cu.py").write_text(reference[:reference.index(_BLOCK)] + _KERNEL_COMPILED, encoding="utf-8")
+    p = grade("batch", "subs", "--assignment", "midterm", "--out", "res", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    r = SubmissionResult.from_dict(json.loads((tmp_path / "res" / "cu.json").read_text())["extra_data"]["internal"])
+    assert r.score == 66, r.score
+
+
 @pytest.mark.parametrize("corpus", ["ok_extra_buffers", "ok_functional_dropout", "ok_mask_buffer_4d",
                                     "ok_torchscript"])
 def test_a_correct_answer_written_another_way_keeps_full_marks_in_every_variant(work, variants, corpus):
