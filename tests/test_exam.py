@@ -180,6 +180,22 @@ def test_the_published_demo_secret_is_refused_for_a_real_exam(work, papers):
     assert (work / "demo_papers" / "ada" / "midterm.py").exists()
 
 
+def test_a_demo_zip_built_with_the_consent_grades_on_gradescope(tmp_path, monkeypatch):
+    """Red team, round 22: `grade gradescope` with the demo's secret and GRADE_DEMO_SECRET_OK=1 built the zip, and on
+    Gradescope, where nothing sets that variable, the zip's own secret was refused for every submission. The zip's
+    secret was judged when the zip was built; the same refusal still stands for a real exam's commands (above)."""
+    private = tmp_path / exam.PRIVATE_DIR
+    private.mkdir()
+    (private / "roster.csv").write_bytes((ROOT / "examples" / "exam" / "roster.csv").read_bytes())
+    (private / "secret").write_bytes((ROOT / "examples" / "exam" / "demo-only.secret").read_bytes())
+    monkeypatch.setattr(exam, "PROJECT_ROOT", tmp_path)
+    monkeypatch.delenv(exam.DEMO_OK_ENV, raising=False)
+    p = exam.gradescope_plan(assignment.load("midterm"), {})
+    assert p is not None and p.secret.startswith(exam.DEMO_SECRET_MARK)
+    with pytest.raises(exam.ExamError, match="demo-only.secret"):
+        exam.read_secret(private / "secret")
+
+
 # ---------------------------------------------------------------------------------------------- batch
 
 def test_each_student_is_graded_against_their_own_variant(graded, variants):
