@@ -117,7 +117,7 @@ def diagnosis(kind: str, sub: Any, **context: Any) -> Message | None:
 
 
 def _fmt(x: float) -> str:
-    """A value in a message: four decimals, or four significant digits in scientific notation where four decimals
+    """A value in a message: four decimals, or scientific notation with four decimals where four decimals
     would run to dozens of digits (a gap of float32's largest, 3.4e+38, was printed in full: correct variants
     round 5)."""
     if x != x:

@@ -103,8 +103,9 @@ def require(a: Assignment) -> ExamConfig:
 
 # ---------------------------------------------------------------------------------------------- secret, variants
 
-def read_secret(secret_file: Path | None) -> bytes:
-    """The exam secret from --secret-file, else $GRADE_EXAM_SECRET; refuses to go on without one."""
+def read_secret(secret_file: Path | None, demo_ok: bool = False) -> bytes:
+    """The exam secret from --secret-file, else $GRADE_EXAM_SECRET; refuses to go on without one. demo_ok: the
+    demo's secret was already allowed where it was chosen (a Gradescope zip's, built with the demo consent)."""
     if secret_file is not None:
         try:
             raw = secret_file.read_bytes().strip()
@@ -123,7 +124,7 @@ def read_secret(secret_file: Path | None) -> bytes:
         raise ExamError(Message(
             f"the exam secret is too short ({len(raw)} bytes; at least 16); {MAKE_SECRET}",
             f"시험 비밀 값이 너무 짧습니다 ({len(raw)}바이트; 16바이트 이상). {MAKE_SECRET_KO}"))
-    if raw.startswith(DEMO_SECRET_MARK) and os.environ.get(DEMO_OK_ENV) != "1":
+    if raw.startswith(DEMO_SECRET_MARK) and os.environ.get(DEMO_OK_ENV) != "1" and not demo_ok:
         # The demo's secret is in the repository: anyone can compute every student's variant (and paper code) from
         # it. An instructor who copied `make demo`'s command for a real exam would hand out papers with no secret.
         raise ExamError(Message(
@@ -660,7 +661,9 @@ def gradescope_plan(a: Assignment, times: dict[str, str]) -> Plan | None:
     folder = PROJECT_ROOT / PRIVATE_DIR
     if not (folder / "roster.csv").is_file():
         return plan(a, None, None)
-    p = Plan(a, require(a), read_roster(folder / "roster.csv"), read_secret(folder / "secret"))
+    # (the secret was refused or allowed when the zip was built, `grade gradescope`: a demo zip built with
+    # GRADE_DEMO_SECRET_OK=1 refused every submission on Gradescope, where nothing sets it; red team, round 22)
+    p = Plan(a, require(a), read_roster(folder / "roster.csv"), read_secret(folder / "secret", demo_ok=True))
     p.times = dict(times)
     return p
 

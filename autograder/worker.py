@@ -1177,6 +1177,16 @@ class DeviceSim(TorchFunctionMode):
                 self.mixed.append([str(getattr(fn, "name", "") or "script function"), sorted(devices)])
             raise RuntimeError("Expected all tensors to be on the same device, but found at least two devices, "
                                + " and ".join(sorted(devices)) + "!")
+        if any(self.on(t) for t in tensors):
+            # What it makes on the CPU itself (torch.ones(n, n) without device=) and hands to an op with its
+            # arguments' tensors would mix devices on a GPU: such a mask inside a TorchScript helper passed this
+            # check (red team, round 22; TorchScript turned on again, or a torch.jit.CompilationUnit).
+            mixes = _script_mixes(fn)
+            if mixes is not None:
+                if len(self.mixed) < 20:
+                    self.mixed.append([mixes, ["cpu", SIMULATED]])
+                raise RuntimeError(f"Expected all tensors to be on the same device, but found at least two devices, "
+                                   f"cpu and {SIMULATED}!")
         out = fn(*args, **kwargs)
         if any(self.on(t) for t in tensors):
             for t in tree_flatten(out)[0]:
@@ -1286,6 +1296,100 @@ def probe_devices(m: nn.Module, shapes: list[list[int]], mode: str = "eval") -> 
         out_device = SIMULATED if sim.on(out) else out.device.type
     return {"mixed": sim.mixed[:20], "out_device": out_device, "stay_behind": leftovers[:20],
             "causal_sdpa": sim.causal_sdpa, "to_cpu": sim.to_cpu}
+
+
+# Ops of a TorchScript graph whose tensor arguments may sit on different devices: shapes and values read out, and
+# the moves that put their first tensor where their second is.
+_SCRIPT_ANY_DEVICE = {"aten::size", "aten::dim", "aten::numel", "aten::item", "aten::len", "aten::to", "aten::type_as",
+                      "aten::expand_as", "aten::view_as", "aten::reshape_as", "aten::copy_", "aten::__is__",
+                      "aten::__isnot__"}
+
+
+def _script_made_on_cpu(node: Any, kind: str) -> bool:
+    """Whether a TorchScript graph's node makes a tensor on the CPU whatever its inputs' device: .cpu(), a device
+    argument that is the constant "cpu", or a factory's device left out (torch.ones(n, n)); not the *_like and new_*
+    ops, which follow their input, nor torch.tensor(...) (most often a number: a 0-dimensional CPU tensor mixes with
+    any device)."""
+    if kind == "aten::cpu":
+        return True
+    if kind.endswith("_like") or kind.startswith("aten::new_") or kind in ("aten::tensor", "aten::scalar_tensor"):
+        return False
+    try:
+        names = [a.name for a in torch._C.parse_schema(node.schema()).arguments]
+    except Exception:
+        return False
+    if "device" not in names:
+        return False
+    dev = list(node.inputs())[names.index("device")]
+    if dev.node().kind() != "prim::Constant":
+        return False
+    value = dev.toIValue()
+    if value is None:
+        return kind != "aten::to"  # (to(dtype=...) keeps the device)
+    return torch.device(value).type == "cpu"
+
+
+def _script_mixes(fn: Any) -> str | None:
+    """The name of the first op of TorchScript function or module `fn` that takes a tensor it made on the CPU
+    (_script_made_on_cpu, or computed from such tensors alone) together with one it did not (its arguments'
+    tensors, its weights): with its arguments on a GPU, the op that would raise. None where none does, or where
+    its graph cannot be read. DeviceSim.script_call sees nothing inside TorchScript otherwise."""
+    try:
+        graph = fn.inlined_graph
+    except Exception:
+        return None
+    cpu: set[str] = set()
+
+    def walk(block) -> str | None:
+        for node in block.nodes():
+            kind = node.kind()
+            outs = [o.debugName() for o in node.outputs()]
+            if _script_made_on_cpu(node, kind):
+                cpu.update(outs)
+                continue
+            tensors = [v for v in node.inputs() if isinstance(v.type(), (torch._C.TensorType, torch._C.ListType))
+                       and (isinstance(v.type(), torch._C.TensorType) or v.debugName() in cpu
+                            or v.node().kind() == "prim::ListConstruct")]
+            if kind in ("aten::index", "aten::index_put", "aten::index_put_"):  # (CPU indices index any device)
+                tensors = [v for i, v in enumerate(node.inputs())
+                           if i != 1 and isinstance(v.type(), torch._C.TensorType)]
+            mine = [v for v in tensors if v.debugName() in cpu]
+            if kind == "prim::ListConstruct":
+                items = [v for v in node.inputs() if isinstance(v.type(), torch._C.TensorType)]
+                if items and all(v.debugName() in cpu for v in items):
+                    cpu.update(outs)
+                elif any(v.debugName() in cpu for v in items):
+                    uses = [u.user.kind() for o in node.outputs() for u in o.uses()]
+                    return (uses[0] if uses else kind).split("::")[-1]
+                continue
+            if mine and kind not in _SCRIPT_ANY_DEVICE:
+                if len(mine) < len(tensors):
+                    return kind.split("::")[-1]
+                cpu.update(outs)
+            elif mine and kind in ("aten::item", "aten::size", "aten::dim", "aten::numel", "aten::len"):
+                pass
+            elif mine and kind == "aten::to" and len(tensors) == 1 and not _moves(node):
+                cpu.update(outs)  # (to(dtype): still on the CPU)
+            for b in node.blocks():
+                found = walk(b)
+                if found:
+                    return found
+        return None
+
+    def _moves(node) -> bool:
+        try:
+            names = [a.name for a in torch._C.parse_schema(node.schema()).arguments]
+        except Exception:
+            return True
+        if "device" not in names:
+            return True
+        dev = list(node.inputs())[names.index("device")]
+        return not (dev.node().kind() == "prim::Constant" and dev.toIValue() is None)
+
+    try:
+        return walk(graph)
+    except Exception:  # (a graph of a kind not foreseen: taken as one op, as before)
+        return None
 
 
 def _script_functions(m: nn.Module) -> list[tuple[dict, str, Any]]:

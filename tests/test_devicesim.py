@@ -164,3 +164,46 @@ def test_a_tensor_moved_back_to_the_cpu_is_reported_as_such():
     register_buffer (which the student had used)."""
     res = worker.probe_devices(MaskBackToCpu(), [[2, 5, 4]])
     assert res["to_cpu"] is True and res["mixed"], res
+
+
+@torch.jit.script
+def _hide_made_on_cpu(scores: torch.Tensor, n: int) -> torch.Tensor:
+    return scores.masked_fill(torch.triu(torch.ones(n, n, dtype=torch.bool), 1), float("-inf"))
+
+
+@torch.jit.script
+def _hide_made_on_its_device(scores: torch.Tensor, n: int) -> torch.Tensor:
+    return scores.masked_fill(torch.triu(torch.ones(n, n, dtype=torch.bool, device=scores.device), 1), float("-inf"))
+
+
+@torch.jit.script
+def _hide_moved_and_indexed(scores: torch.Tensor, n: int) -> torch.Tensor:
+    keep = torch.arange(n)  # (CPU indices index a tensor on any device)
+    mask = torch.triu(torch.ones(n, n), 1).to(torch.bool).to(scores.device)
+    return scores.masked_fill(mask, float("-inf"))[:, keep]
+
+
+class ScriptedMask(nn.Module):
+    """A causal attention whose mask is made by a TorchScript helper: the probe sees none of its ops, and took its
+    call as one op, so a mask made inside it on the CPU passed (red team, round 22: TorchScript is off in a worker,
+    but a submission can turn it on again, and torch.jit.CompilationUnit compiles anyway)."""
+
+    def __init__(self, helper):
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+        self.helper = helper
+
+    def forward(self, x):
+        s = self.lin(x) @ x.transpose(1, 2)
+        return hide_through(self.helper, s, x.shape[1]).softmax(-1) @ x
+
+
+def hide_through(helper, s, n):  # (a global name the probe finds: the helper's namespace is this module's)
+    return globals()[helper](s, n)
+
+
+@pytest.mark.parametrize("helper, mixed", [("_hide_made_on_cpu", [["masked_fill", ["cpu", "meta"]]]),
+                                           ("_hide_made_on_its_device", []), ("_hide_moved_and_indexed", [])])
+def test_a_torchscript_helper_that_makes_a_tensor_on_the_cpu_is_caught(helper, mixed):
+    res = worker.probe_devices(ScriptedMask(helper), [[2, 5, 4]])
+    assert res["mixed"] == mixed, res

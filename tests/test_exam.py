@@ -180,6 +180,22 @@ def test_the_published_demo_secret_is_refused_for_a_real_exam(work, papers):
     assert (work / "demo_papers" / "ada" / "midterm.py").exists()
 
 
+def test_a_demo_zip_built_with_the_consent_grades_on_gradescope(tmp_path, monkeypatch):
+    """Red team, round 22: `grade gradescope` with the demo's secret and GRADE_DEMO_SECRET_OK=1 built the zip, and on
+    Gradescope, where nothing sets that variable, the zip's own secret was refused for every submission. The zip's
+    secret was judged when the zip was built; the same refusal still stands for a real exam's commands (above)."""
+    private = tmp_path / exam.PRIVATE_DIR
+    private.mkdir()
+    (private / "roster.csv").write_bytes((ROOT / "examples" / "exam" / "roster.csv").read_bytes())
+    (private / "secret").write_bytes((ROOT / "examples" / "exam" / "demo-only.secret").read_bytes())
+    monkeypatch.setattr(exam, "PROJECT_ROOT", tmp_path)
+    monkeypatch.delenv(exam.DEMO_OK_ENV, raising=False)
+    p = exam.gradescope_plan(assignment.load("midterm"), {})
+    assert p is not None and p.secret.startswith(exam.DEMO_SECRET_MARK)
+    with pytest.raises(exam.ExamError, match="demo-only.secret"):
+        exam.read_secret(private / "secret")
+
+
 # ---------------------------------------------------------------------------------------------- batch
 
 def test_each_student_is_graded_against_their_own_variant(graded, variants):
@@ -653,6 +669,48 @@ def test_a_q1_that_pytorchs_multi_head_attention_computes_earns_only_its_constru
     assert "F.multi_head_attention_forward" in paper[paper.index(_Q1):paper.index(_Q2)]
 
 
+# (red team, round 22) the layer's fused kernel called from a function that torch.jit.CompilationUnit compiles: the
+# worker's TorchScript switch does not reach CompilationUnit, and a call of compiled code makes no profile event, so
+# the watch sees nothing of it (100/100). Left open: the watch would have to see ops at the dispatcher (a
+# TorchDispatchMode does see those run by TorchScript), or the worker refuse to run compiled functions.
+_KERNEL_COMPILED = '''_CU = torch.jit.CompilationUnit("""
+def run(x: Tensor, e: int, h: int, w: Tensor, b: Tensor, ow: Tensor, ob: Tensor, nf: bool, eps: float,
+        n1w: Tensor, n1b: Tensor, n2w: Tensor, n2b: Tensor, l1w: Tensor, l1b: Tensor, l2w: Tensor, l2b: Tensor) -> Tensor:
+    return torch._transformer_encoder_layer_fwd(x, e, h, w, b, ow, ob, False, nf, eps, n1w, n1b, n2w, n2b,
+                                                l1w, l1b, l2w, l2b, None, None)
+""")
+
+
+class TransformerBlock(nn.Module):
+    def __init__(self, d_model, n_heads):
+        super().__init__()
+        self.self_attn = nn.MultiheadAttention(d_model, n_heads, dropout=DROP_RATE, batch_first=True)
+        self.linear1 = nn.Linear(d_model, FF_MULT * d_model)
+        self.linear2 = nn.Linear(FF_MULT * d_model, d_model)
+        self.norm1, self.norm2 = nn.LayerNorm(d_model), nn.LayerNorm(d_model)
+        self.dropout = nn.Dropout(DROP_RATE)
+
+    def forward(self, x):
+        a = self.self_attn
+        with torch.no_grad():
+            return _CU.run(x, a.embed_dim, a.num_heads, a.in_proj_weight, a.in_proj_bias, a.out_proj.weight,
+                           a.out_proj.bias, NORM_FIRST, self.norm1.eps, self.norm1.weight, self.norm1.bias,
+                           self.norm2.weight, self.norm2.bias, self.linear1.weight, self.linear1.bias,
+                           self.linear2.weight, self.linear2.bias)
+'''
+
+
+@pytest.mark.xfail(strict=True, reason="red team, round 22: compiled code is out of the library watch's sight")
+def test_a_block_that_runs_the_fused_kernel_from_a_compilation_unit_earns_only_its_construction(tmp_path):
+    reference = (ROOT / "reference" / "midterm.py").read_text(encoding="utf-8")
+    (tmp_path / "subs").mkdir()
+    (tmp_path / "subs" / "cu.py").write_text(reference[:reference.index(_BLOCK)] + _KERNEL_COMPILED, encoding="utf-8")
+    p = grade("batch", "subs", "--assignment", "midterm", "--out", "res", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    r = SubmissionResult.from_dict(json.loads((tmp_path / "res" / "cu.json").read_text())["extra_data"]["internal"])
+    assert r.score == 66, r.score
+
+
 @pytest.mark.parametrize("corpus", ["ok_extra_buffers", "ok_functional_dropout", "ok_mask_buffer_4d",
                                     "ok_torchscript"])
 def test_a_correct_answer_written_another_way_keeps_full_marks_in_every_variant(work, variants, corpus):
@@ -1067,6 +1125,40 @@ def test_a_copy_padded_with_calls_that_do_nothing_is_still_a_copy(variants):
         assert len(code.splitlines()) not in {start[0] for start, _ in similarity._dead(code)}, code
     assert similarity._dead('print()\nprint(end="", sep=" ")\nlen("abc")\n') == \
         [((1, 0), (1, 7)), ((2, 0), (2, 22)), ((3, 0), (3, 10))]
+
+
+def _padded_with(code: str, pad: str) -> str:
+    """After every statement of every function body, the statement `pad` (the same each time)."""
+    tree = ast.parse(code)
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.If, ast.For, ast.With)):
+            node.body = [x for stmt in node.body
+                         for x in ([] if isinstance(stmt, ast.Return) else [ast.parse(pad).body[0]]) + [stmt]]
+    return ast.unparse(ast.fix_missing_locations(tree))
+
+
+@pytest.mark.parametrize("pad", ['print("", end="")', "assert True", "if 0:\n    pass", "sorted(())",
+                                 "try:\n    pass\nexcept Exception:\n    pass", "import math"])
+def test_a_copy_padded_with_one_statement_over_and_over_is_still_a_copy(variants, pad):
+    """Red team, round 22: the statements dropped as doing nothing are a list, and a copy padded after every
+    statement with one not on it (`print("", end="")`, `assert True`, `if 0: pass`, `sorted(())`) shared about 5%
+    with its source. A statement written alike many times over, binding nothing and leaving nothing, is dropped as
+    padding; the independent answer stays apart."""
+    from autograder import similarity
+    a = assignment.load("midterm")
+    v = variants["ada"]
+    base = exam.winnow(exam.tokens(exam.paper(a, v, "ada")))
+    own = exam.winnow(exam.tokens(solved("ada", v))) - base
+    padded = _padded_with(renamed(solved("ada", v)), pad)
+    assert padded.count(ast.unparse(ast.parse(pad)).split("\n")[0]) > 20
+    compile(padded, "padded", "exec")
+    share = lambda x, y: len(x & y) / min(len(x), len(y))  # noqa: E731
+    assert share(own, exam.winnow(exam.tokens(padded)) - base) >= 0.8
+    pairs, _fps, _base = similarity.similar_pairs({"ada": [solved("ada", v)], "bo": [padded]},
+                                                  [exam.paper(a, v, "ada")])
+    assert [(p.a, p.b) for p in pairs] == [("ada", "bo")], pairs
+    alt_text = exam.render((ROOT / "tests" / "exam_corpus" / "alt_correct.py").read_text(encoding="utf-8"), v, "x")
+    assert share(own, exam.winnow(exam.tokens(alt_text)) - base) < 0.8
 
 
 def test_a_roster_reads_as_instructors_write_it_and_refuses_what_would_stop_grading(tmp_path):

@@ -390,6 +390,7 @@ def test_a_block_whose_parts_are_named_otherwise_loses_only_the_structure_check(
 
 @pytest.mark.parametrize("student, question, check", [
     ("attn_layers_renamed", "MultiHeadSelfAttention", "MultiHeadSelfAttention has W_q, W_k, W_v, W_o"),
+    ("attn_layers_renamed_key_first", "MultiHeadSelfAttention", "MultiHeadSelfAttention has W_q, W_k, W_v, W_o"),
     ("ffn_layers_in_sequential", "FeedForward", "FeedForward has linear1 = nn.Linear(d_model, d_ff)")])
 def test_layers_named_otherwise_lose_only_the_names_check(graded, student, question, check):
     """Learners round rl13: a part's linear layers named otherwise (query/key/value/out; an nn.Sequential's net.0 and
@@ -398,6 +399,35 @@ def test_layers_named_otherwise_lose_only_the_names_check(graded, student, quest
     r = graded[student]
     charged = [c.name for c in r.checks if c.status != "passed" and c.points > 0]
     assert len(charged) == 1 and charged[0].startswith(check), failures(r)
+
+
+def test_an_attention_whose_key_is_made_before_its_query_gets_the_weights_by_their_names(tmp_path):
+    """Red team, round 22: key, query, value, proj made in that order (nanoGPT's Head) were given PyTorch's weights in
+    the order made, W_q's in the keys, and a right attention kept 5.6 of 20; each layer's name says its role. Graded
+    on its own (the module's batch is the whole table): only the names check is charged."""
+    r = grade_sources(tmp_path, {"kf.py": bugs.BY_NAME["attn_layers_renamed_key_first"].source()}, name=NAME)["kf"]
+    charged = [c.name for c in r.checks if c.status != "passed" and c.points > 0]
+    assert len(charged) == 1 and charged[0].startswith("MultiHeadSelfAttention has W_q, W_k, W_v, W_o"), failures(r)
+
+
+def test_a_block_without_the_attention_residual_is_charged_whatever_its_layers_order(tmp_path):
+    """Red team, round 22: a block without the attention's residual, its attention's projections made q, v, out, k
+    under names that say no role (lin_a..lin_d): the residual check silenced the layer given W_o's weights in the
+    order made, its keys, and each example's tokens came out as one vector, but the examples as different ones; the
+    check looked for one vector in the whole batch and passed. Graded on its own."""
+    text = edit(edit(REF.read_text(encoding="utf-8"), "x = self.norm1(x + self.dropout1(self.attn(x, causal)))",
+                     "x = self.norm1(self.dropout1(self.attn(x, causal)))"),
+                "x = x + self.dropout1(self.attn(self.norm1(x), causal))", "x = self.dropout1(self.attn(self.norm1(x), causal))")
+    for old, new in (("self.W_q", "self.lin_a"), ("self.W_v", "self.lin_b"), ("self.W_o", "self.lin_c"),
+                     ("self.W_k", "self.lin_d")):
+        text = text.replace(old, new)
+    text = edit(text, "self.lin_a = nn.Linear(d_model, d_model)\n        self.lin_d = nn.Linear(d_model, d_model)\n"
+                      "        self.lin_b = nn.Linear(d_model, d_model)\n        self.lin_c = nn.Linear(d_model, d_model)",
+                "self.lin_a = nn.Linear(d_model, d_model)\n        self.lin_b = nn.Linear(d_model, d_model)\n"
+                "        self.lin_c = nn.Linear(d_model, d_model)\n        self.lin_d = nn.Linear(d_model, d_model)")
+    r = grade_sources(tmp_path, {"nores.py": text}, name=NAME)["nores"]
+    residual = [c for c in r.checks if c.name.startswith("Both residual connections")]
+    assert residual and all(c.status != "passed" for c in residual), failures(r)
 
 
 def test_a_layer_norm_eps_is_not_taken_for_norm_first(graded):

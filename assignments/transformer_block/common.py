@@ -151,19 +151,42 @@ OWN_BLOCK = Message(
 # The template's names of each part's linear layers, in the order the template makes them.
 PART_LAYERS = {"MultiHeadSelfAttention": ("W_q", "W_k", "W_v", "W_o"), "FeedForward": ("linear1", "linear2")}
 
+# The words of a layer's name that say which of the attention's projections it is (W_o's only where it names none
+# of the others: q_proj is the query's). Red team, round 22: nanoGPT's Head makes key before query, and a right
+# attention with key/query/value/proj made in that order was given W_q's weights in its keys (the scores
+# transposed): 5.6 of 20.
+ROLE_WORDS = {"W_q": {"q", "query", "queries"}, "W_k": {"k", "key", "keys"}, "W_v": {"v", "value", "values"},
+              "W_o": {"o", "out", "output", "proj", "projection"}}
+
+
+def _by_role(want: tuple[str, ...], linears: list[str]) -> dict[str, str] | None:
+    """The template's layer of `want` each of `linears` names by its words (ROLE_WORDS), where every one names
+    exactly one and no two the same; None otherwise (then the order made decides)."""
+    roles: dict[str, str] = {}
+    for name in linears:
+        words = set(re.split(r"[^a-z]+", name.rsplit(".", 1)[-1].lower()))
+        named = [w for w in want if w != "W_o" and ROLE_WORDS.get(w, set()) & words]
+        if not named and ROLE_WORDS.get("W_o", set()) & words and "W_o" in want:
+            named = ["W_o"]
+        if len(named) != 1 or named[0] in roles:
+            return None
+        roles[named[0]] = name
+    return roles if len(roles) == len(want) else None
+
 
 def part_layers(modules: list, under: str, cls: str) -> dict[str, str]:
     """The template's names of a part's linear layers -> the student's, relative to the part (`under`, its name in
     describe()'s `modules`, "" for the part itself), where the part uses none of the template's names: its
     nn.Linear modules in the order made, when there are exactly as many (query, key, value, out; fc1, fc2; net.0,
-    net.3 of an nn.Sequential). Learners round rl13: a right attention with query/key/value/out got 4 of 20."""
+    net.3 of an nn.Sequential), or the attention's by the words of their names where each says its role
+    (_by_role: key made before query). Learners round rl13: a right attention with query/key/value/out got 4 of 20."""
     want = PART_LAYERS[cls]
     prefix = f"{under}." if under else ""
     inner = [n[len(prefix):] for n, _c in modules if n.startswith(prefix)]
     linears = [n[len(prefix):] for n, c in modules if n.startswith(prefix) and c == "Linear"]
     if any(w in inner for w in want) or len(linears) != len(want):
         return {}
-    return dict(zip(want, linears))
+    return (_by_role(want, linears) if cls == "MultiHeadSelfAttention" else None) or dict(zip(want, linears))
 
 
 def part_renames(sub, cls: str, m) -> dict[str, str]:

@@ -263,6 +263,14 @@ VARIANTS: list[Variant] = [
       breaks=ATTN, says=("does not have the parameters the template names",), never_says=("could not be copied",),
       why="learners round rl13: query/key/value/out, as tutorials name them, got 4 of 20 (every check that copies "
           "PyTorch's weights in failed); they are given them in the order made, and the names check alone charges"),
+    V("attn_layers_renamed_key_first",
+      ch(ATTN, "self.W_q = nn.Linear(d_model, d_model)\n        self.W_k = nn.Linear(d_model, d_model)",
+         "self.key = nn.Linear(d_model, d_model)\n        self.query = nn.Linear(d_model, d_model)"),
+      *(ch(ATTN, f"self.{a}", f"self.{b}") for a, b in (("W_q", "query"), ("W_k", "key"), ("W_v", "value"),
+                                                       ("W_o", "proj"))),
+      breaks=ATTN, says=("does not have the parameters the template names",), never_says=("could not be copied",),
+      why="red team, round 22: key made before query, as nanoGPT's Head does, got W_q's weights in its keys (the order "
+          "made) and 5.6 of 20; the attention's layers go by the words of their names where each names its role"),
     V("ffn_layers_in_sequential", ch(FFN, FFN_WIDTH + "\n        self.dropout = nn.Dropout(dropout)",
                                      "self.net = nn.Sequential(nn.Linear(d_model, d_ff), nn.ReLU(), "
                                      "nn.Dropout(dropout),\n                                 nn.Linear(d_ff, d_model))"),
