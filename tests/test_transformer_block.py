@@ -617,3 +617,44 @@ def test_weight_copy_failure_is_korean_in_korean(graded):
     assert not [(m, english_words(m)) for m in copied if english_words(m)]
     assert any("이름이 W_q.bias인 파라미터가 없음" in m for m in copied), copied
 
+
+
+def test_layers_named_otherwise_made_in_another_order_go_by_their_names():
+    """Correct variants round 6: names that say their role in ways the role words missed, made in another order than
+    the template's, went by the order made: Llama's wk, wq, wv, wo (and Wq, keyProj: a letter after w, camelCase),
+    fc2 made before fc1, w_down before w_up, ln_2 before ln_1, ffn_norm before attention_norm. Each now goes by its
+    name; without one, by the number it ends with, else the order made (lin_a..lin_d)."""
+    from assignments.transformer_block.common import _by_role, by_number
+    attn = ("W_q", "W_k", "W_v", "W_o")
+    assert _by_role(attn, ["wk", "wq", "wv", "wo"]) == dict(zip(attn, ["wq", "wk", "wv", "wo"]))
+    assert _by_role(attn, ["Wk", "Wq", "Wv", "Wo"]) == dict(zip(attn, ["Wq", "Wk", "Wv", "Wo"]))
+    assert _by_role(attn, ["keyProj", "queryProj", "valueProj", "outProj"]) == dict(
+        zip(attn, ["queryProj", "keyProj", "valueProj", "outProj"]))
+    assert _by_role(("linear1", "linear2"), ["w_down", "w_up"]) == {"linear1": "w_up", "linear2": "w_down"}
+    assert _by_role(("norm1", "norm2"), ["ffn_norm", "attention_norm"]) == {"norm1": "attention_norm",
+                                                                          "norm2": "ffn_norm"}
+    assert by_number(["fc2", "fc1"]) == ["fc1", "fc2"] and by_number(["ln_2", "ln_1"]) == ["ln_1", "ln_2"]
+    assert by_number(["net.0", "net.3"]) == ["net.0", "net.3"]
+    assert _by_role(attn, ["lin_a", "lin_d", "lin_b", "lin_c"]) is None and by_number(["lin_b", "lin_a"]) == [
+        "lin_b", "lin_a"]
+
+
+def test_a_right_answer_with_its_layers_named_otherwise_in_another_order_loses_only_the_names_checks(tmp_path):
+    """Correct variants round 6, the whole submission: wk made before wq (attention 5.6 of 20), fc2 before fc1
+    (feed-forward 1.6 of 12), ln_2 before ln_1 (block 13.5 of 36, ablation 6 of 12). Only the three checks of the
+    template's names are charged."""
+    text = REF.read_text(encoding="utf-8")
+    text = edit(text, "self.W_q = nn.Linear(d_model, d_model)\n        self.W_k = nn.Linear(d_model, d_model)",
+                "self.W_k = nn.Linear(d_model, d_model)\n        self.W_q = nn.Linear(d_model, d_model)")
+    for old, new in (("self.W_q", "self.wq"), ("self.W_k", "self.wk"), ("self.W_v", "self.wv"), ("self.W_o", "self.wo"),
+                     ("self.linear1", "self.fc1"), ("self.linear2", "self.fc2"), ("self.norm1", "self.ln_1"),
+                     ("self.norm2", "self.ln_2")):
+        text = text.replace(old, new)
+    text = edit(text, "self.fc1 = nn.Linear(d_model, d_ff)\n        self.fc2 = nn.Linear(d_ff, d_model)",
+                "self.fc2 = nn.Linear(d_ff, d_model)\n        self.fc1 = nn.Linear(d_model, d_ff)")
+    text = edit(text, "self.ln_1 = nn.LayerNorm(d_model)\n        self.ln_2 = nn.LayerNorm(d_model)",
+                "self.ln_2 = nn.LayerNorm(d_model)\n        self.ln_1 = nn.LayerNorm(d_model)")
+    r = grade_sources(tmp_path, {"renamed.py": text}, name=NAME)["renamed"]
+    charged = sorted(c.name.split(" ")[0] + " " + c.name.split(" ")[1] for c in r.checks
+                     if c.status != "passed" and c.points > 0)
+    assert charged == ["FeedForward has", "MultiHeadSelfAttention has", "TransformerBlock holds"], failures(r)

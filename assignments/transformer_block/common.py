@@ -156,18 +156,33 @@ PART_LAYERS = {"MultiHeadSelfAttention": ("W_q", "W_k", "W_v", "W_o"), "FeedForw
 # attention with key/query/value/proj made in that order was given W_q's weights in its keys (the scores
 # transposed): 5.6 of 20.
 ROLE_WORDS = {"W_q": {"q", "query", "queries"}, "W_k": {"k", "key", "keys"}, "W_v": {"v", "value", "values"},
-              "W_o": {"o", "out", "output", "proj", "projection"}}
+              "W_o": {"o", "out", "output", "proj", "projection"},
+              # the feed-forward's layers and the block's LayerNorms, by the same rule (correct variants round 6:
+              # w_down made before w_up, norm_ffn before norm_attn, went by the order made)
+              "linear1": {"up", "in", "expand", "inner"}, "linear2": {"down", "out", "output", "proj", "contract"},
+              "norm1": {"attn", "attention", "sa", "mha"}, "norm2": {"ff", "ffn", "ffwd", "mlp", "feedforward"}}
+
+
+def name_words(name: str) -> set[str]:
+    """The words of a layer's own name (its last dotted part), lower case: split at what is not a letter and where
+    camelCase starts a word (queryProj: query, proj), with a letter after a leading w also its own word (Llama's
+    wq, wk, wv, wo; Wq: q). Correct variants round 6: wk, wq, wv, wo and keyProj, queryProj made in that order named
+    no role and went by the order made, W_q's weights into the keys (5.6 of 20)."""
+    last = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name.rsplit(".", 1)[-1])
+    words = set(re.split(r"[^a-z]+", last.lower())) - {""}
+    return words | {w[1:] for w in words if len(w) == 2 and w[0] == "w"}
 
 
 def _by_role(want: tuple[str, ...], linears: list[str]) -> dict[str, str] | None:
     """The template's layer of `want` each of `linears` names by its words (ROLE_WORDS), where every one names
     exactly one and no two the same; None otherwise (then the order made decides)."""
     roles: dict[str, str] = {}
+    last = want[-1]  # (W_o, linear2, norm2: named so only where the name says none of the others: q_proj is W_q)
     for name in linears:
-        words = set(re.split(r"[^a-z]+", name.rsplit(".", 1)[-1].lower()))
-        named = [w for w in want if w != "W_o" and ROLE_WORDS.get(w, set()) & words]
-        if not named and ROLE_WORDS.get("W_o", set()) & words and "W_o" in want:
-            named = ["W_o"]
+        words = name_words(name)
+        named = [w for w in want if w != last and ROLE_WORDS.get(w, set()) & words]
+        if not named and ROLE_WORDS.get(last, set()) & words:
+            named = [last]
         if len(named) != 1 or named[0] in roles:
             return None
         roles[named[0]] = name
@@ -178,15 +193,26 @@ def part_layers(modules: list, under: str, cls: str) -> dict[str, str]:
     """The template's names of a part's linear layers -> the student's, relative to the part (`under`, its name in
     describe()'s `modules`, "" for the part itself), where the part uses none of the template's names: its
     nn.Linear modules in the order made, when there are exactly as many (query, key, value, out; fc1, fc2; net.0,
-    net.3 of an nn.Sequential), or the attention's by the words of their names where each says its role
-    (_by_role: key made before query). Learners round rl13: a right attention with query/key/value/out got 4 of 20."""
+    net.3 of an nn.Sequential), or by the words of their names where each says its role (_by_role: key made before
+    query, w_down before w_up), or by the number each name ends with (by_number: fc2 made before fc1). Learners round
+    rl13: a right attention with query/key/value/out got 4 of 20."""
     want = PART_LAYERS[cls]
     prefix = f"{under}." if under else ""
     inner = [n[len(prefix):] for n, _c in modules if n.startswith(prefix)]
     linears = [n[len(prefix):] for n, c in modules if n.startswith(prefix) and c == "Linear"]
     if any(w in inner for w in want) or len(linears) != len(want):
         return {}
-    return (_by_role(want, linears) if cls == "MultiHeadSelfAttention" else None) or dict(zip(want, linears))
+    return _by_role(want, linears) or dict(zip(want, by_number(linears)))
+
+
+def by_number(names: list[str]) -> list[str]:
+    """`names` in the order of the number each ends with (fc1, fc2; ln_1, ln_2), where each ends with its own;
+    else as they are (the order made). Correct variants round 6: fc2 made before fc1 got linear1's weights, which
+    did not fit (the feed-forward kept 1.6 of 12), and ln_2 made before ln_1 was taken as norm1 (13.5 of 36)."""
+    ends = [re.search(r"(\d+)$", n.rsplit(".", 1)[-1]) for n in names]
+    if any(e is None for e in ends) or len({int(e.group(1)) for e in ends}) != len(names):
+        return names
+    return [n for _k, n in sorted(zip([int(e.group(1)) for e in ends], names))]
 
 
 def part_renames(sub, cls: str, m) -> dict[str, str]:
@@ -237,7 +263,8 @@ def build_block(sub, d: int, h: int, d_ff: int, dropout: float = 0.0, norm_first
 def block_renames(sub, m, spec: dict | None = None) -> dict[str, str]:
     """The student's names for the block's parts where the template's are not used: {"attn": "attention", "ff":
     "ffn", "norm1": "ln1", "norm2": "ln2"}: the one top-level module of the attention's class (the student's, or
-    its misspelt name, or the grader's stand-in) and of FeedForward's, and the two top-level LayerNorms in the order
+    its misspelt name, or the grader's stand-in) and of FeedForward's, and the two top-level LayerNorms by their
+    names' words or numbers where they say which is which (attention_norm, ffn_norm; ln_1, ln_2), else in the order
     they were made. A right block with `self.attention` and `self.ffn` got 58.75 of 100: PyTorch's weights went to
     attn.* and ff.* only (learners round rl13: tutorials name them so). The weights are copied in under the
     student's names (Remote.renamed); the structure check alone charges the names. With them, the parts' linear
@@ -257,7 +284,7 @@ def block_renames(sub, m, spec: dict | None = None) -> dict[str, str]:
                 renames[want] = held[0]
         norms = [n for n in info.get("layer_norms") or [] if "." not in n]
         if not {"norm1", "norm2"} & names and len(norms) == 2:
-            renames["norm1"], renames["norm2"] = norms
+            renames.update(_by_role(("norm1", "norm2"), norms) or dict(zip(("norm1", "norm2"), by_number(norms))))
         for want, cls in (("attn", "MultiHeadSelfAttention"), ("ff", "FeedForward")):
             held = renames.get(want, want if want in names else None)
             for theirs, mine in (part_layers(info.get("modules", []), held, cls) if held else {}).items():
