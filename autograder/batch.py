@@ -483,21 +483,37 @@ def main(*, submissions: Path, out: Path, assignment: Assignment, workers: int =
                 finish(_crashed(slot.job, assignment, msg["fatal"]))
                 slot.job = None
     finally:
-        for s in slots.values():
-            if s.proc.poll() is None:
-                s.proc.kill()
-                s.proc.wait()
-        for s in (forked[1].values() if forked is not None else ()):
-            s.proc.close()  # (also those that ended and were replaced)
-            try:  # it leaves once every grader process has closed its socket
-                zygote.wait(timeout=5)
-            except subprocess.TimeoutExpired:
+        # A Ctrl-C (or SIGTERM, see cli.py) that comes while the graders are being stopped, the loop above having
+        # ended, waits until the CSVs are written: it left none, the run's results on disk but in no CSV.
+        stopped: KeyboardInterrupt | None = None
+        try:
+            for s in slots.values():
+                if s.proc.poll() is None:
+                    s.proc.kill()
+                    s.proc.wait()
+        except KeyboardInterrupt as e:
+            stopped = e
+            for s in slots.values():
+                if s.proc.poll() is None:
+                    s.proc.kill()
+        try:
+            for s in (forked[1].values() if forked is not None else ()):
+                s.proc.close()  # (also those that ended and were replaced)
+                try:  # it leaves once every grader process has closed its socket
+                    zygote.wait(timeout=5)
+                except subprocess.TimeoutExpired:
+                    zygote.kill()
+                    zygote.wait()
+        except KeyboardInterrupt as e:
+            stopped = stopped or e
+            if zygote is not None and zygote.poll() is None:
                 zygote.kill()
-                zygote.wait()
         progress.close()
         # Always, even when the loop above failed: the CSVs hold every result this run got.
         write_atomic(out / "scores.csv", csv_text(summary.results, assignment.question_ids))
         write_atomic(out / "grades.csv", grades_csv_text(summary.results, assignment.question_ids))  # for an LMS
+        if stopped is not None:
+            raise stopped
     summary.set_aside += _set_aside(out, {job.student for job in jobs})
     if summary.set_aside:
         n = len(summary.set_aside)

@@ -528,6 +528,40 @@ def test_sigterm_to_the_batch_alone_stops_it_as_ctrl_c_does(here):
     assert not left, left
 
 
+def test_a_second_signal_while_the_batch_stops_still_leaves_both_csvs(here):
+    """Red team rt23: SIGTERM, then Ctrl-C pressed again and again while the batch stopped its graders: the second
+    KeyboardInterrupt left the cleanup half done, with no scores.csv or grades.csv (the finished results only as
+    files), graders printing INTERNALERROR tracebacks, and no word of what to do next. Only the first signal stops
+    the batch; the rest wait."""
+    subs = here / "submissions"
+    subs.mkdir()
+    for i in range(8):
+        shutil.copy(REFERENCE, subs / f"s{i:02d}.py")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "PYTEST"))}
+    proc = subprocess.Popen([str(GRADE), "batch", "submissions", "--workers", "1"], cwd=here, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and len(list((here / "results").glob("*.json"))) < 2:
+        time.sleep(0.05)
+    os.kill(proc.pid, signal.SIGTERM)
+    deadline = time.monotonic() + 60
+    while proc.poll() is None and time.monotonic() < deadline:  # Ctrl-C, pressed over and over
+        time.sleep(0.01)
+        try:
+            os.kill(proc.pid, signal.SIGINT)
+        except ProcessLookupError:
+            break
+    out, err = proc.communicate(timeout=300)
+    err = err.decode("utf-8", "replace")
+    # (-SIGINT: a Ctrl-C during the interpreter's own exit, after all of it, when Python has put back the default)
+    assert proc.returncode in (143, -signal.SIGINT), err[-3000:]
+    assert "interrupted (SIGTERM)" in err and "INTERNALERROR" not in err and "Traceback" not in err, err[-3000:]
+    done = sorted(p.stem for p in (here / "results").glob("*.json"))
+    assert 2 <= len(done) < 8 and sorted(scores_csv(here / "results")) == done
+    assert (here / "results" / "grades.csv").is_file()
+
+
 def test_results_inside_the_submissions_folder_are_not_a_student(here):
     """`grade batch submissions --out submissions/results`, run twice: the second run graded the results folder
     as a student named "results" (0/100)."""
