@@ -574,6 +574,23 @@ def test_results_inside_the_submissions_folder_are_not_a_student(here):
     assert set(scores_csv(subs / "results")) == {"ada"}
 
 
+def test_results_inside_the_submissions_folder_are_not_a_student_for_another_out(here):
+    """Red team rt23: results written in submissions/results (as the refusal of --out submissions advises), then
+    a run into another --out (the default results/): submissions/results was graded as a student "results" with
+    0/100, a row in grades.csv for nobody. A student's folder with a scores.csv and code is still graded."""
+    subs = here / "submissions"
+    subs.mkdir()
+    shutil.copy(REFERENCE, subs / "ada.py")
+    (subs / "kim").mkdir()
+    shutil.copy(REFERENCE, subs / "kim" / "attention.py")
+    (subs / "kim" / "scores.csv").write_text("student,submission,score,max_score,steps\n")
+    p = grade("batch", "submissions", "--out", "submissions/results", cwd=here)
+    assert p.returncode == 0, p.stderr[-1500:]
+    p = grade("batch", "submissions", cwd=here)
+    assert p.returncode == 0, p.stderr[-1500:]
+    assert set(scores_csv(here / "results")) == {"ada", "kim"}
+
+
 def test_results_written_into_the_submissions_folder_itself_are_refused(here):
     """UX s13: `grade batch subs --out subs` wrote ada.json, scores.csv and grades.csv beside ada.py, and the next
     run graded them as students (ada.json took the id ada, 0/100; ada.py became ada-2). Refused (exit 2) before
