@@ -509,9 +509,16 @@ def main(*, submissions: Path, out: Path, assignment: Assignment, workers: int =
             if zygote is not None and zygote.poll() is None:
                 zygote.kill()
         progress.close()
-        # Always, even when the loop above failed: the CSVs hold every result this run got.
-        write_atomic(out / "scores.csv", csv_text(summary.results, assignment.question_ids))
-        write_atomic(out / "grades.csv", grades_csv_text(summary.results, assignment.question_ids))  # for an LMS
+        # Always, even when the loop above failed: the CSVs hold every result this run got. A first Ctrl-C or
+        # SIGTERM in the middle of one is taken and the write done again (only the first stops a run, cli.py):
+        # it left the old scores.csv, or no grades.csv, behind a message that both list what was finished.
+        for name, text_of in (("scores.csv", csv_text), ("grades.csv", grades_csv_text)):  # grades: for an LMS
+            text = text_of(summary.results, assignment.question_ids)
+            try:
+                write_atomic(out / name, text)
+            except KeyboardInterrupt as e:
+                stopped = stopped or e
+                write_atomic(out / name, text)
         if stopped is not None:
             raise stopped
     summary.set_aside += _set_aside(out, {job.student for job in jobs})
