@@ -10,6 +10,7 @@ import os
 import queue
 import re
 import select
+import shlex
 import signal
 import socket
 import subprocess
@@ -267,6 +268,14 @@ def result_assignment(path: Path) -> str | None:
     return r.assignment if r is not None else None
 
 
+def _shell_path(p: Path) -> str:
+    """An absolute path as a --out to type in the shell here: from the working folder where it is below it, quoted
+    where a shell needs it. A folder's bare name was offered (--out lab1/results for submissions elsewhere named
+    a folder that is not there; '--out my results-attention' two arguments; red team, round 23)."""
+    rel = os.path.relpath(p)
+    return shlex.quote(str(p) if rel == os.pardir or rel.startswith(os.pardir + os.sep) else rel)
+
+
 def _refuse_other_assignment(out: Path, a: Assignment) -> None:
     """A results folder that holds another assignment's results is refused before anything is written: the
     default --out (results/) of lab 2 was lab 1's, and every lab 1 result was overwritten (same student ids) or
@@ -285,7 +294,7 @@ def _refuse_other_assignment(out: Path, a: Assignment) -> None:
     kinds = ", ".join(f"{k} ({len(v)} file{'s' * (len(v) > 1)})" for k, v in sorted(others.items()))
     kinds_ko = ", ".join(f"{k} ({len(v)}개)" for k, v in sorted(others.items()))
     example = next(iter(sorted(others.values())))[0]
-    new = f"{out.name}-{a.name}"
+    new = _shell_path(out.with_name(f"{out.name}-{a.name}"))
     raise UsageError(Message(
         f"{out} already holds results of another assignment: {kinds}, e.g. {example}. Grading "
         f"{a.name} there would overwrite those results or move them aside, and rewrite scores.csv and grades.csv. "
@@ -314,9 +323,9 @@ def main(*, submissions: Path, out: Path, assignment: Assignment, workers: int =
         raise UsageError(Message(
             f"--out {out} is the submissions folder itself: the result files and CSVs written there would be graded "
             f"as students by the next run. Write them elsewhere (the default --out results, or --out "
-            f"{submissions.name}/results).",
+            f"{_shell_path(submissions / 'results')}).",
             f"--out {out}은(는) 제출물 폴더 자체입니다. 그곳에 쓴 결과 파일과 CSV를 다음 실행이 학생으로 채점하게 "
-            f"됩니다. 다른 곳에 쓰세요 (기본값 --out results, 또는 --out {submissions.name}/results)."))
+            f"됩니다. 다른 곳에 쓰세요 (기본값 --out results, 또는 --out {_shell_path(submissions / 'results')})."))
     _preflight(assignment, out)
     _refuse_other_assignment(out, assignment)
     found = discover.entries(submissions, assignment, skip=out)

@@ -605,6 +605,26 @@ def test_results_written_into_the_submissions_folder_itself_are_refused(here):
         assert sorted(f.name for f in subs.iterdir()) == ["ada.py"]
 
 
+def test_the_out_folders_offered_can_be_typed_where_the_command_was(here):
+    """Red team rt23: the folders offered instead of a refused --out were bare names: `grade batch "lab 1" --out
+    "lab 1"` was offered --out lab 1/results (two arguments), and submissions elsewhere (../class/lab1) --out
+    lab1/results, a folder that is not there. They are given from the working folder, quoted for the shell."""
+    work = here / "work"
+    work.mkdir()
+    (here / "lab 1").mkdir()
+    shutil.copy(REFERENCE, here / "lab 1" / "ada.py")
+    p = grade("batch", "lab 1", "--out", "lab 1", cwd=here)
+    assert p.returncode == 2 and "--out 'lab 1/results')" in p.stderr, p.stderr[-1500:]
+    p = grade("batch", "../lab 1", "--out", "../lab 1", cwd=work)
+    assert p.returncode == 2 and f"--out '{here / 'lab 1' / 'results'}')" in p.stderr, p.stderr[-1500:]
+    (here / "lab2").mkdir()
+    shutil.copy(MHA_CORRECT, here / "lab2" / "ada.py")
+    p = grade("batch", "lab2", "--out", "my results", cwd=here)
+    assert p.returncode == 0, p.stderr[-1500:]
+    p = grade("batch", "lab 1", "--out", "my results", cwd=here)
+    assert p.returncode == 2 and "--out 'my results-attention')" in p.stderr, p.stderr[-1500:]
+
+
 def test_closed_standard_streams_change_no_grade(here):
     """A script or service that runs `grade` with stdin, stdout or stderr closed (`<&-`, `>&-`, `2>&-`): the
     grader's pipes and sockets then took those numbers and a worker's /dev/null or log overwrote them (two of three
