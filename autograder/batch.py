@@ -326,6 +326,15 @@ def main(*, submissions: Path, out: Path, assignment: Assignment, workers: int =
             f"{_shell_path(submissions / 'results')}).",
             f"--out {out}은(는) 제출물 폴더 자체입니다. 그곳에 쓴 결과 파일과 CSV를 다음 실행이 학생으로 채점하게 "
             f"됩니다. 다른 곳에 쓰세요 (기본값 --out results, 또는 --out {_shell_path(submissions / 'results')})."))
+    inside = os.path.realpath(out).startswith(os.path.join(os.path.realpath(submissions), ""))
+    if inside and out.is_dir() and discover._gradable(out):
+        # A student's folder (a zip named results.zip, unzipped as the zip refusal says): it was skipped as the
+        # results folder, that student neither graded nor listed, and the results written among their files.
+        raise UsageError(Message(
+            f"--out {out} is inside the submissions and holds code files: it is a student's submission, which "
+            f"would be left ungraded and written over. Write the results elsewhere (the default --out results).",
+            f"--out {out}은(는) 제출물 폴더 안에 있고 코드 파일이 있습니다: 학생의 제출물이므로 채점되지 않고 "
+            f"결과로 덮어쓰이게 됩니다. 결과는 다른 곳에 쓰세요 (기본값 --out results)."))
     _preflight(assignment, out)
     _refuse_other_assignment(out, assignment)
     found = discover.entries(submissions, assignment, skip=out)

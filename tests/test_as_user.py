@@ -625,6 +625,21 @@ def test_the_out_folders_offered_can_be_typed_where_the_command_was(here):
     assert p.returncode == 2 and "--out 'my results-attention')" in p.stderr, p.stderr[-1500:]
 
 
+def test_an_out_folder_that_is_a_students_submission_is_refused(here):
+    """Red team rt23: `--out submissions/results` (as the refusal of --out submissions advises) where a student's
+    folder is named results (their results.zip, unzipped as the zip refusal says): that folder was skipped as the
+    results folder, the student neither graded nor in the CSVs, and the results written among their files."""
+    subs = here / "submissions"
+    (subs / "results").mkdir(parents=True)
+    shutil.copy(REFERENCE, subs / "ada.py")
+    shutil.copy(REFERENCE, subs / "results" / "attention.py")
+    p = grade("batch", "submissions", "--out", "submissions/results", cwd=here)
+    assert p.returncode == 2 and "holds code files" in p.stderr and "Traceback" not in p.stderr, p.stderr[-1500:]
+    assert sorted(f.name for f in (subs / "results").iterdir()) == ["attention.py"]
+    p = grade("batch", "submissions", cwd=here)
+    assert p.returncode == 0 and set(scores_csv(here / "results")) == {"ada", "results"}, p.stderr[-1500:]
+
+
 def test_closed_standard_streams_change_no_grade(here):
     """A script or service that runs `grade` with stdin, stdout or stderr closed (`<&-`, `>&-`, `2>&-`): the
     grader's pipes and sockets then took those numbers and a worker's /dev/null or log overwrote them (two of three
