@@ -53,18 +53,26 @@ def _stop_on_term() -> list:
     """SIGTERM and SIGHUP end `grade batch` as Ctrl-C does (KeyboardInterrupt: its graders stopped, both CSVs
     written, what to do next said). By default they ended this process alone: no CSV, and each grader process
     then printed an INTERNALERROR traceback (a broken pipe) on the terminal. Returns [name, number] once one came.
-    A signal the caller ignores (nohup) stays ignored."""
+    A signal the caller ignores (nohup) stays ignored. Only the first of them (Ctrl-C among them) stops it: a second
+    one, Ctrl-C pressed again or SIGTERM then Ctrl-C, came while the graders were being stopped and the CSVs
+    written, and left no scores.csv or grades.csv, graders unstopped printing INTERNALERROR tracebacks, and no word
+    of what to do next (red team, round 23)."""
     import signal
     got: list = []
+    stopping: list = []
 
     def stop(signum: int, _frame: object) -> None:
-        if not got:
-            got.extend([signal.Signals(signum).name, signum])
+        if not stopping:
+            stopping.append(signum)
+            if signum != signal.SIGINT:  # Ctrl-C says nothing of itself, as before
+                got.extend([signal.Signals(signum).name, signum])
             raise KeyboardInterrupt
 
     for sig in (signal.SIGTERM, signal.SIGHUP):
         if signal.getsignal(sig) is signal.SIG_DFL:
             signal.signal(sig, stop)
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signal.signal(signal.SIGINT, stop)
     return got
 
 

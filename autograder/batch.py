@@ -10,6 +10,7 @@ import os
 import queue
 import re
 import select
+import shlex
 import signal
 import socket
 import subprocess
@@ -267,6 +268,14 @@ def result_assignment(path: Path) -> str | None:
     return r.assignment if r is not None else None
 
 
+def _shell_path(p: Path) -> str:
+    """An absolute path as a --out to type in the shell here: from the working folder where it is below it, quoted
+    where a shell needs it. A folder's bare name was offered (--out lab1/results for submissions elsewhere named
+    a folder that is not there; '--out my results-attention' two arguments; red team, round 23)."""
+    rel = os.path.relpath(p)
+    return shlex.quote(str(p) if rel == os.pardir or rel.startswith(os.pardir + os.sep) else rel)
+
+
 def _refuse_other_assignment(out: Path, a: Assignment) -> None:
     """A results folder that holds another assignment's results is refused before anything is written: the
     default --out (results/) of lab 2 was lab 1's, and every lab 1 result was overwritten (same student ids) or
@@ -285,7 +294,7 @@ def _refuse_other_assignment(out: Path, a: Assignment) -> None:
     kinds = ", ".join(f"{k} ({len(v)} file{'s' * (len(v) > 1)})" for k, v in sorted(others.items()))
     kinds_ko = ", ".join(f"{k} ({len(v)}개)" for k, v in sorted(others.items()))
     example = next(iter(sorted(others.values())))[0]
-    new = f"{out.name}-{a.name}"
+    new = _shell_path(out.with_name(f"{out.name}-{a.name}"))
     raise UsageError(Message(
         f"{out} already holds results of another assignment: {kinds}, e.g. {example}. Grading "
         f"{a.name} there would overwrite those results or move them aside, and rewrite scores.csv and grades.csv. "
@@ -314,9 +323,18 @@ def main(*, submissions: Path, out: Path, assignment: Assignment, workers: int =
         raise UsageError(Message(
             f"--out {out} is the submissions folder itself: the result files and CSVs written there would be graded "
             f"as students by the next run. Write them elsewhere (the default --out results, or --out "
-            f"{submissions.name}/results).",
+            f"{_shell_path(submissions / 'results')}).",
             f"--out {out}은(는) 제출물 폴더 자체입니다. 그곳에 쓴 결과 파일과 CSV를 다음 실행이 학생으로 채점하게 "
-            f"됩니다. 다른 곳에 쓰세요 (기본값 --out results, 또는 --out {submissions.name}/results)."))
+            f"됩니다. 다른 곳에 쓰세요 (기본값 --out results, 또는 --out {_shell_path(submissions / 'results')})."))
+    inside = os.path.realpath(out).startswith(os.path.join(os.path.realpath(submissions), ""))
+    if inside and out.is_dir() and discover._gradable(out):
+        # A student's folder (a zip named results.zip, unzipped as the zip refusal says): it was skipped as the
+        # results folder, that student neither graded nor listed, and the results written among their files.
+        raise UsageError(Message(
+            f"--out {out} is inside the submissions and holds code files: it is a student's submission, which "
+            f"would be left ungraded and written over. Write the results elsewhere (the default --out results).",
+            f"--out {out}은(는) 제출물 폴더 안에 있고 코드 파일이 있습니다: 학생의 제출물이므로 채점되지 않고 "
+            f"결과로 덮어쓰이게 됩니다. 결과는 다른 곳에 쓰세요 (기본값 --out results)."))
     _preflight(assignment, out)
     _refuse_other_assignment(out, assignment)
     found = discover.entries(submissions, assignment, skip=out)
@@ -483,21 +501,44 @@ def main(*, submissions: Path, out: Path, assignment: Assignment, workers: int =
                 finish(_crashed(slot.job, assignment, msg["fatal"]))
                 slot.job = None
     finally:
-        for s in slots.values():
-            if s.proc.poll() is None:
-                s.proc.kill()
-                s.proc.wait()
-        for s in (forked[1].values() if forked is not None else ()):
-            s.proc.close()  # (also those that ended and were replaced)
-            try:  # it leaves once every grader process has closed its socket
-                zygote.wait(timeout=5)
-            except subprocess.TimeoutExpired:
+        # A Ctrl-C (or SIGTERM, see cli.py) that comes while the graders are being stopped, the loop above having
+        # ended, waits until the CSVs are written: it left none, the run's results on disk but in no CSV.
+        stopped: KeyboardInterrupt | None = None
+        try:
+            for s in slots.values():
+                if s.proc.poll() is None:
+                    s.proc.kill()
+                    s.proc.wait()
+        except KeyboardInterrupt as e:
+            stopped = e
+            for s in slots.values():
+                if s.proc.poll() is None:
+                    s.proc.kill()
+        try:
+            for s in (forked[1].values() if forked is not None else ()):
+                s.proc.close()  # (also those that ended and were replaced)
+                try:  # it leaves once every grader process has closed its socket
+                    zygote.wait(timeout=5)
+                except subprocess.TimeoutExpired:
+                    zygote.kill()
+                    zygote.wait()
+        except KeyboardInterrupt as e:
+            stopped = stopped or e
+            if zygote is not None and zygote.poll() is None:
                 zygote.kill()
-                zygote.wait()
         progress.close()
-        # Always, even when the loop above failed: the CSVs hold every result this run got.
-        write_atomic(out / "scores.csv", csv_text(summary.results, assignment.question_ids))
-        write_atomic(out / "grades.csv", grades_csv_text(summary.results, assignment.question_ids))  # for an LMS
+        # Always, even when the loop above failed: the CSVs hold every result this run got. A first Ctrl-C or
+        # SIGTERM in the middle of one is taken and the write done again (only the first stops a run, cli.py):
+        # it left the old scores.csv, or no grades.csv, behind a message that both list what was finished.
+        for name, text_of in (("scores.csv", csv_text), ("grades.csv", grades_csv_text)):  # grades: for an LMS
+            text = text_of(summary.results, assignment.question_ids)
+            try:
+                write_atomic(out / name, text)
+            except KeyboardInterrupt as e:
+                stopped = stopped or e
+                write_atomic(out / name, text)
+        if stopped is not None:
+            raise stopped
     summary.set_aside += _set_aside(out, {job.student for job in jobs})
     if summary.set_aside:
         n = len(summary.set_aside)

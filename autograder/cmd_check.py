@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import re
+import shlex
 from pathlib import Path
 from typing import Any, Callable
 
@@ -10,6 +11,7 @@ from .errors import UsageError
 from .messages import GRADER_FAILED, Message, term
 from .plugin import Job
 from .results import SubmissionResult, table
+from .safetext import shown_name
 
 HIDDEN_NOTE = Message(
     "These are the public checks only. After you submit, hidden checks with other seeds and shapes also run, "
@@ -34,10 +36,10 @@ def resolve(path: Path | None, assignment_name: str | None) -> tuple[Path, assig
             except OSError:
                 here = []
             if here:
-                q = lambda n: f'"{n}"' if re.search(r"[^\w.\-]", n) else n  # noqa: E731 (as a shell needs it)
-                shown = ", ".join(here[:5]) + (" ..." if len(here) > 5 else "")
-                also = Message(f". Here: {shown} (grade check {q(here[0])})",
-                               f". 이 폴더의 파일: {shown} (grade check {q(here[0])})")
+                shown = ", ".join(shown_name(n) for n in here[:5]) + (" ..." if len(here) > 5 else "")
+                cmd = _check_command(here[0])
+                also = Message(f". Here: {shown}" + (f" (grade check {cmd})" if cmd else ""),
+                               f". 이 폴더의 파일: {shown}" + (f" (grade check {cmd})" if cmd else ""))
             else:
                 also = Message("", "")
             raise UsageError(Message(
@@ -78,6 +80,21 @@ def resolve(path: Path | None, assignment_name: str | None) -> tuple[Path, assig
             f"{path.name}이(가) 어느 과제인지 알 수 없습니다 (알려진 파일: {names}). 이름을 바꾸거나 "
             "--assignment NAME을 지정하세요."))
     return path.resolve(), a, note
+
+
+def _check_command(name: str) -> str | None:
+    """`name` as a shell needs it in the command to copy, or None where it cannot be shown as it is (a control
+    character or a byte of no encoding: shown_name replaces those). Double quotes where they keep every character
+    as it is in sh, PowerShell and cmd alike; else single quotes (sh and PowerShell): a file named
+    "attention $(touch x).py" was offered as grade check "attention $(touch x).py", which runs the command in
+    its name when copied."""
+    if shown_name(name) != name:
+        return None
+    if name.startswith("-"):  # read as an option otherwise
+        name = "./" + name
+    if not re.search(r"[^\w./\-]", name):
+        return name
+    return f'"{name}"' if not re.search(r'[$`\\"!%]', name) else shlex.quote(name)
 
 
 def _is_zip(path: Path) -> bool:

@@ -361,6 +361,24 @@ def find(root: Path, assignment: Assignment) -> list[Job]:
     return [job for job, _origin in entries(root, assignment)]
 
 
+RESULTS_HEAD = b"student,submission,score,max_score,"  # scores.csv as grade batch writes it
+
+
+def results_folder(entry: Path) -> bool:
+    """Whether `entry` is a folder grade batch wrote results in: its scores.csv as grade batch writes it, and no
+    code file. Put inside the submissions (--out submissions/results, as the refusal of --out submissions itself
+    advises), it was graded as a student named "results" with 0/100 (a row in grades.csv for nobody) by any later
+    run into another --out (red team, round 23). Read without following a link or blocking on a FIFO."""
+    from .safetext import read_untrusted
+    try:
+        if entry.is_symlink() or not entry.is_dir():
+            return False
+    except OSError:
+        return False
+    head, _size = read_untrusted(str(entry / "scores.csv"), len(RESULTS_HEAD))
+    return head == RESULTS_HEAD and not _gradable(entry)
+
+
 def entries(root: Path, assignment: Assignment, skip: Path | None = None) -> list[tuple[Job, dict[str, Any]]]:
     """Like find(), with where each job came from: {"folder": entry name} plus, for a Gradescope export, the
     submitters and submission time from submission_metadata.yml (see export_id for how those jobs are named).
@@ -370,7 +388,7 @@ def entries(root: Path, assignment: Assignment, skip: Path | None = None) -> lis
     skipped = os.path.realpath(skip) if skip is not None else None
     listed = [e for e in sorted(root.iterdir())
               if not e.name.startswith(".") and e.name not in (EXPORT_METADATA, "__pycache__")
-              and (skipped is None or os.path.realpath(e) != skipped)]
+              and (skipped is None or os.path.realpath(e) != skipped) and not results_folder(e)]
     wanted: list[tuple[str, bool]] = []
     for entry in listed:
         info = meta.get(entry.name)

@@ -528,6 +528,40 @@ def test_sigterm_to_the_batch_alone_stops_it_as_ctrl_c_does(here):
     assert not left, left
 
 
+def test_a_second_signal_while_the_batch_stops_still_leaves_both_csvs(here):
+    """Red team rt23: SIGTERM, then Ctrl-C pressed again and again while the batch stopped its graders: the second
+    KeyboardInterrupt left the cleanup half done, with no scores.csv or grades.csv (the finished results only as
+    files), graders printing INTERNALERROR tracebacks, and no word of what to do next. Only the first signal stops
+    the batch; the rest wait."""
+    subs = here / "submissions"
+    subs.mkdir()
+    for i in range(8):
+        shutil.copy(REFERENCE, subs / f"s{i:02d}.py")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "PYTEST"))}
+    proc = subprocess.Popen([str(GRADE), "batch", "submissions", "--workers", "1"], cwd=here, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and len(list((here / "results").glob("*.json"))) < 2:
+        time.sleep(0.05)
+    os.kill(proc.pid, signal.SIGTERM)
+    deadline = time.monotonic() + 60
+    while proc.poll() is None and time.monotonic() < deadline:  # Ctrl-C, pressed over and over
+        time.sleep(0.01)
+        try:
+            os.kill(proc.pid, signal.SIGINT)
+        except ProcessLookupError:
+            break
+    out, err = proc.communicate(timeout=300)
+    err = err.decode("utf-8", "replace")
+    # (-SIGINT: a Ctrl-C during the interpreter's own exit, after all of it, when Python has put back the default)
+    assert proc.returncode in (143, -signal.SIGINT), err[-3000:]
+    assert "interrupted (SIGTERM)" in err and "INTERNALERROR" not in err and "Traceback" not in err, err[-3000:]
+    done = sorted(p.stem for p in (here / "results").glob("*.json"))
+    assert 2 <= len(done) < 8 and sorted(scores_csv(here / "results")) == done
+    assert (here / "results" / "grades.csv").is_file()
+
+
 def test_results_inside_the_submissions_folder_are_not_a_student(here):
     """`grade batch submissions --out submissions/results`, run twice: the second run graded the results folder
     as a student named "results" (0/100)."""
@@ -538,6 +572,23 @@ def test_results_inside_the_submissions_folder_are_not_a_student(here):
         p = grade("batch", "submissions", "--out", "submissions/results", "--force", cwd=here)
         assert p.returncode == 0, p.stderr[-1500:]
     assert set(scores_csv(subs / "results")) == {"ada"}
+
+
+def test_results_inside_the_submissions_folder_are_not_a_student_for_another_out(here):
+    """Red team rt23: results written in submissions/results (as the refusal of --out submissions advises), then
+    a run into another --out (the default results/): submissions/results was graded as a student "results" with
+    0/100, a row in grades.csv for nobody. A student's folder with a scores.csv and code is still graded."""
+    subs = here / "submissions"
+    subs.mkdir()
+    shutil.copy(REFERENCE, subs / "ada.py")
+    (subs / "kim").mkdir()
+    shutil.copy(REFERENCE, subs / "kim" / "attention.py")
+    (subs / "kim" / "scores.csv").write_text("student,submission,score,max_score,steps\n")
+    p = grade("batch", "submissions", "--out", "submissions/results", cwd=here)
+    assert p.returncode == 0, p.stderr[-1500:]
+    p = grade("batch", "submissions", cwd=here)
+    assert p.returncode == 0, p.stderr[-1500:]
+    assert set(scores_csv(here / "results")) == {"ada", "kim"}
 
 
 def test_results_written_into_the_submissions_folder_itself_are_refused(here):
@@ -552,6 +603,41 @@ def test_results_written_into_the_submissions_folder_itself_are_refused(here):
         assert p.returncode == 2 and "is the submissions folder itself" in p.stderr, (out, p.stderr[-1500:])
         assert "--out subs/results" in p.stderr and "Traceback" not in p.stderr
         assert sorted(f.name for f in subs.iterdir()) == ["ada.py"]
+
+
+def test_the_out_folders_offered_can_be_typed_where_the_command_was(here):
+    """Red team rt23: the folders offered instead of a refused --out were bare names: `grade batch "lab 1" --out
+    "lab 1"` was offered --out lab 1/results (two arguments), and submissions elsewhere (../class/lab1) --out
+    lab1/results, a folder that is not there. They are given from the working folder, quoted for the shell."""
+    work = here / "work"
+    work.mkdir()
+    (here / "lab 1").mkdir()
+    shutil.copy(REFERENCE, here / "lab 1" / "ada.py")
+    p = grade("batch", "lab 1", "--out", "lab 1", cwd=here)
+    assert p.returncode == 2 and "--out 'lab 1/results')" in p.stderr, p.stderr[-1500:]
+    p = grade("batch", "../lab 1", "--out", "../lab 1", cwd=work)
+    assert p.returncode == 2 and f"--out '{here / 'lab 1' / 'results'}')" in p.stderr, p.stderr[-1500:]
+    (here / "lab2").mkdir()
+    shutil.copy(MHA_CORRECT, here / "lab2" / "ada.py")
+    p = grade("batch", "lab2", "--out", "my results", cwd=here)
+    assert p.returncode == 0, p.stderr[-1500:]
+    p = grade("batch", "lab 1", "--out", "my results", cwd=here)
+    assert p.returncode == 2 and "--out 'my results-attention')" in p.stderr, p.stderr[-1500:]
+
+
+def test_an_out_folder_that_is_a_students_submission_is_refused(here):
+    """Red team rt23: `--out submissions/results` (as the refusal of --out submissions advises) where a student's
+    folder is named results (their results.zip, unzipped as the zip refusal says): that folder was skipped as the
+    results folder, the student neither graded nor in the CSVs, and the results written among their files."""
+    subs = here / "submissions"
+    (subs / "results").mkdir(parents=True)
+    shutil.copy(REFERENCE, subs / "ada.py")
+    shutil.copy(REFERENCE, subs / "results" / "attention.py")
+    p = grade("batch", "submissions", "--out", "submissions/results", cwd=here)
+    assert p.returncode == 2 and "holds code files" in p.stderr and "Traceback" not in p.stderr, p.stderr[-1500:]
+    assert sorted(f.name for f in (subs / "results").iterdir()) == ["attention.py"]
+    p = grade("batch", "submissions", cwd=here)
+    assert p.returncode == 0 and set(scores_csv(here / "results")) == {"ada", "results"}, p.stderr[-1500:]
 
 
 def test_closed_standard_streams_change_no_grade(here):

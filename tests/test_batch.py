@@ -113,6 +113,29 @@ def test_a_result_whose_submission_is_gone_is_moved_out_of_the_results_folder(tm
     assert scores == [0.0, 100.0, 100.0], scores  # the removed kim's 100 (twice: the older copy kept) and kim-2's 0
 
 
+def test_a_signal_during_the_csv_write_still_leaves_both_csvs(tmp_path, monkeypatch):
+    """Red team rt23: a Ctrl-C or SIGTERM (a KeyboardInterrupt, cli.py) while the batch wrote scores.csv left the
+    old one, or none, and no grades.csv, behind a message that both list what was finished. The write is done
+    again and the interruption passed on after both."""
+    subs, out = tmp_path / "subs", tmp_path / "out"
+    make(subs, 2)
+    real, calls = batch.write_atomic, []
+
+    def interrupted_once(path, text):
+        calls.append(path.name)
+        if len(calls) == 1:
+            raise KeyboardInterrupt
+        real(path, text)
+
+    monkeypatch.setattr(batch, "write_atomic", interrupted_once)
+    with pytest.raises(KeyboardInterrupt):
+        batch.main(submissions=subs, out=out, assignment=assignment.load("attention"), workers=1,
+                   echo=lambda _m: None)
+    for name in ("scores.csv", "grades.csv"):
+        text = (out / name).read_text()
+        assert "s00" in text and "s01" in text, (name, text)
+
+
 def test_the_assignment_of_a_result_file_is_read_without_being_fooled_by_its_text(tmp_path):
     """batch.result_assignment finds the key in the file's text (a rerun reads every result): text a student
     controls (a note, a file name) that spells the key is escaped in the JSON and never read as it."""

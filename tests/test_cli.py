@@ -191,6 +191,31 @@ def test_check_without_a_known_file_names_the_code_files_that_are_there(tmp_path
     assert p.returncode == 0 and "44/44" in p.stdout, p.stdout + p.stderr
 
 
+def test_the_command_offered_for_a_file_here_is_safe_to_copy(tmp_path):
+    """Red team rt23: a file named "attention $(touch PWNED).py" (a classmate's, from a shared folder or zip) was
+    offered as grade check "attention $(touch PWNED).py": in double quotes a shell runs the command in the name.
+    It is offered in single quotes; a name with a control character (a terminal escape, a newline that forges a
+    line) is shown cleaned and offered as no command, since the cleaned name is not the file's; a name starting
+    with '-' is not read as an option."""
+    shutil.copy(REFERENCE, tmp_path / "attention $(touch PWNED).py")
+    p = run(["check"], tmp_path)
+    assert p.returncode == 2 and "(grade check 'attention $(touch PWNED).py')" in p.stderr, p.stderr
+    probe = subprocess.run(["sh", "-c", "echo " + p.stderr.split("(grade check ")[1].rsplit(")", 1)[0]],
+                           cwd=tmp_path, capture_output=True, text=True)
+    assert probe.stdout == "attention $(touch PWNED).py\n" and not (tmp_path / "PWNED").exists()
+    other = tmp_path / "other"
+    other.mkdir()
+    shutil.copy(REFERENCE, other / "a\x1b[31mRED\nerror: forged.py")
+    p = run(["check"], other)
+    assert p.returncode == 2 and "\x1b" not in p.stderr and "\nerror: forged" not in p.stderr, p.stderr
+    assert "grade check a" not in p.stderr, p.stderr
+    dash = tmp_path / "dash"
+    dash.mkdir()
+    shutil.copy(REFERENCE, dash / "-attention.py")
+    p = run(["check"], dash)
+    assert "(grade check ./-attention.py)" in p.stderr, p.stderr
+
+
 def test_release_says_what_it_wrote_with_a_command_that_can_be_copied(tmp_path):
     """UX s13: `grade release -o "학생 번들"` said "pip install 학생 번들 && grade check": copied into a shell, that
     installs two things that do not exist. The folder is quoted where a shell needs it, and --lang ko says it in
