@@ -289,6 +289,11 @@ def _gradable(folder: Path) -> list[Path]:
             and not any(part.startswith(".") or part == "__pycache__" for part in p.relative_to(folder).parts)]
 
 
+# Each zip of a folder into a folder of its own, as the zip refusal offers it to be pasted in that folder: `./` so
+# that a name beginning with `-` is no option of unzip's, .ZIP as well as .zip (red team s23).
+UNZIP_EACH = ('for f in ./*.zip ./*.ZIP; do [ -e "$f" ] || continue; unzip -q -d "${f%.*}" "$f" && rm "$f"; done')
+
+
 def recognise(root: Path, names: list[str], notes: list[Message] | None = None) -> Assignment:
     """The one assignment the submissions in `root` answer, recognised from their files as `grade check` does.
 
@@ -318,10 +323,10 @@ def recognise(root: Path, names: list[str], notes: list[Message] | None = None) 
         raise UsageError(Message(
             f"{len(zips)} of the {len(entries)} entries in {root} are zip archives (e.g. {shown_name(zips[0].name)}); "
             "the grader reads .py and .ipynb files, alone or in a folder. Unzip each into a folder of its own (in "
-            f"{root.name}/: for f in *.zip; do unzip -d \"${{f%.zip}}\" \"$f\" && rm \"$f\"; done) and grade again.",
+            f"{root.name}/: {UNZIP_EACH}) and grade again.",
             f"{root}의 항목 {len(entries)}개 중 {len(zips)}개가 zip 압축 파일입니다 (예: {shown_name(zips[0].name)}). "
             "채점기는 .py와 .ipynb 파일을 (그대로 또는 폴더 안에서) 읽습니다. 각각 따로 폴더에 압축을 풀고 "
-            f"({root.name}/에서: for f in *.zip; do unzip -d \"${{f%.zip}}\" \"$f\" && rm \"$f\"; done) 다시 "
+            f"({root.name}/에서: {UNZIP_EACH}) 다시 "
             "채점하세요."))
     if not votes:
         raise UsageError(Message(

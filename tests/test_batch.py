@@ -5,6 +5,7 @@ import json
 import os
 import re
 import signal
+import shutil
 import subprocess
 import sys
 import time
@@ -362,7 +363,18 @@ def test_zip_archives_in_a_submissions_folder_are_named_with_the_fix(tmp_path):
     with pytest.raises(UsageError) as e:
         discover.recognise(subs, assignment.names())
     assert "2 of the 2 entries" in e.value.message.en and "zip archives" in e.value.message.en
-    assert "unzip -d" in e.value.message.en and "zip 압축 파일입니다" in e.value.message.ko
+    assert "unzip -q -d" in e.value.message.en and "zip 압축 파일입니다" in e.value.message.ko
+    # The loop offered, pasted in the folder (red team s23: it missed .ZIP, and read a name beginning with `-` as an
+    # option of unzip's): every archive becomes a folder of its own.
+    if shutil.which("unzip") and shutil.which("bash"):
+        trial = tmp_path / "trial"
+        trial.mkdir()
+        for name in ("ada.zip", "-bo.ZIP", "chen dan.zip"):
+            with zipfile.ZipFile(trial / name, "w") as z:
+                z.write(REFERENCE, "attention.py")
+        subprocess.run(["bash", "-c", discover.UNZIP_EACH], cwd=trial, check=True, capture_output=True)
+        assert sorted(p.name for p in trial.iterdir()) == ["-bo", "ada", "chen dan"]
+        assert all((trial / d / "attention.py").is_file() for d in ("-bo", "ada", "chen dan"))
     (subs / "chen.py").write_text(REFERENCE.read_text())
     (subs / "dan.py").write_text(REFERENCE.read_text())
     (subs / "eve.py").write_text(REFERENCE.read_text())
