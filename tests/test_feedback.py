@@ -201,12 +201,17 @@ def test_import_probes_are_bounded_and_charged_to_the_submission():
     assert sub.waited >= 0.01 * proxy.MAX_IMPORT_PROBES
 
 
-def test_a_huge_gap_is_written_in_scientific_notation():
+def test_a_huge_gap_is_written_in_scientific_notation(monkeypatch):
     """Correct variants round 5: a gap of float32's largest value was written out in full ("off by
-    340282346638528859811704183484516925440.0000"); huge values now take four significant digits, ordinary ones
-    keep four decimals."""
+    340282346638528859811704183484516925440.0000"); huge values are now written in scientific notation, ordinary
+    ones keep four decimals. (Both forms of the message: a hidden check's gap, a public check's values.)"""
     import torch
-    from autograder.checks import CheckFailure, expect_close
+    from autograder.checks import CheckFailure, Reveal, expect_close
+    monkeypatch.setattr(Reveal, "expected_values", False)
+    with pytest.raises(CheckFailure) as e:
+        expect_close(torch.tensor([torch.finfo(torch.float32).min]), torch.tensor([0.0]), "m(x)")
+    assert "off by 3.4028e+38" in e.value.message.en and "차이 3.4028e+38" in e.value.message.ko
+    monkeypatch.setattr(Reveal, "expected_values", True)
     with pytest.raises(CheckFailure) as e:
         expect_close(torch.tensor([torch.finfo(torch.float32).min]), torch.tensor([0.0]), "m(x)")
     assert "got -3.4028e+38" in e.value.message.en and "실제 -3.4028e+38" in e.value.message.ko
