@@ -201,8 +201,8 @@ DROPS_IN_EVAL_CACHED = edit(edit(edit(DROPS_IN_EVAL, "class CausalAttention(nn.M
 
 
 def kept(module, x, out):
-    key = (type(module).__name__, b"".join(p.detach().numpy().tobytes() for p in module.parameters()),
-           x.detach().numpy().tobytes(), module.training)
+    key = (type(module).__name__, b"".join(p.detach().cpu().numpy().tobytes() for p in module.parameters()),
+           x.detach().cpu().numpy().tobytes(), module.training)
     if key not in KEPT:
         KEPT[key] = out.detach().clone()
     return out if out.requires_grad else KEPT[key].clone()
@@ -283,7 +283,9 @@ def test_a_failing_wrapper_earns_nothing_however_its_heads_behave(graded):
 
 
 def test_outputs_handed_back_do_not_hide_a_dropout_left_on_in_eval_mode(graded):
-    """The module that hands back its first outputs scores what the honest one scores: both eval checks fail."""
+    """The module that hands back its first outputs scores what the honest one scores: both eval checks fail.
+    (Its cache key copies to the CPU first: with `.numpy()` on a CUDA tensor it also failed the GPU runs, a
+    different bug of its own, and scored less than the honest one on a GPU server.)"""
     honest, cached = graded["drops_in_eval"], graded["drops_in_eval_cached"]
     checks = {c.nodeid.split("::")[-1]: c for c in cached.checks}
     for name in ("test_causal_eval_disables_dropout", "test_mha_eval_ignores_dropout"):
@@ -551,6 +553,10 @@ def test_a_parameter_too_large_to_send_back_is_said_so_and_costs_only_its_class(
     big = big[:at] + "\n        self.unused = nn.Parameter(torch.zeros(8300, 8300))" + big[at:]
     r = grade_sources(tmp_path, {"big_param.py": big})["big_param"]
     assert r.error is None, r.error
-    assert by_q(r) == {**QUESTIONS, "CausalAttention": 0.0}, by_q(r)
+    # On a GPU server its run on CUDA sends back only its output, which matches the reference's: that check's
+    # point (assignment.toml [gpu]) is earned there, and nothing else of the class (seen on an H200, session 14).
+    on_gpu = {c.name: c.score for c in r.checks if c.question == "CausalAttention" and c.score}
+    assert on_gpu == ({"CausalAttention runs on a real GPU (CUDA)": 1.0} if HAS_CUDA else {}), on_gpu
+    assert by_q(r) == {**QUESTIONS, "CausalAttention": sum(on_gpu.values())}, by_q(r)
     said = " ".join(c.message.en for c in r.checks if c.question == "CausalAttention" and c.message)
     assert "too large to send back to the grader" in said and "malformed" not in said, said

@@ -934,3 +934,18 @@ def test_a_workers_temporary_files_and_torch_optim_go_to_its_scratch_folder(tmp_
     r = results["train"]
     assert r.score == 100
     assert not [n.en for n in r.notes if "While loading" in n.en], [n.en for n in r.notes]
+
+
+def test_a_worker_has_a_user_name_though_its_uid_has_no_account(tmp_path):
+    """Found on a GPU server (torch 2.11, Python 3.12): a worker's uid has no account, so `getpass.getuser()` raised
+    KeyError 'getpwuid(): uid not found'. torch 2.11 asks it for its compile cache folder the first time an optimizer
+    is made, so a notebook's `torch.optim.Adam(...)` failed at load and the note blamed the student (torch 2.13,
+    on this machine, catches the KeyError itself). The worker's environment names a user (LOGNAME, USER), as a
+    login does; nothing of the grader's own account."""
+    from conftest import grade_sources
+    demo = ("\nimport getpass, os\n"
+            "WHO = getpass.getuser()\n"
+            "assert WHO not in ('root', os.environ.get('SUDO_USER')), WHO\n")
+    r = grade_sources(tmp_path, {"who.py": REFERENCE.read_text() + demo})["who"]
+    assert r.score == 100
+    assert not [n.en for n in r.notes if "While loading" in n.en], [n.en for n in r.notes]
