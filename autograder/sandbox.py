@@ -723,6 +723,7 @@ def zygote_main(fds: int | list[int], full: bool = True, huge: bool = False, gra
     _set_name("grade-zygote")
     _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the grader's to handle
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})  # (blocked from its start: launch_zygote)
     from . import worker  # torch and the worker code, imported once before any fork
     if spec is not None:
         socks += _fork_graders(spec)
@@ -824,10 +825,17 @@ def launch_zygote(args: str, pass_fds: list[int], stdin: Any = subprocess.DEVNUL
     root = confine.project_root()
     env = clean_env()
     env["PYTHONPATH"] = root  # -I ignores it; the path is passed explicitly below
-    return subprocess.Popen(
-        [sys.executable, "-I", "-c",
-         path_prelude(root) + f"from autograder.sandbox import zygote_main; zygote_main({args})"],
-        pass_fds=pass_fds, env=env, stdin=stdin, cwd="/", stdout=subprocess.DEVNULL, stderr=None)
+    # Ctrl-C while the zygote's Python was still starting (before zygote_main ignores SIGINT) printed a
+    # KeyboardInterrupt traceback from its imports under the command's own "interrupted" line. The zygote starts
+    # with SIGINT blocked (the mask survives fork and exec) until it ignores it, which discards one pending.
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        return subprocess.Popen(
+            [sys.executable, "-I", "-c",
+             path_prelude(root) + f"from autograder.sandbox import zygote_main; zygote_main({args})"],
+            pass_fds=pass_fds, env=env, stdin=stdin, cwd="/", stdout=subprocess.DEVNULL, stderr=None)
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
 # ---------------------------------------------------------------------------------------------- grader side

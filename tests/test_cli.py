@@ -238,6 +238,38 @@ def test_each_commands_lang_says_what_it_changes():
         assert words in out, (command, out)
 
 
+def test_ctrl_c_as_the_zygote_starts_prints_no_traceback(tmp_path):
+    """Session 14 (left by session 13): Ctrl-C in `grade check`'s first second or two, while the zygote's Python was
+    still starting (before zygote_main ignores SIGINT), printed a KeyboardInterrupt traceback from its imports
+    (site, pathlib, re ...) under the check's own "interrupted" line. The zygote now starts with SIGINT blocked
+    until it ignores it. The signal is sent the moment the zygote's process appears, several times."""
+    import signal
+    import time
+    (tmp_path / "attention.py").write_text(REFERENCE.read_text())
+    for attempt in range(4):
+        proc = subprocess.Popen(GRADE + ["check"], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True, start_new_session=True)
+        deadline, seen = time.monotonic() + 60, False
+        while time.monotonic() < deadline and proc.poll() is None and not seen:
+            for e in os.listdir("/proc"):
+                try:
+                    with open(f"/proc/{e}/cmdline", "rb") as f:
+                        cmd = f.read()
+                    if b"zygote_main" in cmd and os.getsid(int(e)) == proc.pid:
+                        seen = True
+                        break
+                except (OSError, ValueError):
+                    pass
+            else:
+                time.sleep(0.002)
+        assert seen, "the zygote never started"
+        time.sleep(0.01 * attempt)  # a little later into its start-up each time
+        os.killpg(proc.pid, signal.SIGINT)  # as the terminal does to the whole group
+        out, err = proc.communicate(timeout=120)
+        assert proc.returncode in (0, 130), (attempt, out, err[-3000:])
+        assert "Traceback" not in err and "KeyboardInterrupt" not in err, (attempt, err[-3000:])
+
+
 def test_ctrl_c_in_check_says_it_was_interrupted(tmp_path):
     """UX s13: Ctrl-C while `grade check` ran printed a traceback ending in "RuntimeError: the grading session
     ended with pytest exit code 2" (pytest had caught the KeyboardInterrupt), or click's "Aborted!": it now says the
