@@ -83,6 +83,15 @@ def load(results: Path) -> tuple[list[Loaded], list[dict[str, str]]]:
     return loaded, bad
 
 
+def load_one(path: Path) -> bool:
+    """Whether `path` is a grade batch result (as load() reads one)."""
+    try:
+        SubmissionResult.from_dict(json.loads(path.read_text(encoding="utf-8"))["extra_data"]["internal"])
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return False
+    return True
+
+
 def normalise_message(text: str) -> str:
     """The message with every number replaced by #: messages that differ only in numbers are one group."""
     return _NUMBER.sub("#", " ".join(text.split()))
@@ -644,8 +653,16 @@ def main(*, results: Path, out: Path | None = None, submissions: Path | None = N
     titles = {q.id: q.title for q in a.questions} if a else {}
     if a is not None and lang == "ko":  # the Korean titles (ko.toml) where the assignment has them
         titles.update({k: str(v) for k, v in a.ko.get("questions", {}).items() if k in titles})
-    data = compute(loaded, bad, titles, lang)
     out = out or results / "report"
+    # The report's report.json among grade batch results: a student whose id is `report` lost their result to
+    # it (red team, round 23), and the next report listed the report itself as a file that is not a result.
+    if out.resolve() == results.resolve() or (out / "report.json").is_file() and load_one(out / "report.json"):
+        raise UsageError(Message(
+            f"--out {out} holds grade batch results; its report.json would replace the result of a student whose "
+            f"id is `report`. Give the report a folder of its own (the default is {results / 'report'})",
+            f"--out {out}에는 grade batch 결과가 있습니다. 보고서의 report.json이 id가 `report`인 학생의 결과를 덮어쓰게 "
+            f"됩니다. 보고서에는 따로 폴더를 주세요 (기본값은 {results / 'report'})"))
+    data = compute(loaded, bad, titles, lang)
 
     sim: dict[str, Any] = {"computed": False, "threshold": threshold, "k": similarity.K, "window": similarity.WINDOW}
     data["similar"] = []

@@ -424,3 +424,25 @@ def test_a_submissions_folder_that_holds_none_of_the_results_files_is_said_on_th
     (subs / "ana.py").write_text((subs / "ana.py").read_text() + "\nx = 1\n")
     p = grade(["report", str(synthetic["results"]), "--submissions", "subs", "-o", "rep2", "--lang", "ko"], tmp_path)
     assert p.returncode == 0 and "참고: 제출물 1개는 비교하지 않았습니다 (ana: ana.py changed" in p.stderr, p.stderr
+
+
+def test_a_report_is_not_written_among_results(tmp_path):
+    """Red team, round 23: `grade report results --out results` wrote report.json over the result of a student
+    whose id is `report` (and the next report listed the report itself as a file that is not a result). A folder
+    holding results is refused for --out, the results folder itself or another; the default folder is fine."""
+    c = CheckResult(name="c", nodeid="p::c", question="steps", points=1.0, score=1.0, status="passed",
+                    public=True, visibility="visible")
+    for sid in ("ada", "report"):
+        write_result(tmp_path / "r", SubmissionResult(student=sid, submission=f"{sid}.py", assignment="attention",
+                                                      checks=[c], questions=["steps"]), "en")
+    write_result(tmp_path / "other", SubmissionResult(student="report", submission="report.py",
+                                                      assignment="attention", checks=[c], questions=["steps"]), "en")
+    before = {p: p.read_bytes() for p in (tmp_path / "r" / "report.json", tmp_path / "other" / "report.json")}
+    for out in ("r", "other", "r/../r"):
+        p = grade(["report", "r", "--out", out], tmp_path)
+        assert p.returncode == 2 and "holds grade batch results" in p.stderr, (out, p.stdout, p.stderr)
+    assert all(p.read_bytes() == b for p, b in before.items())
+    p = grade(["report", "r"], tmp_path)
+    assert p.returncode == 0 and (tmp_path / "r" / "report" / "index.html").is_file(), p.stderr
+    p = grade(["report", "r"], tmp_path)  # again: its own report.json is not a result
+    assert p.returncode == 0, p.stderr
