@@ -26,8 +26,8 @@ from .assignment import PROJECT_ROOT, Assignment
 from .errors import UsageError
 from .messages import GRADER_FAILED, Message
 from .jobs import Job
-from .results import (SubmissionResult, columns, csv_text, grades_csv_text, one_line, read_result, write_atomic,
-                      write_result)
+from .results import (SubmissionResult, columns, csv_text, grades_csv_text, one_line, read_result, read_text_file,
+                      write_atomic, write_result)
 from .safetext import clean, shown_name
 
 if TYPE_CHECKING:
@@ -255,7 +255,7 @@ def result_assignment(path: Path) -> str | None:
     (write_result's separators; inside a JSON string every quote is escaped, so the first match is a key, that of
     extra_data) instead of parsing the whole file: a rerun into a folder of 1,000 results reads them all here."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_text_file(path)
     except (OSError, ValueError):
         return None
     m = _ASSIGNMENT_KEY.search(text)

@@ -25,7 +25,7 @@ from . import safetext, similarity
 from .assignment import PROJECT_ROOT, Assignment
 from .errors import AssignmentError, UsageError
 from .messages import Message
-from .results import SubmissionResult, write_atomic
+from .results import SubmissionResult, read_text_file, write_atomic
 from .safetext import clean_data
 
 # A number as it appears in a message: 24, -0.4519, 1e-05, nan. Digits inside names (SelfAttention_v2) are not.
@@ -70,7 +70,7 @@ def load(results: Path) -> tuple[list[Loaded], list[dict[str, str]]]:
     for p in sorted(results.glob("*.json")):
         try:
             # Cleaned again: a result from an older version (or edited by hand) may hold bidi controls or escapes.
-            gs = clean_data(json.loads(p.read_text(encoding="utf-8")))
+            gs = clean_data(json.loads(read_text_file(p)))
             r = SubmissionResult.from_dict(gs["extra_data"]["internal"])
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
             bad.append({"file": p.name, "reason": f"not a grade batch result ({type(e).__name__})"})
@@ -86,7 +86,7 @@ def load(results: Path) -> tuple[list[Loaded], list[dict[str, str]]]:
 def load_one(path: Path) -> bool:
     """Whether `path` is a grade batch result (as load() reads one)."""
     try:
-        SubmissionResult.from_dict(json.loads(path.read_text(encoding="utf-8"))["extra_data"]["internal"])
+        SubmissionResult.from_dict(json.loads(read_text_file(path))["extra_data"]["internal"])
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return False
     return True

@@ -6,6 +6,7 @@ import csv
 import io
 import json
 import os
+import stat
 import tempfile
 from dataclasses import dataclass, field, fields, is_dataclass, replace
 from pathlib import Path
@@ -292,9 +293,22 @@ def write_result(out_dir: Path, r: SubmissionResult, lang: str) -> Path:
     return path
 
 
+def read_text_file(path: Path) -> str:
+    """A regular file's text (UTF-8); OSError for anything else. A FIFO named <id>.json among the results hung every
+    command that reads them (opening it waits for a writer; red team, round 23), a device file could be endless."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(f"{path} is not a regular file")
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            return f.read().decode("utf-8")
+    finally:
+        os.close(fd)
+
+
 def read_result(path: Path) -> SubmissionResult | None:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(read_text_file(path))
         return SubmissionResult.from_dict(data["extra_data"]["internal"])
     except (OSError, ValueError, KeyError, TypeError):
         return None

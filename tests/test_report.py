@@ -6,6 +6,7 @@ import csv
 import hashlib
 import json
 import math
+import os
 import re
 import shutil
 import subprocess
@@ -446,3 +447,25 @@ def test_a_report_is_not_written_among_results(tmp_path):
     assert p.returncode == 0 and (tmp_path / "r" / "report" / "index.html").is_file(), p.stderr
     p = grade(["report", "r"], tmp_path)  # again: its own report.json is not a result
     assert p.returncode == 0, p.stderr
+
+
+def test_a_fifo_among_the_results_hangs_nothing(tmp_path):
+    """Red team, round 23: a FIFO named <id>.json in the results folder hung `grade batch` (its check for another
+    assignment's results opened it and waited for a writer) and `grade report`. Only regular files are read."""
+    c = CheckResult(name="c", nodeid="p::c", question="steps", points=1.0, score=1.0, status="passed",
+                    public=True, visibility="visible")
+    write_result(tmp_path / "r", SubmissionResult(student="ada", submission="ada.py", assignment="attention",
+                                                  checks=[c], questions=["steps"]), "en")
+    os.mkfifo(tmp_path / "r" / "zz.json")
+    (tmp_path / "subs").mkdir()
+    (tmp_path / "subs" / "bo.py").write_text(REFERENCE.read_text())
+    cmd = [str(GRADE)] if GRADE.exists() else [sys.executable, str(ROOT / "cli.py")]
+
+    def grade(args):  # (a hang fails in two minutes, not in grade()'s ten)
+        return subprocess.run(cmd + args, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    p = grade(["report", "r"])
+    assert p.returncode == 0 and "1 results" in p.stdout, (p.stdout, p.stderr)
+    data = json.loads((tmp_path / "r" / "report" / "report.json").read_text())
+    assert [u for u in data["ungraded"] if "zz" in json.dumps(u)] or "zz.json" in json.dumps(data), data["ungraded"]
+    p = grade(["batch", "subs", "--out", "r"])
+    assert p.returncode == 0 and (tmp_path / "r" / "bo.json").is_file(), (p.stdout, p.stderr[-2000:])
