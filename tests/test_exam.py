@@ -671,8 +671,8 @@ def test_a_q1_that_pytorchs_multi_head_attention_computes_earns_only_its_constru
 
 # (red team, round 22) the layer's fused kernel called from a function that torch.jit.CompilationUnit compiles: the
 # worker's TorchScript switch does not reach CompilationUnit, and a call of compiled code makes no profile event, so
-# the watch sees nothing of it (100/100). Left open: the watch would have to see ops at the dispatcher (a
-# TorchDispatchMode does see those run by TorchScript), or the worker refuse to run compiled functions.
+# the watch saw nothing of it (100/100). Since session 14 the watch also sees ops at the dispatcher
+# (worker._KernelWatch, a TorchDispatchMode), which sees those run by TorchScript.
 _KERNEL_COMPILED = '''_CU = torch.jit.CompilationUnit("""
 def run(x: Tensor, e: int, h: int, w: Tensor, b: Tensor, ow: Tensor, ob: Tensor, nf: bool, eps: float,
         n1w: Tensor, n1b: Tensor, n2w: Tensor, n2b: Tensor, l1w: Tensor, l1b: Tensor, l2w: Tensor, l2b: Tensor) -> Tensor:
@@ -700,11 +700,28 @@ class TransformerBlock(nn.Module):
 '''
 
 
-@pytest.mark.xfail(strict=True, reason="red team, round 22: compiled code is out of the library watch's sight")
 def test_a_block_that_runs_the_fused_kernel_from_a_compilation_unit_earns_only_its_construction(tmp_path):
     reference = (ROOT / "reference" / "midterm.py").read_text(encoding="utf-8")
     (tmp_path / "subs").mkdir()
     (tmp_path / "subs" / "cu.py").write_text(reference[:reference.index(_BLOCK)] + _KERNEL_COMPILED, encoding="utf-8")
+    p = grade("batch", "subs", "--assignment", "midterm", "--out", "res", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    r = SubmissionResult.from_dict(json.loads((tmp_path / "res" / "cu.json").read_text())["extra_data"]["internal"])
+    assert r.score == 66, r.score
+
+
+def test_a_block_that_takes_the_kernel_watch_off_first_earns_only_its_construction(tmp_path):
+    """The same block popping the dispatch mode that watches the kernels before its call: a forward that takes a
+    watch off is taken to have run what the watch looks for."""
+    reference = (ROOT / "reference" / "midterm.py").read_text(encoding="utf-8")
+    popped = _KERNEL_COMPILED.replace("        with torch.no_grad():\n",
+                                      "        import torch.utils._python_dispatch as pd\n"
+                                      "        while torch._C._len_torch_dispatch_stack():\n"
+                                      "            pd._pop_mode()\n"
+                                      "        with torch.no_grad():\n", 1)
+    assert popped != _KERNEL_COMPILED
+    (tmp_path / "subs").mkdir()
+    (tmp_path / "subs" / "cu.py").write_text(reference[:reference.index(_BLOCK)] + popped, encoding="utf-8")
     p = grade("batch", "subs", "--assignment", "midterm", "--out", "res", cwd=tmp_path)
     assert p.returncode == 0, p.stderr
     r = SubmissionResult.from_dict(json.loads((tmp_path / "res" / "cu.json").read_text())["extra_data"]["internal"])
