@@ -752,3 +752,27 @@ def test_the_note_on_a_notebooks_variables_stays_short_for_a_class_of_many_metho
     notes = [n for n in r.notes if "sets at the top level" in n.en]
     assert 1 <= len(notes) <= MAX_READ_NOTES == 3, len(notes)
     assert all(len(n.en) < 1000 and len(n.ko) < 1000 for n in notes) and "`sss" in notes[0].en
+
+
+def test_torch_settings_a_notebook_leaves_changed_do_not_cost_its_classes(tmp_path):
+    """A notebook's demo cells change torch's process-wide settings and leave them so: `torch.set_grad_enabled(False)`
+    after training, a `torch.no_grad()` entered by hand, `torch.set_default_dtype(torch.float64)` for precise
+    printouts (or the older set_default_tensor_type). The checks call the classes afterwards on the grader's float32
+    inputs: grad left off cost each question's gradient check (91/100), float64 weights could not multiply float32
+    inputs (8/100, "expected m1 and m2 to have the same dtype" blamed on the student's forward)."""
+    ref = REFERENCE.read_text()
+    demo = ("torch.manual_seed(123)\nmha = MultiHeadAttention(3, 4, 6, 0.0, num_heads=2)\n"
+            "opt = torch.optim.Adam(mha.parameters(), lr=1e-3)\nloss = mha(torch.rand(2, 6, 3)).pow(2).mean()\n"
+            "loss.backward()\nopt.step()\nmha.eval()\n")
+    results = grade_sources(tmp_path, {
+        "grad_off.ipynb": notebook("import torch\nimport torch.nn as nn", ref, demo + "torch.set_grad_enabled(False)"),
+        "no_grad_by_hand.ipynb": notebook(ref, demo, "ng = torch.no_grad()\nng.__enter__()\nprint(mha(torch.rand(1, 6, 3)))"),
+        "float64.ipynb": notebook("import torch\ntorch.set_default_dtype(torch.float64)", ref, demo),
+        "double_tensor.py": ref.replace("import torch.nn as nn\n",
+                                        "import torch.nn as nn\ntorch.set_default_tensor_type(torch.DoubleTensor)\n"
+                                        "torch.set_float32_matmul_precision('medium')\n", 1) + demo,
+    })
+    for name, r in results.items():
+        assert r.error is None, (name, r.error)
+        assert r.score == 100, (name, failed_messages(r))
+        assert not any("dtype" in n.en or "grad" in n.en for n in r.notes), (name, [n.en for n in r.notes])
