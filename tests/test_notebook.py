@@ -776,3 +776,24 @@ def test_torch_settings_a_notebook_leaves_changed_do_not_cost_its_classes(tmp_pa
         assert r.error is None, (name, r.error)
         assert r.score == 100, (name, failed_messages(r))
         assert not any("dtype" in n.en or "grad" in n.en for n in r.notes), (name, [n.en for n in r.notes])
+
+
+def test_a_notebook_downloaded_as_a_script_runs_its_magics_cells_as_the_notebook_does(tmp_path):
+    """Jupyter's File > Download as > Python (`jupyter nbconvert --to script`) writes a notebook's magics as
+    `get_ipython()` calls, which `python file.py` lacks: each was a NameError, and the classes of a `%%time` cell,
+    written as `get_ipython().run_cell_magic('time', '', '...')`, never ran: a right notebook got 0/100. They are read
+    as the notebook's own magics are; lines after the cell are still named by the file's line numbers."""
+    ref = REFERENCE.read_text().replace("from __future__ import annotations\n", "")
+    script = ("#!/usr/bin/env python\n# coding: utf-8\n\n# In[1]:\n\n\n"
+              "get_ipython().system('nvidia-smi')\nfiles = get_ipython().getoutput('ls')\nimport torch\n\n\n# In[2]:\n\n\n"
+              f"get_ipython().run_cell_magic('time', '', {ref!r})\n\n\n# In[3]:\n\n\n"
+              "get_ipython().run_line_magic('timeit', 'SelfAttention_v1(3, 2)(torch.rand(6, 3))')\n"
+              "get_ipython().run_line_magic('time', 'out = SelfAttention_v2(3, 2)(torch.rand(6, 3))')\n"
+              "print(out.shape)\n1 / 0\n")
+    r = grade_sources(tmp_path, {"exported.py": script})["exported"]
+    assert r.error is None, r.error
+    assert r.score == 100, failed_messages(r)
+    assert not any("get_ipython" in n.en for n in r.notes), [n.en for n in r.notes]
+    line = script.splitlines().index("1 / 0") + 1
+    assert [n.en for n in r.notes if "ZeroDivisionError" in n.en][0].startswith(
+        f"While loading your code (exported.py (from line 16), line {line}: `1 / 0`)")
