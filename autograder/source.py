@@ -356,6 +356,43 @@ def _code_in_markdown(text: str, heading: str, name: str) -> Message | None:
         "코드 셀로 바꾸고 (Jupyter: 셀 선택 후 Esc, Y; Colab: Ctrl+M Y) ``` 줄은 지운 뒤, 저장하고 다시 확인하세요.")
 
 
+def _stale_definitions(ran: list[tuple[str, str, object]], name: str, most: int = 3) -> list[Message]:
+    """A class or function defined in two code cells, the later of which the notebook ran first (its saved
+    execution counts say so) and which differ: the student's kernel held the one run last, and what they saw
+    came from it, but the grader runs the cells from top to bottom (as Restart & Run All does) and grades the
+    one further down. A right class followed by an earlier buggy try lost its points with no word on why
+    (correct variants, round 7). Said only, not changed: Restart & Run All is what the notebook does."""
+    defs: dict[str, list[tuple[int, str, str]]] = {}  # name -> (execution count, where, its code) in cell order
+    for code, where, count in ran:
+        if type(count) is not int:
+            continue
+        try:
+            tree = parse(code, where)
+        except Unparsable:
+            continue
+        for node in tree.body:
+            if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+                defs.setdefault(node.name, []).append((count, where, ast.dump(node)))
+    notes: list[Message] = []
+    for what, found in defs.items():
+        graded = found[-1]
+        last = max(found, key=lambda f: f[0])
+        if last is graded or last[2] == graded[2] or len(notes) >= most:
+            continue
+        notes.append(Message(
+            f"{name}: `{what}` is defined in {last[1]} and again further down, in {graded[1]}. The grader runs the "
+            f"cells from top to bottom (as Restart & Run All does), so the one in {graded[1]} was graded; your "
+            f"notebook ran {last[1]} last (execution count [{last[0]}], after [{graded[0]}]), so what you saw came "
+            "from the other one. Keep the definition you mean (delete or fix the other), run all cells again, save, "
+            "and check again.",
+            f"{name}: `{what}`이(가) {last[1]}에 정의되어 있고, 아래쪽 {graded[1]}에 다시 정의되어 있습니다. 채점기는 "
+            f"셀을 위에서 아래로 실행하므로 (Restart & Run All과 같이) {graded[1]}의 정의를 채점했습니다. 노트북에서는 "
+            f"{last[1]}을(를) 마지막에 실행했으므로 (실행 번호 [{last[0]}], [{graded[0]}] 다음) 보신 결과는 다른 "
+            "정의에서 나온 것입니다. 원하는 정의만 남기고 (다른 쪽은 지우거나 고치고) 모든 셀을 다시 실행해 저장한 뒤 "
+            "다시 확인하세요."))
+    return notes
+
+
 def _other_kernel(nb: dict, name: str) -> Message | None:
     """A notebook saved with a kernel of another language (R, Julia: its metadata says so): its cells are run as
     Python all the same, and an R notebook read as "NameError: name 'library' is not defined" with no word on why."""
@@ -426,6 +463,7 @@ def notebook_cells(text: str, name: str, notes: list[Message] | None = None) -> 
     used: set[str] = set()
     markdown: list[tuple[str, str]] = []  # (text, heading above it) of markdown cells, for _code_in_markdown
     modules: set[str] = set()  # what %%writefile cells so far wrote (run_written)
+    ran: list[tuple[str, str, object]] = []  # (code, where, execution count) of the code cells, for _stale_definitions
     for cell in cells:
         if not isinstance(cell, dict):
             continue
@@ -458,10 +496,13 @@ def notebook_cells(text: str, name: str, notes: list[Message] | None = None) -> 
                 label += f" (code cell {i} of the notebook)"  # (ends as no label made above ends: unique)
             used.add(label)
             out.append(Cell(code, label) if written is None else Cell(code, label, written[0], written[1]))
+            if written is None:
+                ran.append((code, label[len(name) + 2:], cell.get("execution_count")))
     if notes is not None:
         kernel = _other_kernel(nb, name)
         if kernel is not None:
             notes.append(kernel)
+        notes.extend(_stale_definitions(ran, name))
         for text, above in markdown:
             note = _code_in_markdown(text, above, name)
             if note is not None:

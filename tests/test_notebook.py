@@ -797,3 +797,31 @@ def test_a_notebook_downloaded_as_a_script_runs_its_magics_cells_as_the_notebook
     line = script.splitlines().index("1 / 0") + 1
     assert [n.en for n in r.notes if "ZeroDivisionError" in n.en][0].startswith(
         f"While loading your code (exported.py (from line 16), line {line}: `1 / 0`)")
+
+
+def test_a_definition_the_notebook_ran_after_a_later_cells_is_pointed_out():
+    """The right class in one cell, an earlier buggy try of it further down, and the saved execution counts say the
+    right one ran last: the student's kernel held it, the grader (top to bottom, as Restart & Run All) grades the
+    try. The points it loses are the grader's to lose, but it lost them with no word on why."""
+    right = "class CausalAttention:\n    scale = True\n"
+    try_ = "class CausalAttention:\n    scale = False\n"
+
+    def nb(*cells):
+        return json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {},
+                           "cells": [{"cell_type": "code", "metadata": {}, "execution_count": n, "outputs": [],
+                                      "source": c} for c, n in cells]})
+    notes: list = []
+    notebook_cells(nb(("import torch", 1), (right, 9), (try_, 4), ("print(CausalAttention)", 10)), "nb.ipynb", notes)
+    [note] = notes
+    assert note.en.startswith("nb.ipynb: `CausalAttention` is defined in code cell 2 and again further down, in "
+                              "code cell 3.") and "execution count [9], after [4]" in note.en
+    assert "실행 번호 [9], [4] 다음" in note.ko
+    for fine in (nb((right, 9), (try_, 11)),  # run in order: what the student saw is what is graded
+                 nb((right, 9), (right, 4)),  # the same class twice
+                 nb((right, None), (try_, None))):  # no counts saved
+        notes = []
+        notebook_cells(fine, "nb.ipynb", notes)
+        assert notes == []
+    notes = []
+    notebook_cells(NOTEBOOK.read_text(encoding="utf-8"), NOTEBOOK.name, notes)
+    assert notes == []
