@@ -220,6 +220,41 @@ def _ipython_call(stmt: ast.stmt) -> tuple[str, list[ast.expr]] | None:
     return None
 
 
+_COLAB_MARK = "# Commented out IPython magic to ensure Python compatibility."
+
+
+def _colab_cell_magics(text: str) -> str:
+    """A notebook downloaded from Colab as .py (File > Download > .py) has each magic commented out after the line
+    _COLAB_MARK, and for a cell magic the whole cell: `# %%time`, then `# class SelfAttention_v1(nn.Module):`,
+    `#     def __init__(...)`, ... every line of the cell behind "# ". The notebook ran the body of a %%time or
+    %%capture cell (strip_magics), so its classes were there; in the script they were comments, and a right
+    notebook got 0/100 for them (correct variants, round 7). Those lines are the cell's code again, in place (the
+    line numbers stay the file's), when they make Python; the magic's own line stays a comment."""
+    if _COLAB_MARK not in text:
+        return text
+    lines = text.splitlines()
+    k = 0
+    while k < len(lines) - 1:
+        words = lines[k + 1].strip()[1:].split() if lines[k + 1].strip().startswith("#") else []
+        if lines[k].strip() != _COLAB_MARK or not words or words[0][2:] not in _CELL_MAGICS_RUN_BODY \
+                or not words[0].startswith("%%"):
+            k += 1
+            continue
+        end = k + 2  # the cell's lines: every one behind "#", up to the blank line that ends the cell
+        while end < len(lines) and lines[end].startswith("#"):
+            end += 1
+        body = [ln[2:] if ln.startswith("# ") else ln[1:] for ln in lines[k + 2:end]]
+        code = strip_magics("\n".join(body))
+        try:
+            ast.parse(code or "")
+        except Exception:  # noqa: BLE001 - not Python: comments the student wrote, left as they are
+            code = None
+        if code and code.strip():
+            lines[k + 2:end] = (code.split("\n") + [""] * len(body))[:len(body)]  # one line for one
+        k = end
+    return "\n".join(lines) + ("\n" if text.endswith("\n") else "")
+
+
 def exported_cells(text: str, name: str) -> list[Cell]:
     """The cells of a .py file: the file itself, unless it is a notebook exported as a script, whose magics read
     `get_ipython().system('nvidia-smi')`, `get_ipython().run_line_magic('timeit', ...)` and, for a `%%time` cell,
@@ -229,6 +264,7 @@ def exported_cells(text: str, name: str) -> list[Cell]:
     They are read as the notebook's cells are (strip_magics): a line magic is skipped, `%time STATEMENT` runs its
     statement, the body of a %%time/%%capture cell runs as a cell of its own, named by the line that holds it; the
     code after it keeps the file's line numbers."""
+    text = _colab_cell_magics(text)
     if "get_ipython" not in text:
         return [Cell(text, name)]
     try:
