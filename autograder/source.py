@@ -255,7 +255,37 @@ def _colab_cell_magics(text: str) -> str:
     return "\n".join(lines) + ("\n" if text.endswith("\n") else "")
 
 
-def exported_cells(text: str, name: str) -> list[Cell]:
+def _shell_lines(text: str, name: str, notes: list[Message] | None) -> str:
+    """Colab's File > Download > .py keeps a notebook's shell lines as they were (`!pip install tiktoken`), which no
+    Python parses: the whole file was a syntax error, 0/100 for a right notebook (correct variants, round 7). A
+    file that is Python once its magic and shell lines are skipped, as the notebook skipped them (strip_magics), is
+    read so, with a note: `python` itself cannot run that file."""
+    if not re.search(r"(?m)^\s*[!%]", text):
+        return text
+    try:
+        parse(text, name)
+        return text
+    except Unparsable:
+        pass
+    code = strip_magics(text)
+    if code is None or code == text:
+        return text
+    try:
+        parse(code, name)
+    except Unparsable:
+        return text
+    if notes is not None:
+        lines = text.splitlines()
+        shown = next((ln.strip() for ln, new in zip(lines, code.splitlines()) if ln != new), "")[:60]
+        notes.append(Message(
+            f"{name} holds notebook lines that Python cannot run (`{shown}`): they were skipped, as the notebook "
+            "skipped them. Delete them (or submit the .ipynb itself) so that `python` can run the file.",
+            f"{name}에 파이썬이 실행할 수 없는 노트북 줄이 있어 (`{shown}`) 노트북에서처럼 건너뛰었습니다. `python`으로 "
+            "실행할 수 있도록 그 줄을 지우세요 (또는 .ipynb 파일을 그대로 제출하세요)."))
+    return code
+
+
+def exported_cells(text: str, name: str, notes: list[Message] | None = None) -> list[Cell]:
     """The cells of a .py file: the file itself, unless it is a notebook exported as a script, whose magics read
     `get_ipython().system('nvidia-smi')`, `get_ipython().run_line_magic('timeit', ...)` and, for a `%%time` cell,
     `get_ipython().run_cell_magic('time', '', 'class SelfAttention_v1 ...')`. `python file.py` has no get_ipython,
@@ -265,6 +295,7 @@ def exported_cells(text: str, name: str) -> list[Cell]:
     statement, the body of a %%time/%%capture cell runs as a cell of its own, named by the line that holds it; the
     code after it keeps the file's line numbers."""
     text = _colab_cell_magics(text)
+    text = _shell_lines(text, name, notes)
     if "get_ipython" not in text:
         return [Cell(text, name)]
     try:
@@ -344,7 +375,7 @@ def read(path: Path) -> Source:
             "UTF-8 텍스트로 저장해서 다시 제출하세요."))
     if path.suffix == ".py":
         _check_code_size(len(text), name, "")
-        return Source(name, "py", exported_cells(text, name), notes)
+        return Source(name, "py", exported_cells(text, name, notes), notes)
     if path.suffix == ".ipynb":
         return Source(name, "ipynb", notebook_cells(text, name, notes), notes)
     raise SubmissionFormatError(Message(f"{name}: only .py and .ipynb files can be graded.",
