@@ -246,8 +246,8 @@ def _colab_cell_magics(text: str) -> str:
         body = [ln[2:] if ln.startswith("# ") else ln[1:] for ln in lines[k + 2:end]]
         code = strip_magics("\n".join(body))
         try:
-            ast.parse(code or "")
-        except Exception:  # noqa: BLE001 - not Python: comments the student wrote, left as they are
+            parse(code or "", "<colab cell>")
+        except Unparsable:  # not Python: comments the student wrote, left as they are
             code = None
         if code and code.strip():
             lines[k + 2:end] = (code.split("\n") + [""] * len(body))[:len(body)]  # one line for one
@@ -304,10 +304,12 @@ def exported_cells(text: str, name: str, notes: list[Message] | None = None) -> 
         return [Cell(text, name)]
     lines = text.splitlines()
     cuts: list[tuple[int, int, str, str]] = []  # (first line, last line, magic, body) of cell magics run in place
-    for stmt in tree.body:
+    starts = [stmt.lineno for stmt in tree.body]
+    for n, stmt in enumerate(tree.body):
         call = _ipython_call(stmt)
-        if call is None:
-            continue
+        if call is None or starts.count(stmt.lineno) > 1 or n + 1 < len(starts) and \
+                starts[n + 1] <= (stmt.end_lineno or stmt.lineno):
+            continue  # another statement shares its lines (`x = 1; get_ipython()...`): not nbconvert's, left
         method, args = call
         first, last = stmt.lineno, stmt.end_lineno or stmt.lineno
         texts = [a.value for a in args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
