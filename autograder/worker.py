@@ -755,6 +755,7 @@ class _TorchDefaults:
         self.deterministic = (torch.are_deterministic_algorithms_enabled(),
                               torch.is_deterministic_algorithms_warn_only_enabled())
         self.anomaly = torch.is_anomaly_enabled()
+        self.threads = torch.get_num_threads()  # 1: the workers of a batch share the cores (sandbox.py)
 
     def restore(self) -> None:
         torch.set_grad_enabled(self.grad)
@@ -764,6 +765,8 @@ class _TorchDefaults:
         torch.set_float32_matmul_precision(self.matmul)
         torch.use_deterministic_algorithms(self.deterministic[0], warn_only=self.deterministic[1])
         torch.autograd.set_detect_anomaly(self.anomaly)
+        if torch.get_num_threads() != self.threads:  # a demo's torch.set_num_threads(16): each tiny call slower
+            torch.set_num_threads(self.threads)
 
 
 def own_dict(m: Any) -> dict[str, Any]:
