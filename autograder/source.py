@@ -207,6 +207,139 @@ def strip_magics(code: str) -> str | None:
     return "\n".join(out)
 
 
+def _ipython_call(stmt: ast.stmt) -> tuple[str, list[ast.expr]] | None:
+    """(method, arguments) of a top-level `get_ipython().METHOD(...)` statement (or `x = get_ipython()...`): how
+    `jupyter nbconvert --to script` (Jupyter's File > Download as > Python) writes a notebook's magics."""
+    value = stmt.value if isinstance(stmt, (ast.Expr, ast.Assign)) else None
+    if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute)):
+        return None
+    inner = value.func.value
+    if isinstance(inner, ast.Call) and isinstance(inner.func, ast.Name) and inner.func.id == "get_ipython" \
+            and not inner.args and not inner.keywords:
+        return value.func.attr, value.args
+    return None
+
+
+_COLAB_MARK = "# Commented out IPython magic to ensure Python compatibility."
+
+
+def _colab_cell_magics(text: str) -> str:
+    """A notebook downloaded from Colab as .py (File > Download > .py) has each magic commented out after the line
+    _COLAB_MARK, and for a cell magic the whole cell: `# %%time`, then `# class SelfAttention_v1(nn.Module):`,
+    `#     def __init__(...)`, ... every line of the cell behind "# ". The notebook ran the body of a %%time or
+    %%capture cell (strip_magics), so its classes were there; in the script they were comments, and a right
+    notebook got 0/100 for them (correct variants, round 7). Those lines are the cell's code again, in place (the
+    line numbers stay the file's), when they make Python; the magic's own line stays a comment."""
+    if _COLAB_MARK not in text:
+        return text
+    lines = text.splitlines()
+    k = 0
+    while k < len(lines) - 1:
+        words = lines[k + 1].strip()[1:].split() if lines[k + 1].strip().startswith("#") else []
+        if lines[k].strip() != _COLAB_MARK or not words or words[0][2:] not in _CELL_MAGICS_RUN_BODY \
+                or not words[0].startswith("%%"):
+            k += 1
+            continue
+        end = k + 2  # the cell's lines: every one behind "#", up to the blank line that ends the cell
+        while end < len(lines) and lines[end].startswith("#"):
+            end += 1
+        body = [ln[2:] if ln.startswith("# ") else ln[1:] for ln in lines[k + 2:end]]
+        code = strip_magics("\n".join(body))
+        try:
+            parse(code or "", "<colab cell>")
+        except Unparsable:  # not Python: comments the student wrote, left as they are
+            code = None
+        if code and code.strip():
+            lines[k + 2:end] = (code.split("\n") + [""] * len(body))[:len(body)]  # one line for one
+        k = end
+    return "\n".join(lines) + ("\n" if text.endswith("\n") else "")
+
+
+def _shell_lines(text: str, name: str, notes: list[Message] | None) -> str:
+    """Colab's File > Download > .py keeps a notebook's shell lines as they were (`!pip install tiktoken`), which no
+    Python parses: the whole file was a syntax error, 0/100 for a right notebook (correct variants, round 7). A
+    file that is Python once its magic and shell lines are skipped, as the notebook skipped them (strip_magics), is
+    read so, with a note: `python` itself cannot run that file."""
+    if not re.search(r"(?m)^\s*[!%]", text):
+        return text
+    try:
+        parse(text, name)
+        return text
+    except Unparsable:
+        pass
+    code = strip_magics(text)
+    if code is None or code == text:
+        return text
+    try:
+        parse(code, name)
+    except Unparsable:
+        return text
+    if notes is not None:
+        lines = text.splitlines()
+        shown = next((ln.strip() for ln, new in zip(lines, code.splitlines()) if ln != new), "")[:60]
+        notes.append(Message(
+            f"{name} holds notebook lines that Python cannot run (`{shown}`): they were skipped, as the notebook "
+            "skipped them. Delete them (or submit the .ipynb itself) so that `python` can run the file.",
+            f"{name}에 파이썬이 실행할 수 없는 노트북 줄이 있어 (`{shown}`) 노트북에서처럼 건너뛰었습니다. `python`으로 "
+            "실행할 수 있도록 그 줄을 지우세요 (또는 .ipynb 파일을 그대로 제출하세요)."))
+    return code
+
+
+def exported_cells(text: str, name: str, notes: list[Message] | None = None) -> list[Cell]:
+    """The cells of a .py file: the file itself, unless it is a notebook exported as a script, whose magics read
+    `get_ipython().system('nvidia-smi')`, `get_ipython().run_line_magic('timeit', ...)` and, for a `%%time` cell,
+    `get_ipython().run_cell_magic('time', '', 'class SelfAttention_v1 ...')`. `python file.py` has no get_ipython,
+    so each was a NameError: a note for a shell line, and the whole body of a `%%time` or `%%capture` cell never
+    ran, so its classes were missing (0/100 for a right notebook downloaded as .py; correct variants, round 7).
+    They are read as the notebook's cells are (strip_magics): a line magic is skipped, `%time STATEMENT` runs its
+    statement, the body of a %%time/%%capture cell runs as a cell of its own, named by the line that holds it; the
+    code after it keeps the file's line numbers."""
+    text = _colab_cell_magics(text)
+    text = _shell_lines(text, name, notes)
+    if "get_ipython" not in text:
+        return [Cell(text, name)]
+    try:
+        tree = parse(text, name)
+    except Unparsable:
+        return [Cell(text, name)]
+    lines = text.splitlines()
+    cuts: list[tuple[int, int, str, str]] = []  # (first line, last line, magic, body) of cell magics run in place
+    starts = [stmt.lineno for stmt in tree.body]
+    for n, stmt in enumerate(tree.body):
+        call = _ipython_call(stmt)
+        if call is None or starts.count(stmt.lineno) > 1 or n + 1 < len(starts) and \
+                starts[n + 1] <= (stmt.end_lineno or stmt.lineno):
+            continue  # another statement shares its lines (`x = 1; get_ipython()...`): not nbconvert's, left
+        method, args = call
+        first, last = stmt.lineno, stmt.end_lineno or stmt.lineno
+        texts = [a.value for a in args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+        if method == "run_cell_magic" and len(texts) == 3 == len(args) and isinstance(stmt, ast.Expr) \
+                and texts[0] in _CELL_MAGICS_RUN_BODY:
+            cuts.append((first, last, texts[0], texts[2]))
+            continue
+        keep = ""
+        if method == "run_line_magic" and len(texts) == 2 == len(args) and isinstance(stmt, ast.Expr) \
+                and texts[0] == "time" and "\n" not in texts[1] and texts[1].strip():
+            keep = texts[1].strip()  # `%time out = f(x)` runs the statement where it stands
+        lines[first - 1:last] = [keep or "pass  # grader: skipped notebook magic"] + [""] * (last - first)
+    if not cuts:
+        return [Cell("\n".join(lines), name)]
+    cells: list[Cell] = []
+    start = 1  # the first line of the part of the file not yet in a cell
+    for first, last, magic, body in cuts:
+        part = "\n" * (start - 1) + "\n".join(lines[start - 1:first - 1])
+        if part.strip():
+            cells.append(Cell(part, name if start == 1 else f"{name} (from line {start})"))
+        code = strip_magics(body)
+        if code and code.strip():
+            cells.append(Cell(code, f"{name}, the %%{magic} cell of line {first}"))
+        start = last + 1
+    part = "\n" * (start - 1) + "\n".join(lines[start - 1:])
+    if part.strip():
+        cells.append(Cell(part, f"{name} (from line {start})"))
+    return cells or [Cell(text, name)]
+
+
 def _cell_text(raw: object) -> str:
     if isinstance(raw, list):
         return "".join(x for x in raw if isinstance(x, str))
@@ -244,7 +377,7 @@ def read(path: Path) -> Source:
             "UTF-8 텍스트로 저장해서 다시 제출하세요."))
     if path.suffix == ".py":
         _check_code_size(len(text), name, "")
-        return Source(name, "py", [Cell(text, name)], notes)
+        return Source(name, "py", exported_cells(text, name, notes), notes)
     if path.suffix == ".ipynb":
         return Source(name, "ipynb", notebook_cells(text, name, notes), notes)
     raise SubmissionFormatError(Message(f"{name}: only .py and .ipynb files can be graded.",
@@ -290,6 +423,43 @@ def _code_in_markdown(text: str, heading: str, name: str) -> Message | None:
         "``` lines, save, and check again.",
         f"{name}: {where_ko}에 파이썬 코드가 있지만 (`{code}`) 코드 셀만 실행되므로 채점되지 않았습니다. 답안이라면 "
         "코드 셀로 바꾸고 (Jupyter: 셀 선택 후 Esc, Y; Colab: Ctrl+M Y) ``` 줄은 지운 뒤, 저장하고 다시 확인하세요.")
+
+
+def _stale_definitions(ran: list[tuple[str, str, object]], name: str, most: int = 3) -> list[Message]:
+    """A class or function defined in two code cells, the later of which the notebook ran first (its saved
+    execution counts say so) and which differ: the student's kernel held the one run last, and what they saw
+    came from it, but the grader runs the cells from top to bottom (as Restart & Run All does) and grades the
+    one further down. A right class followed by an earlier buggy try lost its points with no word on why
+    (correct variants, round 7). Said only, not changed: Restart & Run All is what the notebook does."""
+    defs: dict[str, list[tuple[int, str, str]]] = {}  # name -> (execution count, where, its code) in cell order
+    for code, where, count in ran:
+        if type(count) is not int:
+            continue
+        try:
+            tree = parse(code, where)
+        except Unparsable:
+            continue
+        for node in tree.body:
+            if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+                defs.setdefault(node.name, []).append((count, where, ast.dump(node)))
+    notes: list[Message] = []
+    for what, found in defs.items():
+        graded = found[-1]
+        last = max(found, key=lambda f: f[0])
+        if last is graded or last[2] == graded[2] or len(notes) >= most:
+            continue
+        notes.append(Message(
+            f"{name}: `{what}` is defined in {last[1]} and again further down, in {graded[1]}. The grader runs the "
+            f"cells from top to bottom (as Restart & Run All does), so the one in {graded[1]} was graded; your "
+            f"notebook ran {last[1]} last (execution count [{last[0]}], after [{graded[0]}]), so what you saw came "
+            "from the other one. Keep the definition you mean (delete or fix the other), run all cells again, save, "
+            "and check again.",
+            f"{name}: `{what}`이(가) {last[1]}에 정의되어 있고, 아래쪽 {graded[1]}에 다시 정의되어 있습니다. 채점기는 "
+            f"셀을 위에서 아래로 실행하므로 (Restart & Run All과 같이) {graded[1]}의 정의를 채점했습니다. 노트북에서는 "
+            f"{last[1]}을(를) 마지막에 실행했으므로 (실행 번호 [{last[0]}], [{graded[0]}] 다음) 보신 결과는 다른 "
+            "정의에서 나온 것입니다. 원하는 정의만 남기고 (다른 쪽은 지우거나 고치고) 모든 셀을 다시 실행해 저장한 뒤 "
+            "다시 확인하세요."))
+    return notes
 
 
 def _other_kernel(nb: dict, name: str) -> Message | None:
@@ -362,6 +532,7 @@ def notebook_cells(text: str, name: str, notes: list[Message] | None = None) -> 
     used: set[str] = set()
     markdown: list[tuple[str, str]] = []  # (text, heading above it) of markdown cells, for _code_in_markdown
     modules: set[str] = set()  # what %%writefile cells so far wrote (run_written)
+    ran: list[tuple[str, str, object]] = []  # (code, where, execution count) of the code cells, for _stale_definitions
     for cell in cells:
         if not isinstance(cell, dict):
             continue
@@ -394,10 +565,13 @@ def notebook_cells(text: str, name: str, notes: list[Message] | None = None) -> 
                 label += f" (code cell {i} of the notebook)"  # (ends as no label made above ends: unique)
             used.add(label)
             out.append(Cell(code, label) if written is None else Cell(code, label, written[0], written[1]))
+            if written is None:
+                ran.append((code, label[len(name) + 2:], cell.get("execution_count")))
     if notes is not None:
         kernel = _other_kernel(nb, name)
         if kernel is not None:
             notes.append(kernel)
+        notes.extend(_stale_definitions(ran, name))
         for text, above in markdown:
             note = _code_in_markdown(text, above, name)
             if note is not None:

@@ -186,10 +186,12 @@ class Worker:
     def op_load(self, cells: list[dict[str, str]], skip: list[str] = ()) -> dict[str, Any]:
         skip = set(skip)  # "label:line" of top-level statements that hung in an earlier load
         progress = _Progress(os.path.join(os.getcwd(), "load.progress"))  # the scratch folder: read on a hang
+        defaults = _TorchDefaults()
         try:
             return self._load(cells, skip, progress)
         finally:
             progress.close()
+            defaults.restore()
 
     def _load(self, cells: list[dict[str, str]], skip: set[str], progress: "_Progress") -> dict[str, Any]:
         errors = []
@@ -735,6 +737,37 @@ class _Guard:
 # wrapping a plain list in an nn.ModuleList earned the buffer, device and structure points).
 _INSTANCE_DICT = nn.Module.__dict__["__dict__"].__get__
 MAX_WALK = 4096  # modules read in one tree (the lab's have a handful)
+
+
+class _TorchDefaults:
+    """torch's process-wide settings that a notebook's demo cells change and leave changed, as they were before the
+    submission ran. Jupyter keeps them for the cells below, but the checks call the classes afterwards on the grader's
+    own float32 inputs: `torch.set_grad_enabled(False)` (or a `torch.no_grad()` entered by hand) left on cost every
+    "gradients reach every weight" check of a right notebook (the backward of its output ran with grad off), and
+    `torch.set_default_dtype(torch.float64)` (or set_default_tensor_type) made float64 weights that the float32
+    inputs could not multiply: 8/100 (correct variants, round 7). A class is graded as written, not under its
+    notebook's settings, as a fresh `import` of its file would run it in the course's float32 code."""
+
+    def __init__(self) -> None:
+        self.grad = torch.is_grad_enabled()
+        self.dtype = torch.get_default_dtype()
+        self.device = torch.get_default_device()
+        self.matmul = torch.get_float32_matmul_precision()
+        self.deterministic = (torch.are_deterministic_algorithms_enabled(),
+                              torch.is_deterministic_algorithms_warn_only_enabled())
+        self.anomaly = torch.is_anomaly_enabled()
+        self.threads = torch.get_num_threads()  # 1: the workers of a batch share the cores (sandbox.py)
+
+    def restore(self) -> None:
+        torch.set_grad_enabled(self.grad)
+        torch.set_default_dtype(self.dtype)
+        if torch.get_default_device() != self.device:
+            torch.set_default_device(None if self.device == torch.device("cpu") else self.device)
+        torch.set_float32_matmul_precision(self.matmul)
+        torch.use_deterministic_algorithms(self.deterministic[0], warn_only=self.deterministic[1])
+        torch.autograd.set_detect_anomaly(self.anomaly)
+        if torch.get_num_threads() != self.threads:  # a demo's torch.set_num_threads(16): each tiny call slower
+            torch.set_num_threads(self.threads)
 
 
 def own_dict(m: Any) -> dict[str, Any]:

@@ -206,3 +206,38 @@ def test_an_import_failure_is_the_graders_only_where_a_fresh_worker_fails_too(fr
         from autograder.checks import CheckFailure
         with pytest.raises(CheckFailure, match="No module named 'numpy'"):
             sub.request("call", what="f(...)")
+
+
+def test_the_worker_puts_back_the_torch_settings_a_submission_changed(tmp_path):
+    """What each setting is after a load that changed them all, in a worker of its own (a Worker in the test process
+    would install its guards here): grad mode, default dtype and device, matmul precision, deterministic algorithms,
+    anomaly mode and the thread count (1 in a worker: a demo's torch.set_num_threads(16) made a batch's workers
+    contend for the cores). A notebook's `torch.set_grad_enabled(False)` cost its gradient checks, and
+    `torch.set_default_dtype(torch.float64)` every check (test_notebook has those notebooks)."""
+    script = """
+import json, socket, torch
+from autograder.worker import Worker
+torch.set_num_threads(1)
+before = [torch.is_grad_enabled(), str(torch.get_default_dtype()), str(torch.get_default_device()),
+          torch.get_float32_matmul_precision(), torch.are_deterministic_algorithms_enabled(),
+          torch.is_anomaly_enabled(), torch.get_num_threads()]
+demo = '''import torch
+torch.set_grad_enabled(False)
+torch.set_default_dtype(torch.float64)
+torch.set_default_device('meta')
+torch.set_float32_matmul_precision('medium')
+torch.use_deterministic_algorithms(True)
+torch.autograd.set_detect_anomaly(True)
+torch.set_num_threads(3)
+'''
+reply = Worker(socket.socketpair()[0]).op_load([{"code": demo, "label": "demo.py"}])
+after = [torch.is_grad_enabled(), str(torch.get_default_dtype()), str(torch.get_default_device()),
+         torch.get_float32_matmul_precision(), torch.are_deterministic_algorithms_enabled(),
+         torch.is_anomaly_enabled(), torch.get_num_threads()]
+print(json.dumps([reply["errors"], before, after]))
+"""
+    out = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                         env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+    errors, before, after = json.loads(out.stdout.strip().splitlines()[-1])
+    assert errors == []
+    assert after == before == [True, "torch.float32", "cpu", "highest", False, False, 1]

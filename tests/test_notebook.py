@@ -752,3 +752,118 @@ def test_the_note_on_a_notebooks_variables_stays_short_for_a_class_of_many_metho
     notes = [n for n in r.notes if "sets at the top level" in n.en]
     assert 1 <= len(notes) <= MAX_READ_NOTES == 3, len(notes)
     assert all(len(n.en) < 1000 and len(n.ko) < 1000 for n in notes) and "`sss" in notes[0].en
+
+
+def test_torch_settings_a_notebook_leaves_changed_do_not_cost_its_classes(tmp_path):
+    """A notebook's demo cells change torch's process-wide settings and leave them so: `torch.set_grad_enabled(False)`
+    after training, a `torch.no_grad()` entered by hand, `torch.set_default_dtype(torch.float64)` for precise
+    printouts (or the older set_default_tensor_type). The checks call the classes afterwards on the grader's float32
+    inputs: grad left off cost each question's gradient check (91/100), float64 weights could not multiply float32
+    inputs (8/100, "expected m1 and m2 to have the same dtype" blamed on the student's forward)."""
+    ref = REFERENCE.read_text()
+    demo = ("torch.manual_seed(123)\nmha = MultiHeadAttention(3, 4, 6, 0.0, num_heads=2)\n"
+            "opt = torch.optim.Adam(mha.parameters(), lr=1e-3)\nloss = mha(torch.rand(2, 6, 3)).pow(2).mean()\n"
+            "loss.backward()\nopt.step()\nmha.eval()\n")
+    results = grade_sources(tmp_path, {
+        "grad_off.ipynb": notebook("import torch\nimport torch.nn as nn", ref, demo + "torch.set_grad_enabled(False)"),
+        "no_grad_by_hand.ipynb": notebook(ref, demo, "ng = torch.no_grad()\nng.__enter__()\nprint(mha(torch.rand(1, 6, 3)))"),
+        "float64.ipynb": notebook("import torch\ntorch.set_default_dtype(torch.float64)", ref, demo),
+        "double_tensor.py": ref.replace("import torch.nn as nn\n",
+                                        "import torch.nn as nn\ntorch.set_default_tensor_type(torch.DoubleTensor)\n"
+                                        "torch.set_float32_matmul_precision('medium')\n", 1) + demo,
+    })
+    for name, r in results.items():
+        assert r.error is None, (name, r.error)
+        assert r.score == 100, (name, failed_messages(r))
+        assert not any("dtype" in n.en or "grad" in n.en for n in r.notes), (name, [n.en for n in r.notes])
+
+
+def test_a_notebook_downloaded_as_a_script_runs_its_magics_cells_as_the_notebook_does(tmp_path):
+    """Jupyter's File > Download as > Python (`jupyter nbconvert --to script`) writes a notebook's magics as
+    `get_ipython()` calls, which `python file.py` lacks: each was a NameError, and the classes of a `%%time` cell,
+    written as `get_ipython().run_cell_magic('time', '', '...')`, never ran: a right notebook got 0/100. They are read
+    as the notebook's own magics are; lines after the cell are still named by the file's line numbers."""
+    ref = REFERENCE.read_text().replace("from __future__ import annotations\n", "")
+    script = ("#!/usr/bin/env python\n# coding: utf-8\n\n# In[1]:\n\n\n"
+              "get_ipython().system('nvidia-smi')\nfiles = get_ipython().getoutput('ls')\nimport torch\n\n\n# In[2]:\n\n\n"
+              f"get_ipython().run_cell_magic('time', '', {ref!r})\n\n\n# In[3]:\n\n\n"
+              "get_ipython().run_line_magic('timeit', 'SelfAttention_v1(3, 2)(torch.rand(6, 3))')\n"
+              "get_ipython().run_line_magic('time', 'out = SelfAttention_v2(3, 2)(torch.rand(6, 3))')\n"
+              "print(out.shape)\n1 / 0\n")
+    r = grade_sources(tmp_path, {"exported.py": script})["exported"]
+    assert r.error is None, r.error
+    assert r.score == 100, failed_messages(r)
+    assert not any("get_ipython" in n.en for n in r.notes), [n.en for n in r.notes]
+    line = script.splitlines().index("1 / 0") + 1
+    assert [n.en for n in r.notes if "ZeroDivisionError" in n.en][0].startswith(
+        f"While loading your code (exported.py (from line 16), line {line}: `1 / 0`)")
+
+
+def test_a_definition_the_notebook_ran_after_a_later_cells_is_pointed_out():
+    """The right class in one cell, an earlier buggy try of it further down, and the saved execution counts say the
+    right one ran last: the student's kernel held it, the grader (top to bottom, as Restart & Run All) grades the
+    try. The points it loses are the grader's to lose, but it lost them with no word on why."""
+    right = "class CausalAttention:\n    scale = True\n"
+    try_ = "class CausalAttention:\n    scale = False\n"
+
+    def nb(*cells):
+        return json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {},
+                           "cells": [{"cell_type": "code", "metadata": {}, "execution_count": n, "outputs": [],
+                                      "source": c} for c, n in cells]})
+    notes: list = []
+    notebook_cells(nb(("import torch", 1), (right, 9), (try_, 4), ("print(CausalAttention)", 10)), "nb.ipynb", notes)
+    [note] = notes
+    assert note.en.startswith("nb.ipynb: `CausalAttention` is defined in code cell 2 and again further down, in "
+                              "code cell 3.") and "execution count [9], after [4]" in note.en
+    assert "실행 번호 [9], [4] 다음" in note.ko
+    for fine in (nb((right, 9), (try_, 11)),  # run in order: what the student saw is what is graded
+                 nb((right, 9), (right, 4)),  # the same class twice
+                 nb((right, None), (try_, None))):  # no counts saved
+        notes = []
+        notebook_cells(fine, "nb.ipynb", notes)
+        assert notes == []
+    notes = []
+    notebook_cells(NOTEBOOK.read_text(encoding="utf-8"), NOTEBOOK.name, notes)
+    assert notes == []
+
+
+def test_a_notebook_downloaded_from_colab_as_py_runs_its_time_cells_classes(tmp_path):
+    """Colab's File > Download > .py comments each magic out after "# Commented out IPython magic to ensure Python
+    compatibility.", a cell magic with its whole cell: the classes of a `%%time` cell were comments in the script,
+    and a right notebook got 0/100. Their lines run in place (the file's line numbers stay); a `%%bash` cell and
+    comments that are not Python stay comments."""
+    from autograder.source import exported_cells
+    mark = "# Commented out IPython magic to ensure Python compatibility."
+    ref = REFERENCE.read_text().replace("from __future__ import annotations\n", "")
+    cut = ref.index("class SelfAttention_v1")
+    body = "\n".join("# " + ln for ln in ("%%time\n" + ref[cut:].rstrip("\n")).splitlines())
+    script = (f'# -*- coding: utf-8 -*-\n"""attention.ipynb\n\nAutomatically generated by Colab.\n"""\n\n{mark}\n'
+              f"# !nvidia-smi\n\n{ref[:cut]}\n{mark}\n{body}\n\n# 데모\nprint(SelfAttention_v1(3, 2))\n1 / 0\n")
+    r = grade_sources(tmp_path, {"colab.py": script})["colab"]
+    assert r.error is None, r.error
+    assert r.score == 100, failed_messages(r)
+    line = script.splitlines().index("1 / 0") + 1
+    assert [n.en for n in r.notes if "ZeroDivisionError" in n.en][0].startswith(
+        f"While loading your code (colab.py, line {line}: `1 / 0`)")
+    for kept in (f"{mark}\n# %%bash\n# ls -l\n", f"{mark}\n# %%time\n# the loop took 3 s, too slow for a class\n"):
+        assert [c.code for c in exported_cells(kept, "x.py")] == [kept]
+
+
+def test_a_colab_py_with_shell_lines_is_read_as_the_notebook_ran_it_and_told_so(tmp_path):
+    """Colab's Download > .py keeps `!pip install ...` lines as they were: no Python parses the file, and a right
+    notebook got 0/100 ("Syntax error ... Nothing in it could run"). Skipped as the notebook skipped them, with a
+    note (both languages) that `python` cannot run the file; a file with a syntax error of its own is still one."""
+    from autograder.source import read
+    ref = REFERENCE.read_text().replace("from __future__ import annotations\n", "")
+    script = ('# -*- coding: utf-8 -*-\n"""attention.ipynb\n\nAutomatically generated by Colab.\n"""\n\n'
+              f"!pip install tiktoken\n\n{ref}\n\n!nvidia-smi\nprint(SelfAttention_v1(3, 2))\n1 / 0\n")
+    r = grade_sources(tmp_path, {"colab.py": script})["colab"]
+    assert r.error is None, r.error
+    assert r.score == 100, failed_messages(r)
+    [note] = [n for n in r.notes if "notebook lines" in n.en]
+    assert "(`!pip install tiktoken`)" in note.en and "노트북 줄이 있어 (`!pip install tiktoken`)" in note.ko
+    line = script.splitlines().index("1 / 0") + 1
+    assert any(n.en.startswith(f"While loading your code (colab.py, line {line}: `1 / 0`)") for n in r.notes)
+    broken = tmp_path / "broken.py"
+    broken.write_text("!pip install tiktoken\nclass A(:\n    pass\n", encoding="utf-8")
+    assert [c.code for c in read(broken).cells] == [broken.read_text()]
