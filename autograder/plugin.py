@@ -31,6 +31,27 @@ from .source import read
 
 MAX_SHOWN_OUTPUT = 2000
 MAX_READ_NOTES = 3  # notes on methods that read the file's top-level variables (_top_level_read_notes)
+# A load error that the grader's setting alone causes (worker._grader_setting names which): said as such, since the
+# same line runs on the student's machine or Colab, and it costs no points by itself.
+SETTING_HINTS = {
+    "network": (" The grader has no network, so downloads fail there: this costs no points by itself, but keep "
+                "downloads out of what your classes need.",
+                " 채점기에는 네트워크가 없어서 다운로드가 실패합니다: 이것만으로 감점되지는 않지만, 클래스가 필요로 "
+                "하는 것은 다운로드하지 않도록 하세요."),
+    "processes": (" The grader runs your code in a single process, so multiprocessing and "
+                  "`DataLoader(num_workers>0)` are not available there: this costs no points by itself (use "
+                  "`num_workers=0`).",
+                  " 채점기는 코드를 하나의 프로세스에서 실행하므로 multiprocessing과 `DataLoader(num_workers>0)`를 "
+                  "쓸 수 없습니다: 이것만으로 감점되지는 않습니다 (`num_workers=0`을 쓰세요)."),
+    "account": (" The grader runs your code as a user with no account and no login terminal: this costs no points "
+                "by itself (`getpass.getuser()` works there).",
+                " 채점기는 계정과 로그인 터미널이 없는 사용자로 코드를 실행합니다: 이것만으로 감점되지는 않습니다 "
+                "(`getpass.getuser()`는 동작합니다)."),
+    "gpu": (" The grader has no GPU: this costs no points by itself (write "
+            "`torch.device('cuda' if torch.cuda.is_available() else 'cpu')`).",
+            " 채점기에는 GPU가 없습니다: 이것만으로 감점되지는 않습니다 "
+            "(`torch.device('cuda' if torch.cuda.is_available() else 'cpu')`처럼 쓰세요)."),
+}
 
 
 def protect(paths: Iterable[Path]) -> None:
@@ -392,9 +413,10 @@ class GradingPlugin:
                     "셀을 순서와 다르게 실행했을 때처럼), 나머지 코드를 모두 실행한 뒤 다시 실행했고 이번에는 "
                     "성공했습니다. 커널을 다시 시작하고 모든 셀을 실행해서 위에서부터 차례로 실행되는지 확인하세요."))
                 continue
-            notes.append(Message(f"While loading your code ({loc}): {text}. Code after this point in the same "
-                                 "statement did not run; later definitions were still loaded.",
-                                 f"코드를 불러오는 중 오류 ({loc_ko}): {text}. 이 문장은 실행되지 않았고, "
+            why_en, why_ko = SETTING_HINTS.get(err.get("setting"), ("", ""))
+            notes.append(Message(f"While loading your code ({loc}): {text}.{why_en} Code after this point in the "
+                                 "same statement did not run; later definitions were still loaded.",
+                                 f"코드를 불러오는 중 오류 ({loc_ko}): {text}.{why_ko} 이 문장은 실행되지 않았고, "
                                  "이후의 정의는 계속 불러왔습니다."))
         graded = self.assignment.graded_names
         # Never "rename" one graded name to another, nor a demo value (`context_vecs`) to a graded function.

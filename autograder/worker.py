@@ -72,6 +72,40 @@ def _short(s: str) -> str:
     return s if len(s) <= MAX_TEXT else s[:MAX_TEXT] + " ..."
 
 
+# What an honest line fails on in the grader's setting alone, which a student's machine (or Colab) has: the grader
+# then says so (plugin._load_notes), and a bare "PermissionError: [Errno 13] Permission denied" at a DataLoader, or
+# "Temporary failure in name resolution" at a download, does not read as the student's mistake (red team, round 24).
+_NETWORK_ERRORS = {"socket.gaierror", "socket.herror", "builtins.ConnectionError", "urllib.error.URLError",
+                   "requests.exceptions.ConnectionError", "urllib3.exceptions.NewConnectionError",
+                   "urllib3.exceptions.NameResolutionError", "httpx.ConnectError"}
+_NO_GPU = ("Torch not compiled with CUDA enabled", "No CUDA GPUs are available", "Found no NVIDIA driver")
+
+
+def _grader_setting(e: BaseException) -> str | None:
+    """"network", "processes", "account" or "gpu" where `e` is what the grader's setting makes an ordinary line
+    raise (no network, one process, a uid with no account or terminal, no GPU); None otherwise. Only words for a
+    note: a submission that forges one gains nothing."""
+    try:
+        seen, x = 0, e
+        while x is not None and seen < 8:  # requests and huggingface_hub wrap the socket error in their own
+            if any(f"{c.__module__}.{c.__qualname__}" in _NETWORK_ERRORS for c in type(x).__mro__):
+                return "network"
+            x, seen = x.__cause__ or x.__context__, seen + 1
+        frames = traceback.extract_tb(e.__traceback__)
+        text = str(e)
+        if isinstance(e, OSError) and any(f"{os.sep}multiprocessing{os.sep}" in f.filename for f in frames) \
+                or "DataLoader worker (pid" in text:  # a semaphore in /dev/shm, or a forked worker that exited
+            return "processes"
+        if isinstance(e, OSError) and any("getlogin" in (f.line or "") for f in frames) \
+                or isinstance(e, KeyError) and re.match(r"'getpw(uid|nam)\(\): ", text):
+            return "account"
+        if any(m in text for m in _NO_GPU):
+            return "gpu"
+    except BaseException:
+        pass
+    return None
+
+
 class Worker:
     def __init__(self, sock: socket.socket, output_limit: int = 64 * 1024):
         self.sock = sock
@@ -178,7 +212,11 @@ class Worker:
             mro = [f"{c.__module__}.{c.__qualname__}" for c in type(e).__mro__][:32]
         except BaseException:
             mro = []
-        return {"type": type(e).__name__, "message": text, "where": where, "mro": mro}
+        out = {"type": type(e).__name__, "message": text, "where": where, "mro": mro}
+        cause = _grader_setting(e)
+        if cause:
+            out["setting"] = cause
+        return out
 
     # ------------------------------------------------------------------ loading
 

@@ -949,3 +949,33 @@ def test_a_worker_has_a_user_name_though_its_uid_has_no_account(tmp_path):
     r = grade_sources(tmp_path, {"who.py": REFERENCE.read_text() + demo})["who"]
     assert r.score == 100
     assert not [n.en for n in r.notes if "While loading" in n.en], [n.en for n in r.notes]
+
+
+def test_a_line_that_fails_only_in_the_graders_setting_says_so(tmp_path):
+    """Red team, round 24: ordinary notebook lines that run on a student's machine or Colab fail in a worker (no
+    network, one process, a uid with no account or terminal, no GPU). The notes were bare errors that read as the
+    student's mistake ("PermissionError: [Errno 13] Permission denied" at a `DataLoader(num_workers=2)` loop,
+    "Temporary failure in name resolution" at a download); each now says that the grader's setting is the cause and
+    that it costs nothing, and the classes keep full marks."""
+    from conftest import grade_sources
+    demo = ("\nimport os, pwd, urllib.request\n"
+            "from torch.utils.data import DataLoader, TensorDataset\n"
+            "urllib.request.urlopen('https://example.com/the-verdict.txt')\n"
+            "for xb, in DataLoader(TensorDataset(torch.randn(8, 2)), batch_size=4, num_workers=2): pass\n"
+            "os.getlogin()\n"
+            "pwd.getpwuid(os.getuid())\n"
+            "x = torch.ones(2).cuda() if not torch.cuda.is_available() else torch.ones(2)[5]\n")
+    r = grade_sources(tmp_path, {"env.py": REFERENCE.read_text() + demo})["env"]
+    assert r.score == 100
+    notes = [n for n in r.notes if "While loading" in n.en]
+    assert len(notes) == 5, [n.en for n in r.notes]
+    net, procs, login, account, gpu = notes
+    assert "urlopen" in net.en and "The grader has no network" in net.en and "네트워크가 없어서" in net.ko, net.en
+    assert "DataLoader" in procs.en and "runs your code in a single process" in procs.en, procs.en
+    assert "하나의 프로세스에서" in procs.ko, procs.ko
+    for n in (login, account):
+        assert "a user with no account and no login terminal" in n.en and "계정과 로그인 터미널이" in n.ko, n.en
+    if not torch.cuda.is_available():  # (a worker that sees a GPU runs `.cuda()`, and the index error is the student's)
+        assert "The grader has no GPU" in gpu.en and "GPU가 없습니다" in gpu.ko, gpu.en
+    else:
+        assert "IndexError" in gpu.en and "grader has no" not in gpu.en, gpu.en
