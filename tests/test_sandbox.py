@@ -979,3 +979,16 @@ def test_a_line_that_fails_only_in_the_graders_setting_says_so(tmp_path):
         assert "The grader has no GPU" in gpu.en and "GPU가 없습니다" in gpu.ko, gpu.en
     else:
         assert "IndexError" in gpu.en and "grader has no" not in gpu.en, gpu.en
+
+
+def test_a_notebooks_default_dtype_or_device_is_not_the_checks(tmp_path):
+    """Red team, round 24: `torch.set_default_dtype(torch.float64)` or `torch.set_default_device('cuda')` (a Colab
+    habit) at the top of a right notebook stayed set for the checks: its classes made float64 weights for the
+    grader's float32 inputs (9/44 of the public checks), or CUDA tensors that a machine without a GPU cannot make and
+    the CPU inputs cannot meet (8/44). Each request runs with torch's defaults, as a fresh notebook does."""
+    from conftest import grade_sources
+    ref = REFERENCE.read_text()
+    r = grade_sources(tmp_path, {"f64.py": "import torch\ntorch.set_default_dtype(torch.float64)\n" + ref,
+                                 "gpu.py": "import torch\ntorch.set_default_device('cuda')\n" + ref})
+    assert r["f64"].score == 100, [c.message.en for c in r["f64"].checks if c.status == "failed"][:3]
+    assert r["gpu"].score == 100, [c.message.en for c in r["gpu"].checks if c.status == "failed"][:3]
