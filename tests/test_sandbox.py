@@ -992,3 +992,22 @@ def test_a_notebooks_default_dtype_or_device_is_not_the_checks(tmp_path):
                                  "gpu.py": "import torch\ntorch.set_default_device('cuda')\n" + ref})
     assert r["f64"].score == 100, [c.message.en for c in r["f64"].checks if c.status == "failed"][:3]
     assert r["gpu"].score == 100, [c.message.en for c in r["gpu"].checks if c.status == "failed"][:3]
+
+
+def test_a_notebooks_console_settings_load_without_a_note(tmp_path):
+    """Red team, round 24: `sys.stdout.reconfigure(encoding='utf-8')` (a habit where a Windows console encodes
+    cp949), `sys.stdout.encoding.lower()` and `sys.stdout.buffer.write(...)` failed at load against the worker's
+    output stand-in ("'BoundedText' object has no attribute 'reconfigure'"), a note that read as the student's
+    mistake. They run, and what they print is kept as text."""
+    from autograder.worker import BoundedText
+    from conftest import grade_sources
+    demo = ("\nimport sys\n"
+            "sys.stdout.reconfigure(encoding='utf-8')\n"
+            "ENC = sys.stdout.encoding.lower()\n"
+            "sys.stdout.buffer.write('한글 ok\\n'.encode())\n")
+    r = grade_sources(tmp_path, {"con.py": REFERENCE.read_text() + demo})["con"]
+    assert r.score == 100
+    assert not [n.en for n in r.notes if "While loading" in n.en], [n.en for n in r.notes]
+    out = BoundedText(100)
+    out.buffer.write("한글".encode() + b"\xff")
+    assert out.take()["text"] == "한글\ufffd"
