@@ -30,6 +30,7 @@ from .sandbox import Spawning, WorkerLost, Zygote, claim_uid, is_root, make_scra
 from .source import read
 
 MAX_SHOWN_OUTPUT = 2000
+MAX_LOAD_NOTE = 2000  # characters of a note on a top-level line that failed (_load_notes)
 MAX_READ_NOTES = 3  # notes on methods that read the file's top-level variables (_top_level_read_notes)
 # A load error that the grader's setting alone causes (worker._grader_setting names which): said as such, since the
 # same line runs on the student's machine or Colab, and it costs no points by itself.
@@ -418,6 +419,11 @@ class GradingPlugin:
                                  "same statement did not run; later definitions were still loaded.",
                                  f"코드를 불러오는 중 오류 ({loc_ko}): {text}.{why_ko} 이 문장은 실행되지 않았고, "
                                  "이후의 정의는 계속 불러왔습니다."))
+        # At most MAX_LOAD_NOTE characters each, as a check's message is: an exception class named with 3,000,000
+        # characters (its type name is not the message that the worker shortens) made a 24 MB result file and
+        # 8 MB of `grade check` output (red team, round 24); a worker the submission changed may send anything.
+        notes = [n if len(n.en) <= MAX_LOAD_NOTE and len(n.ko) <= MAX_LOAD_NOTE
+                 else Message(_cut(n.en, MAX_LOAD_NOTE), _cut(n.ko, MAX_LOAD_NOTE)) for n in notes]
         graded = self.assignment.graded_names
         # Never "rename" one graded name to another, nor a demo value (`context_vecs`) to a graded function.
         defined = [n for n, kind in sub.names.items() if n not in graded and kind != "value"]
@@ -621,6 +627,10 @@ class GradingPlugin:
             if self.zygote is not None:
                 self.zygote.close()
             self.on_result(result)
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit] + " ..."
 
 
 def zero_reason(result: SubmissionResult, sub: Submission | None) -> Message | None:

@@ -255,10 +255,10 @@ class Worker:
         except BaseException:
             pass
         try:
-            mro = [f"{c.__module__}.{c.__qualname__}" for c in type(e).__mro__][:32]
+            mro = [_short(f"{c.__module__}.{c.__qualname__}") for c in type(e).__mro__][:32]
         except BaseException:
             mro = []
-        out = {"type": type(e).__name__, "message": text, "where": where, "mro": mro}
+        out = {"type": _short(str(type(e).__name__)), "message": text, "where": where, "mro": mro}
         cause = _grader_setting(e)
         if cause:
             out["setting"] = cause

@@ -1011,3 +1011,17 @@ def test_a_notebooks_console_settings_load_without_a_note(tmp_path):
     out = BoundedText(100)
     out.buffer.write("한글".encode() + b"\xff")
     assert out.take()["text"] == "한글\ufffd"
+
+
+def test_an_exception_class_with_a_huge_name_makes_a_short_load_note(tmp_path):
+    """Red team, round 24: the worker shortened an exception's message but not its class's name, and load notes had
+    no bound: `raise type('C' * 3_000_000, (Exception,), {})('m')` at the top of a right file made a 24 MB result
+    file and 8 MB of `grade check` output. A load note is at most plugin.MAX_LOAD_NOTE characters, as a check's
+    message is, and the classes keep their marks."""
+    from conftest import grade_sources
+    demo = "\nraise type('C' * 3_000_000, (Exception,), {})('m')\n"
+    r = grade_sources(tmp_path, {"big.py": REFERENCE.read_text() + demo})["big"]
+    assert r.score == 100
+    (note,) = [n for n in r.notes if "While loading" in n.en]
+    assert "CCCC" in note.en and len(note.en) <= 2010 and len(note.ko) <= 2010, len(note.en)
+    assert sum(p.stat().st_size for p in (tmp_path / "results").iterdir()) < 1_000_000
