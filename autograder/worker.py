@@ -98,6 +98,36 @@ class _BytesInto:
         pass
 
 
+class _NoIPython:
+    """What `get_ipython()` gives a notebook here: every method does nothing, as the grader skips a cell's magics
+    (source.strip_magics), so `get_ipython().run_line_magic('matplotlib', 'inline')` is skipped too."""
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return lambda *args, **kwargs: None
+
+    def __repr__(self) -> str:
+        return "<no IPython: the autograder runs the notebook's code as a script>"
+
+
+def _display(*objs: Any, **_options: Any) -> None:
+    """`display(...)` of a notebook here: each object's repr printed, as Jupyter shows one without a rich form."""
+    for obj in objs:
+        print(repr(obj))
+
+
+def _notebook_builtins() -> None:
+    """`display` and `get_ipython`, which Jupyter and Colab put in builtins: a notebook's `display(df)` line
+    failed at load with "NameError: name 'display' is not defined", a note that blamed the student for a line that
+    runs in every notebook (red team, round 24). In builtins, as there, so no top-level name of the submission's
+    (nor a rename hint) comes of them; a definition of its own shadows them, as in Jupyter."""
+    import builtins
+    for name, value in (("display", _display), ("get_ipython", lambda: _NoIPython())):
+        if not hasattr(builtins, name):
+            setattr(builtins, name, value)
+
+
 def _short(s: str) -> str:
     return s if len(s) <= MAX_TEXT else s[:MAX_TEXT] + " ..."
 
@@ -276,6 +306,8 @@ class Worker:
 
     def _load(self, cells: list[dict[str, str]], skip: set[str], progress: "_Progress") -> dict[str, Any]:
         errors = []
+        if any(".ipynb, " in str(c.get("label")) for c in cells):
+            _notebook_builtins()
         # A module that a %%writefile cell wrote runs, when a statement below imports it, one statement at a time as
         # the cells do: a demo line in it that fails or hangs costs that line, not the module's definitions.
         self.files.load = {"skip": skip, "progress": progress, "errors": errors, "describe": self.describe,

@@ -752,3 +752,19 @@ def test_the_note_on_a_notebooks_variables_stays_short_for_a_class_of_many_metho
     notes = [n for n in r.notes if "sets at the top level" in n.en]
     assert 1 <= len(notes) <= MAX_READ_NOTES == 3, len(notes)
     assert all(len(n.en) < 1000 and len(n.ko) < 1000 for n in notes) and "`sss" in notes[0].en
+
+
+def test_a_notebooks_display_and_get_ipython_lines_load_without_a_note(tmp_path):
+    """Red team, round 24: Jupyter and Colab put `display` and `get_ipython` in builtins; a right notebook's
+    `display(df)` or `get_ipython().run_line_magic('matplotlib', 'inline')` cell failed at load with "NameError:
+    name 'display' is not defined", a note that blamed the student. Both run (the magic is skipped, as the grader
+    skips magics); a `.py` file still has neither, as `python file.py` has not, and a name of the notebook's own
+    shadows them."""
+    nb = notebook("import torch\ndisplay(torch.ones(2))\nSHOWN = repr(get_ipython())",
+                  "get_ipython().run_line_magic('matplotlib', 'inline')\nget_ipython().system('nvidia-smi')",
+                  REFERENCE.read_text())
+    py = REFERENCE.read_text() + "\ndisplay(torch.ones(2))\n"
+    r = grade_sources(tmp_path, {"nb.ipynb": nb, "py.py": py})
+    assert r["nb"].score == 100 and r["py"].score == 100
+    assert not [n.en for n in r["nb"].notes if "While loading" in n.en], [n.en for n in r["nb"].notes]
+    assert [n.en for n in r["py"].notes if "name 'display' is not defined" in n.en], [n.en for n in r["py"].notes]
