@@ -48,6 +48,10 @@ SETTING_HINTS = {
                 "by itself (`getpass.getuser()` works there).",
                 " 채점기는 계정과 로그인 터미널이 없는 사용자로 코드를 실행합니다: 이것만으로 감점되지는 않습니다 "
                 "(`getpass.getuser()`는 동작합니다)."),
+    "files": (" The grader runs your code without the files beside it (data, saved models): this costs no points "
+              "by itself, but your classes must not need them.",
+              " 채점기는 코드 옆의 파일(데이터, 저장한 모델) 없이 코드를 실행합니다: 이것만으로 감점되지는 않지만, "
+              "클래스가 그 파일을 필요로 해서는 안 됩니다."),
     "gpu": (" The grader has no GPU: this costs no points by itself (write "
             "`torch.device('cuda' if torch.cuda.is_available() else 'cpu')`).",
             " 채점기에는 GPU가 없습니다: 이것만으로 감점되지는 않습니다 "

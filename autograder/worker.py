@@ -142,8 +142,9 @@ _NO_GPU = ("Torch not compiled with CUDA enabled", "No CUDA GPUs are available",
 
 
 def _grader_setting(e: BaseException) -> str | None:
-    """"network", "processes", "account" or "gpu" where `e` is what the grader's setting makes an ordinary line
-    raise (no network, one process, a uid with no account or terminal, no GPU); None otherwise. Only words for a
+    """"network", "processes", "account", "gpu" or "files" where `e` is what the grader's setting makes an ordinary
+    line raise (no network, one process, a uid with no account or terminal, no GPU, none of the files beside the
+    submission); None otherwise. Only words for a
     note: a submission that forges one gains nothing."""
     try:
         seen, x = 0, e
@@ -161,6 +162,8 @@ def _grader_setting(e: BaseException) -> str | None:
             return "account"
         if any(m in text for m in _NO_GPU):
             return "gpu"
+        if isinstance(e, FileNotFoundError):  # the-verdict.txt, a checkpoint: only the code is sent to the worker
+            return "files"
     except BaseException:
         pass
     return None

@@ -953,7 +953,7 @@ def test_a_worker_has_a_user_name_though_its_uid_has_no_account(tmp_path):
 
 def test_a_line_that_fails_only_in_the_graders_setting_says_so(tmp_path):
     """Red team, round 24: ordinary notebook lines that run on a student's machine or Colab fail in a worker (no
-    network, one process, a uid with no account or terminal, no GPU). The notes were bare errors that read as the
+    network, one process, a uid with no account or terminal, no GPU, none of the files beside the submission). The notes were bare errors that read as the
     student's mistake ("PermissionError: [Errno 13] Permission denied" at a `DataLoader(num_workers=2)` loop,
     "Temporary failure in name resolution" at a download); each now says that the grader's setting is the cause and
     that it costs nothing, and the classes keep full marks."""
@@ -965,8 +965,13 @@ def test_a_line_that_fails_only_in_the_graders_setting_says_so(tmp_path):
             "os.getlogin()\n"
             "pwd.getpwuid(os.getuid())\n"
             "x = torch.ones(2).cuda() if not torch.cuda.is_available() else torch.ones(2)[5]\n")
-    r = grade_sources(tmp_path, {"env.py": REFERENCE.read_text() + demo})["env"]
-    assert r.score == 100
+    both = grade_sources(tmp_path, {"env.py": REFERENCE.read_text() + demo, "files.py": REFERENCE.read_text()
+                                    + "\ntext = open('the-verdict.txt', encoding='utf-8').read()\n"})
+    r = both["env"]
+    assert r.score == 100 and both["files"].score == 100
+    (files,) = [n for n in both["files"].notes if "While loading" in n.en]
+    assert "the-verdict.txt" in files.en and "without the files beside it" in files.en, files.en
+    assert "코드 옆의 파일" in files.ko, files.ko
     notes = [n for n in r.notes if "While loading" in n.en]
     assert len(notes) == 5, [n.en for n in r.notes]
     net, procs, login, account, gpu = notes
