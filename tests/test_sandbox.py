@@ -1030,3 +1030,40 @@ def test_an_exception_class_with_a_huge_name_makes_a_short_load_note(tmp_path):
     (note,) = [n for n in r.notes if "While loading" in n.en]
     assert "CCCC" in note.en and len(note.en) <= 2010 and len(note.ko) <= 2010, len(note.en)
     assert sum(p.stat().st_size for p in (tmp_path / "results").iterdir()) < 1_000_000
+
+
+def test_a_forged_load_progress_line_is_not_the_graders_failure(tmp_path):
+    """Red team, round 24: a file that wrote `attention.py:²` (a digit to str.isdigit(), not to int()) into its
+    scratch folder's load.progress and hung was read as hung at that line; told of the skip (its frames show the
+    load request's arguments), it then loaded, and the grader raised on int('²'): "the autograder itself failed"
+    in place of the file's own result. A line number is ASCII digits; the forged one is not taken, so the hang is
+    the file's own and the result says so."""
+    import json
+    from dataclasses import replace
+    from autograder import assignment, batch
+    from autograder.results import SubmissionResult
+    forge = r'''
+import os, sys
+def _told():
+    f = sys._getframe(1)
+    while f is not None:
+        if isinstance(f.f_locals.get('skip'), (set, list, frozenset)) and f.f_locals['skip']:
+            return True
+        f = f.f_back
+    return False
+if not _told():
+    with open(os.path.join(os.environ['TMPDIR'], 'load.progress'), 'w') as f:
+        f.write('sup.py:\u00b2\t1\t0\n')
+        f.flush()
+        while True:
+            pass
+'''
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    (subs / "sup.py").write_text(REFERENCE.read_text() + forge, encoding="utf-8")
+    a = assignment.load("attention")
+    a = replace(a, limits=replace(a.limits, call_timeout=4.0))
+    batch.main(submissions=subs, out=tmp_path / "out", assignment=a, echo=lambda _m: None)
+    r = SubmissionResult.from_dict(json.loads((tmp_path / "out" / "sup.json").read_text())["extra_data"]["internal"])
+    assert r.error is not None and "itself failed" not in r.error.en and not r.staff, (r.error, r.staff[-300:])
+    assert "did not finish within 4 s" in r.error.en or "longer than" in r.error.en, r.error.en
