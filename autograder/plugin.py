@@ -52,6 +52,10 @@ SETTING_HINTS = {
               "by itself, but your classes must not need them.",
               " 채점기는 코드 옆의 파일(데이터, 저장한 모델) 없이 코드를 실행합니다: 이것만으로 감점되지는 않지만, "
               "클래스가 그 파일을 필요로 해서는 안 됩니다."),
+    "module": (" The grader has only the packages the course uses (torch, numpy, matplotlib), and none of the files "
+               "beside your code: this costs no points by itself, but your classes must not need another.",
+               " 채점기에는 강의에서 쓰는 패키지(torch, numpy, matplotlib)만 있고 코드 옆의 파일은 없습니다: "
+               "이것만으로 감점되지는 않지만, 클래스가 다른 패키지나 파일을 필요로 해서는 안 됩니다."),
     "gpu": (" The grader has no GPU: this costs no points by itself (write "
             "`torch.device('cuda' if torch.cuda.is_available() else 'cpu')`).",
             " 채점기에는 GPU가 없습니다: 이것만으로 감점되지는 않습니다 "

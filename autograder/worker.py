@@ -142,9 +142,9 @@ _NO_GPU = ("Torch not compiled with CUDA enabled", "No CUDA GPUs are available",
 
 
 def _grader_setting(e: BaseException) -> str | None:
-    """"network", "processes", "account", "gpu" or "files" where `e` is what the grader's setting makes an ordinary
-    line raise (no network, one process, a uid with no account or terminal, no GPU, none of the files beside the
-    submission); None otherwise. Only words for a
+    """"network", "processes", "account", "gpu", "files" or "module" where `e` is what the grader's setting makes an
+    ordinary line raise (no network, one process, a uid with no account or terminal, no GPU, none of the files beside
+    the submission, a package not installed); None otherwise. Only words for a
     note: a submission that forges one gains nothing."""
     try:
         seen, x = 0, e
@@ -164,6 +164,8 @@ def _grader_setting(e: BaseException) -> str | None:
             return "gpu"
         if isinstance(e, FileNotFoundError):  # the-verdict.txt, a checkpoint: only the code is sent to the worker
             return "files"
+        if isinstance(e, ModuleNotFoundError):  # tiktoken, google.colab: what the course's notebooks do not need
+            return "module"
     except BaseException:
         pass
     return None
