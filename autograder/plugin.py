@@ -395,6 +395,15 @@ class GradingPlugin:
                     "또는 무언가를 기다리는 코드?) 건너뛰었습니다. 이후의 정의는 계속 불러왔습니다. 오래 걸리는 실행은 "
                     "제출 파일에서 빼 주세요."))
                 continue
+            if err.get("type") == "Ended" and isinstance(err.get("how"), str):  # (the grader's words: proxy.py)
+                notes.append(Message(
+                    f"While loading your code ({loc}): this line ended the process running your code ({err['how']}: "
+                    "a Colab runtime restart such as `os.kill(os.getpid(), 9)`, or a crash) and was "
+                    "skipped; later definitions were still loaded. Keep such lines out of the file you submit.",
+                    f"코드를 불러오는 중 ({loc_ko}): 이 줄이 코드를 실행하던 프로세스를 끝내서 ({err['how']}: "
+                    "`os.kill(os.getpid(), 9)` 같은 Colab 런타임 재시작, 또는 비정상 종료) 건너뛰었습니다. "
+                    "이후의 정의는 계속 불러왔습니다. 이런 줄은 제출 파일에서 빼 주세요."))
+                continue
             if err.get("type") == "EOFError" and "input(" in str(w.get("code", "")):
                 notes.append(Message(
                     f"While loading your code ({loc}): {text}. The grader types nothing into `input()`, so it "

@@ -1069,3 +1069,21 @@ if not _told():
     r = SubmissionResult.from_dict(json.loads((tmp_path / "out" / "sup.json").read_text())["extra_data"]["internal"])
     assert r.error is not None and "itself failed" not in r.error.en and not r.staff, (r.error, r.staff[-300:])
     assert "did not finish within 4 s" in r.error.en or "longer than" in r.error.en, r.error.en
+
+
+def test_a_top_level_line_that_kills_the_worker_costs_only_itself(tmp_path):
+    """Red team, round 24: Colab's "restart the runtime" line after a `!pip install` (`os.kill(os.getpid(), 9)`),
+    or a demo line that crashes, at the top of a right notebook ended the worker while it loaded: 0/100, "killed
+    (out of memory or a resource limit)". Like a line that hangs, it is skipped (the worker's load.progress names
+    it) and the file loads again without it, with a note that says so."""
+    from conftest import grade_sources, notebook
+    nb = notebook("!pip install -q tiktoken\nimport os\nos.kill(os.getpid(), 9)  # restart the runtime",
+                  REFERENCE.read_text())
+    seg = REFERENCE.read_text() + "\nimport ctypes\nctypes.string_at(0)\n"
+    r = grade_sources(tmp_path, {"restart.ipynb": nb, "seg.py": seg})
+    for sid, how in (("restart", "SIGKILL"), ("seg", "SIGSEGV")):
+        assert r[sid].score == 100, (sid, r[sid].error)
+        (note,) = [n for n in r[sid].notes if "While loading" in n.en]
+        assert f"this line ended the process running your code ({how}" in note.en and "skipped" in note.en, note.en
+        assert "건너뛰었습니다" in note.ko, note.ko
+    assert "code cell 1, line 3: `os.kill(os.getpid(), 9)" in r["restart"].notes[0].en, r["restart"].notes[0].en
