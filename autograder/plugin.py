@@ -52,6 +52,10 @@ SETTING_HINTS = {
               "by itself, but your classes must not need them.",
               " 채점기는 코드 옆의 파일(데이터, 저장한 모델) 없이 코드를 실행합니다: 이것만으로 감점되지는 않지만, "
               "클래스가 그 파일을 필요로 해서는 안 됩니다."),
+    "folder": (" The grader lets your code write files only in its working folder (relative paths such as "
+               "`model.pt`): this costs no points by itself.",
+               " 채점기에서는 코드가 작업 폴더에만 파일을 쓸 수 있습니다 (`model.pt` 같은 상대 경로): 이것만으로 "
+               "감점되지는 않습니다."),
     "module": (" The grader has only the packages the course uses (torch, numpy, matplotlib), and none of the files "
                "beside your code: this costs no points by itself, but your classes must not need another.",
                " 채점기에는 강의에서 쓰는 패키지(torch, numpy, matplotlib)만 있고 코드 옆의 파일은 없습니다: "

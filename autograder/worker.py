@@ -142,9 +142,9 @@ _NO_GPU = ("Torch not compiled with CUDA enabled", "No CUDA GPUs are available",
 
 
 def _grader_setting(e: BaseException) -> str | None:
-    """"network", "processes", "account", "gpu", "files" or "module" where `e` is what the grader's setting makes an
-    ordinary line raise (no network, one process, a uid with no account or terminal, no GPU, none of the files beside
-    the submission, a package not installed); None otherwise. Only words for a
+    """"network", "processes", "account", "gpu", "files", "folder" or "module" where `e` is what the grader's setting
+    makes an ordinary line raise (no network, one process, a uid with no account or terminal, no GPU, none of the
+    files beside the submission, no folder but its own to write in, a package not installed); None otherwise. Only words for a
     note: a submission that forges one gains nothing."""
     try:
         seen, x = 0, e
@@ -164,6 +164,10 @@ def _grader_setting(e: BaseException) -> str | None:
             return "gpu"
         if isinstance(e, FileNotFoundError):  # the-verdict.txt, a checkpoint: only the code is sent to the worker
             return "files"
+        if isinstance(e, PermissionError) and isinstance(e.filename, str) and os.path.isabs(e.filename) \
+                and not e.filename.startswith(os.getcwd() + os.sep) \
+                or "open file failed with strerror: Permission denied" in text:  # torch.save(m, '/tmp/model.pt')
+            return "folder"
         if isinstance(e, ModuleNotFoundError):  # tiktoken, google.colab: what the course's notebooks do not need
             return "module"
     except BaseException:

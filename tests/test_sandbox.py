@@ -966,10 +966,15 @@ def test_a_line_that_fails_only_in_the_graders_setting_says_so(tmp_path):
             "pwd.getpwuid(os.getuid())\n"
             "x = torch.ones(2).cuda() if not torch.cuda.is_available() else torch.ones(2)[5]\n")
     both = grade_sources(tmp_path, {"env.py": REFERENCE.read_text() + demo, "files.py": REFERENCE.read_text()
-                                    + "\ntext = open('the-verdict.txt', encoding='utf-8').read()\nimport tiktoken\n"})
+                                    + "\ntext = open('the-verdict.txt', encoding='utf-8').read()\nimport tiktoken\n"
+                                    + "torch.save({'w': torch.ones(2)}, '/tmp/model.pt')\n"
+                                    + "open('/tmp/log.txt', 'w').write('loss')\n"})
     r = both["env"]
     assert r.score == 100 and both["files"].score == 100
-    files, module = [n for n in both["files"].notes if "While loading" in n.en]
+    files, module, *folder = [n for n in both["files"].notes if "While loading" in n.en]
+    assert len(folder) == 2, [n.en for n in folder]
+    for n in folder:
+        assert "/tmp/" in n.en and "write files only in its working folder" in n.en and "작업 폴더에만" in n.ko, n.en
     assert "No module named 'tiktoken'" in module.en and "only the packages the course uses" in module.en, module.en
     assert "강의에서 쓰는 패키지" in module.ko, module.ko
     assert "the-verdict.txt" in files.en and "without the files beside it" in files.en, files.en
