@@ -164,6 +164,7 @@ class PlainWorkerProcess:
             raise hang from None
         except (protocol.ProtocolError, OSError) as e:
             step = self._began(started, steps)[0]
+            self.last_progress = self.read_scratch("load.progress", 2000) if op == "load" else ""
             self.kill()
             raise _at(WorkerLost(str(e), self.status), step) from None
 

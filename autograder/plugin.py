@@ -30,7 +30,41 @@ from .sandbox import Spawning, WorkerLost, Zygote, claim_uid, is_root, make_scra
 from .source import read
 
 MAX_SHOWN_OUTPUT = 2000
+MAX_LOAD_NOTE = 2000  # characters of a note on a top-level line that failed (_load_notes)
 MAX_READ_NOTES = 3  # notes on methods that read the file's top-level variables (_top_level_read_notes)
+# A load error that the grader's setting alone causes (worker._grader_setting names which): said as such, since the
+# same line runs on the student's machine or Colab, and it costs no points by itself.
+SETTING_HINTS = {
+    "network": (" The grader has no network, so downloads fail there: this costs no points by itself, but keep "
+                "downloads out of what your classes need.",
+                " 채점기에는 네트워크가 없어서 다운로드가 실패합니다: 이것만으로 감점되지는 않지만, 클래스가 필요로 "
+                "하는 것은 다운로드하지 않도록 하세요."),
+    "processes": (" The grader runs your code in a single process, so multiprocessing and "
+                  "`DataLoader(num_workers>0)` are not available there: this costs no points by itself (use "
+                  "`num_workers=0`).",
+                  " 채점기는 코드를 하나의 프로세스에서 실행하므로 multiprocessing과 `DataLoader(num_workers>0)`를 "
+                  "쓸 수 없습니다: 이것만으로 감점되지는 않습니다 (`num_workers=0`을 쓰세요)."),
+    "account": (" The grader runs your code as a user with no account and no login terminal: this costs no points "
+                "by itself (`getpass.getuser()` works there).",
+                " 채점기는 계정과 로그인 터미널이 없는 사용자로 코드를 실행합니다: 이것만으로 감점되지는 않습니다 "
+                "(`getpass.getuser()`는 동작합니다)."),
+    "files": (" The grader runs your code without the files beside it (data, saved models): this costs no points "
+              "by itself, but your classes must not need them.",
+              " 채점기는 코드 옆의 파일(데이터, 저장한 모델) 없이 코드를 실행합니다: 이것만으로 감점되지는 않지만, "
+              "클래스가 그 파일을 필요로 해서는 안 됩니다."),
+    "folder": (" The grader lets your code write files only in its working folder (relative paths such as "
+               "`model.pt`): this costs no points by itself.",
+               " 채점기에서는 코드가 작업 폴더에만 파일을 쓸 수 있습니다 (`model.pt` 같은 상대 경로): 이것만으로 "
+               "감점되지는 않습니다."),
+    "module": (" The grader has only the packages the course uses (torch, numpy, matplotlib), and none of the files "
+               "beside your code: this costs no points by itself, but your classes must not need another.",
+               " 채점기에는 강의에서 쓰는 패키지(torch, numpy, matplotlib)만 있고 코드 옆의 파일은 없습니다: "
+               "이것만으로 감점되지는 않지만, 클래스가 다른 패키지나 파일을 필요로 해서는 안 됩니다."),
+    "gpu": (" The grader has no GPU: this costs no points by itself (write "
+            "`torch.device('cuda' if torch.cuda.is_available() else 'cpu')`).",
+            " 채점기에는 GPU가 없습니다: 이것만으로 감점되지는 않습니다 "
+            "(`torch.device('cuda' if torch.cuda.is_available() else 'cpu')`처럼 쓰세요)."),
+}
 
 
 def protect(paths: Iterable[Path]) -> None:
@@ -365,6 +399,15 @@ class GradingPlugin:
                     "또는 무언가를 기다리는 코드?) 건너뛰었습니다. 이후의 정의는 계속 불러왔습니다. 오래 걸리는 실행은 "
                     "제출 파일에서 빼 주세요."))
                 continue
+            if err.get("type") == "Ended" and isinstance(err.get("how"), str):  # (the grader's words: proxy.py)
+                notes.append(Message(
+                    f"While loading your code ({loc}): this line ended the process running your code ({err['how']}: "
+                    "a Colab runtime restart such as `os.kill(os.getpid(), 9)`, or a crash) and was "
+                    "skipped; later definitions were still loaded. Keep such lines out of the file you submit.",
+                    f"코드를 불러오는 중 ({loc_ko}): 이 줄이 코드를 실행하던 프로세스를 끝내서 ({err['how']}: "
+                    "`os.kill(os.getpid(), 9)` 같은 Colab 런타임 재시작, 또는 비정상 종료) 건너뛰었습니다. "
+                    "이후의 정의는 계속 불러왔습니다. 이런 줄은 제출 파일에서 빼 주세요."))
+                continue
             if err.get("type") == "EOFError" and "input(" in str(w.get("code", "")):
                 notes.append(Message(
                     f"While loading your code ({loc}): {text}. The grader types nothing into `input()`, so it "
@@ -392,10 +435,16 @@ class GradingPlugin:
                     "셀을 순서와 다르게 실행했을 때처럼), 나머지 코드를 모두 실행한 뒤 다시 실행했고 이번에는 "
                     "성공했습니다. 커널을 다시 시작하고 모든 셀을 실행해서 위에서부터 차례로 실행되는지 확인하세요."))
                 continue
-            notes.append(Message(f"While loading your code ({loc}): {text}. Code after this point in the same "
-                                 "statement did not run; later definitions were still loaded.",
-                                 f"코드를 불러오는 중 오류 ({loc_ko}): {text}. 이 문장은 실행되지 않았고, "
+            why_en, why_ko = SETTING_HINTS.get(err.get("setting"), ("", ""))
+            notes.append(Message(f"While loading your code ({loc}): {text}.{why_en} Code after this point in the "
+                                 "same statement did not run; later definitions were still loaded.",
+                                 f"코드를 불러오는 중 오류 ({loc_ko}): {text}.{why_ko} 이 문장은 실행되지 않았고, "
                                  "이후의 정의는 계속 불러왔습니다."))
+        # At most MAX_LOAD_NOTE characters each, as a check's message is: an exception class named with 3,000,000
+        # characters (its type name is not the message that the worker shortens) made a 24 MB result file and
+        # 8 MB of `grade check` output (red team, round 24); a worker the submission changed may send anything.
+        notes = [n if len(n.en) <= MAX_LOAD_NOTE and len(n.ko) <= MAX_LOAD_NOTE
+                 else Message(_cut(n.en, MAX_LOAD_NOTE), _cut(n.ko, MAX_LOAD_NOTE)) for n in notes]
         graded = self.assignment.graded_names
         # Never "rename" one graded name to another, nor a demo value (`context_vecs`) to a graded function.
         defined = [n for n, kind in sub.names.items() if n not in graded and kind != "value"]
@@ -599,6 +648,10 @@ class GradingPlugin:
             if self.zygote is not None:
                 self.zygote.close()
             self.on_result(result)
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit] + " ..."
 
 
 def zero_reason(result: SubmissionResult, sub: Submission | None) -> Message | None:

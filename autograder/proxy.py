@@ -378,6 +378,7 @@ class Submission:
         self.waited = 0.0  # wall-clock seconds of the requests that returned (the CPU time above included)
         self.hung: dict[str, Message] = {}  # class or function -> why it is not called again (it hung once)
         self.skip: list[str] = []  # "label:line" of top-level statements that hung; skipped on every load
+        self.ended_at: dict[str, dict[str, Any]] = {}  # those of them that ended the worker instead: how it ended
         self.loaded = False
         self.not_implemented: set[str] = set()  # classes and functions that raised NotImplementedError
         self.names: dict[str, str] = {}
@@ -443,6 +444,18 @@ class Submission:
                 "파일 최상단의 무한 루프나 느린 데모 코드를 확인하세요.")
             raise CheckFailure(self.fatal) from None
         except WorkerLost as e:
+            # A top-level line that kills the process with a signal (Colab's "restart the runtime",
+            # `os.kill(os.getpid(), 9)`, or a crash in a demo) costs only itself, as one that hangs does: a right
+            # notebook with Colab's restart line after its `!pip install` got 0/100, "killed (out of memory or a
+            # resource limit)" (red team, round 24). Not a budget's stop (memory, CPU, disk: those say what to
+            # fix), nor an exit (`os._exit(0)` at import stays the file's error: tests/hostile_cases.py lie_os_exit).
+            line = self._hung_line() if (e.status or {}).get("how") == "signal" else None
+            if line is not None and len(self.skip) < MAX_HUNG_LINES:
+                self.skip.append(line)
+                self.ended_at[line] = dict(e.status or {})
+                self.worker = None
+                self.start()
+                return
             self.fatal = self._lost_message(e, loading=True)
             raise CheckFailure(self.fatal) from None
         except RemoteError as e:  # only a worker the submission tampered with fails the load request itself
@@ -519,13 +532,23 @@ class Submission:
             return None
         label, _, line = where.rpartition(":")
         known = {c.label for c in self.source.cells}
-        return where if label in known and line.isdigit() and where not in self.skip else None
+        # ASCII digits only: str.isdigit() takes "²", which int() refuses, and a file that wrote "file.py:²" there,
+        # hung, and ran on once told of the skip (its frames show the request's arguments) made _hang_error raise:
+        # "the autograder itself failed" in place of its own result (red team, round 24).
+        ok = line.isascii() and line.isdigit() and len(line) <= 9
+        return where if label in known and ok and where not in self.skip else None
 
     def _hang_error(self, where: str) -> dict[str, Any]:
         label, _, line = where.rpartition(":")
         cell = next((c for c in self.source.cells if c.label == label), None)
         lines = cell.code.splitlines() if cell is not None else []
         code = lines[int(line) - 1].strip()[:200] if 0 < int(line) <= len(lines) else ""
+        if where in self.ended_at:
+            st = self.ended_at[where]
+            how = str(st.get("name") or "a signal")
+            return {"type": "Ended", "how": how,
+                    "where": {"file": label, "line": int(line), "function": "<module>", "code": code},
+                    "message": f"this line ended the process running the code ({how}) and was skipped"}
         return {"type": "Timeout", "seconds": self.hang_limit(),
                 "where": {"file": label, "line": int(line), "function": "<module>", "code": code},
                 "message": f"this line did not finish within {self.hang_limit():g} s (infinite loop?) and was "

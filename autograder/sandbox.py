@@ -1071,6 +1071,8 @@ class WorkerProcess:
             raise hang from None
         except (protocol.ProtocolError, OSError) as e:
             step = self._step(started, steps)
+            # (a load that ended its worker: the statement it was running, proxy.Submission.start skips it)
+            self.last_progress = self.read_scratch("load.progress", 2000) if op == "load" else ""
             self.kill()
             if isinstance(e, protocol.ProtocolError) and not isinstance(e, protocol.ChannelClosed):
                 raise _at(WorkerLost(str(e), {"how": "protocol", "detail": str(e)[:200]}), step) from None

@@ -49,6 +49,20 @@ class BoundedText(io.TextIOBase):
         self.size = 0
         self.dropped = 0
 
+    # What a notebook asks of sys.stdout as a console's has it: `sys.stdout.reconfigure(encoding='utf-8')` (a habit
+    # on Windows, whose Korean console encodes cp949), `sys.stdout.encoding.lower()`, `sys.stdout.buffer.write(b)`.
+    # These failed at load with "'BoundedText' object has no attribute 'reconfigure'", a note that read as the
+    # student's mistake (red team, round 24). Text is kept as str, so an encoding changes nothing here.
+    encoding = "utf-8"
+    errors = "strict"
+
+    def reconfigure(self, **_settings: Any) -> None:
+        pass
+
+    @property
+    def buffer(self) -> "_BytesInto":
+        return _BytesInto(self)
+
     def writable(self) -> bool:
         return True
 
@@ -69,8 +83,112 @@ class BoundedText(io.TextIOBase):
         return {"text": text, "dropped": dropped}
 
 
+class _BytesInto:
+    """sys.stdout.buffer of a BoundedText: bytes written there are kept as the text they encode (UTF-8, else
+    replaced)."""
+
+    def __init__(self, text: BoundedText):
+        self.text = text
+
+    def write(self, b: Any) -> int:
+        data = bytes(b)
+        self.text.write(data.decode("utf-8", "replace"))
+        return len(data)
+
+    def flush(self) -> None:
+        pass
+
+
+class _NoIPython:
+    """What `get_ipython()` gives a notebook here: every method does nothing, as the grader skips a cell's magics
+    (source.strip_magics), so `get_ipython().run_line_magic('matplotlib', 'inline')` is skipped too."""
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return lambda *args, **kwargs: None
+
+    def __repr__(self) -> str:
+        return "<no IPython: the autograder runs the notebook's code as a script>"
+
+
+def _display(*objs: Any, **_options: Any) -> None:
+    """`display(...)` of a notebook here: each object's repr printed, as Jupyter shows one without a rich form."""
+    for obj in objs:
+        print(repr(obj))
+
+
+def _notebook_builtins() -> None:
+    """`display` and `get_ipython`, which Jupyter and Colab put in builtins: a notebook's `display(df)` line
+    failed at load with "NameError: name 'display' is not defined", a note that blamed the student for a line that
+    runs in every notebook (red team, round 24). In builtins, as there, so no top-level name of the submission's
+    (nor a rename hint) comes of them; a definition of its own shadows them, as in Jupyter."""
+    import builtins
+    for name, value in (("display", _display), ("get_ipython", lambda: _NoIPython())):
+        if not hasattr(builtins, name):
+            setattr(builtins, name, value)
+
+
 def _short(s: str) -> str:
     return s if len(s) <= MAX_TEXT else s[:MAX_TEXT] + " ..."
+
+
+# What an honest line fails on in the grader's setting alone, which a student's machine (or Colab) has: the grader
+# then says so (plugin._load_notes), and a bare "PermissionError: [Errno 13] Permission denied" at a DataLoader, or
+# "Temporary failure in name resolution" at a download, does not read as the student's mistake (red team, round 24).
+_NETWORK_ERRORS = {"socket.gaierror", "socket.herror", "builtins.ConnectionError", "urllib.error.URLError",
+                   "requests.exceptions.ConnectionError", "urllib3.exceptions.NewConnectionError",
+                   "urllib3.exceptions.NameResolutionError", "httpx.ConnectError"}
+_NO_GPU = ("Torch not compiled with CUDA enabled", "No CUDA GPUs are available", "Found no NVIDIA driver")
+
+
+def _grader_setting(e: BaseException) -> str | None:
+    """"network", "processes", "account", "gpu", "files", "folder" or "module" where `e` is what the grader's setting
+    makes an ordinary line raise (no network, one process, a uid with no account or terminal, no GPU, none of the
+    files beside the submission, no folder but its own to write in, a package not installed); None otherwise. Only words for a
+    note: a submission that forges one gains nothing."""
+    try:
+        seen, x = 0, e
+        while x is not None and seen < 8:  # requests and huggingface_hub wrap the socket error in their own
+            if any(f"{c.__module__}.{c.__qualname__}" in _NETWORK_ERRORS for c in type(x).__mro__):
+                return "network"
+            x, seen = x.__cause__ or x.__context__, seen + 1
+        frames = traceback.extract_tb(e.__traceback__)
+        text = str(e)
+        if isinstance(e, OSError) and any(f"{os.sep}multiprocessing{os.sep}" in f.filename for f in frames) \
+                or "DataLoader worker (pid" in text:  # a semaphore in /dev/shm, or a forked worker that exited
+            return "processes"
+        if isinstance(e, OSError) and any("getlogin" in (f.line or "") for f in frames) \
+                or isinstance(e, KeyError) and re.match(r"'getpw(uid|nam)\(\): ", text):
+            return "account"
+        if any(m in text for m in _NO_GPU):
+            return "gpu"
+        if isinstance(e, FileNotFoundError):  # the-verdict.txt, a checkpoint: only the code is sent to the worker
+            return "files"
+        if isinstance(e, PermissionError) and isinstance(e.filename, str) and os.path.isabs(e.filename) \
+                and not e.filename.startswith(os.getcwd() + os.sep) \
+                or "open file failed with strerror: Permission denied" in text:  # torch.save(m, '/tmp/model.pt')
+            return "folder"
+        if isinstance(e, ModuleNotFoundError):  # tiktoken, google.colab: what the course's notebooks do not need
+            return "module"
+    except BaseException:
+        pass
+    return None
+
+
+def _torch_defaults() -> None:
+    """Each request runs with torch's defaults: float32, on the CPU. A notebook's top-level
+    `torch.set_default_dtype(torch.float64)` or `torch.set_default_device('cuda')` (a Colab habit) stayed set for
+    the checks, so a right class made float64 weights for the grader's float32 inputs, or failed every constructor
+    on a machine without CUDA: 9/44 and 8/44 of the public checks (red team, round 24). The classes are graded as
+    the notebook runs them, with the defaults; a class that sets either itself still does so for its own calls."""
+    try:
+        if torch.get_default_dtype() is not torch.float32:
+            torch.set_default_dtype(torch.float32)
+        if getattr(getattr(torch, "_GLOBAL_DEVICE_CONTEXT", None), "device_context", None) is not None:
+            torch.set_default_device(None)
+    except BaseException:  # noqa: BLE001 - a submission that broke these gets what it made
+        pass
 
 
 class Worker:
@@ -124,6 +242,7 @@ class Worker:
             handler = self.guard.handlers.get(f"op_{op}")  # as loaded, whatever the submission rebinds
             self.frame = None
             self.seq_step = None
+            _torch_defaults()
             try:
                 if handler is None:
                     raise ValueError(f"unknown request {op!r}")
@@ -176,10 +295,14 @@ class Worker:
         except BaseException:
             pass
         try:
-            mro = [f"{c.__module__}.{c.__qualname__}" for c in type(e).__mro__][:32]
+            mro = [_short(f"{c.__module__}.{c.__qualname__}") for c in type(e).__mro__][:32]
         except BaseException:
             mro = []
-        return {"type": type(e).__name__, "message": text, "where": where, "mro": mro}
+        out = {"type": _short(str(type(e).__name__)), "message": text, "where": where, "mro": mro}
+        cause = _grader_setting(e)
+        if cause:
+            out["setting"] = cause
+        return out
 
     # ------------------------------------------------------------------ loading
 
@@ -195,6 +318,8 @@ class Worker:
 
     def _load(self, cells: list[dict[str, str]], skip: set[str], progress: "_Progress") -> dict[str, Any]:
         errors = []
+        if any(".ipynb, " in str(c.get("label")) for c in cells):
+            _notebook_builtins()
         # A module that a %%writefile cell wrote runs, when a statement below imports it, one statement at a time as
         # the cells do: a demo line in it that fails or hangs costs that line, not the module's definitions.
         self.files.load = {"skip": skip, "progress": progress, "errors": errors, "describe": self.describe,

@@ -867,3 +867,19 @@ def test_a_colab_py_with_shell_lines_is_read_as_the_notebook_ran_it_and_told_so(
     broken = tmp_path / "broken.py"
     broken.write_text("!pip install tiktoken\nclass A(:\n    pass\n", encoding="utf-8")
     assert [c.code for c in read(broken).cells] == [broken.read_text()]
+
+
+def test_a_notebooks_display_and_get_ipython_lines_load_without_a_note(tmp_path):
+    """Red team, round 24: Jupyter and Colab put `display` and `get_ipython` in builtins; a right notebook's
+    `display(df)` or `get_ipython().run_line_magic('matplotlib', 'inline')` cell failed at load with "NameError:
+    name 'display' is not defined", a note that blamed the student. Both run (the magic is skipped, as the grader
+    skips magics); a `.py` file still has neither, as `python file.py` has not, and a name of the notebook's own
+    shadows them."""
+    nb = notebook("import torch\ndisplay(torch.ones(2))\nSHOWN = repr(get_ipython())",
+                  "get_ipython().run_line_magic('matplotlib', 'inline')\nget_ipython().system('nvidia-smi')",
+                  REFERENCE.read_text())
+    py = REFERENCE.read_text() + "\ndisplay(torch.ones(2))\n"
+    r = grade_sources(tmp_path, {"nb.ipynb": nb, "py.py": py})
+    assert r["nb"].score == 100 and r["py"].score == 100
+    assert not [n.en for n in r["nb"].notes if "While loading" in n.en], [n.en for n in r["nb"].notes]
+    assert [n.en for n in r["py"].notes if "name 'display' is not defined" in n.en], [n.en for n in r["py"].notes]

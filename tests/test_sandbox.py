@@ -949,3 +949,146 @@ def test_a_worker_has_a_user_name_though_its_uid_has_no_account(tmp_path):
     r = grade_sources(tmp_path, {"who.py": REFERENCE.read_text() + demo})["who"]
     assert r.score == 100
     assert not [n.en for n in r.notes if "While loading" in n.en], [n.en for n in r.notes]
+
+
+def test_a_line_that_fails_only_in_the_graders_setting_says_so(tmp_path):
+    """Red team, round 24: ordinary notebook lines that run on a student's machine or Colab fail in a worker (no
+    network, one process, a uid with no account or terminal, no GPU, none of the files beside the submission). The notes were bare errors that read as the
+    student's mistake ("PermissionError: [Errno 13] Permission denied" at a `DataLoader(num_workers=2)` loop,
+    "Temporary failure in name resolution" at a download); each now says that the grader's setting is the cause and
+    that it costs nothing, and the classes keep full marks."""
+    from conftest import grade_sources
+    demo = ("\nimport os, pwd, urllib.request\n"
+            "from torch.utils.data import DataLoader, TensorDataset\n"
+            "urllib.request.urlopen('https://example.com/the-verdict.txt')\n"
+            "for xb, in DataLoader(TensorDataset(torch.randn(8, 2)), batch_size=4, num_workers=2): pass\n"
+            "os.getlogin()\n"
+            "pwd.getpwuid(os.getuid())\n"
+            "x = torch.ones(2).cuda() if not torch.cuda.is_available() else torch.ones(2)[5]\n")
+    both = grade_sources(tmp_path, {"env.py": REFERENCE.read_text() + demo, "files.py": REFERENCE.read_text()
+                                    + "\ntext = open('the-verdict.txt', encoding='utf-8').read()\nimport tiktoken\n"
+                                    + "torch.save({'w': torch.ones(2)}, '/tmp/model.pt')\n"
+                                    + "open('/tmp/log.txt', 'w').write('loss')\n"})
+    r = both["env"]
+    assert r.score == 100 and both["files"].score == 100
+    files, module, *folder = [n for n in both["files"].notes if "While loading" in n.en]
+    assert len(folder) == 2, [n.en for n in folder]
+    for n in folder:
+        assert "/tmp/" in n.en and "write files only in its working folder" in n.en and "작업 폴더에만" in n.ko, n.en
+    assert "No module named 'tiktoken'" in module.en and "only the packages the course uses" in module.en, module.en
+    assert "강의에서 쓰는 패키지" in module.ko, module.ko
+    assert "the-verdict.txt" in files.en and "without the files beside it" in files.en, files.en
+    assert "코드 옆의 파일" in files.ko, files.ko
+    notes = [n for n in r.notes if "While loading" in n.en]
+    assert len(notes) == 5, [n.en for n in r.notes]
+    net, procs, login, account, gpu = notes
+    assert "urlopen" in net.en and "The grader has no network" in net.en and "네트워크가 없어서" in net.ko, net.en
+    assert "DataLoader" in procs.en and "runs your code in a single process" in procs.en, procs.en
+    assert "하나의 프로세스에서" in procs.ko, procs.ko
+    for n in (login, account):
+        assert "a user with no account and no login terminal" in n.en and "계정과 로그인 터미널이" in n.ko, n.en
+    if not torch.cuda.is_available():  # (a worker that sees a GPU runs `.cuda()`, and the index error is the student's)
+        assert "The grader has no GPU" in gpu.en and "GPU가 없습니다" in gpu.ko, gpu.en
+    else:
+        assert "IndexError" in gpu.en and "grader has no" not in gpu.en, gpu.en
+
+
+def test_a_notebooks_default_dtype_or_device_is_not_the_checks(tmp_path):
+    """Red team, round 24: `torch.set_default_dtype(torch.float64)` or `torch.set_default_device('cuda')` (a Colab
+    habit) at the top of a right notebook stayed set for the checks: its classes made float64 weights for the
+    grader's float32 inputs (9/44 of the public checks), or CUDA tensors that a machine without a GPU cannot make and
+    the CPU inputs cannot meet (8/44). Each request runs with torch's defaults, as a fresh notebook does."""
+    from conftest import grade_sources
+    ref = REFERENCE.read_text()
+    r = grade_sources(tmp_path, {"f64.py": "import torch\ntorch.set_default_dtype(torch.float64)\n" + ref,
+                                 "gpu.py": "import torch\ntorch.set_default_device('cuda')\n" + ref})
+    assert r["f64"].score == 100, [c.message.en for c in r["f64"].checks if c.status == "failed"][:3]
+    assert r["gpu"].score == 100, [c.message.en for c in r["gpu"].checks if c.status == "failed"][:3]
+
+
+def test_a_notebooks_console_settings_load_without_a_note(tmp_path):
+    """Red team, round 24: `sys.stdout.reconfigure(encoding='utf-8')` (a habit where a Windows console encodes
+    cp949), `sys.stdout.encoding.lower()` and `sys.stdout.buffer.write(...)` failed at load against the worker's
+    output stand-in ("'BoundedText' object has no attribute 'reconfigure'"), a note that read as the student's
+    mistake. They run, and what they print is kept as text."""
+    from autograder.worker import BoundedText
+    from conftest import grade_sources
+    demo = ("\nimport sys\n"
+            "sys.stdout.reconfigure(encoding='utf-8')\n"
+            "ENC = sys.stdout.encoding.lower()\n"
+            "sys.stdout.buffer.write('한글 ok\\n'.encode())\n")
+    r = grade_sources(tmp_path, {"con.py": REFERENCE.read_text() + demo})["con"]
+    assert r.score == 100
+    assert not [n.en for n in r.notes if "While loading" in n.en], [n.en for n in r.notes]
+    out = BoundedText(100)
+    out.buffer.write("한글".encode() + b"\xff")
+    assert out.take()["text"] == "한글\ufffd"
+
+
+def test_an_exception_class_with_a_huge_name_makes_a_short_load_note(tmp_path):
+    """Red team, round 24: the worker shortened an exception's message but not its class's name, and load notes had
+    no bound: `raise type('C' * 3_000_000, (Exception,), {})('m')` at the top of a right file made a 24 MB result
+    file and 8 MB of `grade check` output. A load note is at most plugin.MAX_LOAD_NOTE characters, as a check's
+    message is, and the classes keep their marks."""
+    from conftest import grade_sources
+    demo = "\nraise type('C' * 3_000_000, (Exception,), {})('m')\n"
+    r = grade_sources(tmp_path, {"big.py": REFERENCE.read_text() + demo})["big"]
+    assert r.score == 100
+    (note,) = [n for n in r.notes if "While loading" in n.en]
+    assert "CCCC" in note.en and len(note.en) <= 2010 and len(note.ko) <= 2010, len(note.en)
+    assert sum(p.stat().st_size for p in (tmp_path / "results").iterdir()) < 1_000_000
+
+
+def test_a_forged_load_progress_line_is_not_the_graders_failure(tmp_path):
+    """Red team, round 24: a file that wrote `attention.py:²` (a digit to str.isdigit(), not to int()) into its
+    scratch folder's load.progress and hung was read as hung at that line; told of the skip (its frames show the
+    load request's arguments), it then loaded, and the grader raised on int('²'): "the autograder itself failed"
+    in place of the file's own result. A line number is ASCII digits; the forged one is not taken, so the hang is
+    the file's own and the result says so."""
+    import json
+    from dataclasses import replace
+    from autograder import assignment, batch
+    from autograder.results import SubmissionResult
+    forge = r'''
+import os, sys
+def _told():
+    f = sys._getframe(1)
+    while f is not None:
+        if isinstance(f.f_locals.get('skip'), (set, list, frozenset)) and f.f_locals['skip']:
+            return True
+        f = f.f_back
+    return False
+if not _told():
+    with open(os.path.join(os.environ['TMPDIR'], 'load.progress'), 'w') as f:
+        f.write('sup.py:\u00b2\t1\t0\n')
+        f.flush()
+        while True:
+            pass
+'''
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    (subs / "sup.py").write_text(REFERENCE.read_text() + forge, encoding="utf-8")
+    a = assignment.load("attention")
+    a = replace(a, limits=replace(a.limits, call_timeout=4.0))
+    batch.main(submissions=subs, out=tmp_path / "out", assignment=a, echo=lambda _m: None)
+    r = SubmissionResult.from_dict(json.loads((tmp_path / "out" / "sup.json").read_text())["extra_data"]["internal"])
+    assert r.error is not None and "itself failed" not in r.error.en and not r.staff, (r.error, r.staff[-300:])
+    assert "did not finish within 4 s" in r.error.en or "longer than" in r.error.en, r.error.en
+
+
+def test_a_top_level_line_that_kills_the_worker_costs_only_itself(tmp_path):
+    """Red team, round 24: Colab's "restart the runtime" line after a `!pip install` (`os.kill(os.getpid(), 9)`),
+    or a demo line that crashes, at the top of a right notebook ended the worker while it loaded: 0/100, "killed
+    (out of memory or a resource limit)". Like a line that hangs, it is skipped (the worker's load.progress names
+    it) and the file loads again without it, with a note that says so."""
+    from conftest import grade_sources, notebook
+    nb = notebook("!pip install -q tiktoken\nimport os\nos.kill(os.getpid(), 9)  # restart the runtime",
+                  REFERENCE.read_text())
+    seg = REFERENCE.read_text() + "\nimport ctypes\nctypes.string_at(0)\n"
+    r = grade_sources(tmp_path, {"restart.ipynb": nb, "seg.py": seg})
+    for sid, how in (("restart", "SIGKILL"), ("seg", "SIGSEGV")):
+        assert r[sid].score == 100, (sid, r[sid].error)
+        (note,) = [n for n in r[sid].notes if "While loading" in n.en]
+        assert f"this line ended the process running your code ({how}" in note.en and "skipped" in note.en, note.en
+        assert "건너뛰었습니다" in note.ko, note.ko
+    assert "code cell 1, line 3: `os.kill(os.getpid(), 9)" in r["restart"].notes[0].en, r["restart"].notes[0].en
