@@ -876,7 +876,7 @@ class _TorchDefaults:
     def __init__(self) -> None:
         self.grad = torch.is_grad_enabled()
         self.dtype = torch.get_default_dtype()
-        self.device = torch.get_default_device()
+        self.device = _device_context()  # (not get_default_device(): it makes a tensor there, see below)
         self.matmul = torch.get_float32_matmul_precision()
         self.deterministic = (torch.are_deterministic_algorithms_enabled(),
                               torch.is_deterministic_algorithms_warn_only_enabled())
@@ -884,15 +884,29 @@ class _TorchDefaults:
         self.threads = torch.get_num_threads()  # 1: the workers of a batch share the cores (sandbox.py)
 
     def restore(self) -> None:
-        torch.set_grad_enabled(self.grad)
-        torch.set_default_dtype(self.dtype)
-        if torch.get_default_device() != self.device:
-            torch.set_default_device(None if self.device == torch.device("cpu") else self.device)
-        torch.set_float32_matmul_precision(self.matmul)
-        torch.use_deterministic_algorithms(self.deterministic[0], warn_only=self.deterministic[1])
-        torch.autograd.set_detect_anomaly(self.anomaly)
-        if torch.get_num_threads() != self.threads:  # a demo's torch.set_num_threads(16): each tiny call slower
-            torch.set_num_threads(self.threads)
+        # Each on its own: one that fails leaves the others put back. torch.get_default_device() makes a tensor on
+        # the default device to tell its index, which raised "Torch not compiled with CUDA enabled" after a
+        # notebook's torch.set_default_device('cuda') on a machine without CUDA, and failed the whole load (found
+        # merging red team round 24): the device is compared as its context instead.
+        steps = (lambda: torch.set_grad_enabled(self.grad),
+                 lambda: torch.set_default_dtype(self.dtype),
+                 lambda: _device_context() is self.device or torch.set_default_device(
+                     None if self.device is None else self.device.device),
+                 lambda: torch.set_float32_matmul_precision(self.matmul),
+                 lambda: torch.use_deterministic_algorithms(self.deterministic[0], warn_only=self.deterministic[1]),
+                 lambda: torch.autograd.set_detect_anomaly(self.anomaly),
+                 # a demo's torch.set_num_threads(16): each tiny call slower
+                 lambda: torch.get_num_threads() == self.threads or torch.set_num_threads(self.threads))
+        for step in steps:
+            try:
+                step()
+            except Exception:  # noqa: BLE001 - a submission that broke torch's setters gets what it made
+                pass
+
+
+def _device_context() -> Any:
+    """The context torch.set_default_device() installs (None: the CPU, torch's default)."""
+    return getattr(getattr(torch, "_GLOBAL_DEVICE_CONTEXT", None), "device_context", None)
 
 
 def own_dict(m: Any) -> dict[str, Any]:
