@@ -53,6 +53,15 @@ QK_CAUSE = Message("the queries are made with W_key and the keys with W_query (s
                    "쿼리를 W_key로, 키를 W_query로 만들어(서로 바뀜) 점수 행렬이 올바른 것의 전치가 됨; "
                    "queries = self.W_query(x), keys = self.W_key(x)로 쓰세요")
 
+# torch.tril(..., diagonal=1) where the notebook has torch.triu(..., diagonal=1): the mask hides the past and shows
+# the future.
+TRIL1 = Message("the mask is torch.tril(..., diagonal=1) (tril for triu): it hides each token, the next one and every "
+                "earlier one, and leaves the later tokens visible, so the last token sees nothing (NaN); use "
+                "torch.triu(..., diagonal=1)",
+                "마스크가 torch.tril(..., diagonal=1)임(triu 대신 tril): 각 토큰 자신과 다음 토큰, 앞의 모든 토큰을 "
+                "가리고 뒤의 토큰은 보이게 하므로 마지막 토큰은 아무것도 보지 못함(NaN); torch.triu(..., diagonal=1)을 "
+                "쓰세요")
+
 MHA_CORE = """        scores = queries @ keys.transpose(2, 3)  # (b, h, T, T)
         scores = scores.masked_fill(self.mask.bool()[:num_tokens, :num_tokens], -torch.inf)
         weights = torch.softmax(scores / keys.shape[-1] ** 0.5, dim=-1)
@@ -266,6 +275,10 @@ VARIANTS: list[Variant] = [
          "torch.triu(..., diagonal=1)",
       ko="마스크가 tril(남길 위치)인데 가릴 위치로 채워짐; torch.triu(..., diagonal=1)을 쓰세요",
       says=("tril",)),
+    # Learners round rl14: triu swapped for tril, diagonal=1 kept (a study repo's MultiHeadAttention): the mask hides
+    # each token itself, the next one and every earlier one, and shows the later ones; the last token sees nothing.
+    V("causal_tril_diagonal1_mask", ch(CA, TRIU, "torch.tril(torch.ones(context_length, context_length), diagonal=1)"),
+      breaks=CA, en=TRIL1.en, ko=TRIL1.ko),
     V("causal_unsliced_mask", ch(CA, "self.mask.bool()[:num_tokens, :num_tokens]", "self.mask.bool()"), breaks=CA,
       says=("[:num_tokens, :num_tokens]",)),
     V("causal_no_scaling", ch(CA, SCALE, "scores"), breaks=CA,
@@ -365,6 +378,8 @@ VARIANTS: list[Variant] = [
       en="the mask hides the diagonal too (diagonal=0), so the first token attends to nothing; use diagonal=1",
       ko="마스크가 대각선까지 가려서(diagonal=0) 첫 토큰이 아무것도 보지 못함; diagonal=1을 쓰세요",
       says=("diagonal=1",)),
+    V("mha_tril_diagonal1_mask", ch(MHA, TRIU, "torch.tril(torch.ones(context_length, context_length), diagonal=1)"),
+      breaks=MHA, en=TRIL1.en, ko=TRIL1.ko),
     V("mha_mask_in_forward_cpu", ch(MHA, f"        {BUFFER}\n", ""),
       ch(MHA, FILL, "mask = torch.triu(torch.ones(num_tokens, num_tokens), diagonal=1)\n"
                     "        scores = scores.masked_fill(mask.bool(), -torch.inf)"),
