@@ -229,6 +229,21 @@ def choose_file(folder: Path, assignment: Assignment) -> tuple[Path | None, Mess
     pair = newer_of_pair(named)
     if pair is not None:
         return pair[0], None, pair[1]
+    others = [p for p in files if p.name not in NOT_ANSWERS and not p.name.startswith("test_")]
+    if not named and len(others) == 2 and {p.suffix for p in others} == {".py", ".ipynb"}:
+        # Learners round rl14: a study notebook (03a.coding_attention.ipynb) whose cells import the classes from the
+        # module beside it (`from SelfAttention import SelfAttention_v1`), neither named as the lab asks: "several
+        # candidate files", 0/100. The module it imports holds the answers: it is graded, with a note.
+        py, nb = sorted(others, key=lambda p: p.suffix != ".py")
+        if notebook_imports(nb, py) and not untouched(py):
+            new, old, mod = (shown_name(str(p.relative_to(folder))) for p in (py, nb, py.with_suffix("")))
+            return py, None, Message(
+                f"Graded {new}, not {old}: neither is named {' or '.join(assignment.files)}, and {old} imports its "
+                f"code from {new} (`from {shown_name(py.stem)} import ...`), so the classes are in {new}. Name it "
+                f"{assignment.files[0]} to avoid doubt.",
+                f"{old}이(가) 아니라 {new}을(를) 채점했습니다: 어느 파일도 {' 또는 '.join(assignment.files)} 이름이 "
+                f"아니고, {old}은(는) 코드를 {new}에서 가져옵니다 (`from {shown_name(py.stem)} import ...`). 그래서 "
+                f"클래스는 {new}에 있습니다. 헷갈리지 않도록 파일 이름을 {assignment.files[0]}(으)로 하세요.")
     path, err = _pick_other(folder, files, named, assignment)
     return path, err, None
 

@@ -697,6 +697,18 @@ def test_a_notebook_that_imports_the_py_beside_it_is_graded_by_that_py(tmp_path)
     for folder in ("own_class", "writefile", "no_import"):
         path, err, note = discover.choose_file(subs / folder, a)
         assert path.name == "attention.ipynb" and "modified more recently" in note.en, folder
+    # Neither file named as the lab asks: a study notebook and the module its cells import were "several candidate
+    # files", 0/100; the module is graded. Two notebooks, or a module the notebook does not import, are still refused.
+    (subs / "study").mkdir()
+    shutil.copy(REFERENCE, subs / "study" / "SelfAttention.py")
+    (subs / "study" / "03a.coding_attention.ipynb").write_text(
+        nb("from SelfAttention import SelfAttention_v1, SelfAttention_v2\n"), encoding="utf-8")
+    path, err, note = discover.choose_file(subs / "study", a)
+    assert err is None and path.name == "SelfAttention.py", err
+    assert "imports its code from SelfAttention.py" in note.en and "SelfAttention.py" in note.ko
+    (subs / "study" / "03a.coding_attention.ipynb").write_text(nb("import torch\n"), encoding="utf-8")
+    path, err, note = discover.choose_file(subs / "study", a)
+    assert path is None and "several candidate files" in err.en
 
 
 def test_work_under_a_name_of_ones_own_beside_the_untouched_template_is_graded(tmp_path):
