@@ -137,6 +137,11 @@ VARIANTS: list[Variant] = [
     V("v1_typo_0_slash_5", ch(V1, "** 0.5", "** 0/5"), breaks=V1, en=TYPO.en, ko=TYPO.ko),
     V("v1_typo_0_slash_5_in_parentheses", ch(V1, SCALE, PAREN), breaks=V1, en=TYPO_PAREN.en, ko=TYPO_PAREN.ko,
       why="learners round 8: the message for `** 0/5` said 'multiplies by 5', true of this spelling only"),
+    # Learners round rl14: SelfAttention_v1/v2(d_in, d_out, scale=False) scale the scores only when asked, and the
+    # notebook's calls do not ask: the classes' values were only told 'differs'.
+    V("v1_no_scaling", ch(V1, SCALE, "scores"), breaks=V1,
+      en="the scores are not scaled before the softmax; divide them by sqrt(d_k) = keys.shape[-1] ** 0.5",
+      ko="softmax 전에 점수를 나누지 않음; sqrt(d_k) = keys.shape[-1] ** 0.5로 나누세요"),
     V("v1_softmax_dim0", ch(V1, "dim=-1)", "dim=0)"), breaks=V1,
       en="the softmax runs over dim=0, so each column of the attention weights sums to 1; normalise each row "
          "(dim=-1)",
@@ -161,6 +166,9 @@ VARIANTS: list[Variant] = [
     V("v2_bias_ignored", ch(V2, "bias=qkv_bias", "bias=False"), breaks=V2, says=("bias=qkv_bias",)),
     V("v2_typo_0_slash_5", ch(V2, "** 0.5", "** 0/5"), breaks=V2, en=TYPO.en, ko=TYPO.ko,
       why="learners round 8: the typo was named in every class but this one"),
+    V("v2_no_scaling", ch(V2, SCALE, "scores"), breaks=V2,
+      en="the scores are not scaled before the softmax; divide them by sqrt(d_k) = keys.shape[-1] ** 0.5",
+      ko="softmax 전에 점수를 나누지 않음; sqrt(d_k) = keys.shape[-1] ** 0.5로 나누세요"),
     V("v2_softmax_dim0", ch(V2, "dim=-1)", "dim=0)"), breaks=V2,
       en="the softmax runs over dim=0, so each column of the attention weights sums to 1; normalise each row "
          "(dim=-1)",
