@@ -696,11 +696,17 @@ def _expect_attention_roles(req: _Ahead, y, weights: dict, cls: str) -> None:
                     f"`{cls}`: W_value를 0으로 해도 출력이 전혀 바뀌지 않았습니다. 즉 forward가 W_value를 쓰지 "
                     "않습니다: 값(value)은 W_key나 W_query가 아니라 W_value로 계산하세요 (values = x @ "
                     "self.W_value 또는 self.W_value(x)). 이 검사는 동작하는 클래스에만 점수를 줍니다.")
+            # Learners round rl14: `values = self.W_query(x)` and `queries = self.W_value(x)` (the two swapped) were
+            # told only that forward adds something besides the weighted values.
             failure = failure or Message(
-                f"`{cls}`: with W_value zero its output still differs from token to token, so forward adds something "
-                "besides the attention-weighted values. This check counts only for a working class.",
-                f"`{cls}`: W_value를 0으로 해도 출력이 토큰마다 다릅니다. 즉 forward가 어텐션 가중치를 곱한 값(value) "
-                "외에 다른 것을 더합니다. 이 검사는 동작하는 클래스에만 점수를 줍니다.")
+                f"`{cls}`: with W_value zero its output still differs from token to token, so its values do not come "
+                "from W_value alone: forward computes them with another projection (check that values = "
+                "self.W_value(x) and queries = self.W_query(x), not swapped) or adds something besides the "
+                "attention-weighted values. This check counts only for a working class.",
+                f"`{cls}`: W_value를 0으로 해도 출력이 토큰마다 다릅니다. 즉 값(value)이 W_value에서만 나오지 않습니다: "
+                "forward가 다른 투영으로 값을 계산하거나(values = self.W_value(x), queries = self.W_query(x)인지, "
+                "서로 바뀌지 않았는지 확인하세요) 어텐션 가중치를 곱한 값(value) 외에 다른 것을 더합니다. 이 검사는 "
+                "동작하는 클래스에만 점수를 줍니다.")
             continue
         if not scores or not _differs(y, moved):  # (a guess that leaves no queries and keys proves nothing)
             failure = failure or Message(
