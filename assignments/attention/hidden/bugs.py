@@ -680,6 +680,14 @@ VARIANTS: list[Variant] = [
       ch(CA, FILL, "scores = scores + self.mask[:num_tokens, :num_tokens]")),
     V("ok_mask_4d_buffer", ch(MHA, TRIU, f"{TRIU}.view(1, 1, context_length, context_length)"),
       ch(MHA, FILL, "scores = scores.masked_fill(self.mask[:, :, :num_tokens, :num_tokens].bool(), -torch.inf)")),
+    # Learners round rl14 (a MultiHeadAttention with a KV cache): the causal mask made in forward on the input's
+    # device, no buffer at all, lost the `mask` buffer check, which sdpa(is_causal=True) keeps.
+    V("ok_mask_made_in_forward_on_the_inputs_device", ch(CA, f"        {BUFFER}\n", ""),
+      ch(CA, FILL, "mask = torch.triu(torch.ones(num_tokens, num_tokens, device=x.device), diagonal=1)\n"
+                   "        scores = scores.masked_fill(mask.bool(), -torch.inf)"),
+      ch(MHA, f"        {BUFFER}\n", ""),
+      ch(MHA, FILL, "causal = torch.triu(torch.ones(num_tokens, num_tokens, device=x.device, dtype=torch.bool), "
+                    "diagonal=1)\n        scores = scores.masked_fill(causal, -torch.inf)")),
     V("ok_sdpa_is_causal", ch("", "import torch.nn as nn\n", "import torch.nn as nn\nimport torch.nn.functional as F\n"),
       ch(MHA, "scores = queries @ keys.transpose(2, 3)  # (b, h, T, T)\n"
               f"        {FILL}\n"
