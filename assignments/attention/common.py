@@ -1149,6 +1149,15 @@ def check_mask_buffer(sub, cls: str) -> None:
         fail(f"`{cls}.mask` also hides the diagonal (diagonal=0): a token must be able to attend to itself. "
              "Use diagonal=1.",
              f"`{cls}.mask`가 대각선까지 가립니다(diagonal=0). 토큰은 자기 자신을 볼 수 있어야 하므로 diagonal=1을 쓰세요.")
+    if torch.equal(mask, torch.tril(torch.ones(ctx, ctx), diagonal=1)):
+        # Learners round rl14: triu swapped for tril, diagonal=1 kept (twice, in two study repos); this check said
+        # only that the mask is not triu, beside a forward whose masked_fill result was thrown away.
+        fail(f"`{cls}.mask` is torch.tril(..., diagonal=1) (tril for triu): it marks each token, the next one and "
+             "every earlier one, so the -inf fill would hide the past and show the future. Use "
+             "torch.triu(torch.ones(context_length, context_length), diagonal=1).",
+             f"`{cls}.mask`가 torch.tril(..., diagonal=1)입니다(triu 대신 tril): 각 토큰 자신과 다음 토큰, 앞의 모든 "
+             "토큰을 표시하므로 -inf로 채우면 과거를 가리고 미래를 보게 됩니다. "
+             "torch.triu(torch.ones(context_length, context_length), diagonal=1)을 쓰세요.")
     fail(f"`{cls}.mask` is not torch.triu(torch.ones({ctx}, {ctx}), diagonal=1).",
          f"`{cls}.mask`가 torch.triu(torch.ones({ctx}, {ctx}), diagonal=1)과 다릅니다.")
 
