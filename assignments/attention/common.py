@@ -1397,8 +1397,17 @@ def head_class(sub) -> str:
     CasualAttention; the CausalAttention checks already say to rename it). Call after building something."""
     if HEAD in sub.names:
         return HEAD
-    return near_miss(HEAD, [n for n, k in sub.names.items() if k == "class" and n not in SIGNATURES
-                            and n.isidentifier() and not keyword.iskeyword(n)]) or HEAD
+    own = [n for n, k in sub.names.items() if k == "class" and n not in SIGNATURES
+           and n.isidentifier() and not keyword.iskeyword(n)]
+    near = near_miss(HEAD, own)
+    if near:
+        return near
+    # Else the one class of the student's own that the wrapper's code builds (learners round rl14: a study repo's
+    # heads are its MaskedAttention; the wrapper was judged against stand-in heads it never built, and lost 10 of
+    # its 15 points for a head class that CausalAttention's question already charges).
+    body = re.search(r"^class[ \t]+MultiHeadAttentionWrapper\b.*?(?=^\S|\Z)", sub.source_text(), re.M | re.S)
+    built = {n for n in re.findall(r"\b([A-Za-z_]\w*)[ \t]*\(", body.group(0)) if n in own} if body else set()
+    return built.pop() if len(built) == 1 else HEAD
 
 
 def build_head(sub, d_in: int, d_out: int, ctx: int, dropout: float = 0.0, seed: int | None = None, *more):

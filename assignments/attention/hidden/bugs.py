@@ -318,6 +318,10 @@ VARIANTS: list[Variant] = [
     V("misnamed_CasualAttention", ch(CA, "class CausalAttention(", "class CasualAttention("),
       ch(WR, "[CausalAttention(", "[CasualAttention("), breaks=CA,
       says=("Rename `CasualAttention` to `CausalAttention`",)),
+    # Learners round rl14: the head class under a name of its own (MaskedAttention), built by the wrapper: only
+    # CausalAttention's question is charged (the wrapper was judged against stand-in heads it never built).
+    V("head_class_named_otherwise", ch(CA, "class CausalAttention(", "class MaskedAttention("),
+      ch(WR, "[CausalAttention(", "[MaskedAttention("), breaks=CA, says=("`CausalAttention` is not defined",)),
     # Seen in a learner's chapter-3 notebook (round nb11): only "differs from the expected values" was said.
     V("causal_query_key_swapped", ch(CA, QK, QK_SWAPPED), breaks=CA, en=QK_CAUSE.en, ko=QK_CAUSE.ko),
     V("mha_query_key_swapped", ch(MHA, QK, QK_SWAPPED), breaks=MHA, en=QK_CAUSE.en, ko=QK_CAUSE.ko),
