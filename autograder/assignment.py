@@ -171,7 +171,13 @@ def for_source(path: Path, load: Callable[[str], Assignment] = load) -> Assignme
         a = load(n)
         # A question's names and the other names the assignment accepts for them (mha_intermediates' class as the
         # blog's MultiHeadAttention: without it a class of such files was taken for the midterm and got 19/100).
-        asked = {frozenset(_key(x) for x in (*q.names, *(al for al, to in a.aliases.items() if to in q.names)))
+        # An alias counts only beside a name of the assignment's own: a file with CausalAttention and the book's
+        # MultiHeadAttention(d_in, d_out, context_length, dropout, num_heads) had 1 of mha_intermediates' 2
+        # questions through the alias alone, and was graded as that lab (learners round rl14); the blog's files
+        # define ScaledDotProductAttention too.
+        own = any(_near(_key(x), d) for q in a.questions for x in q.names for d in defined)
+        asked = {frozenset(_key(x) for x in (*q.names, *(al for al, to in a.aliases.items()
+                                                          if to in q.names and own)))
                  for q in a.questions if q.names}
         if asked:
             hit = sum(1 for q in asked if any(_near(x, d) for x in q for d in defined))

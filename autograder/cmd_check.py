@@ -54,6 +54,11 @@ def resolve(path: Path | None, assignment_name: str | None) -> tuple[Path, assig
         if pair is not None:  # the bundle ships both: check the one the student worked on, and say so
             path, older = pair[0], next(f for f in same if f != pair[0])
             note = Message(
+                f"Checking {path.name}, not {older.name}: both are here and {older.name} imports its code from "
+                f"{path.name} (`from {path.stem} import ...`). To check the other: grade check {older.name}",
+                f"{older.name}이(가) 아니라 {path.name}을(를) 확인합니다: 두 파일이 모두 있고 {older.name}은(는) "
+                f"코드를 {path.name}에서 가져옵니다 (`from {path.stem} import ...`). 다른 파일을 확인하려면: "
+                f"grade check {older.name}") if discover.notebook_imports(older, path) else Message(
                 f"Checking {path.name}, not {older.name}: both are here and {older.name} is the template as handed "
                 f"out, unchanged. To check the other: grade check {older.name}",
                 f"{older.name}이(가) 아니라 {path.name}을(를) 확인합니다: 두 파일이 모두 있고 {older.name}은(는) 받은 "

@@ -142,12 +142,47 @@ def untouched(path: Path) -> bool:
     return bool(known) and template_digest(path) in known
 
 
+_CLASS = re.compile(r"^class\s+([A-Za-z_]\w*)", re.MULTILINE)
+
+
+def notebook_imports(nb: Path, py: Path) -> bool:
+    """Whether the notebook `nb` takes its code from the module `py` beside it (`from attention import
+    CausalAttention`, `import attention`: Jupyter finds it in the notebook's folder) and defines no class of its own
+    that `py` lacks (then the notebook holds answers too, and which file is graded stays the modified time's call).
+    A module that a `%%writefile` cell of the notebook writes is the notebook's own. Read, never run."""
+    from . import source  # (source imports what imports this module)
+    try:
+        cells = source.read(nb).cells
+        py_text = "\n".join(c.code for c in source.read(py).cells)
+    except Exception:  # noqa: BLE001 (a file the grader cannot read takes no part in the choice)
+        return False
+    mod = re.escape(py.stem)
+    if nb.suffix != ".ipynb" or py.suffix != ".py" or not py.stem.isidentifier() or any(c.module == py.stem for c in cells):
+        return False
+    code = "\n".join(c.code for c in cells if c.module is None)
+    if not re.search(rf"^[ \t]*(?:from[ \t]+{mod}[ \t]+import\b|import[ \t]+{mod}\b)", code, re.MULTILINE):
+        return False
+    return not set(_CLASS.findall(code)) - set(_CLASS.findall(py_text))
+
+
 def newer_of_pair(paths: list[Path]) -> tuple[Path, Message] | None:
     """For a .py and an .ipynb side by side (the bundle ships both), the one the student worked on: the more
     recently modified, unless that one is the untouched template and the other is not. None when `paths` is not
     exactly such a pair."""
     if len(paths) != 2 or {p.suffix for p in paths} != {".py", ".ipynb"}:
         return None
+    py, nb = sorted(paths, key=lambda p: p.suffix != ".py")
+    if notebook_imports(nb, py) and not untouched(py):
+        # Learners' round rl14: a notebook whose cells run `from attention import SelfAttention_v1` of the
+        # attention.py beside it (Jupyter puts the notebook's folder on sys.path) keeps its classes in the .py; the
+        # notebook, modified last, was graded alone, every import failed, and a 57/100 answer got 0/100.
+        new, old, mod = shown_name(py.name), shown_name(nb.name), shown_name(py.stem)
+        return py, Message(
+            f"Graded {new}, not {old}: both were there and {old} imports its code from {new} (`from {mod} import "
+            f"...`), so the classes are in {new}. Submit only one to avoid doubt.",
+            f"{old}이(가) 아니라 {new}을(를) 채점했습니다: 두 파일이 모두 있었고 {old}은(는) 코드를 {new}에서 "
+            f"가져옵니다 (`from {mod} import ...`). 그래서 클래스는 {new}에 있습니다. 헷갈리지 않도록 하나만 "
+            "제출하세요.")
     # On a tie (copied together) the notebook wins: it is the lab's main format.
     newer, older = sorted(paths, key=lambda p: (p.stat().st_mtime_ns, p.suffix == ".ipynb"), reverse=True)
     if untouched(newer) and not untouched(older):
@@ -194,6 +229,21 @@ def choose_file(folder: Path, assignment: Assignment) -> tuple[Path | None, Mess
     pair = newer_of_pair(named)
     if pair is not None:
         return pair[0], None, pair[1]
+    others = [p for p in files if p.name not in NOT_ANSWERS and not p.name.startswith("test_")]
+    if not named and len(others) == 2 and {p.suffix for p in others} == {".py", ".ipynb"}:
+        # Learners round rl14: a study notebook (03a.coding_attention.ipynb) whose cells import the classes from the
+        # module beside it (`from SelfAttention import SelfAttention_v1`), neither named as the lab asks: "several
+        # candidate files", 0/100. The module it imports holds the answers: it is graded, with a note.
+        py, nb = sorted(others, key=lambda p: p.suffix != ".py")
+        if notebook_imports(nb, py) and not untouched(py):
+            new, old, mod = (shown_name(str(p.relative_to(folder))) for p in (py, nb, py.with_suffix("")))
+            return py, None, Message(
+                f"Graded {new}, not {old}: neither is named {' or '.join(assignment.files)}, and {old} imports its "
+                f"code from {new} (`from {shown_name(py.stem)} import ...`), so the classes are in {new}. Name it "
+                f"{assignment.files[0]} to avoid doubt.",
+                f"{old}이(가) 아니라 {new}을(를) 채점했습니다: 어느 파일도 {' 또는 '.join(assignment.files)} 이름이 "
+                f"아니고, {old}은(는) 코드를 {new}에서 가져옵니다 (`from {shown_name(py.stem)} import ...`). 그래서 "
+                f"클래스는 {new}에 있습니다. 헷갈리지 않도록 파일 이름을 {assignment.files[0]}(으)로 하세요.")
     path, err = _pick_other(folder, files, named, assignment)
     return path, err, None
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import time
 import traceback
 from pathlib import Path
@@ -425,6 +426,20 @@ class GradingPlugin:
                     "쓰므로 (노트북 셀을 순서와 다르게 실행했을 때처럼), 나머지 코드를 모두 실행한 뒤 다시 실행했고 "
                     "이번에는 성공했습니다. `%%writefile` 셀을 import 위로 옮기고, 커널을 다시 시작해 모든 셀을 "
                     "실행해서 위에서부터 차례로 실행되는지 확인하세요."))
+                continue
+            missing = re.fullmatch(r"No module named '([A-Za-z_][\w.]*)'", str(err.get("message", "")))
+            if err.get("type") == "ModuleNotFoundError" and missing and not err.get("rerun"):
+                # Learners round rl14: study files import tiktoken (or a helper module of their repository) beside
+                # the classes; the note read as an error of the student's code. Where the code is graded, only
+                # torch's installation and the graded file itself can be imported.
+                top = missing.group(1).split(".")[0]
+                notes.append(Message(
+                    f"While loading your code ({loc}): {text}. `{top}` cannot be imported where your code is graded "
+                    f"(it is not installed there, and only the graded file of your submission is loaded), so this "
+                    "statement was skipped; later definitions were still loaded. The graded classes must not need it.",
+                    f"코드를 불러오는 중 ({loc_ko}): {text}. 채점 환경에서는 `{top}`을(를) import할 수 없어서 (설치되어 "
+                    "있지 않고, 제출물 중 채점하는 파일만 불러옵니다) 이 문장을 건너뛰었습니다. 이후의 정의는 계속 "
+                    "불러왔습니다. 채점하는 클래스는 이것 없이 동작해야 합니다."))
                 continue
             if err.get("rerun"):
                 notes.append(Message(

@@ -356,7 +356,10 @@ class Remote:
         self._req("to", device=device)
         return self
 
-    def probe_devices(self, *shapes: tuple[int, ...], mode: str = "eval") -> dict[str, Any]:
+    def probe_devices(self, *shapes: tuple[int, ...], mode: str = "eval", mask: bool = False) -> dict[str, Any]:
+        """mask: also say whether forward filled its scores with a causal mask it made on the input's device."""
+        if mask:
+            return self._req("probe_devices", shapes=[list(s) for s in shapes], mode=mode, mask=True)
         return self._req("probe_devices", shapes=[list(s) for s in shapes], mode=mode)
 
 

@@ -86,7 +86,7 @@ SCHEMAS: dict[str, Callable[[Any], bool]] = {
     "to": lambda v: v is None,
     "probe_devices": _schema({"mixed": lambda m: _list_of(m, _tuple(_str, lambda d: _list_of(d, _str))),
                               "out_device": _opt_str, "stay_behind": _STR_LIST},
-                             {"causal_sdpa": _is_bool, "to_cpu": _is_bool}),
+                             {"causal_sdpa": _is_bool, "to_cpu": _is_bool, "forward_mask": _is_bool}),
     "env": lambda v: type(v) is dict,
 }
 

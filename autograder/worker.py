@@ -649,14 +649,15 @@ class Worker:
     def op_to(self, handle: int, device: str) -> None:
         self._obj(handle).to(device)
 
-    def op_probe_devices(self, handle: int, shapes: list[list[int]], mode: str = "eval") -> dict[str, Any]:
+    def op_probe_devices(self, handle: int, shapes: list[list[int]], mode: str = "eval",
+                         mask: bool = False) -> dict[str, Any]:
         # On the module itself, not a copy: copy.deepcopy runs the class's own __deepcopy__, which can make a copy
         # unlike the module (red team, round 12: one registering its plain mask). The simulation tags tensors and
         # moves nothing; each module's training flag is put back.
         m = self._obj(handle)
         modes = [(c, own_dict(c).get("training")) for _, c in walk_modules(m)]
         try:
-            return probe_devices(m, shapes, mode)
+            return probe_devices(m, shapes, mode, mask=mask is True)
         finally:
             for c, flag in modes:
                 if type(flag) is bool:
@@ -1362,6 +1363,9 @@ class DeviceSim(TorchFunctionMode):
         self.mixed: list[list[Any]] = []
         self.causal_sdpa = False  # scaled_dot_product_attention(is_causal=True) without attn_mask was called
         self.to_cpu = False  # a tensor on the (simulated) device was moved to the CPU: .cpu(), .to("cpu")
+        # masked_fill of scores on the device by a causal mask (triu(ones, diagonal=1) in its last two dimensions) that
+        # forward made on the device too: `torch.triu(torch.ones(T, T, device=x.device), diagonal=1)`.
+        self.forward_mask = False
 
     def move(self, t: torch.Tensor) -> torch.Tensor:
         self.moved[id(t)] = t
@@ -1423,6 +1427,9 @@ class DeviceSim(TorchFunctionMode):
         if name == "scaled_dot_product_attention" and kwargs.get("is_causal") is True \
                 and kwargs.get("attn_mask") is None and (len(args) < 4 or args[3] is None):
             self.causal_sdpa = True  # its causal mask is made inside, on the inputs' device
+        if name in ("masked_fill", "masked_fill_") and len(args) >= 2 and self.on(args[0]) \
+                and isinstance(args[1], torch.Tensor) and self.on(args[1]) and _causal_mask(args[1]):
+            self.forward_mask = True
         if name in ("cpu", "cuda"):  # Tensor.cpu(), Tensor.cuda(): a move named by the method
             explicit = name
         if explicit == "cpu" and args and self.on(args[0]):
@@ -1465,7 +1472,7 @@ class DeviceSim(TorchFunctionMode):
         return out
 
 
-def probe_devices(m: nn.Module, shapes: list[list[int]], mode: str = "eval") -> dict[str, Any]:
+def probe_devices(m: nn.Module, shapes: list[list[int]], mode: str = "eval", mask: bool = False) -> dict[str, Any]:
     """Run m forward as if it and its input sat on another device (DeviceSim) and list the ops whose tensor
     arguments would sit on different devices, the parameters and buffers left behind, and the output's device.
     `m` is tagged as moved: pass a copy."""
@@ -1496,8 +1503,22 @@ def probe_devices(m: nn.Module, shapes: list[list[int]], mode: str = "eval") -> 
     out_device = None
     if isinstance(out, torch.Tensor):
         out_device = SIMULATED if sim.on(out) else out.device.type
-    return {"mixed": sim.mixed[:20], "out_device": out_device, "stay_behind": leftovers[:20],
-            "causal_sdpa": sim.causal_sdpa, "to_cpu": sim.to_cpu}
+    reply = {"mixed": sim.mixed[:20], "out_device": out_device, "stay_behind": leftovers[:20],
+             "causal_sdpa": sim.causal_sdpa, "to_cpu": sim.to_cpu}
+    if mask:  # (asked by the mask check only: the other checks' replies stay as they were)
+        reply["forward_mask"] = sim.forward_mask and not sim.mixed
+    return reply
+
+
+def _causal_mask(mask: torch.Tensor) -> bool:
+    """Whether `mask` (as masked_fill reads it) hides exactly the future: triu(ones, diagonal=1) in its last two
+    dimensions, every leading dimension of size 1."""
+    if mask.dim() < 2 or mask.shape[-1] != mask.shape[-2] or any(d != 1 for d in mask.shape[:-2]):
+        return False
+    n = mask.shape[-1]
+    with torch.no_grad():
+        return bool(torch.equal(mask.detach().reshape(n, n).bool().cpu(),
+                                torch.triu(torch.ones(n, n, dtype=torch.bool), diagonal=1)))
 
 
 # Ops of a TorchScript graph whose tensor arguments may sit on different devices: shapes and values read out, and

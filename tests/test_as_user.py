@@ -341,6 +341,22 @@ def test_check_picks_the_newer_of_py_and_ipynb(here):
     assert "44/44" in p.stdout and "Checking attention.ipynb, not attention.py" in p.stdout
 
 
+def test_check_of_a_notebook_that_imports_the_py_beside_it_checks_the_py(here):
+    """Learners round rl14: a notebook whose cells import the classes of the attention.py beside it (`from attention
+    import CausalAttention`), modified last: grade check checked the notebook, where every import failed. It checks
+    attention.py and says why; the other file can still be checked by name."""
+    shutil.copy(REFERENCE, here / "attention.py")
+    cells = ["import torch\n", "from attention import SelfAttention_v1, CausalAttention\nprint(CausalAttention)\n"]
+    (here / "attention.ipynb").write_text(json.dumps({"cells": [
+        {"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [], "source": c} for c in cells]}),
+        encoding="utf-8")
+    old = time.time() - 3600
+    os.utime(here / "attention.py", (old, old))
+    p = grade("check", cwd=here)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "Checking attention.py, not attention.ipynb" in p.stdout and "imports its code from attention.py" in p.stdout
+
+
 @pytest.fixture(scope="module")
 def locales():
     """Two locales whose encoding is not UTF-8 (EUC-KR, Latin-1), compiled into a private folder (LOCPATH): the

@@ -669,6 +669,48 @@ def test_a_worked_file_beside_the_untouched_template_is_graded_whatever_the_time
     assert discover.untouched(paper / "midterm.ipynb") and not discover.untouched(paper / "midterm.py")
 
 
+def test_a_notebook_that_imports_the_py_beside_it_is_graded_by_that_py(tmp_path):
+    """Learners round rl14: a study notebook whose cells run `from attention import SelfAttention_v1` (and so on) of
+    the attention.py beside it, as Jupyter lets them, was graded alone because it was modified last: every import
+    failed and the answers in attention.py got 0/100. The .py is graded, with a note naming the import; a notebook
+    that defines a class of its own beside its imports, or writes the module with %%writefile, keeps the old rule
+    (the newer file)."""
+    from autograder import discover
+    a = assignment.load("attention")
+    nb = lambda *cells: json.dumps({"cells": [{"cell_type": "code", "metadata": {}, "execution_count": None,
+                                               "outputs": [], "source": c} for c in cells]})
+    subs = tmp_path / "subs"
+    cases = {"imports": nb("import torch\n", "from attention import SelfAttention_v1\nsa = SelfAttention_v1(3, 2)\n",
+                           "import attention\nprint(attention.CausalAttention)\n"),
+             "own_class": nb("from attention import SelfAttention_v1\n", "class Mine:\n    pass\n"),
+             "writefile": nb("%%writefile attention.py\nclass SelfAttention_v1:\n    pass\n",
+                             "from attention import SelfAttention_v1\n"),
+             "no_import": nb("import torch\nx = torch.ones(2)\n")}
+    for folder, text in cases.items():
+        (subs / folder).mkdir(parents=True)
+        shutil.copy(REFERENCE, subs / folder / "attention.py")
+        (subs / folder / "attention.ipynb").write_text(text, encoding="utf-8")
+        os.utime(subs / folder / "attention.py", (time.time() - 600, time.time() - 600))  # the notebook is newer
+    path, err, note = discover.choose_file(subs / "imports", a)
+    assert err is None and path.name == "attention.py", note
+    assert "imports its code from attention.py" in note.en and "`from attention import ...`" in note.ko
+    for folder in ("own_class", "writefile", "no_import"):
+        path, err, note = discover.choose_file(subs / folder, a)
+        assert path.name == "attention.ipynb" and "modified more recently" in note.en, folder
+    # Neither file named as the lab asks: a study notebook and the module its cells import were "several candidate
+    # files", 0/100; the module is graded. Two notebooks, or a module the notebook does not import, are still refused.
+    (subs / "study").mkdir()
+    shutil.copy(REFERENCE, subs / "study" / "SelfAttention.py")
+    (subs / "study" / "03a.coding_attention.ipynb").write_text(
+        nb("from SelfAttention import SelfAttention_v1, SelfAttention_v2\n"), encoding="utf-8")
+    path, err, note = discover.choose_file(subs / "study", a)
+    assert err is None and path.name == "SelfAttention.py", err
+    assert "imports its code from SelfAttention.py" in note.en and "SelfAttention.py" in note.ko
+    (subs / "study" / "03a.coding_attention.ipynb").write_text(nb("import torch\n"), encoding="utf-8")
+    path, err, note = discover.choose_file(subs / "study", a)
+    assert path is None and "several candidate files" in err.en
+
+
 def test_work_under_a_name_of_ones_own_beside_the_untouched_template_is_graded(tmp_path):
     """Variants round 3: a folder holding the bundle's transformer_block.py as handed out and the student's solved
     notebook under a name of their own (Week7_kim.ipynb) graded the template: 0/100. The one other code file is

@@ -351,6 +351,21 @@ def test_a_running_mean_of_gated_projections_is_not_attention(graded):
     assert any("with W_value zero" in m for m in msgs), msgs
 
 
+def test_values_made_by_w_query_are_named_as_a_swap(tmp_path):
+    """Learners round rl14: `values = self.W_query(x)` and `queries = self.W_value(x)` in MultiHeadAttention. The
+    evidence gate refuses the class (with W_value zero the values are still there); its message said only that
+    forward adds something besides the weighted values, which sent the learner looking for an addition. It names
+    the projections to check, in both languages; the other questions keep their points."""
+    head = REF.index("class MultiHeadAttention(")
+    mha = REF[head:].replace("self.W_query(x)", "@Q@").replace("self.W_value(x)", "self.W_query(x)")
+    r = grade_sources(tmp_path, {"swap.py": REF[:head] + mha.replace("@Q@", "self.W_value(x)")})["swap"]
+    assert by_q(r) == {**QUESTIONS, "MultiHeadAttention": 0}, by_q(r)
+    en = [c.message.en for c in r.checks if c.question == "MultiHeadAttention" and c.message]
+    ko = [c.message.ko for c in r.checks if c.question == "MultiHeadAttention" and c.message]
+    assert any("values = self.W_value(x) and queries = self.W_query(x), not swapped" in m for m in en), en
+    assert any("서로 바뀌지 않았는지" in m for m in ko), ko
+
+
 def test_a_per_token_linear_map_is_not_attention(graded):
     """Seen (red team): such a file earned 34 points of structure, causality, devices and signatures."""
     r = graded["per_token_linear"]

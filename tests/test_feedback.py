@@ -164,6 +164,21 @@ def test_a_demo_line_that_fails_inside_forward_is_named_with_the_line_that_raise
     assert f"{demo_line}번째 줄" in note.ko and "`forward`의" in note.ko, note.ko
 
 
+def test_an_import_the_grader_cannot_serve_is_said_to_be_skipped_not_wrong(tmp_path):
+    """Learners round rl14: study files start with `import tiktoken` (or import a helper module of their repository).
+    The load note read like an error in the student's code; it says that the module cannot be imported where the
+    code is graded, that the statement was skipped, and that the graded classes must not need it."""
+    from conftest import REFERENCE
+    src = "import tiktoken\nimport my_helpers as mh\n" + REFERENCE.read_text()
+    r = grade_sources(tmp_path, {"ada.py": src})["ada"]
+    assert r.score == 100
+    notes = [n for n in r.notes if "While loading your code" in n.en]
+    assert len(notes) == 2, [n.en for n in notes]
+    for note, top in zip(notes, ("tiktoken", "my_helpers")):
+        assert f"`{top}` cannot be imported where your code is graded" in note.en, note.en
+        assert "statement was skipped" in note.en and f"`{top}`을(를) import할 수 없어서" in note.ko, note
+
+
 def test_an_import_of_a_name_no_installation_has_is_the_students_own_error():
     """`import torch.nn.functional.softmax` (a function, not a module), `import os.fake`, `import sys.getsizeof`:
     no installation has such a module, so the failure is the submission's own. They passed for the grader's

@@ -366,6 +366,24 @@ def test_a_file_under_the_blogs_class_name_is_recognised_as_this_lab(tmp_path):
     assert assignment.for_source(ROOT / "reference" / "midterm.py").name == "midterm"
 
 
+def test_the_alias_alone_does_not_make_an_attention_lab_file_this_labs(tmp_path):
+    """Learners round rl14: a file named after the student with CausalAttention and the book's MultiHeadAttention
+    (d_in, d_out, context_length, dropout, num_heads), the attention lab's classes, matched 1 of this lab's 2
+    questions through the alias alone and was graded as this lab (a batch of such files was refused as mixing
+    assignments). The alias counts beside a name of this lab's own (ScaledDotProductAttention)."""
+    from autograder import assignment
+    from autograder.bugtable import scope
+    from conftest import REFERENCE
+    text = REFERENCE.read_text(encoding="utf-8")
+    keep = "".join(text[slice(*scope(text, c))] for c in ("CausalAttention", "MultiHeadAttention"))
+    f = tmp_path / "lee_ch3.py"
+    f.write_text("import torch\nimport torch.nn as nn\n\n" + keep, encoding="utf-8")
+    assert assignment.for_source(f) is None or assignment.for_source(f).name != "mha_intermediates"
+    f.write_text(REF.read_text(encoding="utf-8").replace("class MultiHeadedAttention(", "class MultiHeadAttention("),
+                 encoding="utf-8")
+    assert assignment.for_source(f).name == "mha_intermediates"
+
+
 def test_weights_that_cannot_be_copied_are_named_in_both_languages(graded):
     """A layer under another name: the value checks fail saying which parameters are missing, in English and in
     Korean with no English prose (the list used to be English inside the Korean message)."""

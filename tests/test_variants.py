@@ -215,6 +215,17 @@ def test_feedback_names_the_bug(graded, name):
     assert not wrong, (name, wrong)
 
 
+def test_a_tril_diagonal1_mask_is_named_by_the_buffer_check(graded):
+    """Learners round rl14: torch.tril(..., diagonal=1) for the mask; beside a forward whose masked_fill result is
+    thrown away (the output then never shows the mask), the buffer check is the only one that can name it, and said
+    only that the mask is not triu."""
+    for name, cls in (("causal_tril_diagonal1_mask", "CausalAttention"), ("mha_tril_diagonal1_mask", "MultiHeadAttention")):
+        en = messages(graded[name], cls, "registers the buffer")
+        ko = messages(graded[name], cls, "registers the buffer", lang="ko")
+        assert any(f"`{cls}.mask` is torch.tril(..., diagonal=1) (tril for triu)" in m for m in en), (name, en)
+        assert any("triu 대신 tril" in m for m in ko), (name, ko)
+
+
 def test_right_code_is_never_diagnosed(graded):
     named = {n: diagnoses(messages(graded[n], notes=True)) for n in CORRECT + ["reference"]}
     assert not any(named.values()), named

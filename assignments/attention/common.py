@@ -696,11 +696,17 @@ def _expect_attention_roles(req: _Ahead, y, weights: dict, cls: str) -> None:
                     f"`{cls}`: W_value를 0으로 해도 출력이 전혀 바뀌지 않았습니다. 즉 forward가 W_value를 쓰지 "
                     "않습니다: 값(value)은 W_key나 W_query가 아니라 W_value로 계산하세요 (values = x @ "
                     "self.W_value 또는 self.W_value(x)). 이 검사는 동작하는 클래스에만 점수를 줍니다.")
+            # Learners round rl14: `values = self.W_query(x)` and `queries = self.W_value(x)` (the two swapped) were
+            # told only that forward adds something besides the weighted values.
             failure = failure or Message(
-                f"`{cls}`: with W_value zero its output still differs from token to token, so forward adds something "
-                "besides the attention-weighted values. This check counts only for a working class.",
-                f"`{cls}`: W_value를 0으로 해도 출력이 토큰마다 다릅니다. 즉 forward가 어텐션 가중치를 곱한 값(value) "
-                "외에 다른 것을 더합니다. 이 검사는 동작하는 클래스에만 점수를 줍니다.")
+                f"`{cls}`: with W_value zero its output still differs from token to token, so its values do not come "
+                "from W_value alone: forward computes them with another projection (check that values = "
+                "self.W_value(x) and queries = self.W_query(x), not swapped) or adds something besides the "
+                "attention-weighted values. This check counts only for a working class.",
+                f"`{cls}`: W_value를 0으로 해도 출력이 토큰마다 다릅니다. 즉 값(value)이 W_value에서만 나오지 않습니다: "
+                "forward가 다른 투영으로 값을 계산하거나(values = self.W_value(x), queries = self.W_query(x)인지, "
+                "서로 바뀌지 않았는지 확인하세요) 어텐션 가중치를 곱한 값(value) 외에 다른 것을 더합니다. 이 검사는 "
+                "동작하는 클래스에만 점수를 줍니다.")
             continue
         if not scores or not _differs(y, moved):  # (a guess that leaves no queries and keys proves nothing)
             failure = failure or Message(
@@ -1095,10 +1101,14 @@ def check_mask_buffer(sub, cls: str) -> None:
             # with nothing mask-shaped left as a plain attribute (the README's "none at all"). Whether it then
             # masks the future is the causality checks'.
             x_shape = (2, ctx, 3)
-            probe = m.probe_devices(x_shape)
+            probe = m.probe_devices(x_shape, mask=True)
             plain = [n for n, shape in m.describe().get("tensors", []) if len(shape) >= 2
                      and tuple(shape[-2:]) == (ctx, ctx)]
-            if probe.get("causal_sdpa") is True and not probe.get("mixed") and not plain:
+            # Likewise a causal mask that forward makes on the input's device and fills the scores with
+            # (`torch.triu(torch.ones(T, T, device=x.device), diagonal=1)`: a study repo's MultiHeadAttention with a
+            # KV cache lost this point, learners round rl14).
+            made = probe.get("causal_sdpa") is True or probe.get("forward_mask") is True
+            if made and not probe.get("mixed") and not plain:
                 expect_working(sub, cls)  # (a forward that calls it and returns something else earns nothing)
                 return
         extra = f" (it has buffers {sorted(buffers)})" if buffers else ""
@@ -1139,6 +1149,15 @@ def check_mask_buffer(sub, cls: str) -> None:
         fail(f"`{cls}.mask` also hides the diagonal (diagonal=0): a token must be able to attend to itself. "
              "Use diagonal=1.",
              f"`{cls}.mask`가 대각선까지 가립니다(diagonal=0). 토큰은 자기 자신을 볼 수 있어야 하므로 diagonal=1을 쓰세요.")
+    if torch.equal(mask, torch.tril(torch.ones(ctx, ctx), diagonal=1)):
+        # Learners round rl14: triu swapped for tril, diagonal=1 kept (twice, in two study repos); this check said
+        # only that the mask is not triu, beside a forward whose masked_fill result was thrown away.
+        fail(f"`{cls}.mask` is torch.tril(..., diagonal=1) (tril for triu): it marks each token, the next one and "
+             "every earlier one, so the -inf fill would hide the past and show the future. Use "
+             "torch.triu(torch.ones(context_length, context_length), diagonal=1).",
+             f"`{cls}.mask`가 torch.tril(..., diagonal=1)입니다(triu 대신 tril): 각 토큰 자신과 다음 토큰, 앞의 모든 "
+             "토큰을 표시하므로 -inf로 채우면 과거를 가리고 미래를 보게 됩니다. "
+             "torch.triu(torch.ones(context_length, context_length), diagonal=1)을 쓰세요.")
     fail(f"`{cls}.mask` is not torch.triu(torch.ones({ctx}, {ctx}), diagonal=1).",
          f"`{cls}.mask`가 torch.triu(torch.ones({ctx}, {ctx}), diagonal=1)과 다릅니다.")
 
@@ -1378,8 +1397,17 @@ def head_class(sub) -> str:
     CasualAttention; the CausalAttention checks already say to rename it). Call after building something."""
     if HEAD in sub.names:
         return HEAD
-    return near_miss(HEAD, [n for n, k in sub.names.items() if k == "class" and n not in SIGNATURES
-                            and n.isidentifier() and not keyword.iskeyword(n)]) or HEAD
+    own = [n for n, k in sub.names.items() if k == "class" and n not in SIGNATURES
+           and n.isidentifier() and not keyword.iskeyword(n)]
+    near = near_miss(HEAD, own)
+    if near:
+        return near
+    # Else the one class of the student's own that the wrapper's code builds (learners round rl14: a study repo's
+    # heads are its MaskedAttention; the wrapper was judged against stand-in heads it never built, and lost 10 of
+    # its 15 points for a head class that CausalAttention's question already charges).
+    body = re.search(r"^class[ \t]+MultiHeadAttentionWrapper\b.*?(?=^\S|\Z)", sub.source_text(), re.M | re.S)
+    built = {n for n in re.findall(r"\b([A-Za-z_]\w*)[ \t]*\(", body.group(0)) if n in own} if body else set()
+    return built.pop() if len(built) == 1 else HEAD
 
 
 def build_head(sub, d_in: int, d_out: int, ctx: int, dropout: float = 0.0, seed: int | None = None, *more):

@@ -53,6 +53,15 @@ QK_CAUSE = Message("the queries are made with W_key and the keys with W_query (s
                    "쿼리를 W_key로, 키를 W_query로 만들어(서로 바뀜) 점수 행렬이 올바른 것의 전치가 됨; "
                    "queries = self.W_query(x), keys = self.W_key(x)로 쓰세요")
 
+# torch.tril(..., diagonal=1) where the notebook has torch.triu(..., diagonal=1): the mask hides the past and shows
+# the future.
+TRIL1 = Message("the mask is torch.tril(..., diagonal=1) (tril for triu): it hides each token, the next one and every "
+                "earlier one, and leaves the later tokens visible, so the last token sees nothing (NaN); use "
+                "torch.triu(..., diagonal=1)",
+                "마스크가 torch.tril(..., diagonal=1)임(triu 대신 tril): 각 토큰 자신과 다음 토큰, 앞의 모든 토큰을 "
+                "가리고 뒤의 토큰은 보이게 하므로 마지막 토큰은 아무것도 보지 못함(NaN); torch.triu(..., diagonal=1)을 "
+                "쓰세요")
+
 MHA_CORE = """        scores = queries @ keys.transpose(2, 3)  # (b, h, T, T)
         scores = scores.masked_fill(self.mask.bool()[:num_tokens, :num_tokens], -torch.inf)
         weights = torch.softmax(scores / keys.shape[-1] ** 0.5, dim=-1)
@@ -128,6 +137,11 @@ VARIANTS: list[Variant] = [
     V("v1_typo_0_slash_5", ch(V1, "** 0.5", "** 0/5"), breaks=V1, en=TYPO.en, ko=TYPO.ko),
     V("v1_typo_0_slash_5_in_parentheses", ch(V1, SCALE, PAREN), breaks=V1, en=TYPO_PAREN.en, ko=TYPO_PAREN.ko,
       why="learners round 8: the message for `** 0/5` said 'multiplies by 5', true of this spelling only"),
+    # Learners round rl14: SelfAttention_v1/v2(d_in, d_out, scale=False) scale the scores only when asked, and the
+    # notebook's calls do not ask: the classes' values were only told 'differs'.
+    V("v1_no_scaling", ch(V1, SCALE, "scores"), breaks=V1,
+      en="the scores are not scaled before the softmax; divide them by sqrt(d_k) = keys.shape[-1] ** 0.5",
+      ko="softmax 전에 점수를 나누지 않음; sqrt(d_k) = keys.shape[-1] ** 0.5로 나누세요"),
     V("v1_softmax_dim0", ch(V1, "dim=-1)", "dim=0)"), breaks=V1,
       en="the softmax runs over dim=0, so each column of the attention weights sums to 1; normalise each row "
          "(dim=-1)",
@@ -152,6 +166,9 @@ VARIANTS: list[Variant] = [
     V("v2_bias_ignored", ch(V2, "bias=qkv_bias", "bias=False"), breaks=V2, says=("bias=qkv_bias",)),
     V("v2_typo_0_slash_5", ch(V2, "** 0.5", "** 0/5"), breaks=V2, en=TYPO.en, ko=TYPO.ko,
       why="learners round 8: the typo was named in every class but this one"),
+    V("v2_no_scaling", ch(V2, SCALE, "scores"), breaks=V2,
+      en="the scores are not scaled before the softmax; divide them by sqrt(d_k) = keys.shape[-1] ** 0.5",
+      ko="softmax 전에 점수를 나누지 않음; sqrt(d_k) = keys.shape[-1] ** 0.5로 나누세요"),
     V("v2_softmax_dim0", ch(V2, "dim=-1)", "dim=0)"), breaks=V2,
       en="the softmax runs over dim=0, so each column of the attention weights sums to 1; normalise each row "
          "(dim=-1)",
@@ -266,6 +283,10 @@ VARIANTS: list[Variant] = [
          "torch.triu(..., diagonal=1)",
       ko="마스크가 tril(남길 위치)인데 가릴 위치로 채워짐; torch.triu(..., diagonal=1)을 쓰세요",
       says=("tril",)),
+    # Learners round rl14: triu swapped for tril, diagonal=1 kept (a study repo's MultiHeadAttention): the mask hides
+    # each token itself, the next one and every earlier one, and shows the later ones; the last token sees nothing.
+    V("causal_tril_diagonal1_mask", ch(CA, TRIU, "torch.tril(torch.ones(context_length, context_length), diagonal=1)"),
+      breaks=CA, en=TRIL1.en, ko=TRIL1.ko),
     V("causal_unsliced_mask", ch(CA, "self.mask.bool()[:num_tokens, :num_tokens]", "self.mask.bool()"), breaks=CA,
       says=("[:num_tokens, :num_tokens]",)),
     V("causal_no_scaling", ch(CA, SCALE, "scores"), breaks=CA,
@@ -297,6 +318,10 @@ VARIANTS: list[Variant] = [
     V("misnamed_CasualAttention", ch(CA, "class CausalAttention(", "class CasualAttention("),
       ch(WR, "[CausalAttention(", "[CasualAttention("), breaks=CA,
       says=("Rename `CasualAttention` to `CausalAttention`",)),
+    # Learners round rl14: the head class under a name of its own (MaskedAttention), built by the wrapper: only
+    # CausalAttention's question is charged (the wrapper was judged against stand-in heads it never built).
+    V("head_class_named_otherwise", ch(CA, "class CausalAttention(", "class MaskedAttention("),
+      ch(WR, "[CausalAttention(", "[MaskedAttention("), breaks=CA, says=("`CausalAttention` is not defined",)),
     # Seen in a learner's chapter-3 notebook (round nb11): only "differs from the expected values" was said.
     V("causal_query_key_swapped", ch(CA, QK, QK_SWAPPED), breaks=CA, en=QK_CAUSE.en, ko=QK_CAUSE.ko),
     V("mha_query_key_swapped", ch(MHA, QK, QK_SWAPPED), breaks=MHA, en=QK_CAUSE.en, ko=QK_CAUSE.ko),
@@ -365,6 +390,8 @@ VARIANTS: list[Variant] = [
       en="the mask hides the diagonal too (diagonal=0), so the first token attends to nothing; use diagonal=1",
       ko="마스크가 대각선까지 가려서(diagonal=0) 첫 토큰이 아무것도 보지 못함; diagonal=1을 쓰세요",
       says=("diagonal=1",)),
+    V("mha_tril_diagonal1_mask", ch(MHA, TRIU, "torch.tril(torch.ones(context_length, context_length), diagonal=1)"),
+      breaks=MHA, en=TRIL1.en, ko=TRIL1.ko),
     V("mha_mask_in_forward_cpu", ch(MHA, f"        {BUFFER}\n", ""),
       ch(MHA, FILL, "mask = torch.triu(torch.ones(num_tokens, num_tokens), diagonal=1)\n"
                     "        scores = scores.masked_fill(mask.bool(), -torch.inf)"),
@@ -657,6 +684,14 @@ VARIANTS: list[Variant] = [
       ch(CA, FILL, "scores = scores + self.mask[:num_tokens, :num_tokens]")),
     V("ok_mask_4d_buffer", ch(MHA, TRIU, f"{TRIU}.view(1, 1, context_length, context_length)"),
       ch(MHA, FILL, "scores = scores.masked_fill(self.mask[:, :, :num_tokens, :num_tokens].bool(), -torch.inf)")),
+    # Learners round rl14 (a MultiHeadAttention with a KV cache): the causal mask made in forward on the input's
+    # device, no buffer at all, lost the `mask` buffer check, which sdpa(is_causal=True) keeps.
+    V("ok_mask_made_in_forward_on_the_inputs_device", ch(CA, f"        {BUFFER}\n", ""),
+      ch(CA, FILL, "mask = torch.triu(torch.ones(num_tokens, num_tokens, device=x.device), diagonal=1)\n"
+                   "        scores = scores.masked_fill(mask.bool(), -torch.inf)"),
+      ch(MHA, f"        {BUFFER}\n", ""),
+      ch(MHA, FILL, "causal = torch.triu(torch.ones(num_tokens, num_tokens, device=x.device, dtype=torch.bool), "
+                    "diagonal=1)\n        scores = scores.masked_fill(causal, -torch.inf)")),
     V("ok_sdpa_is_causal", ch("", "import torch.nn as nn\n", "import torch.nn as nn\nimport torch.nn.functional as F\n"),
       ch(MHA, "scores = queries @ keys.transpose(2, 3)  # (b, h, T, T)\n"
               f"        {FILL}\n"
