@@ -431,15 +431,18 @@ class GradingPlugin:
             if err.get("type") == "ModuleNotFoundError" and missing and not err.get("rerun"):
                 # Learners round rl14: study files import tiktoken (or a helper module of their repository) beside
                 # the classes; the note read as an error of the student's code. Where the code is graded, only
-                # torch's installation and the graded file itself can be imported.
+                # torch's installation and the graded file itself can be imported. (Red team round 24's words for
+                # the grader's setting, SETTING_HINTS["module"], are part of it: the two rounds met here.)
                 top = missing.group(1).split(".")[0]
                 notes.append(Message(
-                    f"While loading your code ({loc}): {text}. `{top}` cannot be imported where your code is graded "
-                    f"(it is not installed there, and only the graded file of your submission is loaded), so this "
-                    "statement was skipped; later definitions were still loaded. The graded classes must not need it.",
-                    f"코드를 불러오는 중 ({loc_ko}): {text}. 채점 환경에서는 `{top}`을(를) import할 수 없어서 (설치되어 "
-                    "있지 않고, 제출물 중 채점하는 파일만 불러옵니다) 이 문장을 건너뛰었습니다. 이후의 정의는 계속 "
-                    "불러왔습니다. 채점하는 클래스는 이것 없이 동작해야 합니다."))
+                    f"While loading your code ({loc}): {text}. `{top}` cannot be imported where your code is graded: "
+                    "the grader has only the packages the course uses (torch, numpy, matplotlib), and only the graded "
+                    "file of your submission is loaded. So this statement was skipped, which costs no points by "
+                    "itself; later definitions were still loaded. The graded classes must not need it.",
+                    f"코드를 불러오는 중 ({loc_ko}): {text}. 채점 환경에서는 `{top}`을(를) import할 수 없어서 (채점기에는 "
+                    "강의에서 쓰는 패키지(torch, numpy, matplotlib)만 있고, 제출물 중 채점하는 파일만 불러옵니다) 이 문장을 "
+                    "건너뛰었습니다. 이것만으로 감점되지는 않습니다. 이후의 정의는 계속 불러왔습니다. 채점하는 클래스는 "
+                    "이것 없이 동작해야 합니다."))
                 continue
             if err.get("rerun"):
                 notes.append(Message(
