@@ -894,7 +894,11 @@ class _TorchDefaults:
                  lambda: _device_context() is self.device or torch.set_default_device(
                      None if self.device is None else self.device.device),
                  lambda: torch.set_float32_matmul_precision(self.matmul),
-                 lambda: torch.use_deterministic_algorithms(self.deterministic[0], warn_only=self.deterministic[1]),
+                 # (only when changed: the call imports torch._inductor and sympy, a second of CPU and 70 MB in
+                 # every worker; it slowed every submission and starved the hostile spinner test's load)
+                 lambda: (torch.are_deterministic_algorithms_enabled(),
+                          torch.is_deterministic_algorithms_warn_only_enabled()) == self.deterministic
+                 or torch.use_deterministic_algorithms(self.deterministic[0], warn_only=self.deterministic[1]),
                  lambda: torch.autograd.set_detect_anomaly(self.anomaly),
                  # a demo's torch.set_num_threads(16): each tiny call slower
                  lambda: torch.get_num_threads() == self.threads or torch.set_num_threads(self.threads))
