@@ -241,3 +241,16 @@ print(json.dumps([reply["errors"], before, after]))
     errors, before, after = json.loads(out.stdout.strip().splitlines()[-1])
     assert errors == []
     assert after == before == [True, "torch.float32", "cpu", "highest", False, False, 1]
+
+
+def test_putting_back_the_torch_settings_imports_nothing():
+    """The worker puts back torch's settings after every load (worker._TorchDefaults). torch.use_deterministic_algorithms
+    imports torch._inductor and sympy (about a second of CPU and 70 MB): called every time, it made every submission
+    that much slower and starved a hostile test's load past its limit (session 14). Only a changed setting is set,
+    and an unchanged one costs no import. In a fresh interpreter, as a worker's is after the zygote's imports."""
+    code = (f"import sys; sys.path.insert(0, {str(ROOT)!r})\n"
+            "import torch\nfrom autograder import worker\n"
+            "before = set(sys.modules)\nworker._TorchDefaults().restore()\n"
+            "print(sorted(set(sys.modules) - before)[:5])\n")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0 and p.stdout.strip() == "[]", (p.stdout, p.stderr[-2000:])
