@@ -25,7 +25,7 @@ from . import safetext, similarity
 from .assignment import PROJECT_ROOT, Assignment
 from .errors import AssignmentError, UsageError
 from .messages import Message
-from .results import SubmissionResult, read_text_file, write_atomic
+from .results import SubmissionResult, read_result, read_text_file, write_atomic
 from .safetext import clean_data
 
 # A number as it appears in a message: 24, -0.4519, 1e-05, nan. Digits inside names (SelfAttention_v2) are not.
@@ -81,15 +81,6 @@ def load(results: Path) -> tuple[list[Loaded], list[dict[str, str]]]:
         used.add(page)
         loaded.append(Loaded(page, gs, r))
     return loaded, bad
-
-
-def load_one(path: Path) -> bool:
-    """Whether `path` is a grade batch result (as load() reads one)."""
-    try:
-        SubmissionResult.from_dict(json.loads(read_text_file(path))["extra_data"]["internal"])
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        return False
-    return True
 
 
 def normalise_message(text: str) -> str:
@@ -656,7 +647,7 @@ def main(*, results: Path, out: Path | None = None, submissions: Path | None = N
     out = out or results / "report"
     # The report's report.json among grade batch results: a student whose id is `report` lost their result to
     # it (red team, round 23), and the next report listed the report itself as a file that is not a result.
-    if out.resolve() == results.resolve() or (out / "report.json").is_file() and load_one(out / "report.json"):
+    if out.resolve() == results.resolve() or read_result(out / "report.json") is not None:
         raise UsageError(Message(
             f"--out {out} holds grade batch results; its report.json would replace the result of a student whose "
             f"id is `report`. Give the report a folder of its own (the default is {results / 'report'})",

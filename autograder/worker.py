@@ -185,7 +185,7 @@ def _torch_defaults() -> None:
     try:
         if torch.get_default_dtype() is not torch.float32:
             torch.set_default_dtype(torch.float32)
-        if getattr(getattr(torch, "_GLOBAL_DEVICE_CONTEXT", None), "device_context", None) is not None:
+        if _device_context() is not None:
             torch.set_default_device(None)
     except BaseException:  # noqa: BLE001 - a submission that broke these gets what it made
         pass
@@ -869,15 +869,12 @@ class _TorchDefaults:
     """torch's process-wide settings that a notebook's demo cells change and leave changed, as they were before the
     submission ran. Jupyter keeps them for the cells below, but the checks call the classes afterwards on the grader's
     own float32 inputs: `torch.set_grad_enabled(False)` (or a `torch.no_grad()` entered by hand) left on cost every
-    "gradients reach every weight" check of a right notebook (the backward of its output ran with grad off), and
-    `torch.set_default_dtype(torch.float64)` (or set_default_tensor_type) made float64 weights that the float32
-    inputs could not multiply: 8/100 (correct variants, round 7). A class is graded as written, not under its
-    notebook's settings, as a fresh `import` of its file would run it in the course's float32 code."""
+    "gradients reach every weight" check of a right notebook (the backward of its output ran with grad off; correct
+    variants, round 7). A class is graded as written, not under its notebook's settings. The default dtype and
+    device (a float64 notebook got 8/100) are put back by _torch_defaults, which every request also starts with."""
 
     def __init__(self) -> None:
         self.grad = torch.is_grad_enabled()
-        self.dtype = torch.get_default_dtype()
-        self.device = _device_context()  # (not get_default_device(): it makes a tensor there, see below)
         self.matmul = torch.get_float32_matmul_precision()
         self.deterministic = (torch.are_deterministic_algorithms_enabled(),
                               torch.is_deterministic_algorithms_warn_only_enabled())
@@ -885,14 +882,9 @@ class _TorchDefaults:
         self.threads = torch.get_num_threads()  # 1: the workers of a batch share the cores (sandbox.py)
 
     def restore(self) -> None:
-        # Each on its own: one that fails leaves the others put back. torch.get_default_device() makes a tensor on
-        # the default device to tell its index, which raised "Torch not compiled with CUDA enabled" after a
-        # notebook's torch.set_default_device('cuda') on a machine without CUDA, and failed the whole load (found
-        # merging red team round 24): the device is compared as its context instead.
+        # Each on its own: one that fails leaves the others put back.
         steps = (lambda: torch.set_grad_enabled(self.grad),
-                 lambda: torch.set_default_dtype(self.dtype),
-                 lambda: _device_context() is self.device or torch.set_default_device(
-                     None if self.device is None else self.device.device),
+                 _torch_defaults,  # the default dtype and device, as every request starts with them
                  lambda: torch.set_float32_matmul_precision(self.matmul),
                  # (only when changed: the call imports torch._inductor and sympy, a second of CPU and 70 MB in
                  # every worker; it slowed every submission and starved the hostile spinner test's load)
@@ -910,7 +902,9 @@ class _TorchDefaults:
 
 
 def _device_context() -> Any:
-    """The context torch.set_default_device() installs (None: the CPU, torch's default)."""
+    """The context torch.set_default_device() installs (None: the CPU, torch's default). Not
+    torch.get_default_device(): it makes a tensor on that device to tell its index, which raised "Torch not compiled
+    with CUDA enabled" after a notebook's set_default_device('cuda') on a machine without CUDA."""
     return getattr(getattr(torch, "_GLOBAL_DEVICE_CONTEXT", None), "device_context", None)
 
 

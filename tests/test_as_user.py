@@ -16,6 +16,7 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -512,20 +513,27 @@ def test_ctrl_c_says_that_the_finished_results_are_kept_and_how_to_go_on(here):
     assert p.returncode == 0 and f"재사용 {done}개" in p.stdout, p.stdout[-2000:]
 
 
-def test_sigterm_to_the_batch_alone_stops_it_as_ctrl_c_does(here):
-    """UX s13: `kill PID` (or `timeout`) ended the batch's own process alone: no scores.csv, and every grader
-    process printed an INTERNALERROR traceback (a broken pipe) on the terminal. SIGTERM now stops it as Ctrl-C does:
-    the graders stopped, both CSVs written with what was finished, the same words, exit 143."""
+def _batch_with_two_done(here: Path, **popen: Any) -> subprocess.Popen:
+    """`grade batch` of eight copies of the reference (one worker), started in a session of its own, once two of
+    its results are written."""
     subs = here / "submissions"
     subs.mkdir()
     for i in range(8):
         shutil.copy(REFERENCE, subs / f"s{i:02d}.py")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "PYTEST"))}
     proc = subprocess.Popen([str(GRADE), "batch", "submissions", "--workers", "1"], cwd=here, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True, **popen)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and len(list((here / "results").glob("*.json"))) < 2:
         time.sleep(0.05)
+    return proc
+
+
+def test_sigterm_to_the_batch_alone_stops_it_as_ctrl_c_does(here):
+    """UX s13: `kill PID` (or `timeout`) ended the batch's own process alone: no scores.csv, and every grader
+    process printed an INTERNALERROR traceback (a broken pipe) on the terminal. SIGTERM now stops it as Ctrl-C does:
+    the graders stopped, both CSVs written with what was finished, the same words, exit 143."""
+    proc = _batch_with_two_done(here)
     os.kill(proc.pid, signal.SIGTERM)  # the batch's own process only
     out, err = proc.communicate(timeout=300)
     err = err.decode("utf-8", "replace")
@@ -549,17 +557,7 @@ def test_a_second_signal_while_the_batch_stops_still_leaves_both_csvs(here):
     KeyboardInterrupt left the cleanup half done, with no scores.csv or grades.csv (the finished results only as
     files), graders printing INTERNALERROR tracebacks, and no word of what to do next. Only the first signal stops
     the batch; the rest wait."""
-    subs = here / "submissions"
-    subs.mkdir()
-    for i in range(8):
-        shutil.copy(REFERENCE, subs / f"s{i:02d}.py")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "PYTEST"))}
-    proc = subprocess.Popen([str(GRADE), "batch", "submissions", "--workers", "1"], cwd=here, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and len(list((here / "results").glob("*.json"))) < 2:
-        time.sleep(0.05)
+    proc = _batch_with_two_done(here, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     os.kill(proc.pid, signal.SIGTERM)
     deadline = time.monotonic() + 60
     while proc.poll() is None and time.monotonic() < deadline:  # Ctrl-C, pressed over and over

@@ -700,32 +700,33 @@ class TransformerBlock(nn.Module):
 '''
 
 
-def test_a_block_that_runs_the_fused_kernel_from_a_compilation_unit_earns_only_its_construction(tmp_path):
+def _score_with_block(tmp_path, block: str) -> float:
+    """The reference answer with its TransformerBlock replaced by `block`, graded by `grade batch`: its score."""
     reference = (ROOT / "reference" / "midterm.py").read_text(encoding="utf-8")
     (tmp_path / "subs").mkdir()
-    (tmp_path / "subs" / "cu.py").write_text(reference[:reference.index(_BLOCK)] + _KERNEL_COMPILED, encoding="utf-8")
+    (tmp_path / "subs" / "cu.py").write_text(reference[:reference.index(_BLOCK)] + block, encoding="utf-8")
     p = grade("batch", "subs", "--assignment", "midterm", "--out", "res", cwd=tmp_path)
     assert p.returncode == 0, p.stderr
-    r = SubmissionResult.from_dict(json.loads((tmp_path / "res" / "cu.json").read_text())["extra_data"]["internal"])
-    assert r.score == 66, r.score
+    return SubmissionResult.from_dict(
+        json.loads((tmp_path / "res" / "cu.json").read_text())["extra_data"]["internal"]).score
+
+
+def test_a_block_that_runs_the_fused_kernel_from_a_compilation_unit_earns_only_its_construction(tmp_path):
+    score = _score_with_block(tmp_path, _KERNEL_COMPILED)
+    assert score == 66, score
 
 
 def test_a_block_that_takes_the_kernel_watch_off_first_earns_only_its_construction(tmp_path):
     """The same block popping the dispatch mode that watches the kernels before its call: a forward that takes a
     watch off is taken to have run what the watch looks for."""
-    reference = (ROOT / "reference" / "midterm.py").read_text(encoding="utf-8")
     popped = _KERNEL_COMPILED.replace("        with torch.no_grad():\n",
                                       "        import torch.utils._python_dispatch as pd\n"
                                       "        while torch._C._len_torch_dispatch_stack():\n"
                                       "            pd._pop_mode()\n"
                                       "        with torch.no_grad():\n", 1)
     assert popped != _KERNEL_COMPILED
-    (tmp_path / "subs").mkdir()
-    (tmp_path / "subs" / "cu.py").write_text(reference[:reference.index(_BLOCK)] + popped, encoding="utf-8")
-    p = grade("batch", "subs", "--assignment", "midterm", "--out", "res", cwd=tmp_path)
-    assert p.returncode == 0, p.stderr
-    r = SubmissionResult.from_dict(json.loads((tmp_path / "res" / "cu.json").read_text())["extra_data"]["internal"])
-    assert r.score == 66, r.score
+    score = _score_with_block(tmp_path, popped)
+    assert score == 66, score
 
 
 @pytest.mark.parametrize("corpus", ["ok_extra_buffers", "ok_functional_dropout", "ok_mask_buffer_4d",
