@@ -306,18 +306,20 @@ def unpack(head: bytes | memoryview, area: bytes | memoryview) -> Any:
 # for a deadline is one poll: settimeout() before every read costs an ioctl each time, and a socket in timeout
 # mode polls again inside every recv and send. Elsewhere (Windows: plainworker.py) the portable path below.
 _DONTWAIT = getattr(socket, "MSG_DONTWAIT", 0)
+LATE_REST = 1.0  # seconds for the rest of a message whose start arrived by its deadline (recv)
 _POLL = hasattr(select, "poll") and bool(_DONTWAIT)
 
 
-def _wait(sock: socket.socket, event: int, deadline: float | None) -> None:
+def _wait(sock: socket.socket, event: int, deadline: float | None, look: bool = False) -> None:
     """Block until `sock` is ready for `event` or raise ChannelTimeout at the deadline (None: no deadline, for a
-    descriptor someone made non-blocking behind the socket object's back)."""
+    descriptor someone made non-blocking behind the socket object's back). look: past the deadline, still look once
+    without waiting (for the start of a message: one that arrived is read, see recv)."""
     ms = None
     if deadline is not None:
         left = deadline - time.monotonic()
-        if left <= 0:
+        if left <= 0 and not look:
             raise ChannelTimeout("timed out")
-        ms = max(1, int(left * 1000 + 0.999))  # milliseconds, rounded up
+        ms = 0 if left <= 0 else max(1, int(left * 1000 + 0.999))  # milliseconds, rounded up
     p = select.poll()
     try:
         p.register(sock, event)
@@ -404,7 +406,7 @@ def _recv_exact(sock: socket.socket, n: int, deadline: float | None, poll_first:
         if deadline is not None:
             flags = _DONTWAIT  # never blocks: the deadline is kept by _wait
             if poll_first:  # a reply is rarely there the instant after its request
-                _wait(sock, select.POLLIN, deadline)
+                _wait(sock, select.POLLIN, deadline, look=True)
     elif deadline is None:
         sock.settimeout(None)  # once per read of a message (each change of mode is a system call)
     while got < n:
@@ -434,5 +436,11 @@ def recv(sock: socket.socket, deadline: float | None = None, max_bytes: int = MA
     head_len, area_len = _HEAD.unpack(_recv_exact(sock, _HEAD.size, deadline, poll_first=True))
     if head_len + area_len > max_bytes or (max_head is not None and head_len > max_head):
         raise ProtocolError(f"message of {head_len + area_len} bytes is over the {max_bytes}-byte limit")
+    if deadline is not None and time.monotonic() >= deadline:
+        # A message that began to arrive in time is read, though the deadline passed before the read (a reply that
+        # came in the millisecond the poll before rounded up to, just after a sequence step's deadline, read as a
+        # hang: "did not finish within 20 s", of a class whose calls took 5 s each, four of them in a sequence). Its
+        # rest gets LATE_REST more, not more: a peer that sends a byte at a time cannot hold the reader.
+        deadline = time.monotonic() + LATE_REST
     body = memoryview(_recv_exact(sock, head_len + area_len, deadline))  # one read for both parts
     return unpack(body[:head_len], body[head_len:])

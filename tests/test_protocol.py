@@ -132,6 +132,29 @@ def test_timeout_and_close_are_distinguished():
             protocol.recv(b, deadline=deadline)
 
 
+def test_a_message_that_arrived_is_read_whatever_the_deadline_says_by_the_time_it_is_read():
+    """A reply already in the socket is read even when the deadline passed meanwhile (between the poll that saw it
+    come and the read): it came in time. Only a channel with nothing to read times out."""
+    import threading
+    a, b = socket.socketpair()
+    protocol.send(a, {"ok": True, "values": [1, 2]})
+    assert protocol.recv(b, deadline=time.monotonic() - 1.0) == {"ok": True, "values": [1, 2]}
+    with pytest.raises(protocol.ChannelTimeout):
+        protocol.recv(b, deadline=time.monotonic() - 1.0)
+    # the rest of a message that began in time gets LATE_REST more: it is read if it comes then, and a peer that
+    # never sends it cannot hold the reader longer
+    frame = protocol.pack({"s": "late", "x": torch.arange(10.0)})
+    a.sendall(frame[:20])
+    threading.Timer(0.2, lambda: a.sendall(frame[20:])).start()
+    assert protocol.recv(b, deadline=time.monotonic() - 1.0)["s"] == "late"
+    a.sendall(frame[:20])
+    started = time.monotonic()
+    with pytest.raises(protocol.ChannelTimeout):
+        protocol.recv(b, deadline=time.monotonic() - 1.0)
+    assert time.monotonic() - started < protocol.LATE_REST + 1.0
+    a.close(), b.close()
+
+
 def test_deadlines_hold_for_slow_peers_and_split_messages():
     """A peer that stops reading cannot hold the sender past its deadline; a message that arrives in pieces, and a
     reply that comes late but in time, are read whole (the socket stays blocking between calls)."""
