@@ -986,6 +986,56 @@ class Submission:
             remotes.append(r)
         return remotes, values[n:] + ([failure] if failure is not None else [])
 
+    def new_each(self, name: str, builds: list[tuple[tuple, dict[str, Any], int | None, list[dict[str, Any]]]],
+                 stand_in: dict[str, str] | None = None) -> list[tuple[Remote | None, list[Any]]]:
+        """new_seq(name, *args, steps=steps, seed=seed, **kwargs) for each (args, kwargs, seed, steps) of `builds`,
+        in that order (each object built and then its steps run, before the next is built), in one round trip:
+        one (object, its steps' values) per build. Lenient, as new_seq(lenient=True) one after another: the list
+        ends at the build whose constructor or step failed, that build's values ending with the failure ((None,
+        [failure]) where its constructor failed, with new()'s hint); the caller takes each value in order (taken)
+        and so fails where it would have with the builds one by one. A hang or a crash raises."""
+        own = not (stand_in and name in str(stand_in.get("name")).split(","))
+        if own:
+            self.require(name)
+        extra = {"stand_in": stand_in} if stand_in else {}
+        seq: list[dict[str, Any]] = []
+        labels: list[str] = []
+        starts: list[int] = []  # the index of each build's constructor in seq
+        for args, kwargs, seed, steps in builds:
+            label = f"{name}({', '.join([repr(a) for a in args] + [f'{k}={v!r}' for k, v in kwargs.items()])})"
+            starts.append(len(seq))
+            seq.append({"op": "new", "args": {"name": name, "args": list(args), "kwargs": kwargs, "seed": seed,
+                                              **extra}})
+            seq += [{"op": st["op"], "args": {**st["args"], "handle": "$new"}} for st in steps]
+            labels += [label] * (1 + len(steps))
+        failure = None
+        try:
+            values = self.request("seq", what=labels, owner=name if own else None, steps=seq)["values"]
+        except CheckFailure as e:
+            if e.done is None:
+                raise
+            at = max(i for i, s in enumerate(starts) if s <= e.step)
+            if e.step == starts[at]:
+                spelling = self.misspelt(name, "__init__") if self.fatal is None else None
+            else:
+                spelling = self.misspelt(name, "forward") if seq[e.step]["op"] == "call" else None
+            failure = e if spelling is None else _hinted(e, spelling)
+            values = list(e.done)
+        out: list[tuple[Remote | None, list[Any]]] = []
+        for k, (start, (args, kwargs, seed, _steps)) in enumerate(zip(starts, builds)):
+            end = starts[k + 1] if k + 1 < len(starts) else len(seq)
+            if start >= len(values):  # its constructor failed
+                out.append((None, [failure]))
+                break
+            remote = Remote(self, int(values[start]["handle"]), labels[start], self.generation,
+                            owner=name if own else None)
+            remote.ctor = (name, tuple(args), dict(kwargs), seed)
+            if end > len(values):  # one of its steps failed
+                out.append((remote, values[start + 1:] + [failure]))
+                break
+            out.append((remote, values[start + 1:end]))
+        return out
+
     def call(self, name: str, *args: Any, record: list[str] | None = None, **kwargs: Any) -> Any:
         """Call a top-level function of the submission and return its result."""
         if record is None:

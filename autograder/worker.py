@@ -153,7 +153,8 @@ def _grader_setting(e: BaseException) -> str | None:
             if any(f"{c.__module__}.{c.__qualname__}" in _NETWORK_ERRORS for c in type(x).__mro__):
                 return "network"
             x, seen = x.__cause__ or x.__context__, seen + 1
-        frames = traceback.extract_tb(e.__traceback__)
+        # (only an OSError's frames are read: extracting them costs more than the rest of a reply)
+        frames = traceback.extract_tb(e.__traceback__) if isinstance(e, OSError) else ()
         text = str(e)
         if isinstance(e, OSError) and any(f"{os.sep}multiprocessing{os.sep}" in f.filename for f in frames) \
                 or "DataLoader worker (pid" in text:  # a semaphore in /dev/shm, or a forked worker that exited
@@ -287,11 +288,18 @@ class Worker:
             text += f" (the grader allows {SANDBOX['disk_mb']} MB of disk per submission)"
         where = None
         try:
-            for fr in traceback.extract_tb(e.__traceback__):
-                if fr.filename in self.lines:
-                    src = self.lines[fr.filename]
-                    code = src[fr.lineno - 1].strip() if fr.lineno and 0 < fr.lineno <= len(src) else ""
-                    where = {"file": fr.filename, "line": fr.lineno, "function": fr.name, "code": _short(code)}
+            # The innermost frame in the submission's own cells, read from the traceback's frames themselves:
+            # traceback.extract_tb reads every frame's source and column positions (in torch's files too), which
+            # cost more than the rest of a reply to a request that raised (a skeleton's, at every check).
+            tb = e.__traceback__
+            while tb is not None:  # (Python refuses a tb_next that would make a loop)
+                code_object = tb.tb_frame.f_code
+                filename, lineno = code_object.co_filename, tb.tb_lineno
+                if filename in self.lines:
+                    src = self.lines[filename]
+                    code = src[lineno - 1].strip() if type(lineno) is int and 0 < lineno <= len(src) else ""
+                    where = {"file": filename, "line": lineno, "function": code_object.co_name, "code": _short(code)}
+                tb = tb.tb_next
         except BaseException:
             pass
         try:

@@ -279,6 +279,84 @@ def test_objects_built_one_after_another_then_called_match_one_by_one(make):
     assert "`Net(4)` raised ValueError" in outs[1].message.en
 
 
+ORDER = CODE + """
+LOG = []
+
+class Logged(nn.Module):
+    def __init__(self, d, tag):
+        super().__init__()
+        LOG.append(f"new {tag}")
+        self.tag = tag
+        self.lin = nn.Linear(d, d)
+    def forward(self, x, fail=False):
+        LOG.append(f"call {self.tag}")
+        if fail:
+            raise ValueError(f"refused by {self.tag}")
+        return self.lin(x) + len(LOG)  # what each call gives depends on everything that ran before it
+"""
+
+
+def test_objects_built_each_with_its_steps_in_one_round_trip_match_one_by_one(make):
+    """new_each: each object built and its steps run before the next is built, exactly as new_seq one after another
+    (the same values, the same order of the student's code), in one round trip; the list ends at a failure."""
+    x = torch.randn(2, 4)
+    one = make(ORDER)
+    want = []
+    for tag, seed in (("a", 3), ("b", None)):
+        _m, (loaded, res) = one.new_seq("Logged", 4, tag, seed=seed,
+                                        steps=[step("load_state", {"lin.bias": torch.ones(4)}), step("call", x)])
+        want.append(res["out"])
+    sub = make(ORDER)
+    requests = []
+    real = sub.worker.request
+    sub.worker.request = lambda *a, **k: requests.append(a[0]) or real(*a, **k)
+    built = sub.new_each("Logged", [((4, "a"), {}, 3, [step("load_state", {"lin.bias": torch.ones(4)}),
+                                                       step("call", x)]),
+                                    ((4,), {"tag": "b"}, None, [step("load_state", {"lin.bias": torch.ones(4)}),
+                                                               step("call", x)])])
+    assert requests == ["seq"]
+    assert [torch.equal(w, taken(values[1])["out"]) for w, (_m, values) in zip(want, built)] == [True, True]
+    assert [m.label for m, _values in built] == ["Logged(4, 'a')", "Logged(4, tag='b')"]
+    assert built[1][0].ctor == ("Logged", (4,), {"tag": "b"}, None)
+    assert built[1][0].describe("tag")["attrs"]["tag"]["value"] == "b"  # each object lives on under its handle
+    # a step that fails ends the list there, the failure in its place, in that object's words; nothing after it ran
+    built = sub.new_each("Logged", [((4, "c"), {}, None, [step("call", x)]),
+                                    ((4, "d"), {}, None, [step("call", x, fail=True), step("call", x)]),
+                                    ((4, "e"), {}, None, [step("call", x)])])
+    assert len(built) == 2 and torch.is_tensor(taken(built[0][1][0])["out"])
+    assert len(built[1][1]) == 1 and isinstance(built[1][1][0], CheckFailure)
+    assert "`Logged(4, 'd')` raised ValueError" in built[1][1][0].message.en
+    # a constructor that fails: (None, [its failure]) with new()'s words, and the builds before it kept
+    built = sub.new_each("Logged", [((4, "f"), {}, None, [step("call", x)]), ((4,), {}, None, [step("call", x)])])
+    with pytest.raises(CheckFailure) as alone:
+        sub.new("Logged", 4)
+    assert built[1][0] is None and built[1][1][0].message == alone.value.message
+    assert torch.is_tensor(taken(built[0][1][0])["out"])
+
+
+WHERE = """import torch
+import torch.nn as nn
+
+def helper(x):
+    return x @ torch.ones(7, 2)
+
+class Deep(nn.Module):
+    def forward(self, x):
+        y = x * 2
+        return helper(y)
+"""
+
+
+def test_an_error_names_the_innermost_line_of_the_submission_below_torchs_frames(make):
+    """The failure of a call that raised inside torch (a matmul of the wrong shapes, called from a helper function
+    that forward calls) names the submission's innermost line, with its code, not a line of torch's."""
+    sub = make(WHERE)
+    with pytest.raises(CheckFailure) as e:
+        sub.new("Deep")(torch.randn(2, 3))
+    assert "(s.py, line 5 in helper: `return x @ torch.ones(7, 2)`)" in e.value.message.en, e.value.message.en
+    assert "(s.py, 5번째 줄, helper: `return x @ torch.ones(7, 2)`)" in e.value.message.ko
+
+
 FORGER = CODE + """
 import os, threading, time as _time
 def _forge():

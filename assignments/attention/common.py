@@ -172,6 +172,40 @@ def build_then(sub, cls: str, d_in: int, d_out: int, ctx: int = 0, dropout: floa
         return sub.new_seq(cls, *positional, steps=list(steps), seed=seed, lenient=lenient, **extra)
 
 
+def build_each_then(sub, cls: str, builds: list[tuple]) -> list[tuple]:
+    """build_then(sub, cls, d_in, d_out, ctx, dropout, heads, seed=seed, steps=steps, lenient=True) for each
+    (d_in, d_out, ctx, dropout, heads, seed, steps) of `builds`, in order, in one round trip (proxy.new_each): a
+    list of (module or None, its steps' values), ending at the build that failed (see new_each); the caller takes
+    the values in order with `taken`. Where a constructor refused a keyword only because the student renamed that
+    argument (by_position), the builds go one by one, as build_then places their arguments."""
+    made = [(_ctor(sub, cls, d_in, d_out, ctx, dropout, heads, {}), seed, steps)
+            for d_in, d_out, ctx, dropout, heads, seed, steps in builds]
+    spec = made[0][0][2].get("stand_in") if made else None  # (the same for every build: the submission's)
+    entries = sub.new_each(cls, [(args, kw, seed, list(steps)) for (args, kw, _extra), seed, steps in made],
+                           stand_in=spec)
+    if entries and entries[-1][0] is None:
+        (args, kw, _extra), _seed, _steps = made[len(entries) - 1]
+        if by_position(sub, cls, args, kw, entries[-1][1][0]) is not None:
+            entries = []
+            for d_in, d_out, ctx, dropout, heads, seed, steps in builds:
+                try:
+                    entries.append(build_then(sub, cls, d_in, d_out, ctx, dropout, heads, seed=seed, steps=steps,
+                                              lenient=True))
+                except CheckFailure as e:
+                    entries.append((None, [e]))
+                    break
+                if any(isinstance(v, CheckFailure) for v in entries[-1][1]):
+                    break
+            return entries
+    return [(None if m is None else _as_notebook(sub, cls, m), values) for m, values in entries]
+
+
+def _each_taken(built: list[tuple]) -> list[tuple]:
+    """build_each_then's entries with every value taken in order (the first failure raised), for a check that reads
+    them all before anything else."""
+    return [(m, [taken(v) for v in values]) for m, values in built]
+
+
 def _as_notebook(sub, cls: str, m):
     """`m` with its recorded constructor call in the notebook's argument names, as the reference takes them (the
     figures' confirmation and the bug diagnosis build the reference from it): a class built by the student's own
@@ -1076,8 +1110,7 @@ def check_signature(sub, cls: str) -> None:
 
 def check_mask_buffer(sub, cls: str) -> None:
     ctx = 5
-    m = build(sub, cls, 3, 4, ctx, 0.0, 2, seed=0)
-    state = m.state()
+    m, (state,) = build_then(sub, cls, 3, 4, ctx, 0.0, 2, seed=0, steps=[step("state")])
     buffers = state["buffers"]
     if "mask" not in buffers:
         if re.search(r"self\.mask\s*=\s*self\.register_buffer\(", sub.source_text()):
@@ -1208,11 +1241,13 @@ def check_causality(sub, cls: str, seed: int, b: int = 2, T: int = 6, d_in: int 
     perm = torch.roll(torch.arange(d_in), 2)
     moved = permuted_features(weights, d_in, perm)
     truth = []
-    for t in range(T):
-        # context_length = t + 1, so the mask fits the shorter input exactly.
-        _mt, (_loaded, res) = build_then(sub, cls, d_in, d_out, t + 1, 0.0, heads, seed=seed,
-                                         steps=[step("load_state", moved), step("call", x[:, :t + 1, perm])])
-        yt = expect_tensor(res["out"], f"{cls}(...)(x[:, :{t + 1}])")
+    # context_length = t + 1, so the mask fits the shorter input exactly (every build in one round trip, each
+    # reply taken in order as if sent alone).
+    builds = [(d_in, d_out, t + 1, 0.0, heads, seed, [step("load_state", moved), step("call", x[:, :t + 1, perm])])
+              for t in range(T)]
+    for t, (_mt, values) in enumerate(build_each_then(sub, cls, builds)):
+        taken(values[0])
+        yt = expect_tensor(taken(values[1])["out"], f"{cls}(...)(x[:, :{t + 1}])")
         # Every row the same width as the first (red team: an output that dropped a feature where context_length < 3
         # made torch.stack below raise, read as the grader's internal error).
         width = truth[0].shape[-1] if truth else (yt.shape[-1] if yt.dim() else 0)
@@ -1284,11 +1319,11 @@ def check_short_sequence(sub, cls: str, seed: int) -> None:
     """A batch shorter than context_length must work (the mask is sliced to num_tokens)."""
     expect_working(sub, cls)
     ctx, T, b, d_in, d_out, heads = 8, 5, 2, 3, 4, 2
-    m = build(sub, cls, d_in, d_out, ctx, 0.0, heads, seed=seed)
     x = randn(seed, b, T, d_in)
+    m, (res,) = build_then(sub, cls, d_in, d_out, ctx, 0.0, heads, seed=seed, steps=[step("call", x)], lenient=True)
     width = d_out * heads if cls == "MultiHeadAttentionWrapper" else d_out
     try:
-        y = m(x)
+        y = taken(res)["out"]
     except CheckFailure as e:
         if "[:num_tokens, :num_tokens]" in e.message.en:  # (the failure says so already: proxy._mask_hint)
             raise
@@ -1343,11 +1378,15 @@ def check_eval_no_dropout(sub, cls: str, seed: int) -> None:
     expect_working(sub, cls)
     b, T, d_in, d_out, heads = 2, 5, 5, 4, 2  # d_in != d_out: the input's features can be permuted (below)
     x = randn(seed, b, T, d_in)
-    with_p = build(sub, cls, d_in, d_out, T, 0.5, heads, seed=seed)
-    without = build(sub, cls, d_in, d_out, T, 0.0, heads, seed=seed)
-    want = without(x, mode="eval", seed=1)
-    got = expect_tensor(with_p(x, mode="eval", seed=1), f"{call_text(cls, d_in, d_out, T, 0.5, heads)}")
-    expect_responds(got, expect_tensor(with_p(x * 2 + 1, mode="eval", seed=1), f"{cls}(...)(x)"), cls, "all")
+    # (both built and the dropout=0.0 one called in one round trip, then the other's two calls in one: the same
+    # requests in the same order as one by one, each reply taken in order)
+    (with_p, _none), (without, (want,)) = _each_taken(build_each_then(sub, cls, [
+        (d_in, d_out, T, 0.5, heads, seed, []),
+        (d_in, d_out, T, 0.0, heads, seed, [step("call", x, mode="eval", seed=1)])]))
+    want = want["out"]
+    calls = with_p.calls((x,), (x * 2 + 1,), mode="eval", seed=1, lenient=True)
+    got = expect_tensor(taken(calls[0]), f"{call_text(cls, d_in, d_out, T, 0.5, heads)}")
+    expect_responds(got, expect_tensor(taken(calls[1]), f"{cls}(...)(x)"), cls, "all")
     # Once more with the input's features permuted and the weights to match, where that is shown to be the same
     # function (dropout=0.0, a third input): inputs the module has never seen, so that an output kept from the
     # dropout=0.0 call cannot stand in for the dropout=0.5 one (red team s17: a forward that dropped in eval mode and

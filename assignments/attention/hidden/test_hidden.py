@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from assignments.attention.common import (ORDER_HINT, build, build_head, build_then, call_text,
+from assignments.attention.common import (ORDER_HINT, build, build_each_then, build_head, build_then, call_text,
                                           check_eval_no_dropout, check_lengths_reused, check_wrapper_dropout,
                                           check_wrapper_matches_heads, expect_working, explain, match_params, piece,
                                           projection_names, randn, run_wrapper, target)
@@ -236,6 +236,24 @@ def built_with(sub, cls, ref, calls, d_in, d_out, ctx, dropout, heads, seed, **k
     return m, res[1:]
 
 
+def built_each_with(sub, cls, builds: list[tuple]):
+    """built_with(sub, cls, ref, calls, d_in, d_out, ctx, dropout, heads, seed) for each (ref, calls, d_in, d_out,
+    ctx, dropout, heads, seed) of `builds`, in order: yields (m, the calls' replies) for each, as built_with returns
+    them. Every build goes in one round trip first (common.build_each_then); a build whose layers are named otherwise
+    is then built again alone with that map, as built_with would; the values are taken in order, each as it is
+    yielded, so a failure is raised where it would have been with the builds one by one."""
+    built = build_each_then(sub, cls, [(d_in, d_out, ctx, dropout, heads, seed,
+                                        [step("load_state", ref_params(ref, known_map(sub, cls, ref))), *calls])
+                                       for ref, calls, d_in, d_out, ctx, dropout, heads, seed in builds])
+    for (ref, calls, d_in, d_out, ctx, dropout, heads, seed), (m, res) in zip(builds, built):
+        if unnamed(taken(res[0]), ref) and param_map(sub, cls, m, ref):  # layers named otherwise: again, by that map
+            m, res = build_then(sub, cls, d_in, d_out, ctx, dropout, heads, seed=seed,
+                                steps=[step("load_state", ref_params(ref, param_map(sub, cls, m, ref))), *calls],
+                                lenient=True)
+        transplant_report(m, ref, cls, taken(res[0]))
+        yield m, res[1:]
+
+
 def seeded(sub, cls):
     """Same seed, same shapes: the student's module must reproduce the reference output exactly.
 
@@ -243,9 +261,12 @@ def seeded(sub, cls):
     first check that asks: code that changes its behaviour later (say, once the grader has sent the wrapper's
     stand-in heads into the worker, or after some number of calls) cannot earn what it failed to show then."""
     expect_working(sub, cls)
-    for seed, b, T, d_in, d_out, heads, ctx in CONFIGS[cls]:
-        x = make_input(cls, seed, b, T, d_in)
-        m, (res,) = build_then(sub, cls, d_in, d_out, ctx, 0.0, heads, seed=seed, steps=[step("call", x)])
+    xs = [make_input(cls, seed, b, T, d_in) for seed, b, T, d_in, _d_out, _heads, _ctx in CONFIGS[cls]]
+    # (every build and its call in one round trip, each reply taken in order as if sent alone)
+    built = build_each_then(sub, cls, [(d_in, d_out, ctx, 0.0, heads, seed, [step("call", x)])
+                                       for (seed, _b, _T, d_in, d_out, heads, ctx), x in zip(CONFIGS[cls], xs)])
+    for (seed, b, T, d_in, d_out, heads, ctx), x, (m, values) in zip(CONFIGS[cls], xs, built):
+        res = taken(values[0])
         ref = shared_ref(cls, d_in, d_out, ctx, heads, seed)
         want = ref_output(cls, d_in, d_out, ctx, heads, seed, seed, b, T)
         got = res["out"]
@@ -265,10 +286,13 @@ def seeded(sub, cls):
 def equivalent(sub, cls):
     """With the reference's weights copied in, outputs match: credit that does not depend on creation order."""
     expect_working(sub, cls)
-    for seed, b, T, d_in, d_out, heads, ctx in CONFIGS[cls]:
-        ref = shared_ref(cls, d_in, d_out, ctx, heads, seed + 1)
-        xs = [make_input(cls, seed + 10 + k, b, T, d_in) for k in range(2)]
-        m, outs = built_with(sub, cls, ref, [step("call", x) for x in xs], d_in, d_out, ctx, 0.0, heads, seed)
+    refs = [shared_ref(cls, d_in, d_out, ctx, heads, seed + 1) for seed, _b, _T, d_in, d_out, heads, ctx in CONFIGS[cls]]
+    inputs = [[make_input(cls, seed + 10 + k, b, T, d_in) for k in range(2)]
+              for seed, b, T, d_in, _d_out, _heads, _ctx in CONFIGS[cls]]
+    built = built_each_with(sub, cls, [(ref, [step("call", x) for x in xs], d_in, d_out, ctx, 0.0, heads, seed)
+                                       for (seed, _b, _T, d_in, d_out, heads, ctx), ref, xs
+                                       in zip(CONFIGS[cls], refs, inputs)])
+    for (seed, b, T, d_in, d_out, heads, ctx), xs, (m, outs) in zip(CONFIGS[cls], inputs, built):
         for k, (x, res) in enumerate(zip(xs, outs)):
             want = ref_output(cls, d_in, d_out, ctx, heads, seed + 1, seed + 10 + k, b, T)
             expect_close(taken(res)["out"], want, with_ref_weights(call_text(cls, d_in, d_out, ctx, 0.0, heads)),
@@ -481,34 +505,46 @@ def qkv_bias_used(sub, cls):
     seed, b, T, d_in, d_out, heads, ctx = CONFIGS[cls][0]
     what = call_text(cls, d_in, d_out, ctx, 0.0, heads).replace(")(x)", ", qkv_bias=True)(x)")
     ref = ref_build(cls, d_in, d_out, ctx, 0.0, heads, seed=seed, qkv_bias=True).eval()
-    m = build(sub, cls, d_in, d_out, ctx, 0.0, heads, seed=seed, qkv_bias=True)
-    have, names = _params_and_names(m, ref)
+    m, (listed,) = build_then(sub, cls, d_in, d_out, ctx, 0.0, heads, seed=seed, qkv_bias=True,
+                              steps=[step("describe")])
+    have, names = _params_and_names(m, ref, listed)
     biases = [n for n, _ in ref.named_parameters() if n.endswith(".bias") and "out_proj" not in n]
     if any(target(names.get(n, n)) not in have for n in biases):
         return  # no such biases: charged by the check that they exist
     _bias_changes_output(m, ref, biases, cls, seed, b, T, d_in, what, names,
-                         plain=lambda: build(sub, cls, d_in, d_out, ctx, 0.0, heads, seed=seed))
+                         plain=lambda steps: build_then(sub, cls, d_in, d_out, ctx, 0.0, heads, seed=seed,
+                                                        steps=steps, lenient=True))
 
 
-def _params_and_names(m, ref) -> tuple[dict[str, tuple], dict[str, str]]:
+def _params_and_names(m, ref, described=None) -> tuple[dict[str, tuple], dict[str, str]]:
     """The student's parameters (name -> shape, as created), and match_params for them (projections named
-    otherwise)."""
-    listed = {n: tuple(shape) for n, shape, _grad in m.describe()["params"]}
+    otherwise). described: m.describe(), where the check asked for it with the constructor (build_then)."""
+    listed = {n: tuple(shape) for n, shape, _grad in (described or m.describe())["params"]}
     return listed, match_params(list(listed.items()), [(n, tuple(p.shape)) for n, p in ref.named_parameters()])
 
 
 def _bias_changes_output(m, ref, biases, cls, seed, b, T, d_in, what, names, plain=None) -> None:
     """Other bias values give another output; and with the biases zero, the output is that of the same class built
-    with qkv_bias=False and given the same weights (`plain` builds it). The second is the class compared with itself,
-    so a bug elsewhere in forward is not charged here. Red team, round 16: classes that attended with qkv_bias=False
-    and mapped each token alone with qkv_bias=True (no check compared them with anything) kept 100/100."""
+    with qkv_bias=False and given the same weights (`plain(steps)` builds it and runs the steps on it, as
+    build_then). The second is the class compared with itself, so a bug elsewhere in forward is not charged here.
+    Red team, round 16: classes that attended with qkv_bias=False and mapped each token alone with qkv_bias=True (no
+    check compared them with anything) kept 100/100."""
     x = make_input(cls, seed + 20, b, T, d_in)
     g = torch.Generator().manual_seed(seed)
-    outs = []
-    for scale in (0.0, 1.0):
-        m.load_state(as_student(names, {n: torch.randn(tuple(ref.get_parameter(n).shape), generator=g) * scale
-                                        for n in biases}))
-        outs.append(expect_tensor(m(x), what))
+    loads = [as_student(names, {n: torch.randn(tuple(ref.get_parameter(n).shape), generator=g) * scale
+                                for n in biases}) for scale in (0.0, 1.0)]
+    if m.renamed or m.own_work is not None:  # (their weights and calls go one request at a time: Remote.seq)
+        outs = []
+        for tensors in loads:
+            m.load_state(tensors)
+            outs.append(expect_tensor(m(x), what))
+    else:  # the same four requests in one round trip, each taken in order as if sent alone
+        done = m.seq(step("load_state", loads[0]), step("call", x), step("load_state", loads[1]), step("call", x),
+                     lenient=True)
+        outs = []
+        for k in (0, 2):
+            taken(done[k])
+            outs.append(expect_tensor(taken(done[k + 1])["out"], what))
     if not _changed(*outs):
         fail(f"`{what}` gives the same output whatever its W_query, W_key, W_value biases are: forward does not "
              "use them. Compute queries, keys and values with the nn.Linear layers (self.W_query(x), ...).",
@@ -516,9 +552,10 @@ def _bias_changes_output(m, ref, biases, cls, seed, b, T, d_in, what, names, pla
              "않습니다. 쿼리, 키, 값을 nn.Linear 층으로 계산하세요 (self.W_query(x), ...).")
     if plain is None:
         return
-    without = plain()
-    without.load_state(m.state()["params"])  # (its names; the biases it lacks are left out)
-    want = expect_tensor(without(x), what.replace(", qkv_bias=True)", ")"))
+    # Built, given m's weights (its names; the biases it lacks are left out) and called, in one round trip.
+    _without, done = plain([step("load_state", m.state()["params"]), step("call", x)])
+    taken(done[0])
+    want = expect_tensor(taken(done[1])["out"], what.replace(", qkv_bias=True)", ")"))
     got = outs[0]
     if got.shape != want.shape or not torch.allclose(got.double(), want.double(), rtol=1e-4, atol=1e-5,
                                                      equal_nan=True):
@@ -540,8 +577,9 @@ def with_qkv_bias(sub, cls):
     seed, b, T, d_in, d_out, heads, ctx = CONFIGS[cls][0]
     what = call_text(cls, d_in, d_out, ctx, 0.0, heads).replace(")(x)", ", qkv_bias=True)(x)")
     ref = ref_build(cls, d_in, d_out, ctx, 0.0, heads, seed=seed, qkv_bias=True).eval()
-    m = build(sub, cls, d_in, d_out, ctx, 0.0, heads, seed=seed, qkv_bias=True)
-    have, names = _params_and_names(m, ref)
+    m, (listed,) = build_then(sub, cls, d_in, d_out, ctx, 0.0, heads, seed=seed, qkv_bias=True,
+                              steps=[step("describe")])
+    have, names = _params_and_names(m, ref, listed)
     missing = [n for n, _ in ref.named_parameters()
                if n.endswith(".bias") and "out_proj" not in n and target(names.get(n, n)) not in have]
     if cls == "MultiHeadAttentionWrapper":
@@ -573,7 +611,8 @@ def with_qkv_bias(sub, cls):
              (". 그리고 모든 CausalAttention 헤드에 qkv_bias를 넘기세요." if where else "."))
     biases = [n for n, _ in ref.named_parameters() if n.endswith(".bias") and "out_proj" not in n]
     _bias_changes_output(m, ref, biases, cls, seed, b, T, d_in, what, names,
-                         plain=lambda: build(sub, cls, d_in, d_out, ctx, 0.0, heads, seed=seed))
+                         plain=lambda steps: build_then(sub, cls, d_in, d_out, ctx, 0.0, heads, seed=seed,
+                                                        steps=steps, lenient=True))
 
 
 def _changed(a, b) -> bool:

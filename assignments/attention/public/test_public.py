@@ -5,11 +5,12 @@ and look at the mask fill, dropout, devices and gradients.
 """
 import torch
 
-from assignments.attention.common import (BATCH, INPUTS, _role, build, check_causality, check_eval_no_dropout,
+from assignments.attention.common import (BATCH, INPUTS, _role, build, build_then, check_causality, check_eval_no_dropout,
                                           check_heads_structure, check_mask_buffer, check_rejects_bad_heads,
                                           check_short_sequence, check_signature, check_wrapper_matches_heads,
                                           confirm_figures, expect_working, explain, no_qkv_bias, projection_names)
 from autograder.checks import check, expect_close, expect_shape, fail
+from autograder.proxy import step
 
 T = torch.tensor
 
@@ -85,8 +86,8 @@ def test_v1_notebook(sub):
     want = T([[0.2996, 0.8053], [0.3061, 0.8210], [0.3058, 0.8203],
               [0.2948, 0.7939], [0.2927, 0.7891], [0.2990, 0.8040]])
     expect_working(sub, "SelfAttention_v1")  # a module returning a constant (even the right one) earns nothing
-    m = build(sub, "SelfAttention_v1", 3, 2, seed=123)
-    expect_close(m(INPUTS), want, "SelfAttention_v1(3, 2)(inputs)", explain=explain(sub, m, INPUTS, seeded="SelfAttention_v1"))
+    m, (res,) = build_then(sub, "SelfAttention_v1", 3, 2, seed=123, steps=[step("call", INPUTS)])
+    expect_close(res["out"], want, "SelfAttention_v1(3, 2)(inputs)", explain=explain(sub, m, INPUTS, seeded="SelfAttention_v1"))
     confirm_figures(sub, m, INPUTS, "SelfAttention_v1(3, 2)(inputs)")
 
 
@@ -96,8 +97,8 @@ def test_v2_notebook(sub):
     want = T([[-0.0739, 0.0713], [-0.0748, 0.0703], [-0.0749, 0.0702],
               [-0.0760, 0.0685], [-0.0763, 0.0679], [-0.0754, 0.0693]])
     expect_working(sub, "SelfAttention_v2")  # a module returning a constant (even the right one) earns nothing
-    m = build(sub, "SelfAttention_v2", 3, 2, seed=789)
-    expect_close(m(INPUTS), want, "SelfAttention_v2(3, 2)(inputs)", explain=explain(sub, m, INPUTS, seeded="SelfAttention_v2"))
+    m, (res,) = build_then(sub, "SelfAttention_v2", 3, 2, seed=789, steps=[step("call", INPUTS)])
+    expect_close(res["out"], want, "SelfAttention_v2(3, 2)(inputs)", explain=explain(sub, m, INPUTS, seeded="SelfAttention_v2"))
     confirm_figures(sub, m, INPUTS, "SelfAttention_v2(3, 2)(inputs)")
 
 
@@ -107,8 +108,8 @@ def test_causal_notebook(sub):
     row = T([[-0.4519, 0.2216], [-0.5874, 0.0058], [-0.6300, -0.0632],
              [-0.5675, -0.0843], [-0.5526, -0.0981], [-0.5299, -0.1081]])
     expect_working(sub, "CausalAttention")  # a module returning a constant (even the right one) earns nothing
-    m = build(sub, "CausalAttention", 3, 2, 6, 0.0, seed=123)
-    expect_close(m(BATCH), torch.stack((row, row)), "CausalAttention(3, 2, 6, 0.0)(batch)",
+    m, (res,) = build_then(sub, "CausalAttention", 3, 2, 6, 0.0, seed=123, steps=[step("call", BATCH)])
+    expect_close(res["out"], torch.stack((row, row)), "CausalAttention(3, 2, 6, 0.0)(batch)",
                  explain=explain(sub, m, BATCH, seeded="CausalAttention"))
     confirm_figures(sub, m, BATCH, "CausalAttention(3, 2, 6, 0.0)(batch)")
 
@@ -129,8 +130,8 @@ def test_mha_notebook(sub):
              [-0.0147, 0.3259, -0.0734, -0.3721], [-0.0116, 0.3138, -0.0708, -0.3624],
              [-0.0117, 0.2973, -0.0698, -0.3543], [-0.0132, 0.2990, -0.0689, -0.3490]])
     expect_working(sub, "MultiHeadAttention")  # a module returning a constant (even the right one) earns nothing
-    m = build(sub, "MultiHeadAttention", 3, 4, 6, 0.0, 2, seed=123)
-    expect_close(m(BATCH), torch.stack((row, row)), "MultiHeadAttention(3, 4, 6, 0.0, num_heads=2)(batch)",
+    m, (res,) = build_then(sub, "MultiHeadAttention", 3, 4, 6, 0.0, 2, seed=123, steps=[step("call", BATCH)])
+    expect_close(res["out"], torch.stack((row, row)), "MultiHeadAttention(3, 4, 6, 0.0, num_heads=2)(batch)",
                  explain=explain(sub, m, BATCH, seeded="MultiHeadAttention"))
     confirm_figures(sub, m, BATCH, "MultiHeadAttention(3, 4, 6, 0.0, num_heads=2)(batch)")
 
@@ -170,7 +171,8 @@ def test_v2_qkv_bias(sub):
 def test_v1_shape(sub):
     """SelfAttention_v1(5, 4) maps 7 tokens of size 5 to 7 vectors of size 4"""
     x = torch.rand(7, 5, generator=torch.Generator().manual_seed(5))
-    expect_shape(build(sub, "SelfAttention_v1", 5, 4, seed=5)(x), (7, 4), "SelfAttention_v1(5, 4)(x)")
+    _m, (res,) = build_then(sub, "SelfAttention_v1", 5, 4, seed=5, steps=[step("call", x)])
+    expect_shape(res["out"], (7, 4), "SelfAttention_v1(5, 4)(x)")
     expect_working(sub, "SelfAttention_v1")
 
 
