@@ -178,7 +178,11 @@ def _as_notebook(sub, cls: str, m):
     names (`context_len`, `droupout`) was recorded with those, and the reference refused them (an internal error)."""
     name, args, kwargs, seed = m.ctor
     if cls in SIGNATURES and not args and any(k not in SIGNATURES[cls] for k in kwargs):
-        own = _own_names(sub, cls, SIGNATURES[cls], SIGNATURES[cls]) or {}
+        # Only the notebook's arguments that were passed: a class without qkv_bias (context_size, dropout_prob and
+        # no qkv_bias, learners round rl15) has no counterpart for it, and asking for one kept its own names.
+        notebook = list(SIGNATURES[cls])
+        passed = [w for w in notebook if w in kwargs or _rename_of(w, list(kwargs), notebook)]
+        own = _own_names(sub, cls, passed, notebook) or {}
         role = {g: w for w, g in own.items()}
         m.ctor = (name, args, {role.get(k, k): v for k, v in kwargs.items()}, seed)
     return m

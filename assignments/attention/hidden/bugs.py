@@ -771,6 +771,18 @@ VARIANTS: list[Variant] = [
       ch(MHA, "bias=qkv_bias", "bias=qvk_bias"), breaks=MHA,
       says=("the notebook's arguments in another order", "`qvk_bias` -> `qkv_bias`"),
       never_says=("got multiple values",)),
+    # Learners round rl15 (a study notebook's MultiHeadAttention(d_in, d_out, context_size, num_heads, dropout_prob),
+    # no qkv_bias, bias=False written in): built by the student's own names, it printed the notebook's values, and
+    # the confirmation on a fresh input built the reference with those names: the grader's internal error, 0 of 3.
+    # The names were put back into the notebook's only where every notebook argument had a counterpart, and this
+    # class has none for qkv_bias.
+    V("mha_arguments_renamed_reordered_without_qkv_bias",
+      ch(MHA, "context_length: int, dropout: float, num_heads: int,\n                 qkv_bias: bool = False):",
+         "context_size: int, num_heads: int, dropout_prob: float):"),
+      ch(MHA, "bias=qkv_bias", "bias=False"), ch(MHA, "nn.Dropout(dropout)", "nn.Dropout(dropout_prob)"),
+      ch(MHA, "torch.ones(context_length, context_length)", "torch.ones(context_size, context_size)"), breaks=MHA,
+      says=("the notebook's arguments in another order", "`context_size` -> `context_length`"),
+      never_says=("internal error",)),
     # The head's own order, and a wrapper in its own order too that builds its heads in the head's (seen): the
     # grader's check that the wrapper builds heads that way called the wrapper in the notebook's order, which it does
     # not take, so the wrapper was judged with heads in the notebook's order and its right call crashed them (0/15).
