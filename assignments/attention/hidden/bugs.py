@@ -844,6 +844,16 @@ VARIANTS: list[Variant] = [
                                    "        super().__init__()\n        self.verbose = verbose"),
       ch(MHA, "qkv_bias: bool = False):\n        super().__init__()", "qkv_bias: bool = False, **kwargs):\n"
                                                                       "        super().__init__()")),
+    # Learners round rl15 (seen): an extra argument with a default between num_heads and qkv_bias,
+    # MultiHeadAttention(d_in, d_out, context_length, dropout, num_heads, is_causal=True, qkv_bias=False), the mask
+    # applied when is_causal. The notebook's calls pass num_heads and qkv_bias by name, so no call of the notebook
+    # changes; the signature check took it for a rename ("Rename: `is_causal` -> `qkv_bias`", a class that has both).
+    V("ok_mha_extra_argument_before_qkv_bias",
+      ch(MHA, "num_heads: int,\n                 qkv_bias: bool = False):",
+         "num_heads: int, is_causal: bool = True,\n                 qkv_bias: bool = False):"),
+      ch(MHA, "        self.register_buffer(\"mask\"", "        self.is_causal = is_causal\n"
+                                                    "        self.register_buffer(\"mask\""),
+      why="learners round rl15: the signature check told it to rename is_causal to the qkv_bias it has"),
 ]
 
 
