@@ -11,8 +11,8 @@ from typing import Any, Callable
 
 import torch
 
-from autograder.checks import (CheckFailure, described, diagnosis, expect_close, expect_shape, expect_tensor,
-                               fail)
+from autograder.checks import (RENAME_FITS, RENAME_GUESS, CheckFailure, described, diagnosis, expect_close, expect_shape,
+                               expect_tensor, fail)
 from autograder.messages import Message, near_miss
 from autograder.sourcecode import (asserts_tuple, class_node, created_twice, dropped_masked_fill,  # noqa: F401
                                    method_node, unfinished)  # (class_node: hidden checks)
@@ -132,6 +132,33 @@ def _reordered_names(sub, cls: str, placed: int, kw: dict) -> dict[str, str] | N
         return None
     got = [p.get("name") for p in sub.signature(cls) if p.get("kind") == "POSITIONAL_OR_KEYWORD"]
     return own if [got.index(own[w]) for w in want[:placed]] != list(range(placed)) else None
+
+
+def _could_be(sub, wanted: str, guess: str) -> bool:
+    """Whether the student's class `guess` could be the graded `wanted` it is named like (checks.RENAME_FITS): not
+    where its __init__ needs more arguments than `wanted` takes at all. A causal head `Attention_v1(d_in, d_out,
+    context_length, dropout, qkv_bias=False)` was offered as the rename of SelfAttention_v1(d_in, d_out), which the
+    notebook builds with two (learners round rl15)."""
+    if wanted not in SIGNATURES:
+        return True
+    needed = [p for p in sub.signature(guess) if p.get("kind") == "POSITIONAL_OR_KEYWORD" and p.get("default") is None]
+    return len(needed) <= len(SIGNATURES[wanted])
+
+
+RENAME_FITS["attention"] = _could_be
+
+
+def _head_named_otherwise(sub, wanted: str) -> str | None:
+    """The class of the student's own that the wrapper builds its heads from, as the missing CausalAttention's
+    rename (checks.RENAME_GUESS): `MaskedAttention`, `Attention_v1` were told only that CausalAttention is not defined
+    (learners rounds rl14, rl15)."""
+    if wanted != HEAD or HEAD in sub.names:
+        return None
+    head = head_class(sub)
+    return head if head != HEAD and sub.names.get(head) == "class" else None
+
+
+RENAME_GUESS["attention"] = _head_named_otherwise
 
 
 def _bias_by_default(sub, cls: str) -> bool:

@@ -321,7 +321,15 @@ VARIANTS: list[Variant] = [
     # Learners round rl14: the head class under a name of its own (MaskedAttention), built by the wrapper: only
     # CausalAttention's question is charged (the wrapper was judged against stand-in heads it never built).
     V("head_class_named_otherwise", ch(CA, "class CausalAttention(", "class MaskedAttention("),
-      ch(WR, "[CausalAttention(", "[MaskedAttention("), breaks=CA, says=("`CausalAttention` is not defined",)),
+      ch(WR, "[CausalAttention(", "[MaskedAttention("), breaks=CA,
+      says=("`CausalAttention` is not defined", "Rename `MaskedAttention` to `CausalAttention`")),
+    # Learners round rl15 (a study repository without the two SelfAttention classes): the head class as
+    # `Attention_v1(d_in, d_out, context_length, dropout, qkv_bias=False)` was offered as the rename of the missing
+    # SelfAttention_v1, which takes two arguments; renamed so, it would lose that question and keep this one's.
+    V("head_class_named_Attention_v1_without_v1", ch(V1, "class SelfAttention_v1(", "class FirstAttention("),
+      ch(CA, "class CausalAttention(", "class Attention_v1("), ch(WR, "[CausalAttention(", "[Attention_v1("),
+      breaks=f"{V1}, {CA}", says=("Rename `Attention_v1` to `CausalAttention`", "`SelfAttention_v1` is not defined"),
+      never_says=("Rename `Attention_v1` to `SelfAttention_v1`", "rename it to `SelfAttention_v1`")),
     # Seen in a learner's chapter-3 notebook (round nb11): only "differs from the expected values" was said.
     V("causal_query_key_swapped", ch(CA, QK, QK_SWAPPED), breaks=CA, en=QK_CAUSE.en, ko=QK_CAUSE.ko),
     V("mha_query_key_swapped", ch(MHA, QK, QK_SWAPPED), breaks=MHA, en=QK_CAUSE.en, ko=QK_CAUSE.ko),
