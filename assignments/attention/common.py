@@ -240,7 +240,8 @@ def by_position(sub, cls: str, args: tuple, kw: dict, err: CheckFailure) -> tupl
 
 # Abbreviated words of argument names read as the word (learners round rl12: `max_len` for context_length, placed
 # before dropout, was no rename of it; passed by position every call failed, "got multiple values for argument").
-_WORDS = {"len": "length"}
+# Likewise `drop_rate` (the book's own config key) for dropout after num_heads (learners round rl15: 0 of 20).
+_WORDS = {"len": "length", "drop": "dropout"}
 
 
 def _parts(name: str) -> set[str]:

@@ -791,6 +791,16 @@ VARIANTS: list[Variant] = [
       ch(MHA, "torch.ones(context_length, context_length)", "torch.ones(context_size, context_size)"), breaks=MHA,
       says=("the notebook's arguments in another order", "`context_size` -> `context_length`"),
       never_says=("internal error",)),
+    # Learners round rl15 (a Colab notebook's MultiHeadSelfAttention(d_in, d_out, context_length, num_heads, drop_rate,
+    # qkv_bias=False)): `drop_rate`, the book's own config key, was no rename of dropout, so the arguments went by
+    # position ("got multiple values for argument 'num_heads'", 0 of 20) and the signature check said to rename
+    # drop_rate to num_heads and add dropout.
+    V("mha_arguments_reordered_and_dropout_named_drop_rate",
+      ch(MHA, "context_length: int, dropout: float, num_heads: int,",
+         "context_length: int, num_heads: int, drop_rate: float,"),
+      ch(MHA, "nn.Dropout(dropout)", "nn.Dropout(drop_rate)"), breaks=MHA,
+      says=("the notebook's arguments in another order", "`drop_rate` -> `dropout`"),
+      never_says=("got multiple values", "`drop_rate` -> `num_heads`")),
     # The head's own order, and a wrapper in its own order too that builds its heads in the head's (seen): the
     # grader's check that the wrapper builds heads that way called the wrapper in the notebook's order, which it does
     # not take, so the wrapper was judged with heads in the notebook's order and its right call crashed them (0/15).
