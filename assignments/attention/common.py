@@ -134,15 +134,23 @@ def _reordered_names(sub, cls: str, placed: int, kw: dict) -> dict[str, str] | N
     return own if [got.index(own[w]) for w in want[:placed]] != list(range(placed)) else None
 
 
+# How many arguments the notebook's step functions take (student_template/attention.py).
+STEP_ARGS = {"softmax_naive": 1, "attention_scores": 1, "context_vectors": 1, "qkv_weights": 2, "query_key_value": 4,
+             "dot_score": 2, "query_scores": 2, "scaled_softmax": 2, "weighted_sum": 2, "simple_mask": 1,
+             "apply_simple_mask": 2, "renormalize": 1, "mask_future": 1, "apply_dropout": 2}
+
+
 def _could_be(sub, wanted: str, guess: str) -> bool:
-    """Whether the student's class `guess` could be the graded `wanted` it is named like (checks.RENAME_FITS): not
-    where its __init__ needs more arguments than `wanted` takes at all. A causal head `Attention_v1(d_in, d_out,
-    context_length, dropout, qkv_bias=False)` was offered as the rename of SelfAttention_v1(d_in, d_out), which the
-    notebook builds with two (learners round rl15)."""
-    if wanted not in SIGNATURES:
+    """Whether the student's class or function `guess` could be the graded `wanted` it is named like
+    (checks.RENAME_FITS): not where its __init__ (or the function) needs more arguments than `wanted` takes at all. A
+    causal head `Attention_v1(d_in, d_out, context_length, dropout, qkv_bias=False)` was offered as the rename of
+    SelfAttention_v1(d_in, d_out), which the notebook builds with two, and a notebook's display helper
+    `show_head_context_vectors(ins_dict, tokens)` as that of context_vectors(inputs) (learners round rl15)."""
+    takes = len(SIGNATURES[wanted]) if wanted in SIGNATURES else STEP_ARGS.get(wanted)
+    if takes is None:
         return True
     needed = [p for p in sub.signature(guess) if p.get("kind") == "POSITIONAL_OR_KEYWORD" and p.get("default") is None]
-    return len(needed) <= len(SIGNATURES[wanted])
+    return len(needed) <= takes
 
 
 RENAME_FITS["attention"] = _could_be

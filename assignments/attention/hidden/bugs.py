@@ -94,6 +94,13 @@ VARIANTS: list[Variant] = [
       never_says=("Rename `BaseNormalizer`", "`BaseNormalizer` is defined"),
       why="seen in a learner's repository: a helper class was offered as the rename of a missing step function "
           "(and again in the note at the top of the result: learners round rl13)"),
+    # Learners round rl15 (a notebook without the step functions, with a display helper of its own): the helper was
+    # offered as the missing step's rename ("`context_vectors` is missing but `show_head_context_vectors` is
+    # defined"), though it takes other arguments.
+    V("steps_display_helper_named_like_a_step",
+      ch("context_vectors", "def context_vectors(inputs: torch.Tensor)", "def show_head_context_vectors(inputs, tokens)"),
+      breaks="steps", says=("`context_vectors` is not defined",),
+      never_says=("rename it to `context_vectors`", "Rename `show_head_context_vectors`")),
     V("steps_scores_as_a_value", ch("attention_scores", "", "attention_scores = torch.rand(6, 6)\n"),
       breaks="steps", says=("`attention_scores` in your file is a value computed at the top level",),
       why="learners round 5: the notebook's step computed at the top level under the step's name was reported as a "
