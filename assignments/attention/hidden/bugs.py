@@ -808,6 +808,16 @@ VARIANTS: list[Variant] = [
       ch(MHA, "nn.Dropout(dropout)", "nn.Dropout(drop_rate)"), breaks=MHA,
       says=("the notebook's arguments in another order", "`drop_rate` -> `dropout`"),
       never_says=("got multiple values", "`drop_rate` -> `num_heads`")),
+    # Learners round rl15 (a study repository's wrapper (inp_emb_dim, proj_dim, context_length, dropout, qkv_bias=False,
+    # num_heads=4)): qkv_bias before num_heads, both passed by name, was called "the notebook's arguments in another
+    # order", and the renames the point is charged for went unsaid.
+    V("wrapper_inputs_renamed_and_qkv_bias_before_num_heads",
+      ch(WR, "d_in: int, d_out: int, context_length: int, dropout: float, num_heads: int,\n"
+             "                 qkv_bias: bool = False):",
+         "inp_emb_dim, proj_dim, context_length, dropout, qkv_bias=False, num_heads=4):"),
+      ch(WR, "CausalAttention(d_in, d_out, context_length, dropout, qkv_bias)",
+         "CausalAttention(inp_emb_dim, proj_dim, context_length, dropout, qkv_bias)"), breaks=WR,
+      says=("Rename: `inp_emb_dim` -> `d_in`, `proj_dim` -> `d_out`",), never_says=("another order",)),
     # The head's own order, and a wrapper in its own order too that builds its heads in the head's (seen): the
     # grader's check that the wrapper builds heads that way called the wrapper in the notebook's order, which it does
     # not take, so the wrapper was judged with heads in the notebook's order and its right call crashed them (0/15).
