@@ -530,6 +530,14 @@ VARIANTS: list[Variant] = [
       never_says=("pass dropout on to every head",),
       why="learners round rl11: its output checks said only 'differs', and the train-mode check told it to pass "
           "dropout on to its heads, which it did"),
+    # Learners round rl15 (a Korean study repository): the same projection as self.out_projection was told only that
+    # the values differ.
+    V("wrapper_out_projection", ch(WR, "for _ in range(num_heads)]\n        )\n",
+                                   "for _ in range(num_heads)]\n        )\n"
+                                   "        self.out_projection = nn.Linear(d_out * num_heads, d_out * num_heads)\n"),
+      ch(WR, "return torch.cat([head(x) for head in self.heads], dim=-1)",
+         "return self.out_projection(torch.cat([head(x) for head in self.heads], dim=-1))"), breaks=WR,
+      says=("through a linear layer (out_proj) of its own",)),
     V("wrapper_misspelt_init", ch(WR, "def __init__(", "def __init_("), breaks=WR,
       says=("defines `__init_`, not `__init__`",), never_says=("takes ();",),
       why="learners round rl11: the signature check told a wrapper with `def __init_(self, d_in, ...)` that its "
