@@ -89,6 +89,40 @@ def each(*parts: Callable[[], Any]) -> None:
 # check) nothing is registered and checks give their generic message.
 
 DIAGNOSERS: dict[str, Callable[..., Message | None]] = {}
+# An assignment may also say whether a class of the student's could be the graded class it is named like
+# (RENAME_FITS[assignment](sub, wanted, guess) -> bool), so that a rename hint is not offered for a class that cannot be
+# it: a learner's causal head `Attention_v1(d_in, d_out, context_length, dropout)` was offered as the rename of
+# `SelfAttention_v1(d_in, d_out)` (learners round rl15). Public: `grade check` gives the same hints.
+RENAME_FITS: dict[str, Callable[[Any, str, str], bool]] = {}
+
+
+# And which class of the student's is the graded one where the names tell nothing (RENAME_GUESS[assignment](sub,
+# wanted) -> a name or None): a wrapper's heads built from the student's own `MaskedAttention` (learners rounds rl14,
+# rl15) are its CausalAttention, told only that CausalAttention is not defined.
+RENAME_GUESS: dict[str, Callable[[Any, str], str | None]] = {}
+
+
+def rename_guess(sub: Any, wanted: str) -> str | None:
+    """RENAME_GUESS' class for `wanted` in `sub`, or None (none registered, none found, or it cannot tell)."""
+    fn = RENAME_GUESS.get(getattr(sub, "assignment_name", ""))
+    if fn is None:
+        return None
+    try:
+        guess = fn(sub, wanted)
+    except Exception:  # noqa: BLE001
+        return None
+    return guess if isinstance(guess, str) and guess != wanted else None
+
+
+def rename_fits(sub: Any, wanted: str, guess: str) -> bool:
+    """RENAME_FITS' verdict for `sub`'s assignment; True where none is registered or it cannot tell."""
+    fn = RENAME_FITS.get(getattr(sub, "assignment_name", ""))
+    if fn is None:
+        return True
+    try:
+        return bool(fn(sub, wanted, guess))
+    except Exception:  # noqa: BLE001 - (a class that cannot be inspected) the hint stays as the names give it
+        return True
 DIAGNOSIS_BUDGET_S = 5.0  # grader time per submission; it is given back to the submission's own time budget
 
 

@@ -20,7 +20,7 @@ import pytest
 from _pytest.runner import runtestprotocol
 
 from .assignment import Assignment, for_file, load
-from .checks import CheckFailure, CheckMeta, Reveal
+from .checks import CheckFailure, CheckMeta, Reveal, rename_fits, rename_guess
 from .errors import SubmissionFormatError
 from .jobs import Job
 from .messages import GRADER_FAILED, Message, bilingual, rename_hint
@@ -326,6 +326,7 @@ class GradingPlugin:
             return zyg.spawn(limits, self.gpu_scratch, self.gpu_uid, gpu=True)
         sub.gpu_spawn = gpu_spawn
         sub.graded_names = a.graded_names
+        sub.assignment_name = a.name
         self.current = sub
         try:
             sub.start()
@@ -483,6 +484,8 @@ class GradingPlugin:
                     # step function `renormalize` (learners round rl13; the checks' own hint already kept to kinds).
                     kind = "class" if n[:1].isupper() else "function"
                     guess = rename_hint(n, [d for d in defined if sub.names.get(d) == kind], graded)
+                    if not (guess and rename_fits(sub, n, guess)):
+                        guess = rename_guess(sub, n) if kind == "class" else None
                     if guess:
                         notes.append(Message(f"`{n}` is missing but `{guess}` is defined: rename it to `{n}`.",
                                              f"`{n}`이(가) 없고 `{guess}`이(가) 있습니다: 이름을 `{n}`(으)로 바꾸세요."))

@@ -9,7 +9,7 @@ import time
 from typing import Any, Callable, Iterator, NamedTuple
 
 from . import protocol
-from .checks import CheckFailure
+from .checks import CheckFailure, rename_fits, rename_guess
 from .messages import Message, bilingual, near_miss, rename_hint
 from .replies import error_well_formed, well_formed
 from .sandbox import Limits, WorkerLost, WorkerProcess, WorkerTimeout
@@ -395,6 +395,7 @@ class Submission:
         self.staff_notes: list[str] = []  # the grader's own troubles while grading (e.g. a diagnosis that failed)
         self.notes: list[Message] = []  # what the checks want the student to read at the top of the result
         self.graded_names: frozenset[str] = frozenset()  # the assignment's names: never offered as a rename
+        self.assignment_name = ""  # whose checks.RENAME_FITS judges a rename hint
         self._spelling: dict[tuple[str, str], Message | None] = {}
         self._nested: dict[str, str | None] = {}  # nested_definition, per missing name
         self._written: dict[str, str | None] = {}  # written_module, per missing name
@@ -595,6 +596,7 @@ class Submission:
         if self._gpu is None:
             g = Submission(self.source, self.gpu_spawn, self.limits)
             g.graded_names, g.hung, g.skip, g.memo = self.graded_names, self.hung, self.skip, self.memo
+            g.assignment_name = self.assignment_name
             g.notes, g.staff_notes, g.output, g.not_implemented = (self.notes, self.staff_notes, self.output,
                                                                     self.not_implemented)
             self._gpu = g
@@ -834,6 +836,8 @@ class Submission:
         # as the rename of the step function `renormalize`.
         guess = rename_hint(name, [n for n, k in self.names.items() if k == kind and n not in self.graded_names],
                             self.graded_names)
+        if not (guess and rename_fits(self, name, guess)):
+            guess = rename_guess(self, name) if kind == "class" else None
         if guess:
             raise CheckFailure(Message(
                 f"`{name}` is not defined, but `{guess}` is. Rename `{guess}` to `{name}`: the grader looks "

@@ -11,8 +11,8 @@ from typing import Any, Callable
 
 import torch
 
-from autograder.checks import (CheckFailure, described, diagnosis, expect_close, expect_shape, expect_tensor,
-                               fail)
+from autograder.checks import (RENAME_FITS, RENAME_GUESS, CheckFailure, described, diagnosis, expect_close, expect_shape,
+                               expect_tensor, fail)
 from autograder.messages import Message, near_miss
 from autograder.sourcecode import (asserts_tuple, class_node, created_twice, dropped_masked_fill,  # noqa: F401
                                    method_node, unfinished)  # (class_node: hidden checks)
@@ -36,6 +36,10 @@ SIGNATURES = {
     "MultiHeadAttention": ["d_in", "d_out", "context_length", "dropout", "num_heads", "qkv_bias"],
 }
 MULTI = ("MultiHeadAttentionWrapper", "MultiHeadAttention")
+# How many of SIGNATURES' arguments the notebook's calls pass by position (the rest by name: num_heads=2, and
+# qkv_bias, which only the wrapper's CausalAttention(d_in, d_out, context_length, dropout, qkv_bias) places).
+BY_POSITION = {"SelfAttention_v1": 2, "SelfAttention_v2": 2, "CausalAttention": 5, "MultiHeadAttentionWrapper": 4,
+               "MultiHeadAttention": 4}
 
 ORDER_HINT = Message(
     "With the reference's weights copied in, your module gives the right output, so the difference comes from "
@@ -130,6 +134,41 @@ def _reordered_names(sub, cls: str, placed: int, kw: dict) -> dict[str, str] | N
     return own if [got.index(own[w]) for w in want[:placed]] != list(range(placed)) else None
 
 
+# How many arguments the notebook's step functions take (student_template/attention.py).
+STEP_ARGS = {"softmax_naive": 1, "attention_scores": 1, "context_vectors": 1, "qkv_weights": 2, "query_key_value": 4,
+             "dot_score": 2, "query_scores": 2, "scaled_softmax": 2, "weighted_sum": 2, "simple_mask": 1,
+             "apply_simple_mask": 2, "renormalize": 1, "mask_future": 1, "apply_dropout": 2}
+
+
+def _could_be(sub, wanted: str, guess: str) -> bool:
+    """Whether the student's class or function `guess` could be the graded `wanted` it is named like
+    (checks.RENAME_FITS): not where its __init__ (or the function) needs more arguments than `wanted` takes at all. A
+    causal head `Attention_v1(d_in, d_out, context_length, dropout, qkv_bias=False)` was offered as the rename of
+    SelfAttention_v1(d_in, d_out), which the notebook builds with two, and a notebook's display helper
+    `show_head_context_vectors(ins_dict, tokens)` as that of context_vectors(inputs) (learners round rl15)."""
+    takes = len(SIGNATURES[wanted]) if wanted in SIGNATURES else STEP_ARGS.get(wanted)
+    if takes is None:
+        return True
+    needed = [p for p in sub.signature(guess) if p.get("kind") == "POSITIONAL_OR_KEYWORD" and p.get("default") is None]
+    return len(needed) <= takes
+
+
+RENAME_FITS["attention"] = _could_be
+
+
+def _head_named_otherwise(sub, wanted: str) -> str | None:
+    """The class of the student's own that the wrapper builds its heads from, as the missing CausalAttention's
+    rename (checks.RENAME_GUESS): `MaskedAttention`, `Attention_v1` were told only that CausalAttention is not defined
+    (learners rounds rl14, rl15)."""
+    if wanted != HEAD or HEAD in sub.names:
+        return None
+    head = head_class(sub)
+    return head if head != HEAD and sub.names.get(head) == "class" else None
+
+
+RENAME_GUESS["attention"] = _head_named_otherwise
+
+
 def _bias_by_default(sub, cls: str) -> bool:
     """Whether the student's `cls.__init__` defaults qkv_bias to True (the notebook's default is False). Such a
     class built as the notebook builds it has biases: every check of its forward differed (SelfAttention_v2 kept 2
@@ -212,7 +251,11 @@ def _as_notebook(sub, cls: str, m):
     names (`context_len`, `droupout`) was recorded with those, and the reference refused them (an internal error)."""
     name, args, kwargs, seed = m.ctor
     if cls in SIGNATURES and not args and any(k not in SIGNATURES[cls] for k in kwargs):
-        own = _own_names(sub, cls, SIGNATURES[cls], SIGNATURES[cls]) or {}
+        # Only the notebook's arguments that were passed: a class without qkv_bias (context_size, dropout_prob and
+        # no qkv_bias, learners round rl15) has no counterpart for it, and asking for one kept its own names.
+        notebook = list(SIGNATURES[cls])
+        passed = [w for w in notebook if w in kwargs or _rename_of(w, list(kwargs), notebook)]
+        own = _own_names(sub, cls, passed, notebook) or {}
         role = {g: w for w, g in own.items()}
         m.ctor = (name, args, {role.get(k, k): v for k, v in kwargs.items()}, seed)
     return m
@@ -239,7 +282,8 @@ def by_position(sub, cls: str, args: tuple, kw: dict, err: CheckFailure) -> tupl
 
 # Abbreviated words of argument names read as the word (learners round rl12: `max_len` for context_length, placed
 # before dropout, was no rename of it; passed by position every call failed, "got multiple values for argument").
-_WORDS = {"len": "length"}
+# Likewise `drop_rate` (the book's own config key) for dropout after num_heads (learners round rl15: 0 of 20).
+_WORDS = {"len": "length", "drop": "dropout"}
 
 
 def _parts(name: str) -> set[str]:
@@ -1041,8 +1085,12 @@ def check_signature(sub, cls: str) -> None:
         raise CheckFailure(spelling)
     params = [p for p in sub.signature(cls) if p["kind"] in ("POSITIONAL_OR_KEYWORD", "KEYWORD_ONLY")]
     got = [p["name"] for p in params]
-    # Extra arguments after the notebook's, each with a default (`verbose=False`), change no call of the notebook.
-    if got[:len(want)] == want and all(p.get("default") is not None for p in params[len(want):]):
+    # Extra arguments, each with a default (`verbose=False`), after the ones the notebook's calls place change no call
+    # of the notebook: after all of them, or among those it passes by name (is_causal=True between num_heads and
+    # qkv_bias, learners round rl15: told "Rename: `is_causal` -> `qkv_bias`", which it also had).
+    placed = BY_POSITION[cls]
+    if got[:placed] == want[:placed] and set(want) <= set(got) \
+            and all(p.get("default") is not None for p in params if p["name"] not in want):
         if "qkv_bias" in want and any(p["name"] == "qkv_bias" and p.get("default") == "True" for p in params):
             fail(f"`{cls}.__init__` defaults `qkv_bias` to True; the notebook's default is False, so that "
                  f"`{cls}({', '.join(want[:want.index('qkv_bias')])})` makes projections without a bias. (The other "
@@ -1064,8 +1112,12 @@ def check_signature(sub, cls: str) -> None:
         return
     # the notebook's names (or renames of them: (d_in, context_len, d_out, droupout)) in another order
     role = {g: w for w in want if (g := w if w in got else _rename_of(w, got, want))}
-    roles = [role[g] for g in got if g in role]
-    if roles != [w for w in want if w in roles]:
+    # Only the order of what the notebook's calls place matters (BY_POSITION): qkv_bias before num_heads, both passed
+    # by name, is no other order, and an argument renamed beyond recognition in its place (`inp_emb_dim` for d_in) is
+    # a rename (learners round rl15: such a wrapper was told only "another order", not the renames it lost the point for).
+    placed = BY_POSITION[cls]
+    where = {w: i for i, g in enumerate(got) if (w := role.get(g)) in want[:placed]}
+    if list(where) != [w for w in want[:placed] if w in where] or any(i >= placed for i in where.values()):
         guess = [f"`{_rename_of(m, got, want)}` -> `{m}`" for m in want if m not in got and _rename_of(m, got, want)]
         en = f" Rename: {', '.join(guess)}." if guess else ""
         ko = f" 이름 바꾸기: {', '.join(guess)}." if guess else ""

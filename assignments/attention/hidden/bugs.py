@@ -94,6 +94,13 @@ VARIANTS: list[Variant] = [
       never_says=("Rename `BaseNormalizer`", "`BaseNormalizer` is defined"),
       why="seen in a learner's repository: a helper class was offered as the rename of a missing step function "
           "(and again in the note at the top of the result: learners round rl13)"),
+    # Learners round rl15 (a notebook without the step functions, with a display helper of its own): the helper was
+    # offered as the missing step's rename ("`context_vectors` is missing but `show_head_context_vectors` is
+    # defined"), though it takes other arguments.
+    V("steps_display_helper_named_like_a_step",
+      ch("context_vectors", "def context_vectors(inputs: torch.Tensor)", "def show_head_context_vectors(inputs, tokens)"),
+      breaks="steps", says=("`context_vectors` is not defined",),
+      never_says=("rename it to `context_vectors`", "Rename `show_head_context_vectors`")),
     V("steps_scores_as_a_value", ch("attention_scores", "", "attention_scores = torch.rand(6, 6)\n"),
       breaks="steps", says=("`attention_scores` in your file is a value computed at the top level",),
       why="learners round 5: the notebook's step computed at the top level under the step's name was reported as a "
@@ -321,7 +328,15 @@ VARIANTS: list[Variant] = [
     # Learners round rl14: the head class under a name of its own (MaskedAttention), built by the wrapper: only
     # CausalAttention's question is charged (the wrapper was judged against stand-in heads it never built).
     V("head_class_named_otherwise", ch(CA, "class CausalAttention(", "class MaskedAttention("),
-      ch(WR, "[CausalAttention(", "[MaskedAttention("), breaks=CA, says=("`CausalAttention` is not defined",)),
+      ch(WR, "[CausalAttention(", "[MaskedAttention("), breaks=CA,
+      says=("`CausalAttention` is not defined", "Rename `MaskedAttention` to `CausalAttention`")),
+    # Learners round rl15 (a study repository without the two SelfAttention classes): the head class as
+    # `Attention_v1(d_in, d_out, context_length, dropout, qkv_bias=False)` was offered as the rename of the missing
+    # SelfAttention_v1, which takes two arguments; renamed so, it would lose that question and keep this one's.
+    V("head_class_named_Attention_v1_without_v1", ch(V1, "class SelfAttention_v1(", "class FirstAttention("),
+      ch(CA, "class CausalAttention(", "class Attention_v1("), ch(WR, "[CausalAttention(", "[Attention_v1("),
+      breaks=f"{V1}, {CA}", says=("Rename `Attention_v1` to `CausalAttention`", "`SelfAttention_v1` is not defined"),
+      never_says=("Rename `Attention_v1` to `SelfAttention_v1`", "rename it to `SelfAttention_v1`")),
     # Seen in a learner's chapter-3 notebook (round nb11): only "differs from the expected values" was said.
     V("causal_query_key_swapped", ch(CA, QK, QK_SWAPPED), breaks=CA, en=QK_CAUSE.en, ko=QK_CAUSE.ko),
     V("mha_query_key_swapped", ch(MHA, QK, QK_SWAPPED), breaks=MHA, en=QK_CAUSE.en, ko=QK_CAUSE.ko),
@@ -515,6 +530,14 @@ VARIANTS: list[Variant] = [
       never_says=("pass dropout on to every head",),
       why="learners round rl11: its output checks said only 'differs', and the train-mode check told it to pass "
           "dropout on to its heads, which it did"),
+    # Learners round rl15 (a Korean study repository): the same projection as self.out_projection was told only that
+    # the values differ.
+    V("wrapper_out_projection", ch(WR, "for _ in range(num_heads)]\n        )\n",
+                                   "for _ in range(num_heads)]\n        )\n"
+                                   "        self.out_projection = nn.Linear(d_out * num_heads, d_out * num_heads)\n"),
+      ch(WR, "return torch.cat([head(x) for head in self.heads], dim=-1)",
+         "return self.out_projection(torch.cat([head(x) for head in self.heads], dim=-1))"), breaks=WR,
+      says=("through a linear layer (out_proj) of its own",)),
     V("wrapper_misspelt_init", ch(WR, "def __init__(", "def __init_("), breaks=WR,
       says=("defines `__init_`, not `__init__`",), never_says=("takes ();",),
       why="learners round rl11: the signature check told a wrapper with `def __init_(self, d_in, ...)` that its "
@@ -771,6 +794,38 @@ VARIANTS: list[Variant] = [
       ch(MHA, "bias=qkv_bias", "bias=qvk_bias"), breaks=MHA,
       says=("the notebook's arguments in another order", "`qvk_bias` -> `qkv_bias`"),
       never_says=("got multiple values",)),
+    # Learners round rl15 (a study notebook's MultiHeadAttention(d_in, d_out, context_size, num_heads, dropout_prob),
+    # no qkv_bias, bias=False written in): built by the student's own names, it printed the notebook's values, and
+    # the confirmation on a fresh input built the reference with those names: the grader's internal error, 0 of 3.
+    # The names were put back into the notebook's only where every notebook argument had a counterpart, and this
+    # class has none for qkv_bias.
+    V("mha_arguments_renamed_reordered_without_qkv_bias",
+      ch(MHA, "context_length: int, dropout: float, num_heads: int,\n                 qkv_bias: bool = False):",
+         "context_size: int, num_heads: int, dropout_prob: float):"),
+      ch(MHA, "bias=qkv_bias", "bias=False"), ch(MHA, "nn.Dropout(dropout)", "nn.Dropout(dropout_prob)"),
+      ch(MHA, "torch.ones(context_length, context_length)", "torch.ones(context_size, context_size)"), breaks=MHA,
+      says=("the notebook's arguments in another order", "`context_size` -> `context_length`"),
+      never_says=("internal error",)),
+    # Learners round rl15 (a Colab notebook's MultiHeadSelfAttention(d_in, d_out, context_length, num_heads, drop_rate,
+    # qkv_bias=False)): `drop_rate`, the book's own config key, was no rename of dropout, so the arguments went by
+    # position ("got multiple values for argument 'num_heads'", 0 of 20) and the signature check said to rename
+    # drop_rate to num_heads and add dropout.
+    V("mha_arguments_reordered_and_dropout_named_drop_rate",
+      ch(MHA, "context_length: int, dropout: float, num_heads: int,",
+         "context_length: int, num_heads: int, drop_rate: float,"),
+      ch(MHA, "nn.Dropout(dropout)", "nn.Dropout(drop_rate)"), breaks=MHA,
+      says=("the notebook's arguments in another order", "`drop_rate` -> `dropout`"),
+      never_says=("got multiple values", "`drop_rate` -> `num_heads`")),
+    # Learners round rl15 (a study repository's wrapper (inp_emb_dim, proj_dim, context_length, dropout, qkv_bias=False,
+    # num_heads=4)): qkv_bias before num_heads, both passed by name, was called "the notebook's arguments in another
+    # order", and the renames the point is charged for went unsaid.
+    V("wrapper_inputs_renamed_and_qkv_bias_before_num_heads",
+      ch(WR, "d_in: int, d_out: int, context_length: int, dropout: float, num_heads: int,\n"
+             "                 qkv_bias: bool = False):",
+         "inp_emb_dim, proj_dim, context_length, dropout, qkv_bias=False, num_heads=4):"),
+      ch(WR, "CausalAttention(d_in, d_out, context_length, dropout, qkv_bias)",
+         "CausalAttention(inp_emb_dim, proj_dim, context_length, dropout, qkv_bias)"), breaks=WR,
+      says=("Rename: `inp_emb_dim` -> `d_in`, `proj_dim` -> `d_out`",), never_says=("another order",)),
     # The head's own order, and a wrapper in its own order too that builds its heads in the head's (seen): the
     # grader's check that the wrapper builds heads that way called the wrapper in the notebook's order, which it does
     # not take, so the wrapper was judged with heads in the notebook's order and its right call crashed them (0/15).
@@ -832,6 +887,16 @@ VARIANTS: list[Variant] = [
                                    "        super().__init__()\n        self.verbose = verbose"),
       ch(MHA, "qkv_bias: bool = False):\n        super().__init__()", "qkv_bias: bool = False, **kwargs):\n"
                                                                       "        super().__init__()")),
+    # Learners round rl15 (seen): an extra argument with a default between num_heads and qkv_bias,
+    # MultiHeadAttention(d_in, d_out, context_length, dropout, num_heads, is_causal=True, qkv_bias=False), the mask
+    # applied when is_causal. The notebook's calls pass num_heads and qkv_bias by name, so no call of the notebook
+    # changes; the signature check took it for a rename ("Rename: `is_causal` -> `qkv_bias`", a class that has both).
+    V("ok_mha_extra_argument_before_qkv_bias",
+      ch(MHA, "num_heads: int,\n                 qkv_bias: bool = False):",
+         "num_heads: int, is_causal: bool = True,\n                 qkv_bias: bool = False):"),
+      ch(MHA, "        self.register_buffer(\"mask\"", "        self.is_causal = is_causal\n"
+                                                    "        self.register_buffer(\"mask\""),
+      why="learners round rl15: the signature check told it to rename is_causal to the qkv_bias it has"),
 ]
 
 

@@ -56,8 +56,23 @@ def notebook_names(ctor: tuple, params: dict) -> dict:
         return params
     names = match_params([(n, tuple(t.shape)) for n, t in params.items()], want)
     if not names:
-        return params
+        return _extra_layer_as_out_proj(params, {n for n, _ in want})
     return {n: piece(params[target(names.get(n, n))], names.get(n, n)) for n, _ in want}
+
+
+def _extra_layer_as_out_proj(params: dict, want: set[str]) -> dict:
+    """The student's weights with the one layer the reference's class lacks read as `out_proj` (the table's
+    wrapper_out_proj: a wrapper that passes its concatenated heads through a projection of its own). Learners round
+    rl15: a wrapper's `self.out_projection` kept its weights under that name, no bug version fitted them, and the
+    student was told only that the values differ. As they are where the names agree or more than one layer is extra."""
+    extra = sorted(n for n in params if n not in want)
+    layers = {n.rpartition(".")[0] for n in extra}
+    if "out_proj.weight" in want or len(layers) != 1 or not set(want) <= set(params):
+        return params
+    layer = layers.pop()
+    if not layer or not {f"{layer}.weight"} <= set(extra) <= {f"{layer}.weight", f"{layer}.bias"}:
+        return params
+    return {(f"out_proj.{n.rpartition('.')[2]}" if n in extra else n): t for n, t in params.items()}
 
 
 DIAGNOSERS["attention"] = diagnose
