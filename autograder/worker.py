@@ -820,7 +820,7 @@ class _Guard:
               "_SETPROFILE", "_GETPROFILE", "_LIBRARY_KERNELS",
               "_LIBRARY_BUILTINS", "LIBRARY_ATTENTION", "_ATTENTION_CODE", "_WATCHES", "_THREAD_STARTS",
               "_CURRENT_FRAMES", "_CALL_IMPL", "_SCRIPT_MODULE", "_DISPATCH_DEPTH", "_DISPATCH_AT",
-              "_WATCHING", "_SWITCHING")
+              "_WATCHING", "_SWITCHING", "_PROFILE_EVENTS")
     CLASSES = ("Worker", "DeviceSim", "Recorder", "BoundedText", "_ScratchFile", "_Progress", "_KernelWatch")
     MODULE_METHODS = ("named_modules", "named_parameters", "named_buffers", "named_children", "modules", "children",
                       "parameters", "buffers", "state_dict", "load_state_dict", "_load_from_state_dict", "to",
@@ -1213,11 +1213,12 @@ _SETPROFILE, _GETPROFILE = sys.setprofile, sys.getprofile
 # by anything but the watch itself during a watched call is taken to have run what the watch looks for.
 _WATCHING: list = []
 _SWITCHING: list = []
+_PROFILE_EVENTS = frozenset({"sys.setprofile", "sys._setprofileallthreads"})  # (the latter: Python 3.12's all threads)
 
 
 def _profile_audit(event: str, _args: tuple, watching: list = _WATCHING, switching: list = _SWITCHING) -> None:
     """The audit hook of the worker (sys.addaudithook, before the submission runs): see _WATCHING above."""
-    if event == "sys.setprofile" and watching and not switching:
+    if event in _PROFILE_EVENTS and watching and not switching:
         for rec in watching:
             rec.off = True
 
