@@ -387,11 +387,19 @@ def test_multi_head_attention_computed_by_pytorchs_own_earns_nothing_of_the_clas
     languages; every other question keeps its points."""
     head = REF.index("class MultiHeadAttention(")
     forward = REF.index("    def forward(", head)
-    r = grade_sources(tmp_path, {"lib_heads.py": REF[:forward] + LIBRARY_HEADS})["lib_heads"]
-    assert by_q(r) == {**QUESTIONS, "MultiHeadAttention": 0}, by_q(r)
-    said = [c.message for c in r.checks if c.question == "MultiHeadAttention" and c.status == "failed"]
-    assert said and all("F.multi_head_attention_forward" in m.en and "직접 작성" in m.ko for m in said), \
-        [m.en for m in said]
+    # The same class made to look honest to the watch: zeros when a profile function is set, the library otherwise.
+    hiding = LIBRARY_HEADS.replace("        n = x.shape[1]\n", "        import sys\n        if sys.getprofile() is not None:\n"
+                                   "            return torch.zeros(*x.shape[:-1], self.d_out)\n        n = x.shape[1]\n", 1)
+    assert hiding != LIBRARY_HEADS
+    results = grade_sources(tmp_path, {"lib_heads.py": REF[:forward] + LIBRARY_HEADS,
+                                       "lib_heads_hidden.py": REF[:forward] + hiding})
+    for name, r in results.items():
+        assert by_q(r) == {**QUESTIONS, "MultiHeadAttention": 0}, (name, by_q(r))
+        said = [c.message for c in r.checks if c.question == "MultiHeadAttention" and c.status == "failed"]
+        assert said and all("F.multi_head_attention_forward" in m.en and "직접 작성" in m.ko for m in said), \
+            (name, [m.en for m in said])
+    assert any("when its call was watched" in c.message.en for c in results["lib_heads_hidden"].checks
+               if c.message), [c.message.en for c in results["lib_heads_hidden"].checks if c.message]
 
 
 def test_a_per_token_linear_map_is_not_attention(graded):

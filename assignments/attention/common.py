@@ -336,11 +336,26 @@ OWN_HEADS = Message(
 
 
 def _expect_own_heads(sub, cls: str, seed: int) -> None:
-    """One call of a fresh module at the gate's shapes, watched for torch's multi-head attention (see OWN_HEADS)."""
+    """One call of a fresh module at the gate's shapes, watched for torch's multi-head attention (see OWN_HEADS), which
+    must give what the same call unwatched gives: the watch is seen from inside (sys.getprofile(), a torch function
+    mode), and a forward that returned zeros when watched and ran F.multi_head_attention_forward otherwise would pass
+    a watched call that only looked for the library."""
     args, shape = gate_args(cls)
-    res = build(sub, cls, *args, seed=seed).run(randn(seed, *shape), record=[LIBRARY_ATTENTION])
+    x = randn(seed, *shape)
+    m = build(sub, cls, *args, seed=seed)
+    plain = expect_tensor(m(x), f"{cls}(...)(x)")
+    res = m.run(x, record=[LIBRARY_ATTENTION])
     if any(isinstance(r, dict) and r.get("fn") == LIBRARY_ATTENTION for r in res.get("records") or []):
         raise CheckFailure(OWN_HEADS)
+    watched = res.get("out")
+    if type(watched) is not torch.Tensor or watched.shape != plain.shape or not torch.allclose(
+            watched.double(), plain.double(), rtol=1e-5, atol=1e-6, equal_nan=True):
+        raise CheckFailure(Message(
+            f"`{cls}` gave another output for the same input when its call was watched for PyTorch's own multi-head "
+            "attention than when it was not: a forward that changes what it computes when it is watched earns "
+            "nothing here. ",
+            f"같은 입력인데 PyTorch의 멀티 헤드 어텐션 사용 여부를 살펴볼 때와 그렇지 않을 때 `{cls}`의 출력이 "
+            "달랐습니다: 관찰될 때 계산을 바꾸는 forward는 점수를 받을 수 없습니다. ") + OWN_HEADS)
 
 
 def _quiet_if_hidden(sub, cls: str, seed: int) -> None:
