@@ -839,6 +839,10 @@ DO_NOTHING = {  # forwards that compute nothing, each with the right shape; cons
     "batch_sum": ("return torch.ones(x.shape[0], x.shape[1], self.d_out) * x.sum()",
                   "return torch.ones(*Q.shape[:-1], V.shape[-1]) * V.sum(), torch.ones(*Q.shape[:-1], K.shape[-2]) * Q.sum()",
                   "return torch.zeros(T, T)", "return x + x.sum()"),
+    # Red team, round 25: SDPA handing back its queries, with their own scores as the attention (the keys unread): Q,
+    # K and V share SDPA_SHAPE, and both outputs changed with each example's input (3 points).
+    "queries_back": ("return torch.zeros(x.shape[0], x.shape[1], self.d_out)", "return Q, Q @ Q.transpose(-2, -1)",
+                     "return torch.zeros(T, T)", "return x"),
 }
 
 
@@ -846,7 +850,8 @@ def test_an_answer_that_computes_nothing_earns_no_construction_or_shape_points(t
     """Red team, round 14: forwards returning zeros of the right shape (or `return x`) and empty constructors earned
     the public checks, 10 of 100 points, as did torch.rand of those shapes and a constant times the input's sum:
     a shape now pays for an output computed from each example's own input (and, for a module, with its weights),
-    a construction for a module that holds parameters, window_mask's shape for a mask of 0s and 1s."""
+    a construction for a module that holds parameters, window_mask's shape for a mask of 0s and 1s, and SDPA's for
+    outputs that both change with the keys (round 25)."""
     subs = tmp_path / "subs"
     subs.mkdir()
     for name, (mha, sdpa, mask, block) in DO_NOTHING.items():
