@@ -212,6 +212,7 @@ class Worker:
         self.seq_done: list[Any] = []  # the values of its steps before it
         self.scratch = os.getcwd()  # the scratch folder (the submission may chdir)
         self.guard = _Guard(self)  # before any of the submission's code runs (its cells come with "load")
+        watch_profile_switches()
 
     # ------------------------------------------------------------------ plumbing
 
@@ -822,11 +823,12 @@ class _Guard:
 
     FUNCTIONS = ("probe_devices", "all_parameters", "probe_cuda", "accelerator_built", "own_dict", "_registered",
                  "walk_modules", "walk_tensors", "persistent_buffers", "_held", "_kernel_name", "_own_norm",
-                 "_other_threads", "_alive", "_uid_of")
+                 "_other_threads", "_alive", "_uid_of", "_profile_audit", "_set_profile")
     VALUES = ("_INSTANCE_DICT", "_ABSENT", "MAX_WALK", "_LIBRARY_CODE", "_LIBRARY_PRINTS", "_LIBRARY_LARGE", "LIBRARY",
               "_SETPROFILE", "_GETPROFILE", "_LIBRARY_KERNELS",
               "_LIBRARY_BUILTINS", "LIBRARY_ATTENTION", "_ATTENTION_CODE", "_WATCHES", "_THREAD_STARTS",
-              "_CURRENT_FRAMES", "_CALL_IMPL", "_SCRIPT_MODULE", "_DISPATCH_DEPTH", "_DISPATCH_AT")
+              "_CURRENT_FRAMES", "_CALL_IMPL", "_SCRIPT_MODULE", "_DISPATCH_DEPTH", "_DISPATCH_AT",
+              "_WATCHING", "_SWITCHING", "_PROFILE_EVENTS")
     CLASSES = ("Worker", "DeviceSim", "Recorder", "BoundedText", "_ScratchFile", "_Progress", "_KernelWatch")
     MODULE_METHODS = ("named_modules", "named_parameters", "named_buffers", "named_children", "modules", "children",
                       "parameters", "buffers", "state_dict", "load_state_dict", "_load_from_state_dict", "to",
@@ -1210,6 +1212,39 @@ _WATCHES = ((LIBRARY, _LIBRARY_CODE, _LIBRARY_PRINTS, _LIBRARY_KERNELS, _LIBRARY
              frozenset(c.co_names for c in _ATTENTION_CODE if len(c.co_names) >= _LIBRARY_LARGE),
              frozenset({"_native_multi_head_attention"}), _kernel_builtins("_native_multi_head_attention")))
 _SETPROFILE, _GETPROFILE = sys.setprofile, sys.getprofile
+# The watches in force now (the Recorders of the calls under way), and whether the worker itself is switching the
+# profile function. A forward that took the profile function off and put it back before returning (sys.getprofile()
+# kept, sys.setprofile(None), then sys.setprofile of what it kept) ran F.multi_head_attention_forward, or the
+# encoder layer's Python forward, unseen and left the watch as it found it: 100/100 for the exam's Q1 and Q3 both
+# (red team, round 25). Every switch of the profile function raises the audit event "sys.setprofile" (also one made
+# from C: map(sys.setprofile, ...), ctypes' PyEval_SetProfile), and an audit hook cannot be taken off: a switch made
+# by anything but the watch itself during a watched call is taken to have run what the watch looks for.
+_WATCHING: list = []
+_SWITCHING: list = []
+_PROFILE_EVENTS = frozenset({"sys.setprofile", "sys._setprofileallthreads"})  # (the latter: Python 3.12's all threads)
+
+
+def _profile_audit(event: str, _args: tuple, watching: list = _WATCHING, switching: list = _SWITCHING) -> None:
+    """The audit hook of the worker (sys.addaudithook, before the submission runs): see _WATCHING above."""
+    if event in _PROFILE_EVENTS and watching and not switching:
+        for rec in watching:
+            rec.off = True
+
+
+def _set_profile(fn: Any) -> None:
+    """The watch's own switch of the profile function (not a submission's: _profile_audit lets it pass)."""
+    _SWITCHING.append(True)
+    try:
+        _SETPROFILE(fn)
+    finally:
+        _SWITCHING.pop()
+
+
+def watch_profile_switches() -> None:
+    """Install _profile_audit (once per process; the worker calls it before any of the submission's code runs)."""
+    if not getattr(watch_profile_switches, "done", False):
+        sys.addaudithook(_profile_audit)
+        watch_profile_switches.done = True
 
 
 def _kernel_name(func: Any) -> str:
@@ -1258,6 +1293,7 @@ class Recorder(TorchFunctionMode):
         self.library = bool(self.watches)
         self.hook, self.was = self._profile, None
         self.ran: set[str] = set()  # the watches whose code ran
+        self.off = False  # whether something else switched the profile function during the call (_profile_audit)
         self.norms = "layer_norm" in self.names
         self.inside, self.handles = 0, []  # how deep in such a subclass's forward; its hooks
         self.kernels = _KernelWatch(self) if self.library else None
@@ -1294,7 +1330,8 @@ class Recorder(TorchFunctionMode):
     def __enter__(self):
         if self.library:
             self.was = _GETPROFILE()
-            _SETPROFILE(self.hook)
+            _set_profile(self.hook)
+            _WATCHING.append(self)
             self._threads()
             self.kernels.__enter__()
         if self.norms:
@@ -1307,8 +1344,10 @@ class Recorder(TorchFunctionMode):
             h.remove()
         self.handles = []
         if self.library:
-            watched = _GETPROFILE() is self.hook
-            _SETPROFILE(self.was)
+            watched = _GETPROFILE() is self.hook and not self.off
+            if self in _WATCHING:
+                _WATCHING.remove(self)
+            _set_profile(self.was)
             depth = _DISPATCH_DEPTH()
             if depth and _DISPATCH_AT(depth - 1) is self.kernels:
                 self.kernels.__exit__(None, None, None)

@@ -366,6 +366,42 @@ def test_values_made_by_w_query_are_named_as_a_swap(tmp_path):
     assert any("서로 바뀌지 않았는지" in m for m in ko), ko
 
 
+# Red team, round 25: MultiHeadAttention through F.multi_head_attention_forward (its own projections first, identity
+# projections inside, its out_proj as the output layer): PyTorch split the heads, masked, scaled and softmaxed the
+# scores, dropped and merged the heads, and the file earned 100/100. F.scaled_dot_product_attention stays allowed.
+LIBRARY_HEADS = """    def forward(self, x: torch.Tensor) -> torch.Tensor:  # x: (b, T, d_in)
+        n = x.shape[1]
+        q, k, v = (p(x).transpose(0, 1) for p in (self.W_query, self.W_key, self.W_value))
+        same = torch.eye(self.d_out, dtype=x.dtype, device=x.device)
+        out, _ = torch.nn.functional.multi_head_attention_forward(
+            q, k, v, self.d_out, self.num_heads, None, None, None, None, False, self.dropout.p,
+            self.out_proj.weight, self.out_proj.bias, training=self.training, need_weights=False,
+            attn_mask=self.mask.bool()[:n, :n], use_separate_proj_weight=True, q_proj_weight=same,
+            k_proj_weight=same, v_proj_weight=same)
+        return out.transpose(0, 1)
+"""
+
+
+def test_multi_head_attention_computed_by_pytorchs_own_earns_nothing_of_the_class(tmp_path):
+    """The class is refused by its evidence gate with words naming torch's multi-head attention, in both
+    languages; every other question keeps its points."""
+    head = REF.index("class MultiHeadAttention(")
+    forward = REF.index("    def forward(", head)
+    # The same class made to look honest to the watch: zeros when a profile function is set, the library otherwise.
+    hiding = LIBRARY_HEADS.replace("        n = x.shape[1]\n", "        import sys\n        if sys.getprofile() is not None:\n"
+                                   "            return torch.zeros(*x.shape[:-1], self.d_out)\n        n = x.shape[1]\n", 1)
+    assert hiding != LIBRARY_HEADS
+    results = grade_sources(tmp_path, {"lib_heads.py": REF[:forward] + LIBRARY_HEADS,
+                                       "lib_heads_hidden.py": REF[:forward] + hiding})
+    for name, r in results.items():
+        assert by_q(r) == {**QUESTIONS, "MultiHeadAttention": 0}, (name, by_q(r))
+        said = [c.message for c in r.checks if c.question == "MultiHeadAttention" and c.status == "failed"]
+        assert said and all("F.multi_head_attention_forward" in m.en and "직접 작성" in m.ko for m in said), \
+            (name, [m.en for m in said])
+    assert any("when its call was watched" in c.message.en for c in results["lib_heads_hidden"].checks
+               if c.message), [c.message.en for c in results["lib_heads_hidden"].checks if c.message]
+
+
 def test_a_per_token_linear_map_is_not_attention(graded):
     """Seen (red team): such a file earned 34 points of structure, causality, devices and signatures."""
     r = graded["per_token_linear"]

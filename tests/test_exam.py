@@ -729,6 +729,54 @@ def test_a_block_that_takes_the_kernel_watch_off_first_earns_only_its_constructi
     assert score == 66, score
 
 
+# (red team, round 25) the profile function taken off around the library's call and put back before returning: the
+# watch found its own hook in place at the end and had seen nothing (100/100 for each).
+_UNPROFILED = """    h = sys.getprofile()
+    sys.setprofile(None)
+    try:
+        return RUN
+    finally:
+        sys.setprofile(h)
+"""
+
+
+def _unprofiled(run: str) -> str:
+    """A method body (at a class's indentation) that returns `run` with the profile function off."""
+    return "".join("    " + line + "\n" for line in _UNPROFILED.replace("RUN", run).splitlines())
+
+
+def test_a_forward_that_takes_the_profile_function_off_and_back_earns_what_the_library_would_not(tmp_path):
+    """Q1 through F.multi_head_attention_forward and Q3 through the encoder layer's forward, each run with
+    sys.setprofile(None) and the watch's own hook put back before returning: each earns what the same code
+    earns without the switch (only Q1's construction and constants; only Q3's construction)."""
+    reference = (ROOT / "reference" / "midterm.py").read_text(encoding="utf-8").replace("import torch\n",
+                                                                                    "import sys\nimport torch\n", 1)
+    q1 = LIBRARY_Q1.replace("    def forward(self, x):\n", "    def forward(self, x):\n" + _unprofiled(
+        "self._forward(x)") + "\n    def _forward(self, x):\n", 1)
+    block = ("class TransformerBlock(nn.TransformerEncoderLayer):\n"
+             "    def __init__(self, d_model, n_heads):\n"
+             "        super().__init__(d_model, n_heads, FF_MULT * d_model, DROP_RATE, batch_first=True,\n"
+             "                         norm_first=NORM_FIRST)\n\n"
+             "    def forward(self, x):\n" + _unprofiled("super().forward(x)"))
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    (subs / "q1.py").write_text(reference[:reference.index(_Q1)] + q1 + reference[reference.index(_Q2):],
+                                encoding="utf-8")
+    (subs / "q3.py").write_text(reference[:reference.index(_BLOCK)] + block, encoding="utf-8")
+    p = grade("batch", "subs", "--assignment", "midterm", "--out", "res", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    results = {f.stem: SubmissionResult.from_dict(json.loads(f.read_text())["extra_data"]["internal"])
+               for f in (tmp_path / "res").glob("*.json")}
+    lost = {s: {c.nodeid.rsplit("::", 1)[-1]: c for c in r.checks if c.status != "passed"}
+            for s, r in results.items()}
+    assert lost["q1"] and all(c.question == "MultiHeadAttention" and "F.multi_head_attention_forward" in c.message.en
+                              for c in lost["q1"].values()), {k: c.message.en for k, c in lost["q1"].items()}
+    assert results["q1"].score < 80, results["q1"].score
+    assert set(lost["q3"]) == {"test_block_shapes", "test_block_uses_drop_rate", "test_block_values",
+                               "test_block_values_other_size"}, sorted(lost["q3"])
+    assert results["q3"].score == 66, results["q3"].score
+
+
 @pytest.mark.parametrize("corpus", ["ok_extra_buffers", "ok_functional_dropout", "ok_mask_buffer_4d",
                                     "ok_torchscript"])
 def test_a_correct_answer_written_another_way_keeps_full_marks_in_every_variant(work, variants, corpus):
@@ -791,6 +839,10 @@ DO_NOTHING = {  # forwards that compute nothing, each with the right shape; cons
     "batch_sum": ("return torch.ones(x.shape[0], x.shape[1], self.d_out) * x.sum()",
                   "return torch.ones(*Q.shape[:-1], V.shape[-1]) * V.sum(), torch.ones(*Q.shape[:-1], K.shape[-2]) * Q.sum()",
                   "return torch.zeros(T, T)", "return x + x.sum()"),
+    # Red team, round 25: SDPA handing back its queries, with their own scores as the attention (the keys unread): Q,
+    # K and V share SDPA_SHAPE, and both outputs changed with each example's input (3 points).
+    "queries_back": ("return torch.zeros(x.shape[0], x.shape[1], self.d_out)", "return Q, Q @ Q.transpose(-2, -1)",
+                     "return torch.zeros(T, T)", "return x"),
 }
 
 
@@ -798,7 +850,8 @@ def test_an_answer_that_computes_nothing_earns_no_construction_or_shape_points(t
     """Red team, round 14: forwards returning zeros of the right shape (or `return x`) and empty constructors earned
     the public checks, 10 of 100 points, as did torch.rand of those shapes and a constant times the input's sum:
     a shape now pays for an output computed from each example's own input (and, for a module, with its weights),
-    a construction for a module that holds parameters, window_mask's shape for a mask of 0s and 1s."""
+    a construction for a module that holds parameters, window_mask's shape for a mask of 0s and 1s, and SDPA's for
+    outputs that both change with the keys (round 25)."""
     subs = tmp_path / "subs"
     subs.mkdir()
     for name, (mha, sdpa, mask, block) in DO_NOTHING.items():

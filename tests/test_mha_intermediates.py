@@ -101,6 +101,36 @@ STUB_SUM = STUB_ZEROS.replace("torch.zeros(*Q.shape[:-1], V.shape[-1]), torch.ze
     "z = K.shape[1], self.n_head, self.d_head, torch.zeros",
     "z = K.shape[1], self.n_head, self.d_head, lambda *s: torch.ones(*s) * (Q.sum() + K.sum() + V.sum())")
 
+# Red team, round 25: credit for what a class that does nothing satisfies. An __init__ of the docstring's signature
+# that only calls super().__init__() and raises ValueError for an indivisible n_head (and a forward returning {})
+# earned the signature's 2 points, "no layer has a bias" (1) and the rejection of n_head (2); one holding only its dropout, with a forward returning {"x": Q}, earned those, the dropout's and the
+# device argument's points and the output's demo shape (2); the right layers with the projections and lin_O left out
+# (every entry computed from the input alone) earned the projections' and the output's demo shapes (4).
+STUB_EMPTY = """import torch.nn as nn
+import torch.nn.functional as F
+
+
+class ScaledDotProductAttention(nn.Module):
+    def forward(self, Q, K, V, mask=None):
+        return Q, Q
+
+
+class MultiHeadedAttention(nn.Module):
+    def __init__(self, d_feat=128, n_head=5, actv=F.relu, USE_BIAS=True, dropout_p=0.1, device=None):
+        super().__init__()
+        if d_feat % n_head:
+            raise ValueError("n_head must divide d_feat")
+
+    def forward(self, Q, K, V, mask=None):
+        return {}
+"""
+STUB_DROPOUT_ONLY = STUB_EMPTY.replace("        super().__init__()\n",
+                                       "        super().__init__()\n        self.dropout = nn.Dropout(dropout_p)\n").replace(
+    "return {}", 'return {"x": Q}')
+STUB_NO_WEIGHTS = REF.read_text(encoding="utf-8")
+for _layer, _arg in (("lin_Q", "Q"), ("lin_K", "K"), ("lin_V", "V"), ("lin_O", "x_rsh2")):
+    STUB_NO_WEIGHTS = STUB_NO_WEIGHTS.replace(f"= self.{_layer}({_arg})", f"= {_arg}", 1)
+
 
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
@@ -121,6 +151,9 @@ def graded(tmp_path_factory):
     files["stub_zeros.py"] = STUB_ZEROS
     files["stub_random.py"] = STUB_RANDOM
     files["stub_sum.py"] = STUB_SUM
+    files["stub_empty.py"] = STUB_EMPTY
+    files["stub_dropout_only.py"] = STUB_DROPOUT_ONLY
+    files["stub_no_weights.py"] = STUB_NO_WEIGHTS
     files.update({"doc_seed001.py": DOCS / "seed001_mha_intermediates.py",
                   "doc_seed003.py": DOCS / "seed003_mha_intermediates.py"})
     return grade_sources(tmp_path_factory.mktemp(NAME), files, name=NAME)
@@ -447,6 +480,31 @@ def test_a_module_that_returns_a_constant_times_the_inputs_sum_earns_only_its_co
     assert r.score == 10, failures(r)
     shapes = [c.message.en for c in r.checks if "demo" in c.name.lower() and c.status == "failed"]
     assert shapes and all("changed out" in m and "in the other examples too" in m for m in shapes), shapes
+
+
+def test_a_class_without_layers_earns_no_constructor_or_shape_points(graded):
+    """An empty __init__ of the right signature earns nothing; one holding only its dropout earns the dropout's point
+    alone: the signature, "no layer has a bias" and the device argument pay a class that makes its layers, and the
+    output {"x": Q} (the input itself) earns no demo shape."""
+    scores = {s: graded[s].score for s in ("stub_empty", "stub_dropout_only")}
+    assert scores == {"stub_empty": 0, "stub_dropout_only": 1}, {s: failures(graded[s]) for s in scores}
+    earned = [c.nodeid.split("::")[-1] for c in graded["stub_dropout_only"].checks if c.score > 0]
+    assert earned == ["test_mha_dropout_module"], earned
+    said = {c.nodeid.split("::")[-1]: c.message for c in graded["stub_empty"].checks if c.status == "failed"}
+    for name in ("test_mha_signature", "test_mha_no_bias", "test_mha_rejects_indivisible"):
+        assert "no parameters" in said[name].en and "파라미터" in said[name].ko, said[name]
+
+
+def test_entries_computed_without_the_layers_earn_no_demo_shape_of_the_layers_steps(graded):
+    """Q_feat = Q, K_feat = K, V_feat = V and x = x_rsh2 (no layer applied): the steps between are right on those
+    inputs and keep their points, the projections and the output earn nothing, their demo shapes included."""
+    r = graded["stub_no_weights"]
+    assert "= self.lin_" not in STUB_NO_WEIGHTS.split("def forward(self, Q, K, V, mask=None):")[-1]
+    got = {q: sum(c.score for c in r.checks if c.question == q) for q in QUESTIONS}
+    assert got == {**QUESTIONS, "projections": 0, "output": 0}, failures(r)
+    shapes = [c.message for c in r.checks if "demo" in c.name.lower() and c.status == "failed"]
+    assert len(shapes) == 2 and all("with other weights loaded" in m.en and "다른 가중치" in m.ko for m in shapes), \
+        shapes
 
 
 def test_no_diagnosis_of_a_step_is_made_from_zeros(graded):

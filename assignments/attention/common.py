@@ -17,6 +17,7 @@ from autograder.messages import Message, near_miss
 from autograder.sourcecode import (asserts_tuple, class_node, created_twice, dropped_masked_fill,  # noqa: F401
                                    method_node, unfinished)  # (class_node: hidden checks)
 from autograder.proxy import step, taken
+from autograder.worker import LIBRARY_ATTENTION
 
 # The lab's running example: "Your journey starts with one step", one 3-d embedding per token.
 INPUTS = torch.tensor(
@@ -380,6 +381,8 @@ def expect_working(sub, cls: str, seed: int | None = None) -> None:
                         "A single CausalAttention does not work yet, so the wrapper cannot show that it works: ",
                         "CausalAttention 하나가 아직 동작하지 않아서 래퍼가 동작함을 보일 수 없습니다: ") + e.message) from None
             _quiet_if_hidden(sub, cls, seed)
+            if cls == "MultiHeadAttention":
+                _expect_own_heads(sub, cls, seed)
             known[cls] = None
         except CheckFailure as e:
             known[cls] = e.message
@@ -391,6 +394,47 @@ def expect_working(sub, cls: str, seed: int | None = None) -> None:
                                    "nothing: ",
                                    f"앞선 검사에서 `{cls}`가 동작함을 보일 수 없었으므로 이 검사는 점수가 없습니다: ")
                            + known[cls])
+
+
+# MultiHeadAttention's heads are the student's to write: its own projections handed to F.multi_head_attention_forward
+# (identity projections inside, its out_proj as the output layer) had PyTorch split the heads, mask, scale and
+# softmax the scores, drop, merge the heads and apply out_proj, and earned 100/100 (red team, round 25; the
+# transformer_block lab's attention and the exam's Q1 were closed the same way in round 21). F.scaled_dot_product_
+# attention stays the student's to use, as the notebook's variants do: the split into heads, their merge and the
+# output projection are still theirs. A class that runs torch's multi-head attention does not pass the gate.
+OWN_HEADS = Message(
+    "`MultiHeadAttention` runs PyTorch's own multi-head attention (nn.MultiheadAttention, "
+    "F.multi_head_attention_forward or its kernel): this class asks you to write it yourself (the split into heads, "
+    "the masked and scaled scores, the softmax, the dropout, the merged heads and out_proj), so what PyTorch "
+    "computes for it earns nothing.",
+    "`MultiHeadAttention`이(가) PyTorch의 멀티 헤드 어텐션(nn.MultiheadAttention, "
+    "F.multi_head_attention_forward 또는 그 커널)을 그대로 실행합니다: 이 클래스는 헤드 나누기, 마스크와 스케일을 "
+    "적용한 점수, softmax, dropout, 헤드 합치기와 out_proj를 직접 작성하는 문제이므로 PyTorch가 계산한 결과로는 "
+    "점수를 받을 수 없습니다.")
+
+
+def _expect_own_heads(sub, cls: str, seed: int) -> None:
+    """One call of a fresh module at the gate's shapes, watched for torch's multi-head attention (see OWN_HEADS), which
+    must give what the same call unwatched gives: the watch is seen from inside (sys.getprofile(), a torch function
+    mode), and a forward that returned zeros when watched and ran F.multi_head_attention_forward otherwise would pass
+    a watched call that only looked for the library."""
+    args, shape = gate_args(cls)
+    x = randn(seed, *shape)
+    m = build(sub, cls, *args, seed=seed)
+    # (both calls seeded alike: a dropout that acts in eval mode, a bug charged where it is, draws the same twice)
+    plain = expect_tensor(m(x, seed=seed), f"{cls}(...)(x)")
+    res = m.run(x, seed=seed, record=[LIBRARY_ATTENTION])
+    if any(isinstance(r, dict) and r.get("fn") == LIBRARY_ATTENTION for r in res.get("records") or []):
+        raise CheckFailure(OWN_HEADS)
+    watched = res.get("out")
+    if type(watched) is not torch.Tensor or watched.shape != plain.shape or not torch.allclose(
+            watched.double(), plain.double(), rtol=1e-5, atol=1e-6, equal_nan=True):
+        raise CheckFailure(Message(
+            f"`{cls}` gave another output for the same input when its call was watched for PyTorch's own multi-head "
+            "attention than when it was not: a forward that changes what it computes when it is watched earns "
+            "nothing here. ",
+            f"같은 입력인데 PyTorch의 멀티 헤드 어텐션 사용 여부를 살펴볼 때와 그렇지 않을 때 `{cls}`의 출력이 "
+            "달랐습니다: 관찰될 때 계산을 바꾸는 forward는 점수를 받을 수 없습니다. ") + OWN_HEADS)
 
 
 def _quiet_if_hidden(sub, cls: str, seed: int) -> None:

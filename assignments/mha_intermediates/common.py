@@ -199,13 +199,14 @@ def check_signature(sub) -> None:
     each with a default (`verbose=False`), change no call of the notes and are accepted."""
     cls = mha_class(sub)
     try:
-        build_mha(sub, 12, 3, seed=0)
+        built = build_mha(sub, 12, 3, seed=0)
     except CheckFailure:
         # Built with the notes' names, a constructor that has others fails with a TypeError: the signature is the
         # cause, and says what to change (learners round rl11: __init__(self, head, embedding_dim, dropout=0.1)
         # and (d_model, n_head) were told only "raised TypeError: unexpected keyword argument 'd_feat'").
         signature_differs(sub, cls)
         raise
+    expect_layers(built, cls, ("its signature earns nothing yet", "시그니처 점수를 아직 받을 수 없습니다"))
     params = [p for p in sub.signature(cls) if p["kind"] in ("POSITIONAL_OR_KEYWORD", "KEYWORD_ONLY")]
     got = [(p["name"], p["default"]) for p in params]
     want_text = ", ".join(f"{n}={'F.relu' if d == 'relu' else d}" for n, d in SIGNATURE)
@@ -246,6 +247,19 @@ def check_signature(sub) -> None:
 
 
 
+def expect_layers(m, cls: str, earns: tuple[str, str]) -> None:
+    """The constructor's checks pay a class that makes its layers (`m` built): its signature, "no layer has a bias",
+    rejecting an indivisible n_head and accepting `device` all hold for a class that makes none. An __init__ of the
+    docstring's signature that only called super().__init__() (and raised ValueError for an indivisible n_head)
+    earned 5 points of them, one holding only its dropout 3 more (red team, round 25). `earns`: what the check would
+    have paid, said in the failure (English, Korean)."""
+    if not m.describe().get("params"):
+        fail(f"`{cls}` can be built but holds no parameters: the layers it should make (lin_Q, lin_K, lin_V, lin_O: "
+             f"nn.Linear(d_feat, d_feat, bias=USE_BIAS)) are not there, so {earns[0]}.",
+             f"`{cls}`을(를) 만들 수는 있지만 파라미터가 하나도 없습니다: 만들어야 할 레이어(lin_Q, lin_K, lin_V, "
+             f"lin_O: nn.Linear(d_feat, d_feat, bias=USE_BIAS))가 없으므로 {earns[1]}.")
+
+
 def check_device_argument(sub) -> None:
     """The notes build the layer with device=device (the GPU when there is one) and then call it on CPU tensors:
     `device` is accepted and the layers stay where they are. Same seed with and without it, same output."""
@@ -255,7 +269,8 @@ def check_device_argument(sub) -> None:
         dev = "cpu"
     x = randn(5, 2, 4, 12)
     what = call_text(12, 3, dropout_p=0.0, device=dev)
-    plain_out = forward_dict(build_mha(sub, 12, 3, seed=9, dropout_p=0.0), x, x, x, what=call_text(12, 3))
+    plain_m = build_mha(sub, 12, 3, seed=9, dropout_p=0.0)
+    plain_out = forward_dict(plain_m, x, x, x, what=call_text(12, 3))
     # The output, or when forward raises (charged at the step that raised), the last entry it computed.
     key = next((k for k in reversed(KEYS) if k in plain_out), "x") if isinstance(plain_out, Crashed) else "x"
     plain = entry(plain_out, key, call_text(12, 3))
@@ -273,6 +288,8 @@ def check_device_argument(sub) -> None:
     expect_close(got, plain, what + f"(x, x, x)['{key}']", hint=Message(
         "With the same seed, passing `device` must not change the layer: the notes only accept the argument.",
         "같은 시드라면 `device`를 넘겨도 레이어가 달라지면 안 됩니다: 노트는 이 인자를 받기만 합니다."))
+    expect_layers(plain_m, mha_class(sub), ("accepting `device` earns nothing yet",
+                                             "`device`를 받는 것만으로는 아직 점수를 받을 수 없습니다"))
 
 
 class Crashed(dict):
@@ -436,6 +453,39 @@ def demo_outputs(sub, seed: int = 2024, base: int | None = None) -> dict:
     return memo(sub, ("demo", seed, base), run)
 
 
+# The entries a step computes with the module's weights: lin_Q, lin_K and lin_V give the projections, lin_O the output.
+# The input itself passes for each of them: `return {"Q_feat": Q, "K_feat": K, "V_feat": V, "x": Q}` has the notes'
+# shapes, changes with each example's own input, and earned the projections' and the output's demo shapes (red team,
+# round 25). Those shapes pay only an entry that changes when other weights are loaded. (The later steps reshape,
+# multiply and weigh what came before: they are judged on the input, so that a projection left out costs only the
+# projections' points.)
+WEIGHTED = ("Q_feat", "K_feat", "V_feat", "x")
+
+
+def other_weights(m, seed: int = 4242) -> bool:
+    """Load other weights into the student's module `m` (every floating parameter, drawn from `seed`): False where it
+    holds none, so that nothing can show that it computes with them."""
+    params = {n: t for n, t in (m.state().get("params") or {}).items()
+              if type(t) is torch.Tensor and t.is_floating_point()}
+    if not params:
+        return False
+    g = torch.Generator().manual_seed(seed)
+    m.load_state({n: (torch.randn(tuple(t.shape), generator=g) * 0.1).to(t.dtype) for n, t in params.items()})
+    return True
+
+
+def demo_other_weights(sub) -> dict:
+    """The notes' demo (the input of demo_outputs' seed) with other weights loaded ({} where the module holds none)."""
+    def run() -> dict:
+        d = DEMO
+        m = build_mha(sub, d["d_feat"], d["n_head"], seed=0, dropout_p=0.1)
+        if not other_weights(m):
+            return {}
+        src = rand(2024, d["n_batch"], d["n_src"], d["d_feat"])
+        return forward_dict(m, src, src, src, what=call_text(d["d_feat"], d["n_head"]))
+    return memo(sub, ("demo", "other weights"), run)
+
+
 def from_own_example(a: Any, b: Any, n_batch: int) -> str | None:
     """Why `b`, the output for an input whose first example alone was changed, is no evidence that each example's
     output is computed from its own input: "same" (it did not change), "others" (it changed in other examples too);
@@ -480,6 +530,15 @@ def check_demo_shapes(sub, keys: tuple[str, ...]) -> None:
         if why is not None:
             not_from_input(f"the notes' demo (n_batch={d['n_batch']}, n_src={d['n_src']}, d_feat={d['d_feat']}, "
                            f"n_head={d['n_head']})", f"out['{key}']", f"out['{key}']", why)
+        moved = tensor_or_none(demo_other_weights(sub), key) if key in WEIGHTED else None
+        if key in WEIGHTED and (moved is None or not changed(got, moved)):
+            layer = "lin_O" if key == "x" else f"lin_{key[0]}"
+            fail(f"With the notes' demo (n_batch={d['n_batch']}, n_src={d['n_src']}, d_feat={d['d_feat']}, "
+                 f"n_head={d['n_head']}), out['{key}'] came out the same with other weights loaded into the layer: it "
+                 f"is not computed with {layer}, so its shape earns nothing.",
+                 f"노트의 데모(n_batch={d['n_batch']}, n_src={d['n_src']}, d_feat={d['d_feat']}, n_head={d['n_head']})"
+                 f"에서 레이어에 다른 가중치를 넣어도 out['{key}']이(가) 똑같이 나왔습니다: {layer}(으)로 계산되지 "
+                 "않으므로 shape 점수를 받을 수 없습니다.")
         if tuple(got.shape) == want:
             continue
         ups = [tensor_or_none(out, u) for u in UPSTREAM.get(key, ())]

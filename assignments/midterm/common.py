@@ -136,6 +136,22 @@ def expect_from_input(run, inputs: tuple, what: str, seed: int) -> None:
                  f"계산되지 않으므로 {SHAPE_EARNS[1]}.")
 
 
+def expect_from_keys(run, inputs: tuple, names: tuple[str, ...], what: str, seed: int) -> None:
+    """Evidence that every output of `run(Q, K, V)` is computed from the keys: with only K drawn anew, each changes.
+    Attention weighs the values by how each query meets the keys, so both of SDPA's outputs move with K; the input
+    handed back (`return Q, Q @ Q.transpose(-2, -1)`, or V) changes with its own example and earned the SDPA shape
+    points (red team, round 25)."""
+    g = torch.Generator().manual_seed(seed)
+    q, k, v = inputs
+    other = (q, torch.randn(tuple(k.shape), generator=g) * 2 + 0.5, v)
+    for name, a, b in zip(names, run(*inputs), run(*other)):
+        gap = _gap(b, a)
+        if gap is None or gap <= 1e-6:
+            fail(f"`{what}`: {name} stayed the same when only K changed: it is not computed from the keys, "
+                 f"{SHAPE_EARNS[0]}.",
+                 f"`{what}`: K만 바꿨는데 {name}이(가) 그대로입니다: 키로부터 계산되지 않으므로 {SHAPE_EARNS[1]}.")
+
+
 def expect_from_weights(m, run, what: str, seed: int) -> None:
     """Evidence that the module computes with its parameters: other values for them change its output."""
     y = run()

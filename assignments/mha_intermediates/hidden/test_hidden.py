@@ -11,9 +11,9 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from assignments.mha_intermediates.common import (build_mha, call_text, divisor, entry, forward_dict, informative,
-                                                  memo, other_divisor, rand, randn, scale_of, scale_rule, sdpa_call,
-                                                  tensor_or_none)
+from assignments.mha_intermediates.common import (build_mha, call_text, divisor, entry, expect_layers, forward_dict,
+                                                  informative, memo, other_divisor, rand, randn, scale_of, scale_rule,
+                                                  sdpa_call, tensor_or_none)
 from assignments.mha_intermediates.hidden import diagnose  # noqa: F401  (registers the grader's bug diagnosis)
 from autograder.bugtable import Call
 from autograder.checks import CheckFailure, check, diagnosis, expect_close, fail
@@ -231,7 +231,10 @@ def test_sdpa_any_leading_axes(sub):
 @check(question="mha_init", points=1)
 def test_mha_no_bias(sub):
     """USE_BIAS=False: none of the four layers has a bias"""
-    info = build_mha(sub, 12, 3, seed=0, USE_BIAS=False).describe()
+    m = build_mha(sub, 12, 3, seed=0, USE_BIAS=False)
+    expect_layers(m, call_text(12, 3, USE_BIAS=False), ("having no bias earns nothing", "bias가 없다는 점수를 받을 수 "
+                                                                                        "없습니다"))
+    info = m.describe()
     biases = sorted(n for n, _, _ in info.get("params", []) if n.endswith("bias"))
     if biases:
         fail(f"With USE_BIAS=False no layer should have a bias, but found {', '.join(biases)}. Pass the flag to "

@@ -6,7 +6,7 @@ reference (same weights copied in), with masks, cross-attention shapes and dropo
 import torch
 
 from assignments.mha_intermediates.common import (build_mha, call_text, check_demo_shapes, check_device_argument,
-                                                  check_sdpa_demo, check_signature, divisor, entry,
+                                                  check_sdpa_demo, check_signature, divisor, entry, expect_layers,
                                                   forward_dict, informative, mha_class, other_divisor, randn,
                                                   scale_rule)
 from autograder.checks import CheckFailure, check, expect_close, fail
@@ -43,7 +43,9 @@ def test_mha_device_argument(sub):
 @check(question="mha_init", points=2)
 def test_mha_rejects_indivisible(sub):
     """MultiHeadedAttention raises ValueError when n_head does not divide d_feat"""
-    build_mha(sub, 200, 5, seed=0)  # must work first: a class that cannot be built earns nothing here
+    # must work first, with its layers: a class that cannot be built, or makes none, earns nothing here
+    expect_layers(build_mha(sub, 200, 5, seed=0), mha_class(sub), ("rejecting n_head earns nothing yet",
+                                                                   "n_head를 거부하는 점수를 아직 받을 수 없습니다"))
     try:
         build_mha(sub, 200, 3, seed=0)
     except CheckFailure as e:

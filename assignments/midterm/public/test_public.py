@@ -5,7 +5,8 @@ Nothing here depends on a student's variant or shows a value, so these checks ca
 test ("constructs", "shapes"), which is how `grade check` groups them in exam mode.
 """
 from assignments.midterm.common import (build_block, build_mha, build_sdpa, call, call_block, call_sdpa,
-                                        expect_from_input, expect_from_weights, expect_parameters, randn, shapes_ok)
+                                        expect_from_input, expect_from_keys, expect_from_weights, expect_parameters,
+                                        randn, shapes_ok)
 from autograder.checks import check, expect_tensor, fail
 
 
@@ -39,6 +40,7 @@ def test_sdpa_shapes(sub):
     shapes_ok(out, (2, 2, 5, 4), f"{what}[0]")
     shapes_ok(attn, (2, 2, 5, 5), f"{what}[1]")
     expect_from_input(lambda *qkv: call_sdpa(m, *qkv, what=what, seed=0), qkv, what, seed=7)
+    expect_from_keys(lambda *qkv: call_sdpa(m, *qkv, what=what, seed=0), qkv, ("out", "attention"), what, seed=10)
 
 
 @check(question="ScaledDotProductAttention", points=1, name="shapes: window_mask(5)")
