@@ -823,7 +823,8 @@ class _Guard:
 
     FUNCTIONS = ("probe_devices", "all_parameters", "probe_cuda", "accelerator_built", "own_dict", "_registered",
                  "walk_modules", "walk_tensors", "persistent_buffers", "_held", "_kernel_name", "_own_norm",
-                 "_other_threads", "_alive", "_uid_of", "_profile_audit", "_set_profile")
+                 "_other_threads", "_python_threads", "_other_processes", "_activity", "_alive", "_uid_of",
+                 "_profile_audit", "_set_profile")
     VALUES = ("_INSTANCE_DICT", "_ABSENT", "MAX_WALK", "_LIBRARY_CODE", "_LIBRARY_PRINTS", "_LIBRARY_LARGE", "LIBRARY",
               "_SETPROFILE", "_GETPROFILE", "_LIBRARY_KERNELS",
               "_LIBRARY_BUILTINS", "LIBRARY_ATTENTION", "_ATTENTION_CODE", "_WATCHES", "_THREAD_STARTS",
@@ -1170,11 +1171,17 @@ def _alive(pid: str) -> bool:
 def _other_threads() -> bool:
     """Whether a Python thread other than this one exists (the worker itself runs in one thread), or another live
     process of the submission's (see above)."""
+    return _python_threads() or _other_processes()
+
+
+def _python_threads() -> bool:
     try:
-        if len(_CURRENT_FRAMES()) > 1:
-            return True
+        return len(_CURRENT_FRAMES()) > 1
     except Exception:  # noqa: BLE001 (an interpreter without it: nothing to tell)
-        pass
+        return False
+
+
+def _other_processes() -> bool:
     me, uid = os.getpid(), os.getuid()
     try:
         for tid in os.listdir("/proc/self/task"):
@@ -1186,6 +1193,22 @@ def _other_threads() -> bool:
         return any(n.isdigit() and int(n) != me and _uid_of(n) == uid and _alive(n) for n in os.listdir("/proc"))
     except (OSError, ValueError):
         return False
+
+
+def _activity() -> dict[str, bytes] | None:
+    """Every thread of this process but the one asking (by kernel task id) with how much it has run: its schedstat
+    (CPU time in ns, time waiting to run, times run), which moves whenever the thread runs at all. None where that
+    cannot be read."""
+    me = str(_thread.get_native_id())
+    got = {}
+    try:
+        for tid in os.listdir("/proc/self/task"):
+            if tid != me:
+                with open(f"/proc/self/task/{tid}/schedstat", "rb") as f:
+                    got[tid] = f.read(200)
+    except (OSError, ValueError):
+        return None
+    return got
 
 
 def _uid_of(pid: str) -> int:
@@ -1297,6 +1320,7 @@ class Recorder(TorchFunctionMode):
         self.norms = "layer_norm" in self.names
         self.inside, self.handles = 0, []  # how deep in such a subclass's forward; its hooks
         self.kernels = _KernelWatch(self) if self.library else None
+        self.threads, self.idle = False, {}  # Python threads besides this one, and their activity (_threads_before)
 
     def _norm_enter(self, module, args) -> None:
         if _own_norm(module):
@@ -1323,8 +1347,21 @@ class Recorder(TorchFunctionMode):
                 if tag not in self.ran and (starts or _kernel_name(arg) in kernels or any(arg is f for f in builtins)):
                     self.ran.add(tag)
 
-    def _threads(self) -> None:
-        if _other_threads():  # a thread already there (or still there) can do the work unseen
+    def _threads_before(self) -> None:
+        """At the start of a watched call: a live process of the submission's can do the work unseen (taken as run);
+        a thread only if it runs during the call, so each other thread's activity is noted now (_threads_after)."""
+        if _other_processes():
+            self.ran.update(w[0] for w in self.watches)
+        self.threads, self.idle = _python_threads(), _activity()
+
+    def _threads_after(self) -> None:
+        """At its end: another process, or a thread that ran meanwhile (or started or ended), may have done the
+        work unseen, so the watches' code is taken to have run. A thread that slept through the call cannot have:
+        a monitor thread left from import (a progress bar's, a flood of sleeping threads: hostile case stop_flood)
+        cost a right MultiHeadAttention all 20 points, "runs PyTorch's own multi-head attention", while a pool's
+        thread that runs the layer on request still counts."""
+        if _other_processes() or (self.threads or _python_threads()) and (
+                self.idle is None or _activity() != self.idle):
             self.ran.update(w[0] for w in self.watches)
 
     def __enter__(self):
@@ -1332,7 +1369,7 @@ class Recorder(TorchFunctionMode):
             self.was = _GETPROFILE()
             _set_profile(self.hook)
             _WATCHING.append(self)
-            self._threads()
+            self._threads_before()
             self.kernels.__enter__()
         if self.norms:
             self.handles = [nn.modules.module.register_module_forward_pre_hook(self._norm_enter),
@@ -1353,7 +1390,7 @@ class Recorder(TorchFunctionMode):
                 self.kernels.__exit__(None, None, None)
             else:  # the forward took the kernel watch off (or left a mode of its own above it)
                 watched = False
-            self._threads()
+            self._threads_after()
             for w in self.watches:
                 if w[0] in self.ran or not watched:  # (a forward that takes the watch off is taken to have run it)
                     self.seen.append({"fn": w[0], "input": None, "watched": watched})

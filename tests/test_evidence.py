@@ -391,8 +391,21 @@ def test_multi_head_attention_computed_by_pytorchs_own_earns_nothing_of_the_clas
     hiding = LIBRARY_HEADS.replace("        n = x.shape[1]\n", "        import sys\n        if sys.getprofile() is not None:\n"
                                    "            return torch.zeros(*x.shape[:-1], self.d_out)\n        n = x.shape[1]\n", 1)
     assert hiding != LIBRARY_HEADS
+    # The library run by a thread of a pool started at import, which sleeps until forward hands it the work: the
+    # thread runs during the call, out of the profile function's sight. (A thread that sleeps through the call
+    # cannot do the work: the honest file below keeps its points.)
+    pooled = LIBRARY_HEADS.replace("    def forward(self, x: torch.Tensor) -> torch.Tensor:  # x: (b, T, d_in)\n",
+                                   "    def forward(self, x):\n        return POOL.submit(self.forward_, x).result()\n\n"
+                                   "    def forward_(self, x: torch.Tensor) -> torch.Tensor:\n", 1)
+    assert pooled != LIBRARY_HEADS
+    pool = "\nfrom concurrent.futures import ThreadPoolExecutor\nPOOL = ThreadPoolExecutor(1)\nPOOL.submit(int).result()\n"
+    idle = "\nimport threading, time\nthreading.Thread(target=time.sleep, args=(600,), daemon=True).start()\n"
     results = grade_sources(tmp_path, {"lib_heads.py": REF[:forward] + LIBRARY_HEADS,
-                                       "lib_heads_hidden.py": REF[:forward] + hiding})
+                                       "lib_heads_hidden.py": REF[:forward] + hiding,
+                                       "lib_heads_pool.py": REF[:forward] + pooled + pool,
+                                       "honest_idle_thread.py": REF + idle})
+    honest = results.pop("honest_idle_thread")
+    assert by_q(honest) == QUESTIONS, by_q(honest)  # (it lost MultiHeadAttention's 20: "runs PyTorch's own")
     for name, r in results.items():
         assert by_q(r) == {**QUESTIONS, "MultiHeadAttention": 0}, (name, by_q(r))
         said = [c.message for c in r.checks if c.question == "MultiHeadAttention" and c.status == "failed"]

@@ -420,10 +420,12 @@ def _expect_own_heads(sub, cls: str, seed: int) -> None:
     a watched call that only looked for the library."""
     args, shape = gate_args(cls)
     x = randn(seed, *shape)
-    m = build(sub, cls, *args, seed=seed)
-    # (both calls seeded alike: a dropout that acts in eval mode, a bug charged where it is, draws the same twice)
-    plain = expect_tensor(m(x, seed=seed), f"{cls}(...)(x)")
-    res = m.run(x, seed=seed, record=[LIBRARY_ATTENTION])
+    # (both calls seeded alike: a dropout that acts in eval mode, a bug charged where it is, draws the same twice;
+    # built and called in one round trip, each reply taken in order)
+    _m, values = build_then(sub, cls, *args, seed=seed, lenient=True,
+                            steps=[step("call", x, seed=seed), step("call", x, seed=seed, record=[LIBRARY_ATTENTION])])
+    plain = expect_tensor(taken(values[0])["out"], f"{cls}(...)(x)")
+    res = taken(values[1])
     if any(isinstance(r, dict) and r.get("fn") == LIBRARY_ATTENTION for r in res.get("records") or []):
         raise CheckFailure(OWN_HEADS)
     watched = res.get("out")
