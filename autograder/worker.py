@@ -1293,6 +1293,14 @@ class _KernelWatch(TorchDispatchMode):
         super().__init__()
         self.recorder = recorder
 
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:
+        # False: torch would wrap __torch_dispatch__ in torch._disable_dynamo, whose first call imports torch._dynamo
+        # and sympy (about 800 modules, 2 s of CPU in every worker that ran a watched call; and where the worker cannot
+        # read torch's files, a uid of its own under a mode-700 home as on Gradescope, a PermissionError that failed
+        # the watched class: a right MultiHeadAttention got 0 of 7 public points). Nothing is compiled in this mode.
+        return False
+
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         rec = self.recorder
         for tag, _codes, _prints, kernels, _builtins in rec.watches:

@@ -254,3 +254,19 @@ def test_putting_back_the_torch_settings_imports_nothing():
             "print(sorted(set(sys.modules) - before)[:5])\n")
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert p.returncode == 0 and p.stdout.strip() == "[]", (p.stdout, p.stderr[-2000:])
+
+
+def test_a_call_watched_for_the_library_imports_nothing():
+    """A call watched for torch's own layers (worker.Recorder with LIBRARY or LIBRARY_ATTENTION, whose kernel watch is
+    a TorchDispatchMode) imports no module in the worker: torch wraps a dispatch mode's __torch_dispatch__ in
+    torch._disable_dynamo, whose first call imported torch._dynamo and sympy (about 800 modules, 2 s of CPU in every
+    worker, and a PermissionError that failed the watched class where the worker cannot read torch's files). After
+    the imports and warm-up the zygote does, in a fresh interpreter."""
+    code = (f"import sys; sys.path.insert(0, {str(ROOT)!r})\n"
+            "import torch\nfrom autograder import worker\nworker.warm_up(False)\n"
+            "before = set(sys.modules)\nm = torch.nn.Linear(4, 4)\n"
+            "for watch in (worker.LIBRARY, worker.LIBRARY_ATTENTION):\n"
+            "    with worker.Recorder([watch]):\n        m(torch.ones(2, 4))\n"
+            "print(sorted(set(sys.modules) - before)[:5])\n")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0 and p.stdout.strip() == "[]", (p.stdout, p.stderr[-2000:])
