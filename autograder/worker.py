@@ -823,8 +823,8 @@ class _Guard:
 
     FUNCTIONS = ("probe_devices", "all_parameters", "probe_cuda", "accelerator_built", "own_dict", "_registered",
                  "walk_modules", "walk_tensors", "persistent_buffers", "_held", "_kernel_name", "_own_norm",
-                 "_other_threads", "_python_threads", "_other_processes", "_activity", "_alive", "_uid_of",
-                 "_profile_audit", "_set_profile")
+                 "_other_threads", "_python_threads", "_other_processes", "_process_ids", "_activity", "_alive",
+                 "_uid_of", "_profile_audit", "_set_profile")
     VALUES = ("_INSTANCE_DICT", "_ABSENT", "MAX_WALK", "_LIBRARY_CODE", "_LIBRARY_PRINTS", "_LIBRARY_LARGE", "LIBRARY",
               "_SETPROFILE", "_GETPROFILE", "_LIBRARY_KERNELS",
               "_LIBRARY_BUILTINS", "LIBRARY_ATTENTION", "_ATTENTION_CODE", "_WATCHES", "_THREAD_STARTS",
@@ -1182,23 +1182,30 @@ def _python_threads() -> bool:
 
 
 def _other_processes() -> bool:
+    return bool(_process_ids())
+
+
+def _process_ids() -> list[str]:
+    """The live processes of the submission's other than this one: the children of this process's threads, and, where
+    the worker has a uid of its own (as root), every process of that uid ([] where /proc cannot tell)."""
     me, uid = os.getpid(), os.getuid()
+    found: list[str] = []
     try:
         for tid in os.listdir("/proc/self/task"):
             with open(f"/proc/self/task/{tid}/children") as f:
-                if any(_alive(pid) for pid in f.read().split()):
-                    return True
+                found += [pid for pid in f.read().split() if _alive(pid)]
         if os.stat(f"/proc/{os.getppid()}").st_uid == uid:
-            return False  # the keeper shares this uid (not root): the uid is not the submission's alone
-        return any(n.isdigit() and int(n) != me and _uid_of(n) == uid and _alive(n) for n in os.listdir("/proc"))
+            return found  # the keeper shares this uid (not root): the uid is not the submission's alone
+        return sorted(set(found) | {n for n in os.listdir("/proc")
+                                    if n.isdigit() and int(n) != me and _uid_of(n) == uid and _alive(n)})
     except (OSError, ValueError):
-        return False
+        return found
 
 
 def _activity() -> dict[str, bytes] | None:
-    """Every thread of this process but the one asking (by kernel task id) with how much it has run: its schedstat
-    (CPU time in ns, time waiting to run, times run), which moves whenever the thread runs at all. None where that
-    cannot be read."""
+    """Every thread of this process but the one asking, and every thread of the submission's other live processes
+    (_process_ids), with how much it has run: its schedstat (CPU time in ns, time waiting to run, times run), which
+    moves whenever the thread runs at all. None where that cannot be read."""
     me = str(_thread.get_native_id())
     got = {}
     try:
@@ -1206,6 +1213,10 @@ def _activity() -> dict[str, bytes] | None:
             if tid != me:
                 with open(f"/proc/self/task/{tid}/schedstat", "rb") as f:
                     got[tid] = f.read(200)
+        for pid in _process_ids():
+            for tid in os.listdir(f"/proc/{pid}/task"):
+                with open(f"/proc/{pid}/task/{tid}/schedstat", "rb") as f:
+                    got[f"{pid}/{tid}"] = f.read(200)
     except (OSError, ValueError):
         return None
     return got
@@ -1356,19 +1367,19 @@ class Recorder(TorchFunctionMode):
                     self.ran.add(tag)
 
     def _threads_before(self) -> None:
-        """At the start of a watched call: a live process of the submission's can do the work unseen (taken as run);
-        a thread only if it runs during the call, so each other thread's activity is noted now (_threads_after)."""
-        if _other_processes():
-            self.ran.update(w[0] for w in self.watches)
-        self.threads, self.idle = _python_threads(), _activity()
+        """At the start of a watched call: another thread or live process of the submission's can do the work
+        unseen, but only if it runs during the call, so how much each has run is noted now (_threads_after)."""
+        self.threads = _python_threads() or _other_processes()
+        self.idle = _activity()
 
     def _threads_after(self) -> None:
-        """At its end: another process, or a thread that ran meanwhile (or started or ended), may have done the
-        work unseen, so the watches' code is taken to have run. A thread that slept through the call cannot have:
-        a monitor thread left from import (a progress bar's, a flood of sleeping threads: hostile case stop_flood)
-        cost a right MultiHeadAttention all 20 points, "runs PyTorch's own multi-head attention", while a pool's
-        thread that runs the layer on request still counts."""
-        if _other_processes() or (self.threads or _python_threads()) and (
+        """At its end: a thread or process of the submission's that ran meanwhile (or started or ended) may have done
+        the work unseen, so the watches' code is taken to have run. One that slept through the call cannot have: a
+        monitor thread left from import (a progress bar's, a flood of sleeping threads: hostile case stop_flood) or
+        sleeping processes in sessions of their own (stop_setsid_children) cost a right MultiHeadAttention all 20
+        points, "runs PyTorch's own multi-head attention", while a pool's thread or a server process that runs the
+        layer on request still counts."""
+        if (self.threads or _python_threads() or _other_processes()) and (
                 self.idle is None or _activity() != self.idle):
             self.ran.update(w[0] for w in self.watches)
 
