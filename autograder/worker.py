@@ -825,7 +825,7 @@ class _Guard:
                  "walk_modules", "walk_tensors", "persistent_buffers", "_held", "_kernel_name", "_own_norm",
                  "_other_threads", "_python_threads", "_other_processes", "_process_ids", "_activity", "_alive",
                  "_uid_of", "_profile_audit", "_set_profile")
-    VALUES = ("_INSTANCE_DICT", "_ABSENT", "MAX_WALK", "_LIBRARY_CODE", "_LIBRARY_PRINTS", "_LIBRARY_LARGE", "LIBRARY",
+    VALUES = ("_INSTANCE_DICT", "_ABSENT", "SETTLE_TRIES", "SETTLE_PAUSE", "MAX_WALK", "_LIBRARY_CODE", "_LIBRARY_PRINTS", "_LIBRARY_LARGE", "LIBRARY",
               "_SETPROFILE", "_GETPROFILE", "_LIBRARY_KERNELS",
               "_LIBRARY_BUILTINS", "LIBRARY_ATTENTION", "_ATTENTION_CODE", "_WATCHES", "_THREAD_STARTS",
               "_CURRENT_FRAMES", "_CALL_IMPL", "_SCRIPT_MODULE", "_DISPATCH_DEPTH", "_DISPATCH_AT",
@@ -1202,6 +1202,9 @@ def _process_ids() -> list[str]:
         return found
 
 
+SETTLE_TRIES, SETTLE_PAUSE = 5, 0.002  # Recorder._threads_before: at most 10 ms for other tasks to settle
+
+
 def _activity() -> dict[str, bytes] | None:
     """Every thread of this process but the one asking, and every thread of the submission's other live processes
     (_process_ids), with how much it has run: its schedstat (CPU time in ns, time waiting to run, times run), which
@@ -1368,9 +1371,18 @@ class Recorder(TorchFunctionMode):
 
     def _threads_before(self) -> None:
         """At the start of a watched call: another thread or live process of the submission's can do the work
-        unseen, but only if it runs during the call, so how much each has run is noted now (_threads_after)."""
+        unseen, but only if it runs during the call, so how much each has run is noted now (_threads_after). One
+        still finishing a request of an earlier call (a server process writing its last reply, then waiting for
+        the next) is given a few milliseconds to settle first, so that it is not read as running in this one; one
+        that keeps running counts."""
         self.threads = _python_threads() or _other_processes()
         self.idle = _activity()
+        for _ in range(SETTLE_TRIES if self.threads else 0):
+            time.sleep(SETTLE_PAUSE)
+            now = _activity()
+            if now == self.idle:
+                break
+            self.idle = now
 
     def _threads_after(self) -> None:
         """At its end: a thread or process of the submission's that ran meanwhile (or started or ended) may have done
