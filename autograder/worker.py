@@ -825,7 +825,8 @@ class _Guard:
                  "walk_modules", "walk_tensors", "persistent_buffers", "_held", "_kernel_name", "_own_norm",
                  "_other_threads", "_python_threads", "_other_processes", "_process_ids", "_activity", "_alive",
                  "_uid_of", "_profile_audit", "_set_profile")
-    VALUES = ("_INSTANCE_DICT", "_ABSENT", "SETTLE_TRIES", "SETTLE_PAUSE", "MAX_WALK", "_LIBRARY_CODE", "_LIBRARY_PRINTS", "_LIBRARY_LARGE", "LIBRARY",
+    VALUES = ("_INSTANCE_DICT", "_ABSENT", "SETTLE_TRIES", "SETTLE_PAUSE", "MAX_WALK", "_LIBRARY_CODE",
+              "_LIBRARY_PRINTS", "_LIBRARY_LARGE", "LIBRARY",
               "_SETPROFILE", "_GETPROFILE", "_LIBRARY_KERNELS",
               "_LIBRARY_BUILTINS", "LIBRARY_ATTENTION", "_ATTENTION_CODE", "_WATCHES", "_THREAD_STARTS",
               "_CURRENT_FRAMES", "_CALL_IMPL", "_SCRIPT_MODULE", "_DISPATCH_DEPTH", "_DISPATCH_AT",
@@ -1342,7 +1343,8 @@ class Recorder(TorchFunctionMode):
         self.norms = "layer_norm" in self.names
         self.inside, self.handles = 0, []  # how deep in such a subclass's forward; its hooks
         self.kernels = _KernelWatch(self) if self.library else None
-        self.threads, self.idle = False, {}  # Python threads besides this one, and their activity (_threads_before)
+        # whether other threads or processes of the submission's were there, and how much each had run (_threads_before)
+        self.threads, self.idle = False, {}
 
     def _norm_enter(self, module, args) -> None:
         if _own_norm(module):
