@@ -1821,11 +1821,20 @@ def warm_up(full: bool = True) -> None:
         def forward(self, x):
             s = self.lin(x) @ x.transpose(-2, -1)
             s = s.masked_fill(self.mask.bool(), -torch.inf)
-            return self.drop(torch.softmax(s / 2 ** 0.5, dim=-1)) @ x
+            y = self.drop(torch.softmax(s / 2 ** 0.5, dim=-1)) @ x
+            heads = y.view(2, 3, 2, 2).transpose(1, 2)  # as multi-head attention splits and merges its heads
+            h = (heads @ heads.transpose(2, 3)).masked_fill_(self.mask.bool()[:3, :3], -torch.inf)
+            h = torch.softmax(h / heads.shape[-1] ** 0.5, dim=-1) @ heads
+            z = h.transpose(1, 2).contiguous().view(2, 3, 4)[:, :2] @ self.lin.weight.T
+            z = nn.functional.gelu(nn.functional.layer_norm(z, (4,))) + (x[0] @ x[0].T).relu()[:2, :2].sum()
+            return y[:, :2] + z
 
     m = Tiny()
     x = torch.rand(2, 3, 4)
-    with Recorder(["softmax", "exp"]):
+    # A watched call, as the checks make them (LIBRARY, LIBRARY_ATTENTION), through the ops of the labs' attention and
+    # blocks: the first dispatch of an op under the kernel watch registers it in torch's Python dispatch table, 1 to 3
+    # ms of every worker's first watched call when done there (the rest of a first call's cost is copy-on-write faults).
+    with Recorder(["softmax", "exp", LIBRARY, LIBRARY_ATTENTION]):
         y = m(x)
     if full:
         (y * torch.ones_like(y)).sum().backward()  # as op_call runs it
