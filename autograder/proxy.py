@@ -246,6 +246,10 @@ class Remote:
         # The names an assignment's weights use for some of its submodules -> the submission's own names for them
         # (set by the assignment's checks; see load_state).
         self.renamed: dict[str, str] = {}
+        # Set by a check where the object's forward cannot take the calls the checks make (its parameters are not the
+        # template's: forward(query, key, value, mask) for forward(x)): what a call that raised says instead of the
+        # bare TypeError, which named the arguments missing but not what the assignment calls the forward with.
+        self.call_misfit: Message | None = None
 
     def _check_alive(self) -> None:
         worker = self.sub.worker  # (a worker that died is replaced only by the next request)
@@ -282,6 +286,7 @@ class Remote:
                             grad_output=grad_output, device=device, **extra)
         except CheckFailure as e:
             spelling = self.sub.misspelt(self.ctor[0], "forward") if self.ctor else None
+            spelling = spelling or self._misfit(e)
             if spelling is None:
                 raise
             raise CheckFailure(spelling, e.staff) from None
@@ -313,8 +318,8 @@ class Remote:
                                    steps=[{"op": st["op"], "args": {**st["args"], "handle": self.handle}}
                                           for st in steps])
         except CheckFailure as e:
-            spelling = self.sub.misspelt(self.ctor[0], "forward") if self.ctor and steps[e.step]["op"] == "call" \
-                else None
+            spelling = (self.sub.misspelt(self.ctor[0], "forward") if self.ctor else None) or self._misfit(e) \
+                if steps[e.step]["op"] == "call" else None
             failure = e if spelling is None else _hinted(e, spelling)
             if lenient and e.done is not None:
                 return list(e.done) + [failure]
@@ -322,6 +327,10 @@ class Remote:
                 raise
             raise failure from None
         return res["values"]
+
+    def _misfit(self, e: CheckFailure) -> Message | None:
+        """call_misfit, for a call that raised TypeError (what a call the forward cannot take raises)."""
+        return self.call_misfit if self.call_misfit is not None and "raised TypeError" in e.message.en else None
 
     def calls(self, *inputs: tuple, lenient: bool = False, **opts: Any) -> list[Any]:
         """The outputs of calling the object once per argument tuple, in one round trip (opts as for __call__;

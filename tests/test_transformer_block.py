@@ -658,3 +658,80 @@ def test_a_right_answer_with_its_layers_named_otherwise_in_another_order_loses_o
     charged = sorted(c.name.split(" ")[0] + " " + c.name.split(" ")[1] for c in r.checks
                      if c.status != "passed" and c.points > 0)
     assert charged == ["FeedForward has", "MultiHeadSelfAttention has", "TransformerBlock holds"], failures(r)
+
+
+# Learners round tb16: the book's TransformerBlock(cfg) (one configuration dict: emb_dim, context_length, n_heads,
+# drop_rate, qkv_bias; its FeedForward(cfg) too) and an attention written forward(query, key, value, mask=None), as the
+# Annotated Transformer and the notes' MultiHeadedAttention write it.
+BOOK_BLOCK = '''class TransformerBlock(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.attn = MultiHeadSelfAttention(cfg["emb_dim"], cfg["n_heads"], cfg["drop_rate"])
+        self.ff = FeedForward(cfg["emb_dim"], 4 * cfg["emb_dim"], cfg["drop_rate"])
+        self.norm1 = nn.LayerNorm(cfg["emb_dim"])
+        self.norm2 = nn.LayerNorm(cfg["emb_dim"])
+        self.drop_shortcut = nn.Dropout(cfg["drop_rate"])
+
+    def forward(self, x):
+        shortcut = x
+        x = self.drop_shortcut(self.attn(self.norm1(x)))
+        x = x + shortcut
+        shortcut = x
+        x = self.drop_shortcut(self.ff(self.norm2(x)))
+        return x + shortcut
+
+
+def build_transformer():'''
+QKV_FORWARD = (("    def forward(self, x, causal=False):\n        b, n, _ = x.shape\n        q = self._heads(self.W_q(x), b, n)\n"
+                "        k = self._heads(self.W_k(x), b, n)\n        v = self._heads(self.W_v(x), b, n)",
+                "    def forward(self, query, key, value, mask=None):\n        b, n, _ = query.shape\n"
+                "        q = self._heads(self.W_q(query), b, n)\n        k = self._heads(self.W_k(key), b, n)\n"
+                "        v = self._heads(self.W_v(value), b, n)\n        causal = False"),)
+
+
+def book_block_source() -> str:
+    text = REF.read_text(encoding="utf-8")
+    start, end = text.index("class TransformerBlock(nn.Module):"), text.index("def build_transformer():")
+    return text[:start] + BOOK_BLOCK + text[end + len("def build_transformer():"):]
+
+
+def test_the_books_block_from_a_config_is_told_the_labs_signature(tmp_path):
+    """TransformerBlock(cfg) got only "TransformerBlock.__init__() takes 2 positional arguments but 4 were given" in
+    every check of the block and of exercise 3: each now says what the file's constructor takes and what the lab
+    builds (the template's arguments, and which of cfg's entries they are), in English and Korean. An attention whose
+    forward takes (query, key, value, mask=None) likewise, with the call the lab makes."""
+    text = book_block_source()
+    for old, new in QKV_FORWARD:
+        text = edit(text, old, new)
+    r = grade_sources(tmp_path, {"book.py": text}, name=NAME)["book"]
+    block = [c for c in r.checks if c.question in ("TransformerBlock", "ablation") and c.status != "passed"]
+    assert block and all("takes 1 positional argument, (cfg)" in c.message.en and "TransformerBlock(d_model, n_heads, "
+                         "d_ff, dropout=0.1, norm_first=False" in c.message.en and 'cfg["emb_dim"]' in c.message.en
+                         and "위치 인자 1개 (cfg)" in c.message.ko for c in block), failures(r)
+    attn = [c for c in r.checks if c.question == "MultiHeadSelfAttention" and c.status != "passed"]
+    told = [c for c in attn if "takes (query, key, value, mask=None)" in c.message.en]
+    assert told and all("forward(x, causal=False)" in c.message.en and "forward(x, causal=False)로 호출" in c.message.ko
+                        for c in told), failures(r)
+    assert not [m for m in failed_messages(r) if "raised TypeError" in m], failures(r)
+    assert by_question(r)["FeedForward"] == 12, failures(r)
+
+
+def test_a_block_around_an_attention_of_query_key_value_is_judged_on_its_own_code(tmp_path):
+    """The template's block calling self.attn(h, h, h), as its attention's forward(query, key, value, mask=None) asks:
+    the attention does not run as the lab calls it (charged in its question, with the call the lab makes), and the
+    block, built over the grader's stand-in attention, was refused there ("takes from 2 to 3 positional arguments but
+    4 were given"): 0 of 36 and 0 of 12. The stand-in takes the same input three times as the self-attention it is,
+    so the block loses only what it computes wrong itself: the causal flag it does not pass on."""
+    text = REF.read_text(encoding="utf-8")
+    for old, new in QKV_FORWARD + (
+            ("x = x + self.dropout1(self.attn(self.norm1(x), causal))",
+             "h = self.norm1(x)\n            x = x + self.dropout1(self.attn(h, h, h))"),
+            ("x = self.norm1(x + self.dropout1(self.attn(x, causal)))",
+             "x = self.norm1(x + self.dropout1(self.attn(x, x, x, None)))"),
+            ("lambda z: self.attn(z, causal)", "lambda z: self.attn(z, z, z)")):
+        text = edit(text, old, new)
+    r = grade_sources(tmp_path, {"qkv.py": text}, name=NAME)["qkv"]
+    assert by_question(r)["ablation"] == 12, failures(r)
+    lost_block = [c.name for c in r.checks if c.question == "TransformerBlock" and c.score < c.points]
+    assert lost_block and all("causal=True" in n for n in lost_block), failures(r)
+    assert not [m for m in failed_messages(r) if "positional arguments but" in m], failures(r)

@@ -65,6 +65,117 @@ PART_DROPOUT = {
 }
 
 
+# The template's constructors and forwards, said where the student's cannot take the checks' calls.
+TEMPLATE_INIT = {
+    "MultiHeadSelfAttention": "MultiHeadSelfAttention(d_model, n_heads, dropout=0.1)",
+    "FeedForward": "FeedForward(d_model, d_ff, dropout=0.1)",
+    "TransformerBlock": "TransformerBlock(d_model, n_heads, d_ff, dropout=0.1, norm_first=False, use_ffn=True, "
+                        "use_norm=True, use_residual=True)",
+}
+# What the book's configuration dict holds for each of the template's arguments (Raschka's GPT_CONFIG_124M keys).
+BOOK_CFG = {
+    "MultiHeadSelfAttention": ('d_model = cfg["emb_dim"], n_heads = cfg["n_heads"], dropout = cfg["drop_rate"]'),
+    "FeedForward": 'd_model = cfg["emb_dim"], d_ff = 4 * cfg["emb_dim"], dropout = cfg["drop_rate"]',
+    "TransformerBlock": ('d_model = cfg["emb_dim"], n_heads = cfg["n_heads"], d_ff = 4 * cfg["emb_dim"], '
+                         'dropout = cfg["drop_rate"]'),
+}
+PLACED = ("POSITIONAL_ONLY", "POSITIONAL_OR_KEYWORD")
+
+
+def params_text(params: list[dict]) -> str:
+    """A signature as the student wrote it, without self: (cfg), (query, key, value, mask=None)."""
+    out = []
+    for p in params:
+        star = {"VAR_POSITIONAL": "*", "VAR_KEYWORD": "**"}.get(p.get("kind"), "")
+        if p.get("kind") == "KEYWORD_ONLY" and not any(o.startswith("*") for o in out):
+            out.append("*")
+        out.append(f"{star}{p.get('name')}" + (f"={p['default']}" if p.get("default") is not None else ""))
+    return f"({', '.join(out)})"
+
+
+def takes_placed(params: list[dict], n: int) -> bool:
+    """Whether a callable of these parameters (Submission.signature's) can be called with n arguments by position
+    and nothing else."""
+    placed = [p for p in params if p.get("kind") in PLACED]
+    required = [p for p in params if p.get("default") is None and p.get("kind") in (*PLACED, "KEYWORD_ONLY")]
+    spare = any(p.get("kind") == "VAR_POSITIONAL" for p in params)
+    return (len(placed) >= n or spare) and len([p for p in required if p.get("kind") in PLACED]) <= n \
+        and not [p for p in required if p.get("kind") == "KEYWORD_ONLY"]
+
+
+def init_misfit(sub, cls: str, n: int) -> Message | None:
+    """Where the student's `cls.__init__` cannot take the n arguments by position that every check builds it with
+    (MultiHeadSelfAttention(d_model, n_heads), TransformerBlock(d_model, n_heads, d_ff)), what to say: the
+    template's constructor and the student's. The book's TransformerBlock(cfg), one configuration dict (emb_dim,
+    context_length, n_heads, drop_rate, qkv_bias), raised "takes 2 positional arguments but 4 were given" in every
+    check of the block and of exercise 3 (learners round tb16). None where it can, or its signature cannot be read.
+    Decided once per class."""
+    key = f"init_misfit:{cls}"
+    if key not in sub.memo:
+        sub.memo[key] = None
+        try:
+            params = sub.signature(cls)
+        except CheckFailure:
+            params = None
+        if params is not None and not takes_placed(params, n):
+            theirs = params_text(params)
+            placed = [p.get("name") for p in params if p.get("kind") in PLACED]
+            book_en = book_ko = ""
+            if len(placed) == 1 and re.search(r"cfg|conf", str(placed[0]), re.IGNORECASE):
+                book_en = (f" One configuration dict is how the book builds its GPT model; this lab passes the sizes one "
+                           f"by one ({BOOK_CFG[cls]}).")
+                book_ko = (f" 설정 딕셔너리 하나로 만드는 것은 책의 GPT 모델 방식입니다; 이 과제는 크기를 하나씩 "
+                           f"넘깁니다 ({BOOK_CFG[cls]}).")
+            count = f"{len(placed)} positional argument{'' if len(placed) == 1 else 's'}"
+            sub.memo[key] = Message(
+                f"`{cls}.__init__` takes {count}, {theirs}, so the checks cannot build it: this lab builds "
+                f"{TEMPLATE_INIT[cls]}, the template's constructor.{book_en} Write `__init__` with the template's "
+                "arguments, in that order.",
+                f"`{cls}.__init__`이(가) 위치 인자 {len(placed)}개 {theirs}을(를) 받으므로 검사가 만들 수 없습니다: 이 과제는 템플릿의 생성자 "
+                f"{TEMPLATE_INIT[cls]}로 만듭니다.{book_ko} 템플릿의 인자를 같은 순서로 받도록 `__init__`을 "
+                "작성하세요.")
+    return sub.memo[key]
+
+
+# How the checks call each class (said by forward_misfit).
+FORWARD_CALLS = {
+    "MultiHeadSelfAttention": (
+        "forward(x, causal=False), self-attention on one input x of shape (batch, tokens, d_model): the queries, keys "
+        "and values are all projected from x (W_q(x), W_k(x), W_v(x)), and causal=True hides each token's future. "
+        "Take x (and causal) instead of separate query, key and value inputs and a mask.",
+        "forward(x, causal=False)로 호출합니다. (batch, tokens, d_model) shape의 입력 x 하나에 대한 셀프 어텐션이므로 "
+        "쿼리, 키, 값을 모두 x에서 투영하고 (W_q(x), W_k(x), W_v(x)), causal=True이면 각 토큰의 미래를 가립니다. "
+        "쿼리, 키, 값 입력과 mask를 따로 받는 대신 x(와 causal)를 받으세요."),
+    "FeedForward": ("forward(x), one input of shape (batch, tokens, d_model).",
+                    "(batch, tokens, d_model) shape의 입력 하나로 forward(x)를 호출합니다."),
+    "TransformerBlock": (
+        "forward(x, causal=False), one input x of shape (batch, tokens, d_model), and the block passes causal on to "
+        "its attention, self.attn(x, causal).",
+        "(batch, tokens, d_model) shape의 입력 x 하나로 forward(x, causal=False)를 호출하고, 블록은 causal을 "
+        "어텐션에 self.attn(x, causal)로 넘깁니다."),
+}
+
+
+def forward_misfit(sub, cls: str) -> Message | None:
+    """Where the student's `cls.forward` cannot be called with the input x alone (forward(query, key, value,
+    mask), as the Annotated Transformer and the notes' MultiHeadedAttention write it: every call raised "missing 2
+    required positional arguments: 'key' and 'value'", learners round tb16), what a call that raised says instead
+    (Remote.call_misfit): the template's forward and the student's. Decided once per class."""
+    key = f"forward_misfit:{cls}"
+    if key not in sub.memo:
+        sub.memo[key] = None
+        try:
+            params = sub.signature(cls, "forward")
+        except CheckFailure:
+            params = None
+        if params is not None and not takes_placed(params, 1):
+            theirs = params_text(params)
+            en, ko = FORWARD_CALLS[cls]
+            sub.memo[key] = Message(f"`{cls}.forward` takes {theirs}, so the checks cannot call it: this lab calls {en}",
+                                    f"`{cls}.forward`가 {theirs}을(를) 받으므로 검사가 호출할 수 없습니다: 이 과제는 {ko}")
+    return sub.memo[key]
+
+
 def part_dropout(sub, cls: str) -> str:
     """How the student's `cls.__init__` (a part: MultiHeadSelfAttention, FeedForward) takes dropout: "position"
     (a third argument under any name, or *args; also where the signature cannot be read or places fewer than two),
@@ -106,6 +217,9 @@ OWN_ATTENTION = Message(
 
 
 def _build_part(sub, cls: str, a: int, b: int, dropout: float, seed: int):
+    misfit = init_misfit(sub, cls, 2)
+    if misfit is not None:
+        raise CheckFailure(misfit)
     how = part_dropout(sub, cls)
     if how == "position":
         m = sub.new(cls, a, b, dropout, seed=seed)
@@ -127,7 +241,10 @@ def _build_part(sub, cls: str, a: int, b: int, dropout: float, seed: int):
 
 
 def _watched(m):
-    """The student's part `m`, its calls watched for PyTorch's multi-head attention where it is the attention."""
+    """The student's part `m`, its calls watched for PyTorch's multi-head attention where it is the attention (and
+    a call its forward cannot take told so: forward_misfit)."""
+    if m.ctor and m.owner is not None:
+        m.call_misfit = forward_misfit(m.sub, m.ctor[0])
     if m.ctor and m.ctor[0] == "MultiHeadSelfAttention":
         m.own_work = (LIBRARY_ATTENTION, OWN_ATTENTION)
     return m
@@ -247,10 +364,14 @@ def build_block(sub, d: int, h: int, d_ff: int, dropout: float = 0.0, norm_first
                  "만들 수 없습니다: 템플릿의 블록은 d_ff 다음에 dropout을 받아 어텐션과 피드포워드 네트워크에 넘기고 "
                  "self.dropout1, self.dropout2 = nn.Dropout(dropout), nn.Dropout(dropout)을 둡니다.")
         args = (d, h, d_ff)
+    misfit = init_misfit(sub, "TransformerBlock", 3)
+    if misfit is not None:
+        raise CheckFailure(misfit)
     spec = stand_in or block_stand_in(sub)
     m = sub.new("TransformerBlock", *args, seed=seed, stand_in=spec,
                 **({own or "norm_first": norm_first} if takes else {}), **kw, **switches)
     m.own_work = (LIBRARY, OWN_BLOCK)
+    m.call_misfit = forward_misfit(sub, "TransformerBlock")
     m.renamed = block_renames(sub, m, spec)
     if own or not takes or len(args) < 4:  # (the diagnosis builds the reference's block from these: the mode the
         # check asked for, under the template's name)
@@ -418,7 +539,12 @@ class MultiHeadSelfAttention(nn.Module):
         self.W_o = nn.Linear(d_model, d_model)
         self.dropout = nn.Dropout(dropout)
 
-    def forward(self, x, causal=False):
+    def forward(self, x, causal=False, *rest):
+        if isinstance(causal, torch.Tensor):  # (a block written for forward(query, key, value, mask=None): x, x, x)
+            key, value, mask = (causal, *rest, None)[:3]
+            if value is None or not (torch.equal(key, x) and torch.equal(value, x)) or mask is not None:
+                raise TypeError("the grader's stand-in attention is self-attention: forward(x, causal=False)")
+            causal = False
         n = x.shape[1]
         w = torch.sigmoid(self.W_q(x) @ self.W_k(x).transpose(1, 2))
         if causal:
