@@ -391,6 +391,7 @@ def test_a_block_whose_parts_are_named_otherwise_loses_only_the_structure_check(
 @pytest.mark.parametrize("student, question, check", [
     ("attn_layers_renamed", "MultiHeadSelfAttention", "MultiHeadSelfAttention has W_q, W_k, W_v, W_o"),
     ("attn_layers_renamed_key_first", "MultiHeadSelfAttention", "MultiHeadSelfAttention has W_q, W_k, W_v, W_o"),
+    ("attn_fused_qkv", "MultiHeadSelfAttention", "MultiHeadSelfAttention has W_q, W_k, W_v, W_o"),
     ("ffn_layers_in_sequential", "FeedForward", "FeedForward has linear1 = nn.Linear(d_model, d_ff)")])
 def test_layers_named_otherwise_lose_only_the_names_check(graded, student, question, check):
     """Learners round rl13: a part's linear layers named otherwise (query/key/value/out; an nn.Sequential's net.0 and
@@ -735,3 +736,24 @@ def test_a_block_around_an_attention_of_query_key_value_is_judged_on_its_own_cod
     lost_block = [c.name for c in r.checks if c.question == "TransformerBlock" and c.score < c.points]
     assert lost_block and all("causal=True" in n for n in lost_block), failures(r)
     assert not [m for m in failed_messages(r) if "positional arguments but" in m], failures(r)
+
+
+def test_a_fused_query_key_value_projection_is_charged_once_by_the_names_check(tmp_path):
+    """Learners round tb16: one nn.Linear(d_model, 3 * d_model) split into q, k, v (nanoGPT's c_attn) beside c_proj,
+    a right attention, kept 4.8 of 20 ("PyTorch's weights could not be copied ... no parameter named W_k.bias ..." in
+    every value check). The fused layer gets W_q, W_k and W_v stacked in that order (its gradient is cut likewise), the
+    names check alone is charged, saying what the layer holds; the same attention in a block under self.attention
+    costs the block its structure check only, and a bug in it is still named."""
+    fused = bugs.BY_NAME["attn_fused_qkv"].source()
+    files = {"fused.py": fused,
+             "in_block.py": fused.replace("self.attn", "self.attention"),
+             "unscaled.py": edit(fused, " / math.sqrt(self.d_head)", "")}
+    rs = grade_sources(tmp_path, files, name=NAME)
+    r = rs["fused"]
+    charged = [c for c in r.checks if c.status != "passed" and c.points > 0]
+    assert len(charged) == 1 and charged[0].name.startswith("MultiHeadSelfAttention has W_q"), failures(r)
+    assert "self.c_attn (36, 12)" in charged[0].message.en and "self.c_attn (36, 12)에" in charged[0].message.ko
+    charged = [c.name for c in rs["in_block"].checks if c.status != "passed" and c.points > 0]
+    assert len(charged) == 2 and charged[1].startswith("TransformerBlock holds"), failures(rs["in_block"])
+    named = failed_messages(rs["unscaled"], ("MultiHeadSelfAttention",))
+    assert any(DIAGNOSIS in m and "not scaled" in m for m in named), named

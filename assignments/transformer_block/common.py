@@ -332,14 +332,47 @@ def by_number(names: list[str]) -> list[str]:
     return [n for _k, n in sorted(zip([int(e.group(1)) for e in ends], names))]
 
 
+def fused_qkv(info: dict, under: str, cls: str) -> tuple[dict[str, tuple[str, ...]], dict[str, str]]:
+    """Where the attention (`under`: its name in describe()'s `modules`, "" for the part itself) holds one fused
+    query/key/value projection instead of W_q, W_k, W_v (nanoGPT's c_attn, `self.qkv = nn.Linear(d_model,
+    3 * d_model)`, split into q, k, v in that order): ({its name: ("W_q", "W_k", "W_v")}, {"W_o": the other layer's
+    name}) for Remote.fused and renamed, relative to the part; ({}, {}) otherwise. Its evidence is the layers'
+    shapes: exactly two nn.Linear modules, one of (3 d, d) and one of (d, d). Such a right attention kept 4.8 of 20:
+    every check that copies PyTorch's weights in failed (learners round tb16); now the parameter check alone
+    charges it, saying so."""
+    if cls != "MultiHeadSelfAttention":
+        return {}, {}
+    prefix = f"{under}." if under else ""
+    modules = info.get("modules", [])
+    inner = [n[len(prefix):] for n, _c in modules if n.startswith(prefix)]
+    linears = [n[len(prefix):] for n, c in modules if n.startswith(prefix) and c == "Linear"]
+    if any(w in inner for w in ("W_q", "W_k", "W_v")) or len(linears) != 2:
+        return {}, {}
+    shapes = {n[len(prefix):-len(".weight")]: tuple(shape) for n, shape, *_ in info.get("params", [])
+              if n.startswith(prefix) and n.endswith(".weight")}
+    both = [shapes.get(n) for n in linears]
+    if any(sh is None or len(sh) != 2 for sh in both):
+        return {}, {}
+    for qkv, out in (linears, linears[::-1]):
+        (r, c), (ro, co) = shapes[qkv], shapes[out]
+        if r == 3 * c and ro == co == c:
+            return {qkv: ("W_q", "W_k", "W_v")}, ({} if out == "W_o" else {"W_o": out})
+    return {}, {}
+
+
 def part_renames(sub, cls: str, m) -> dict[str, str]:
-    """part_layers for the student's own part built alone (none for the grader's stand-in). Decided once per
+    """part_layers for the student's own part built alone (none for the grader's stand-in), or the output layer's
+    name beside a fused query/key/value projection (fused_qkv, which also sets m.fused). Decided once per
     class; the structure check (check_params) alone charges the names."""
     if m.owner is None:
         return {}
     key = f"part_renames:{cls}"
     if key not in sub.memo:
-        sub.memo[key] = part_layers(m.describe().get("modules", []), "", cls)
+        info = m.describe()
+        fused, renames = fused_qkv(info, "", cls)
+        sub.memo[key] = renames if fused else part_layers(info.get("modules", []), "", cls)
+        sub.memo[f"part_fused:{cls}"] = fused
+    m.fused = dict(sub.memo[f"part_fused:{cls}"])
     return sub.memo[key]
 
 
@@ -406,11 +439,17 @@ def block_renames(sub, m, spec: dict | None = None) -> dict[str, str]:
         norms = [n for n in info.get("layer_norms") or [] if "." not in n]
         if not {"norm1", "norm2"} & names and len(norms) == 2:
             renames.update(_by_role(("norm1", "norm2"), norms) or dict(zip(("norm1", "norm2"), by_number(norms))))
+        fused: dict[str, tuple[str, ...]] = {}
         for want, cls in (("attn", "MultiHeadSelfAttention"), ("ff", "FeedForward")):
             held = renames.get(want, want if want in names else None)
-            for theirs, mine in (part_layers(info.get("modules", []), held, cls) if held else {}).items():
+            joined, layers = fused_qkv(info, held, cls) if held else ({}, {})
+            fused.update({f"{held}.{mine}": tuple(f"{want}.{t}" for t in theirs) for mine, theirs in joined.items()})
+            for theirs, mine in ((layers if joined else part_layers(info.get("modules", []), held, cls))
+                                 if held else {}).items():
                 renames[f"{want}.{theirs}"] = f"{held}.{mine}"
         sub.memo[key] = renames
+        sub.memo[f"block_fused:{(spec or {}).get('name')}"] = fused
+    m.fused = dict(sub.memo[f"block_fused:{(spec or {}).get('name')}"])
     return sub.memo[key]
 
 
@@ -418,7 +457,16 @@ def as_template(m, params: dict) -> dict:
     """A module's parameters (m.state()["params"], or its gradients) under the template's names (block_renames,
     part_renames undone), as the checks name them; load_state takes them so."""
     back = {mine: theirs for theirs, mine in m.renamed.items()}
-    return {renamed_name(n, back): t for n, t in params.items()}
+    out = {}
+    for n, t in params.items():
+        head, _, leaf = n.rpartition(".")
+        theirs = m.fused.get(head)
+        if theirs and type(t) is torch.Tensor and t.dim() and t.shape[0] % len(theirs) == 0:
+            # (a fused query/key/value projection: its rows in thirds, as Remote.load_state joins them)
+            out.update({f"{part}.{leaf}": piece for part, piece in zip(theirs, t.chunk(len(theirs), dim=0))})
+        else:
+            out[renamed_name(n, back)] = t
+    return out
 
 
 def block_signature(sub) -> list[dict] | None:
@@ -770,7 +818,17 @@ def check_params(m, want: dict[str, tuple[int, ...]], cls: str) -> None:
         problems_ko = "; ".join(([f"없음: {', '.join(missing)}"] if missing else [])
                                 + [f"{n}: {h}, {w}이어야 함" for n, h, w in wrong])
         # (layers of the template's count named otherwise are given PyTorch's weights in the order made, so that
-        # this check alone charges the names: part_layers)
+        # this check alone charges the names: part_layers; a fused query/key/value projection its thirds: fused_qkv)
+        for mine, theirs in m.fused.items():
+            parts = ", ".join(theirs)
+            fail(f"`{cls}` keeps the query, key and value projections in one layer, self.{mine} {have.get(mine + '.weight')}"
+                 f", where the template has three, {parts}, each nn.Linear(d_model, d_model) with a bias. The other "
+                 f"checks gave self.{mine} the three stacked in that order (q, k, v), so this check alone charges it: "
+                 f"make {parts} separate layers. Yours: {listed or 'none'}.",
+                 f"`{cls}`이(가) 쿼리, 키, 값 투영을 레이어 하나 self.{mine} {have.get(mine + '.weight')}에 두었지만 "
+                 f"템플릿은 세 레이어 {parts}(각각 바이어스가 있는 nn.Linear(d_model, d_model))를 둡니다. 다른 검사는 "
+                 f"self.{mine}에 세 가중치를 그 순서(q, k, v)로 쌓아 넣었으므로 이 검사에서만 감점됩니다: {parts}를 "
+                 f"따로 만드세요. 현재: {listed or '없음'}.")
         fail(f"`{cls}` does not have the parameters the template names ({problems}); use the template's names. "
              f"Yours: {listed or 'none'}.",
              f"`{cls}`에 템플릿이 정한 파라미터가 없습니다 ({problems_ko}); 템플릿의 이름을 쓰세요. "

@@ -271,6 +271,19 @@ VARIANTS: list[Variant] = [
       breaks=ATTN, says=("does not have the parameters the template names",), never_says=("could not be copied",),
       why="red team, round 22: key made before query, as nanoGPT's Head does, got W_q's weights in its keys (the order "
           "made) and 5.6 of 20; the attention's layers go by the words of their names where each names its role"),
+    V("attn_fused_qkv",
+      ch(ATTN, "self.W_q = nn.Linear(d_model, d_model)\n        self.W_k = nn.Linear(d_model, d_model)\n"
+               "        self.W_v = nn.Linear(d_model, d_model)\n        self.W_o = nn.Linear(d_model, d_model)",
+         "self.c_attn = nn.Linear(d_model, 3 * d_model)\n        self.c_proj = nn.Linear(d_model, d_model)"),
+      ch(ATTN, "q = self._heads(self.W_q(x), b, n)\n        k = self._heads(self.W_k(x), b, n)\n"
+               "        v = self._heads(self.W_v(x), b, n)",
+         "q, k, v = (self._heads(t, b, n) for t in self.c_attn(x).split(self.d_model, dim=2))"),
+      ch(ATTN, "return self.W_o(context)", "return self.c_proj(context)"),
+      breaks=ATTN, says=("keeps the query, key and value projections in one layer, self.c_attn (36, 12)",),
+      never_says=("could not be copied",),
+      why="learners round tb16: one fused query/key/value projection (nanoGPT's c_attn, split in q, k, v order) and "
+          "c_proj kept 4.8 of 20: every check that copies PyTorch's weights in failed; the fused layer gets the three "
+          "weights stacked, and the names check alone charges it, saying so"),
     V("ffn_layers_in_sequential", ch(FFN, FFN_WIDTH + "\n        self.dropout = nn.Dropout(dropout)",
                                      "self.net = nn.Sequential(nn.Linear(d_model, d_ff), nn.ReLU(), "
                                      "nn.Dropout(dropout),\n                                 nn.Linear(d_ff, d_model))"),
