@@ -392,6 +392,7 @@ def test_a_block_whose_parts_are_named_otherwise_loses_only_the_structure_check(
     ("attn_layers_renamed", "MultiHeadSelfAttention", "MultiHeadSelfAttention has W_q, W_k, W_v, W_o"),
     ("attn_layers_renamed_key_first", "MultiHeadSelfAttention", "MultiHeadSelfAttention has W_q, W_k, W_v, W_o"),
     ("attn_fused_qkv", "MultiHeadSelfAttention", "MultiHeadSelfAttention has W_q, W_k, W_v, W_o"),
+    ("attn_layers_in_list_out_first", "MultiHeadSelfAttention", "MultiHeadSelfAttention has W_q, W_k, W_v, W_o"),
     ("ffn_layers_in_sequential", "FeedForward", "FeedForward has linear1 = nn.Linear(d_model, d_ff)")])
 def test_layers_named_otherwise_lose_only_the_names_check(graded, student, question, check):
     """Learners round rl13: a part's linear layers named otherwise (query/key/value/out; an nn.Sequential's net.0 and
@@ -757,3 +758,38 @@ def test_a_fused_query_key_value_projection_is_charged_once_by_the_names_check(t
     assert len(charged) == 2 and charged[1].startswith("TransformerBlock holds"), failures(rs["in_block"])
     named = failed_messages(rs["unscaled"], ("MultiHeadSelfAttention",))
     assert any(DIAGNOSIS in m and "not scaled" in m for m in named), named
+
+
+def test_layers_that_name_no_role_go_by_how_forward_uses_them(tmp_path):
+    """Learners round tb16 (red team round 22's known gap): projections whose names say no role, made in another
+    order than the template's, got PyTorch's weights in the order made (5.6 of 20): an nn.ModuleList used as out, q,
+    k, v, and lin_a..lin_d made out, k, q, v. The variable each one's output is assigned to (q = ..., k = ...) and the
+    one forward returns say their roles; only the names check is charged, and it says which layer was read as which.
+    The Annotated Transformer's list, used in the order made through zip, still goes by that order; in a block under
+    self.attention too."""
+    listed = bugs.BY_NAME["attn_layers_in_list_out_first"].source()
+    text = REF.read_text(encoding="utf-8")
+    for old, new in (("self.W_q = nn.Linear(d_model, d_model)\n        self.W_k = nn.Linear(d_model, d_model)\n"
+                      "        self.W_v = nn.Linear(d_model, d_model)\n        self.W_o = nn.Linear(d_model, d_model)",
+                      "self.lin_a = nn.Linear(d_model, d_model)\n        self.lin_b = nn.Linear(d_model, d_model)\n"
+                      "        self.lin_c = nn.Linear(d_model, d_model)\n        self.lin_d = nn.Linear(d_model, d_model)"),
+                     ("q = self._heads(self.W_q(x), b, n)\n        k = self._heads(self.W_k(x), b, n)\n"
+                      "        v = self._heads(self.W_v(x), b, n)",
+                      "k = self._heads(self.lin_b(x), b, n)\n        q = self._heads(self.lin_c(x), b, n)\n"
+                      "        v = self._heads(self.lin_d(x), b, n)"),
+                     ("        return self.W_o(context)", "        out = self.lin_a(context)\n        return out")):
+        text = edit(text, old, new)
+    annotated = edit(edit(listed, "q = self._heads(self.linears[1](x), b, n)\n        k = self._heads(self.linears[2](x), "
+                                  "b, n)\n        v = self._heads(self.linears[3](x), b, n)",
+                          "q, k, v = [self._heads(lin(t), b, n) for lin, t in zip(self.linears, (x, x, x))]"),
+                     "return self.linears[0](context)", "return self.linears[-1](context)")
+    rs = grade_sources(tmp_path, {"listed.py": listed, "abcd.py": text, "annotated.py": annotated,
+                                  "block.py": listed.replace("self.attn", "self.attention")}, name=NAME)
+    for name, said in (("listed", "self.linears[1] as W_q"), ("abcd", "self.lin_c as W_q"),
+                       ("annotated", "self.linears[0] as W_q")):
+        r = rs[name]
+        charged = [c for c in r.checks if c.status != "passed" and c.points > 0]
+        assert len(charged) == 1 and charged[0].name.startswith("MultiHeadSelfAttention has W_q"), (name, failures(r))
+        assert said in charged[0].message.en and said in charged[0].message.ko, charged[0].message
+    charged = [c.name for c in rs["block"].checks if c.status != "passed" and c.points > 0]
+    assert len(charged) == 2 and charged[1].startswith("TransformerBlock holds"), failures(rs["block"])

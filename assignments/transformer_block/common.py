@@ -5,6 +5,7 @@ parameter names the template fixes, and properties every correct block has.
 """
 from __future__ import annotations
 
+import ast
 import re
 import warnings
 
@@ -14,7 +15,7 @@ from autograder.bugtable import Call
 from autograder.checks import CheckFailure, diagnosis, expect_shape, expect_tensor, fail
 from autograder.messages import Message, near_miss
 from autograder.proxy import renamed_name
-from autograder.sourcecode import dropped_masked_fill, unfinished
+from autograder.sourcecode import dropped_masked_fill, method_node, unfinished
 from autograder.worker import LIBRARY, LIBRARY_ATTENTION
 
 # nn.Transformer's advice on its fast path ("enable_nested_tensor is True, but ..."), raised while the grader builds
@@ -306,7 +307,83 @@ def _by_role(want: tuple[str, ...], linears: list[str]) -> dict[str, str] | None
     return roles if len(roles) == len(want) else None
 
 
-def part_layers(modules: list, under: str, cls: str) -> dict[str, str]:
+def forward_uses(sub, owner: str, linears: list[str]) -> dict[str, str] | None:
+    """The attention's template layer each of `linears` (the names of the student's nn.Linear modules of class
+    `owner`, relative to it: `linears.1`) serves, read from the student's forward (parsed, not run) where the names
+    themselves say no role: the variable its output is assigned to (`q = self._heads(self.linears[1](x), b, n)`, `k`,
+    `v`: the words ROLE_WORDS reads in a layer's own name) and the layer whose output forward returns (W_o). None
+    unless each layer is used so exactly once and the words give each a role of its own. Red team round 22's known
+    gap, learners round tb16: `self.linears = nn.ModuleList(...)` used as out, q, k, v got the weights in the order
+    made (5.6 of 20)."""
+    node = method_node(sub, owner, "forward")
+    if node is None:
+        return None
+    lists: dict[str, int] = {}
+    for n in linears:
+        head, _, last = n.rpartition(".")
+        if head and last.isdigit():
+            lists[head] = lists.get(head, 0) + 1
+
+    def layer(call) -> str | None:
+        f = call.func
+        index = None
+        if isinstance(f, ast.Subscript):
+            i = f.slice
+            if isinstance(i, ast.UnaryOp) and isinstance(i.op, ast.USub) and isinstance(i.operand, ast.Constant):
+                index = -i.operand.value if type(i.operand.value) is int else None
+            elif isinstance(i, ast.Constant) and type(i.value) is int:
+                index = i.value
+            if index is None:
+                return None
+            f = f.value
+        if not (isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == "self"):
+            return None
+        if index is None:
+            name = f.attr
+        elif f.attr in lists and -lists[f.attr] <= index < lists[f.attr]:
+            name = f"{f.attr}.{index % lists[f.attr]}"
+        else:
+            return None
+        return name if name in linears else None
+
+    def layers_in(expr) -> set[str]:
+        return {n for c in ast.walk(expr) if isinstance(c, ast.Call) for n in [layer(c)] if n is not None}
+
+    uses: dict[str, set[str]] = {}
+    assigned: dict[str, str] = {}  # variable -> the one layer its value came from
+    for st in ast.walk(node):
+        pairs = []
+        if isinstance(st, ast.Assign) and len(st.targets) == 1:
+            t = st.targets[0]
+            if isinstance(t, ast.Name):
+                pairs = [(t.id, st.value)]
+            elif isinstance(t, ast.Tuple) and isinstance(st.value, ast.Tuple) and len(t.elts) == len(st.value.elts):
+                pairs = [(e.id, v) for e, v in zip(t.elts, st.value.elts) if isinstance(e, ast.Name)]
+        elif isinstance(st, ast.Return) and st.value is not None:
+            if isinstance(st.value, ast.Name) and st.value.id in assigned:
+                uses.setdefault(assigned[st.value.id], set()).add("out")
+            else:
+                pairs = [("out", st.value)]
+        for var, value in pairs:
+            found = layers_in(value)
+            if len(found) == 1:
+                uses.setdefault(next(iter(found)), set()).add(var)
+                assigned[var] = next(iter(found))
+    if set(uses) != set(linears):
+        return None
+    named = {}
+    for n, vars_ in uses.items():
+        roles = {w for v in vars_ for w in PART_LAYERS["MultiHeadSelfAttention"]
+                 if ROLE_WORDS[w] & name_words(v)}
+        if len(roles) > 1 and "W_o" in roles:  # (W_o only where the words name none of the others)
+            roles.discard("W_o")
+        if len(roles) != 1:
+            return None
+        named[roles.pop()] = n
+    return named if len(named) == len(linears) else None
+
+
+def part_layers(modules: list, under: str, cls: str, uses=None) -> dict[str, str]:
     """The template's names of a part's linear layers -> the student's, relative to the part (`under`, its name in
     describe()'s `modules`, "" for the part itself), where the part uses none of the template's names: its
     nn.Linear modules in the order made, when there are exactly as many (query, key, value, out; fc1, fc2; net.0,
@@ -319,7 +396,8 @@ def part_layers(modules: list, under: str, cls: str) -> dict[str, str]:
     linears = [n[len(prefix):] for n, c in modules if n.startswith(prefix) and c == "Linear"]
     if any(w in inner for w in want) or len(linears) != len(want):
         return {}
-    return _by_role(want, linears) or dict(zip(want, by_number(linears)))
+    by_use = uses(linears) if uses is not None and cls == "MultiHeadSelfAttention" else None
+    return _by_role(want, linears) or by_use or dict(zip(want, by_number(linears)))
 
 
 def by_number(names: list[str]) -> list[str]:
@@ -370,7 +448,8 @@ def part_renames(sub, cls: str, m) -> dict[str, str]:
     if key not in sub.memo:
         info = m.describe()
         fused, renames = fused_qkv(info, "", cls)
-        sub.memo[key] = renames if fused else part_layers(info.get("modules", []), "", cls)
+        sub.memo[key] = renames if fused else part_layers(info.get("modules", []), "", cls,
+                                                           lambda linears: forward_uses(sub, m.owner, linears))
         sub.memo[f"part_fused:{cls}"] = fused
     m.fused = dict(sub.memo[f"part_fused:{cls}"])
     return sub.memo[key]
@@ -444,7 +523,9 @@ def block_renames(sub, m, spec: dict | None = None) -> dict[str, str]:
             held = renames.get(want, want if want in names else None)
             joined, layers = fused_qkv(info, held, cls) if held else ({}, {})
             fused.update({f"{held}.{mine}": tuple(f"{want}.{t}" for t in theirs) for mine, theirs in joined.items()})
-            for theirs, mine in ((layers if joined else part_layers(info.get("modules", []), held, cls))
+            owner = dict(top).get(held) if held else None  # (the part's class: its forward says how it is used)
+            uses = (lambda linears, owner=owner: forward_uses(sub, owner, linears)) if owner in sub.names else None
+            for theirs, mine in ((layers if joined else part_layers(info.get("modules", []), held, cls, uses))
                                  if held else {}).items():
                 renames[f"{want}.{theirs}"] = f"{held}.{mine}"
         sub.memo[key] = renames
@@ -829,10 +910,15 @@ def check_params(m, want: dict[str, tuple[int, ...]], cls: str) -> None:
                  f"템플릿은 세 레이어 {parts}(각각 바이어스가 있는 nn.Linear(d_model, d_model))를 둡니다. 다른 검사는 "
                  f"self.{mine}에 세 가중치를 그 순서(q, k, v)로 쌓아 넣었으므로 이 검사에서만 감점됩니다: {parts}를 "
                  f"따로 만드세요. 현재: {listed or '없음'}.")
+        # (the layers the other checks read as the template's: say which is which, so that the rename is plain)
+        read = ", ".join("self." + re.sub(r"\.(\d+)$", r"[\1]", mine) + f" as {theirs}"
+                         for theirs, mine in m.renamed.items() if "." not in theirs)
+        read_en = f" The other checks read your layers so: {read}; rename them to match." if read else ""
+        read_ko = f" 다른 검사는 여러분의 레이어를 이렇게 읽었습니다: {read}; 그에 맞게 이름을 바꾸세요." if read else ""
         fail(f"`{cls}` does not have the parameters the template names ({problems}); use the template's names. "
-             f"Yours: {listed or 'none'}.",
+             f"Yours: {listed or 'none'}.{read_en}",
              f"`{cls}`에 템플릿이 정한 파라미터가 없습니다 ({problems_ko}); 템플릿의 이름을 쓰세요. "
-             f"현재: {listed or '없음'}.")
+             f"현재: {listed or '없음'}.{read_ko}")
 
 
 # ---------------------------------------------------------------------------------------------- properties

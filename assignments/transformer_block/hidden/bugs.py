@@ -271,6 +271,20 @@ VARIANTS: list[Variant] = [
       breaks=ATTN, says=("does not have the parameters the template names",), never_says=("could not be copied",),
       why="red team, round 22: key made before query, as nanoGPT's Head does, got W_q's weights in its keys (the order "
           "made) and 5.6 of 20; the attention's layers go by the words of their names where each names its role"),
+    V("attn_layers_in_list_out_first",
+      ch(ATTN, "self.W_q = nn.Linear(d_model, d_model)\n        self.W_k = nn.Linear(d_model, d_model)\n"
+               "        self.W_v = nn.Linear(d_model, d_model)\n        self.W_o = nn.Linear(d_model, d_model)",
+         "self.linears = nn.ModuleList([nn.Linear(d_model, d_model) for _ in range(4)])  # out, q, k, v"),
+      ch(ATTN, "q = self._heads(self.W_q(x), b, n)\n        k = self._heads(self.W_k(x), b, n)\n"
+               "        v = self._heads(self.W_v(x), b, n)",
+         "q = self._heads(self.linears[1](x), b, n)\n        k = self._heads(self.linears[2](x), b, n)\n"
+         "        v = self._heads(self.linears[3](x), b, n)"),
+      ch(ATTN, "return self.W_o(context)", "return self.linears[0](context)"),
+      breaks=ATTN, says=("The other checks read your layers so: self.linears[1] as W_q",),
+      never_says=("could not be copied",),
+      why="learners round tb16: four projections in one nn.ModuleList, used as out, q, k, v, name no role and got the "
+          "weights in the order made (5.6 of 20); forward's use of each (q = ...linears[1](x), the one returned) "
+          "says its role, and the names check alone charges them, saying which is which"),
     V("attn_fused_qkv",
       ch(ATTN, "self.W_q = nn.Linear(d_model, d_model)\n        self.W_k = nn.Linear(d_model, d_model)\n"
                "        self.W_v = nn.Linear(d_model, d_model)\n        self.W_o = nn.Linear(d_model, d_model)",
