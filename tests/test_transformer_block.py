@@ -793,3 +793,16 @@ def test_layers_that_name_no_role_go_by_how_forward_uses_them(tmp_path):
         assert said in charged[0].message.en and said in charged[0].message.ko, charged[0].message
     charged = [c.name for c in rs["block"].checks if c.status != "passed" and c.points > 0]
     assert len(charged) == 2 and charged[1].startswith("TransformerBlock holds"), failures(rs["block"])
+
+
+def test_norms_used_the_other_way_round_are_charged_once_by_the_structure_check(tmp_path):
+    """Learners round tb16: norm2 around the attention sub-layer and norm1 around the feed-forward one, the block
+    otherwise right: every comparison with PyTorch's layer (whose weights go in by name) said "norm1 and norm2 are
+    swapped", 20.25 of 36 and 6 of 12 lost. The template fixes which is which, so it is a fault, once: the structure
+    check says the names are the other way round; the other checks give each LayerNorm the weights of its role."""
+    r = grade_sources(tmp_path, {"other_way.py": bugs.BY_NAME["block_norms_used_the_other_way"].source()},
+                      name=NAME)["other_way"]
+    charged = [c for c in r.checks if c.status != "passed" and c.points > 0]
+    assert len(charged) == 1 and charged[0].name.startswith("TransformerBlock holds attn"), failures(r)
+    assert "uses norm1 and norm2 the other way round" in charged[0].message.en
+    assert "norm1과 norm2를 반대로" in charged[0].message.ko

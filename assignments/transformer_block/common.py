@@ -460,6 +460,27 @@ def build_block(sub, d: int, h: int, d_ff: int, dropout: float = 0.0, norm_first
     """The student's TransformerBlock(d, h, d_ff, dropout, norm_first=..., **switches): norm_first under the
     student's own name for it (norm_first_name), and built over the grader's stand-in attention where the student's
     own does not run (attn_stand_in)."""
+    args, kw, own, takes = _block_call(sub, d, h, d_ff, dropout)
+    misfit = init_misfit(sub, "TransformerBlock", 3)
+    if misfit is not None:
+        raise CheckFailure(misfit)
+    spec = stand_in or block_stand_in(sub)
+    m = sub.new("TransformerBlock", *args, seed=seed, stand_in=spec,
+                **({own or "norm_first": norm_first} if takes else {}), **kw, **switches)
+    m.own_work = (LIBRARY, OWN_BLOCK)
+    m.call_misfit = forward_misfit(sub, "TransformerBlock")
+    m.renamed = block_renames(sub, m, spec)
+    if own or not takes or len(args) < 4:  # (the diagnosis builds the reference's block from these: the mode the
+        # check asked for, under the template's name)
+        m.ctor = (m.ctor[0], (d, h, d_ff, dropout),
+                  {**{("norm_first" if k == own else k): v for k, v in m.ctor[2].items()}, "norm_first": norm_first},
+                  m.ctor[3])
+    return m
+
+
+def _block_call(sub, d: int, h: int, d_ff: int, dropout: float) -> tuple[tuple, dict, str | None, bool]:
+    """How build_block passes the student's TransformerBlock its sizes and dropout: (args, keyword arguments, the
+    student's name for norm_first or None, whether it takes norm_first at all)."""
     own = norm_first_name(sub)
     takes = own is not None or takes_norm_first(sub)
     args: tuple = (d, h, d_ff, dropout)
@@ -476,21 +497,7 @@ def build_block(sub, d: int, h: int, d_ff: int, dropout: float = 0.0, norm_first
                  "만들 수 없습니다: 템플릿의 블록은 d_ff 다음에 dropout을 받아 어텐션과 피드포워드 네트워크에 넘기고 "
                  "self.dropout1, self.dropout2 = nn.Dropout(dropout), nn.Dropout(dropout)을 둡니다.")
         args = (d, h, d_ff)
-    misfit = init_misfit(sub, "TransformerBlock", 3)
-    if misfit is not None:
-        raise CheckFailure(misfit)
-    spec = stand_in or block_stand_in(sub)
-    m = sub.new("TransformerBlock", *args, seed=seed, stand_in=spec,
-                **({own or "norm_first": norm_first} if takes else {}), **kw, **switches)
-    m.own_work = (LIBRARY, OWN_BLOCK)
-    m.call_misfit = forward_misfit(sub, "TransformerBlock")
-    m.renamed = block_renames(sub, m, spec)
-    if own or not takes or len(args) < 4:  # (the diagnosis builds the reference's block from these: the mode the
-        # check asked for, under the template's name)
-        m.ctor = (m.ctor[0], (d, h, d_ff, dropout),
-                  {**{("norm_first" if k == own else k): v for k, v in m.ctor[2].items()}, "norm_first": norm_first},
-                  m.ctor[3])
-    return m
+    return args, kw, own, takes
 
 
 def block_renames(sub, m, spec: dict | None = None) -> dict[str, str]:
@@ -528,10 +535,56 @@ def block_renames(sub, m, spec: dict | None = None) -> dict[str, str]:
             for theirs, mine in ((layers if joined else part_layers(info.get("modules", []), held, cls, uses))
                                  if held else {}).items():
                 renames[f"{want}.{theirs}"] = f"{held}.{mine}"
+        theirs = (renames.get("norm1", "norm1"), renames.get("norm2", "norm2"))
+        if set(theirs) <= set(norms) and theirs[0] != theirs[1] and norms_used_the_other_way(
+                sub, m, renames, fused, spec, theirs):
+            renames.update({"norm1": theirs[1], "norm2": theirs[0]})
         sub.memo[key] = renames
         sub.memo[f"block_fused:{(spec or {}).get('name')}"] = fused
     m.fused = dict(sub.memo[f"block_fused:{(spec or {}).get('name')}"])
     return sub.memo[key]
+
+
+def norms_used_the_other_way(sub, m, renames: dict, fused: dict, spec: dict | None, norms: tuple[str, str]) -> bool:
+    """Whether the student's post-norm block applies `norms[1]` (the LayerNorm read as norm2) around the attention
+    sub-layer and `norms[0]` around the feed-forward one: its names swapped, its computation right once each gets
+    the weights of its role. Shown on a block of its own (norm_first=False, dropout 0, eval mode) whose two
+    LayerNorms hold different weights and whose feed-forward output layer is zero: then the second LayerNorm call's
+    input is the first call's output, and the output the second call's; the first LayerNorm called is the
+    attention's. Learners round tb16: a right block with norm1 and norm2 used the other way round was judged as
+    "norms swapped" in every comparison and lost 26.25 points of the block and exercise 3; the template fixes which
+    is which, so the structure check alone charges the names."""
+    d, h, d_ff = m.ctor[1][:3] if m.ctor and len(m.ctor[1]) >= 3 else (None, None, None)
+    if not all(type(v) is int for v in (d, h, d_ff)):
+        return False
+    try:
+        args, kw, own, takes = _block_call(sub, d, h, d_ff, 0.0)
+        e = sub.new("TransformerBlock", *args, seed=0, stand_in=spec,
+                    **({own or "norm_first": False} if takes else {}), **kw)
+        e.renamed, e.fused = dict(renames), dict(fused)
+        g = torch.Generator().manual_seed(7)
+        ln = {n: (1.0 + 0.5 * torch.rand(d, generator=g), 0.3 * torch.randn(d, generator=g)) for n in ("norm1", "norm2")}
+        state = {f"{n}.{t}": v for n, (w, b) in ln.items() for t, v in (("weight", w), ("bias", b))}
+        state.update({"ff.linear2.weight": torch.zeros(d, d_ff), "ff.linear2.bias": torch.zeros(d)})
+        report = e.load_state(state)
+        if report.get("missing") or report.get("mismatched"):
+            return False
+        res = e.run(randn(5, 2, 5, d), record=["layer_norm"])
+    except CheckFailure:
+        return False
+    seen = [r["input"] for r in res.get("records") or [] if r.get("fn") == "layer_norm"
+            and type(r.get("input")) is torch.Tensor]
+    y = res.get("out")
+    if len(seen) != 2 or type(y) is not torch.Tensor or seen[0].shape != seen[1].shape or y.shape != seen[1].shape:
+        return False
+
+    def norm(t, which):
+        return torch.nn.functional.layer_norm(t, (d,), *ln[which])
+
+    def near(a, b):
+        return bool(((a - b).abs() <= 1e-5 + 1e-5 * b.abs()).all())
+    return near(seen[1], norm(seen[0], "norm2")) and near(y, norm(seen[1], "norm1")) \
+        and not near(seen[1], norm(seen[0], "norm1"))
 
 
 def as_template(m, params: dict) -> dict:

@@ -258,6 +258,18 @@ VARIANTS: list[Variant] = [
       says=("`pre_norm`", "Rename `pre_norm` to norm_first"),
       why="learners round s10: norm_first=... was refused, and a right block got 0 of 36 and 1 of 12; now passed under "
           "the student's name, the name charged once in the signature check"),
+    V("block_norms_used_the_other_way",
+      ch(BLOCK, POST_ATTN, "x = self.norm2(x + self.dropout1(self.attn(x, causal)))"),
+      ch(BLOCK, POST_FF, "x = self.norm1(x + self.dropout2(self.ff(x)))"),
+      ch(BLOCK, PRE_ATTN, "x = x + self.dropout1(self.attn(self.norm2(x), causal))"),
+      ch(BLOCK, PRE_FF, "x = x + self.dropout2(self.ff(self.norm1(x)))"),
+      ch(BLOCK, "lambda z: self.attn(z, causal), self.norm1, self.dropout1",
+         "lambda z: self.attn(z, causal), self.norm2, self.dropout1"),
+      ch(BLOCK, "x = sublayer(x, self.ff, self.norm2, self.dropout2)", "x = sublayer(x, self.ff, self.norm1, self.dropout2)"),
+      breaks=BLOCK, says=("uses norm1 and norm2 the other way round",), never_says=("norm1 and norm2 are swapped",),
+      why="learners round tb16: norm2 around the attention and norm1 around the feed-forward network, a right block "
+          "once each LayerNorm gets the weights of its role, lost 20.25 of 36 and 6 of 12 ('norm1 and norm2 are "
+          "swapped' in every comparison); the template fixes the names, so the structure check alone charges them"),
     V("attn_layers_renamed", *(ch(ATTN, f"self.{a}", f"self.{b}") for a, b in
                                (("W_q", "query"), ("W_k", "key"), ("W_v", "value"), ("W_o", "out"))),
       breaks=ATTN, says=("does not have the parameters the template names",), never_says=("could not be copied",),
