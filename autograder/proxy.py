@@ -388,12 +388,12 @@ class Remote:
             for name, got in joined.items():
                 if len(got) < len(parts[name]) and own is None:
                     own = self.state().get("params") or {}
-                mine = own.get(name) if own is not None else None
+                held = own.get(name) if own is not None else None
                 rows = [got.get(i) for i in range(len(parts[name]))]
                 if any(r is None for r in rows):  # (some parts only: the others keep the module's own rows)
-                    if not isinstance(mine, torch.Tensor) or mine.shape[0] % len(rows):
+                    if not isinstance(held, torch.Tensor) or held.shape[0] % len(rows):
                         continue
-                    rows = [r if r is not None else c for r, c in zip(rows, mine.chunk(len(rows), dim=0))]
+                    rows = [r if r is not None else c for r, c in zip(rows, held.chunk(len(rows), dim=0))]
                 if len({tuple(r.shape[1:]) for r in rows}) == 1:
                     fused[name] = torch.cat(rows, dim=0)
         saved, self.fused = self.fused, {}
