@@ -246,6 +246,15 @@ class Remote:
         # The names an assignment's weights use for some of its submodules -> the submission's own names for them
         # (set by the assignment's checks; see load_state).
         self.renamed: dict[str, str] = {}
+        # Set by a check where the object's forward cannot take the calls the checks make (its parameters are not the
+        # template's: forward(query, key, value, mask) for forward(x)): what a call that raised says instead of the
+        # bare TypeError, which named the arguments missing but not what the assignment calls the forward with.
+        self.call_misfit: Message | None = None
+        # The submission's submodules that hold several of the assignment's stacked along the first axis, in order
+        # (set by the assignment's checks): {"qkv": ("W_q", "W_k", "W_v")} for one nn.Linear(d, 3 * d) split into
+        # the query, key and value in forward. load_state joins their tensors (names after `renamed`: the key is the
+        # submission's name, the parts the assignment's).
+        self.fused: dict[str, tuple[str, ...]] = {}
 
     def _check_alive(self) -> None:
         worker = self.sub.worker  # (a worker that died is replaced only by the next request)
@@ -282,6 +291,7 @@ class Remote:
                             grad_output=grad_output, device=device, **extra)
         except CheckFailure as e:
             spelling = self.sub.misspelt(self.ctor[0], "forward") if self.ctor else None
+            spelling = spelling or self._misfit(e)
             if spelling is None:
                 raise
             raise CheckFailure(spelling, e.staff) from None
@@ -313,8 +323,8 @@ class Remote:
                                    steps=[{"op": st["op"], "args": {**st["args"], "handle": self.handle}}
                                           for st in steps])
         except CheckFailure as e:
-            spelling = self.sub.misspelt(self.ctor[0], "forward") if self.ctor and steps[e.step]["op"] == "call" \
-                else None
+            spelling = (self.sub.misspelt(self.ctor[0], "forward") if self.ctor else None) or self._misfit(e) \
+                if steps[e.step]["op"] == "call" else None
             failure = e if spelling is None else _hinted(e, spelling)
             if lenient and e.done is not None:
                 return list(e.done) + [failure]
@@ -322,6 +332,10 @@ class Remote:
                 raise
             raise failure from None
         return res["values"]
+
+    def _misfit(self, e: CheckFailure) -> Message | None:
+        """call_misfit, for a call that raised TypeError (what a call the forward cannot take raises)."""
+        return self.call_misfit if self.call_misfit is not None and "raised TypeError" in e.message.en else None
 
     def calls(self, *inputs: tuple, lenient: bool = False, **opts: Any) -> list[Any]:
         """The outputs of calling the object once per argument tuple, in one round trip (opts as for __call__;
@@ -341,6 +355,8 @@ class Remote:
         team, round 21)."""
         import torch
         tensors = {n: t for n, t in tensors.items() if isinstance(t, torch.Tensor)}
+        if self.fused:
+            return self._load_fused(tensors)
         if not self.renamed:
             return self._req("load_state", tensors=tensors)
         back = {mine: theirs for theirs, mine in self.renamed.items()}
@@ -348,6 +364,53 @@ class Remote:
         return {**report, **{k: [renamed_name(n, back) for n in report.get(k, [])] for k in ("loaded", "missing",
                                                                                         "unexpected")},
                 "mismatched": [[renamed_name(e[0], back), *e[1:]] for e in report.get("mismatched", [])]}
+
+    def _load_fused(self, tensors: dict[str, Any]) -> dict[str, Any]:
+        """load_state where `fused` names submodules that stack several of the assignment's: their tensors go in
+        joined along the first axis (a part not given keeps the module's own rows), and the report names the parts."""
+        import torch
+        joined: dict[str, dict[int, Any]] = {}  # the submission's tensor name -> {index of the part: tensor}
+        parts: dict[str, list[str]] = {}  # the submission's tensor name -> the assignment's names of its parts
+        rest = {}
+        for n, t in tensors.items():
+            head, _, leaf = n.rpartition(".")
+            mine = next((f for f, theirs in self.fused.items() if head in theirs), None)
+            if mine is None:
+                rest[n] = t
+                continue
+            theirs = self.fused[mine]
+            joined.setdefault(f"{mine}.{leaf}", {})[theirs.index(head)] = t
+            parts[f"{mine}.{leaf}"] = [f"{h}.{leaf}" for h in theirs]
+        fused = None
+        if joined:
+            own = None
+            fused = {}
+            for name, got in joined.items():
+                if len(got) < len(parts[name]) and own is None:
+                    own = self.state().get("params") or {}
+                held = own.get(name) if own is not None else None
+                rows = [got.get(i) for i in range(len(parts[name]))]
+                if any(r is None for r in rows):  # (some parts only: the others keep the module's own rows)
+                    if not isinstance(held, torch.Tensor) or held.shape[0] % len(rows):
+                        continue
+                    rows = [r if r is not None else c for r, c in zip(rows, held.chunk(len(rows), dim=0))]
+                if len({tuple(r.shape[1:]) for r in rows}) == 1:
+                    fused[name] = torch.cat(rows, dim=0)
+        saved, self.fused = self.fused, {}
+        try:
+            rest_report = self.load_state({**rest, **(fused or {})})
+        finally:
+            self.fused = saved
+        inverse = {mine: theirs for theirs, mine in self.renamed.items()}  # (the report is under the caller's names)
+        back = {renamed_name(n, inverse): ps for n, ps in parts.items()}
+        unsent = [p for n, ps in parts.items() if n not in (fused or {}) for p in ps]
+
+        def spread(names):
+            return [p for n in names for p in back.get(n, [n])]
+        return {**rest_report, "loaded": spread(rest_report.get("loaded", [])),
+                "missing": sorted(set(spread(rest_report.get("missing", []))) | set(unsent)),
+                "unexpected": rest_report.get("unexpected", []),
+                "mismatched": [[p, *e[1:]] for e in rest_report.get("mismatched", []) for p in back.get(e[0], [e[0]])]}
 
     def describe(self, *attrs: str) -> dict[str, Any]:
         return self._req("describe", attrs=list(attrs))

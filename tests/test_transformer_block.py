@@ -391,6 +391,8 @@ def test_a_block_whose_parts_are_named_otherwise_loses_only_the_structure_check(
 @pytest.mark.parametrize("student, question, check", [
     ("attn_layers_renamed", "MultiHeadSelfAttention", "MultiHeadSelfAttention has W_q, W_k, W_v, W_o"),
     ("attn_layers_renamed_key_first", "MultiHeadSelfAttention", "MultiHeadSelfAttention has W_q, W_k, W_v, W_o"),
+    ("attn_fused_qkv", "MultiHeadSelfAttention", "MultiHeadSelfAttention has W_q, W_k, W_v, W_o"),
+    ("attn_layers_in_list_out_first", "MultiHeadSelfAttention", "MultiHeadSelfAttention has W_q, W_k, W_v, W_o"),
     ("ffn_layers_in_sequential", "FeedForward", "FeedForward has linear1 = nn.Linear(d_model, d_ff)")])
 def test_layers_named_otherwise_lose_only_the_names_check(graded, student, question, check):
     """Learners round rl13: a part's linear layers named otherwise (query/key/value/out; an nn.Sequential's net.0 and
@@ -658,3 +660,149 @@ def test_a_right_answer_with_its_layers_named_otherwise_in_another_order_loses_o
     charged = sorted(c.name.split(" ")[0] + " " + c.name.split(" ")[1] for c in r.checks
                      if c.status != "passed" and c.points > 0)
     assert charged == ["FeedForward has", "MultiHeadSelfAttention has", "TransformerBlock holds"], failures(r)
+
+
+# Learners round tb16: the book's TransformerBlock(cfg) (one configuration dict: emb_dim, context_length, n_heads,
+# drop_rate, qkv_bias; its FeedForward(cfg) too) and an attention written forward(query, key, value, mask=None), as the
+# Annotated Transformer and the notes' MultiHeadedAttention write it.
+BOOK_BLOCK = '''class TransformerBlock(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.attn = MultiHeadSelfAttention(cfg["emb_dim"], cfg["n_heads"], cfg["drop_rate"])
+        self.ff = FeedForward(cfg["emb_dim"], 4 * cfg["emb_dim"], cfg["drop_rate"])
+        self.norm1 = nn.LayerNorm(cfg["emb_dim"])
+        self.norm2 = nn.LayerNorm(cfg["emb_dim"])
+        self.drop_shortcut = nn.Dropout(cfg["drop_rate"])
+
+    def forward(self, x):
+        shortcut = x
+        x = self.drop_shortcut(self.attn(self.norm1(x)))
+        x = x + shortcut
+        shortcut = x
+        x = self.drop_shortcut(self.ff(self.norm2(x)))
+        return x + shortcut
+
+
+def build_transformer():'''
+QKV_FORWARD = (("    def forward(self, x, causal=False):\n        b, n, _ = x.shape\n        q = self._heads(self.W_q(x), b, n)\n"
+                "        k = self._heads(self.W_k(x), b, n)\n        v = self._heads(self.W_v(x), b, n)",
+                "    def forward(self, query, key, value, mask=None):\n        b, n, _ = query.shape\n"
+                "        q = self._heads(self.W_q(query), b, n)\n        k = self._heads(self.W_k(key), b, n)\n"
+                "        v = self._heads(self.W_v(value), b, n)\n        causal = False"),)
+
+
+def book_block_source() -> str:
+    text = REF.read_text(encoding="utf-8")
+    start, end = text.index("class TransformerBlock(nn.Module):"), text.index("def build_transformer():")
+    return text[:start] + BOOK_BLOCK + text[end + len("def build_transformer():"):]
+
+
+def test_the_books_block_from_a_config_is_told_the_labs_signature(tmp_path):
+    """TransformerBlock(cfg) got only "TransformerBlock.__init__() takes 2 positional arguments but 4 were given" in
+    every check of the block and of exercise 3: each now says what the file's constructor takes and what the lab
+    builds (the template's arguments, and which of cfg's entries they are), in English and Korean. An attention whose
+    forward takes (query, key, value, mask=None) likewise, with the call the lab makes."""
+    text = book_block_source()
+    for old, new in QKV_FORWARD:
+        text = edit(text, old, new)
+    r = grade_sources(tmp_path, {"book.py": text}, name=NAME)["book"]
+    block = [c for c in r.checks if c.question in ("TransformerBlock", "ablation") and c.status != "passed"]
+    assert block and all("takes 1 positional argument, (cfg)" in c.message.en and "TransformerBlock(d_model, n_heads, "
+                         "d_ff, dropout=0.1, norm_first=False" in c.message.en and 'cfg["emb_dim"]' in c.message.en
+                         and "위치 인자 1개 (cfg)" in c.message.ko for c in block), failures(r)
+    attn = [c for c in r.checks if c.question == "MultiHeadSelfAttention" and c.status != "passed"]
+    told = [c for c in attn if "takes (query, key, value, mask=None)" in c.message.en]
+    assert told and all("forward(x, causal=False)" in c.message.en and "forward(x, causal=False)로 호출" in c.message.ko
+                        for c in told), failures(r)
+    assert not [m for m in failed_messages(r) if "raised TypeError" in m], failures(r)
+    assert by_question(r)["FeedForward"] == 12, failures(r)
+
+
+def test_a_block_around_an_attention_of_query_key_value_is_judged_on_its_own_code(tmp_path):
+    """The template's block calling self.attn(h, h, h), as its attention's forward(query, key, value, mask=None) asks:
+    the attention does not run as the lab calls it (charged in its question, with the call the lab makes), and the
+    block, built over the grader's stand-in attention, was refused there ("takes from 2 to 3 positional arguments but
+    4 were given"): 0 of 36 and 0 of 12. The stand-in takes the same input three times as the self-attention it is,
+    so the block loses only what it computes wrong itself: the causal flag it does not pass on."""
+    text = REF.read_text(encoding="utf-8")
+    for old, new in QKV_FORWARD + (
+            ("x = x + self.dropout1(self.attn(self.norm1(x), causal))",
+             "h = self.norm1(x)\n            x = x + self.dropout1(self.attn(h, h, h))"),
+            ("x = self.norm1(x + self.dropout1(self.attn(x, causal)))",
+             "x = self.norm1(x + self.dropout1(self.attn(x, x, x, None)))"),
+            ("lambda z: self.attn(z, causal)", "lambda z: self.attn(z, z, z)")):
+        text = edit(text, old, new)
+    r = grade_sources(tmp_path, {"qkv.py": text}, name=NAME)["qkv"]
+    assert by_question(r)["ablation"] == 12, failures(r)
+    lost_block = [c.name for c in r.checks if c.question == "TransformerBlock" and c.score < c.points]
+    assert lost_block and all("causal=True" in n for n in lost_block), failures(r)
+    assert not [m for m in failed_messages(r) if "positional arguments but" in m], failures(r)
+
+
+def test_a_fused_query_key_value_projection_is_charged_once_by_the_names_check(tmp_path):
+    """Learners round tb16: one nn.Linear(d_model, 3 * d_model) split into q, k, v (nanoGPT's c_attn) beside c_proj,
+    a right attention, kept 4.8 of 20 ("PyTorch's weights could not be copied ... no parameter named W_k.bias ..." in
+    every value check). The fused layer gets W_q, W_k and W_v stacked in that order (its gradient is cut likewise), the
+    names check alone is charged, saying what the layer holds; the same attention in a block under self.attention
+    costs the block its structure check only, and a bug in it is still named."""
+    fused = bugs.BY_NAME["attn_fused_qkv"].source()
+    files = {"fused.py": fused,
+             "in_block.py": fused.replace("self.attn", "self.attention"),
+             "unscaled.py": edit(fused, " / math.sqrt(self.d_head)", "")}
+    rs = grade_sources(tmp_path, files, name=NAME)
+    r = rs["fused"]
+    charged = [c for c in r.checks if c.status != "passed" and c.points > 0]
+    assert len(charged) == 1 and charged[0].name.startswith("MultiHeadSelfAttention has W_q"), failures(r)
+    assert "self.c_attn (36, 12)" in charged[0].message.en and "self.c_attn (36, 12)에" in charged[0].message.ko
+    charged = [c.name for c in rs["in_block"].checks if c.status != "passed" and c.points > 0]
+    assert len(charged) == 2 and charged[1].startswith("TransformerBlock holds"), failures(rs["in_block"])
+    named = failed_messages(rs["unscaled"], ("MultiHeadSelfAttention",))
+    assert any(DIAGNOSIS in m and "not scaled" in m for m in named), named
+
+
+def test_layers_that_name_no_role_go_by_how_forward_uses_them(tmp_path):
+    """Learners round tb16 (red team round 22's known gap): projections whose names say no role, made in another
+    order than the template's, got PyTorch's weights in the order made (5.6 of 20): an nn.ModuleList used as out, q,
+    k, v, and lin_a..lin_d made out, k, q, v. The variable each one's output is assigned to (q = ..., k = ...) and the
+    one forward returns say their roles; only the names check is charged, and it says which layer was read as which.
+    The Annotated Transformer's list, used in the order made through zip, still goes by that order; in a block under
+    self.attention too."""
+    listed = bugs.BY_NAME["attn_layers_in_list_out_first"].source()
+    text = REF.read_text(encoding="utf-8")
+    for old, new in (("self.W_q = nn.Linear(d_model, d_model)\n        self.W_k = nn.Linear(d_model, d_model)\n"
+                      "        self.W_v = nn.Linear(d_model, d_model)\n        self.W_o = nn.Linear(d_model, d_model)",
+                      "self.lin_a = nn.Linear(d_model, d_model)\n        self.lin_b = nn.Linear(d_model, d_model)\n"
+                      "        self.lin_c = nn.Linear(d_model, d_model)\n        self.lin_d = nn.Linear(d_model, d_model)"),
+                     ("q = self._heads(self.W_q(x), b, n)\n        k = self._heads(self.W_k(x), b, n)\n"
+                      "        v = self._heads(self.W_v(x), b, n)",
+                      "k = self._heads(self.lin_b(x), b, n)\n        q = self._heads(self.lin_c(x), b, n)\n"
+                      "        v = self._heads(self.lin_d(x), b, n)"),
+                     ("        return self.W_o(context)", "        out = self.lin_a(context)\n        return out")):
+        text = edit(text, old, new)
+    annotated = edit(edit(listed, "q = self._heads(self.linears[1](x), b, n)\n        k = self._heads(self.linears[2](x), "
+                                  "b, n)\n        v = self._heads(self.linears[3](x), b, n)",
+                          "q, k, v = [self._heads(lin(t), b, n) for lin, t in zip(self.linears, (x, x, x))]"),
+                     "return self.linears[0](context)", "return self.linears[-1](context)")
+    rs = grade_sources(tmp_path, {"listed.py": listed, "abcd.py": text, "annotated.py": annotated,
+                                  "block.py": listed.replace("self.attn", "self.attention")}, name=NAME)
+    for name, said in (("listed", "self.linears[1] as W_q"), ("abcd", "self.lin_c as W_q"),
+                       ("annotated", "self.linears[0] as W_q")):
+        r = rs[name]
+        charged = [c for c in r.checks if c.status != "passed" and c.points > 0]
+        assert len(charged) == 1 and charged[0].name.startswith("MultiHeadSelfAttention has W_q"), (name, failures(r))
+        assert said in charged[0].message.en and said in charged[0].message.ko, charged[0].message
+    charged = [c.name for c in rs["block"].checks if c.status != "passed" and c.points > 0]
+    assert len(charged) == 2 and charged[1].startswith("TransformerBlock holds"), failures(rs["block"])
+
+
+def test_norms_used_the_other_way_round_are_charged_once_by_the_structure_check(tmp_path):
+    """Learners round tb16: norm2 around the attention sub-layer and norm1 around the feed-forward one, the block
+    otherwise right: every comparison with PyTorch's layer (whose weights go in by name) said "norm1 and norm2 are
+    swapped", 20.25 of 36 and 6 of 12 lost. The template fixes which is which, so it is a fault, once: the structure
+    check says the names are the other way round; the other checks give each LayerNorm the weights of its role."""
+    r = grade_sources(tmp_path, {"other_way.py": bugs.BY_NAME["block_norms_used_the_other_way"].source()},
+                      name=NAME)["other_way"]
+    charged = [c for c in r.checks if c.status != "passed" and c.points > 0]
+    assert len(charged) == 1 and charged[0].name.startswith("TransformerBlock holds attn"), failures(r)
+    assert "uses norm1 and norm2 the other way round" in charged[0].message.en
+    assert "norm1과 norm2를 반대로" in charged[0].message.ko

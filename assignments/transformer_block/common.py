@@ -5,6 +5,7 @@ parameter names the template fixes, and properties every correct block has.
 """
 from __future__ import annotations
 
+import ast
 import re
 import warnings
 
@@ -14,7 +15,7 @@ from autograder.bugtable import Call
 from autograder.checks import CheckFailure, diagnosis, expect_shape, expect_tensor, fail
 from autograder.messages import Message, near_miss
 from autograder.proxy import renamed_name
-from autograder.sourcecode import dropped_masked_fill, unfinished
+from autograder.sourcecode import dropped_masked_fill, method_node, unfinished
 from autograder.worker import LIBRARY, LIBRARY_ATTENTION
 
 # nn.Transformer's advice on its fast path ("enable_nested_tensor is True, but ..."), raised while the grader builds
@@ -65,6 +66,117 @@ PART_DROPOUT = {
 }
 
 
+# The template's constructors and forwards, said where the student's cannot take the checks' calls.
+TEMPLATE_INIT = {
+    "MultiHeadSelfAttention": "MultiHeadSelfAttention(d_model, n_heads, dropout=0.1)",
+    "FeedForward": "FeedForward(d_model, d_ff, dropout=0.1)",
+    "TransformerBlock": "TransformerBlock(d_model, n_heads, d_ff, dropout=0.1, norm_first=False, use_ffn=True, "
+                        "use_norm=True, use_residual=True)",
+}
+# What the book's configuration dict holds for each of the template's arguments (Raschka's GPT_CONFIG_124M keys).
+BOOK_CFG = {
+    "MultiHeadSelfAttention": ('d_model = cfg["emb_dim"], n_heads = cfg["n_heads"], dropout = cfg["drop_rate"]'),
+    "FeedForward": 'd_model = cfg["emb_dim"], d_ff = 4 * cfg["emb_dim"], dropout = cfg["drop_rate"]',
+    "TransformerBlock": ('d_model = cfg["emb_dim"], n_heads = cfg["n_heads"], d_ff = 4 * cfg["emb_dim"], '
+                         'dropout = cfg["drop_rate"]'),
+}
+PLACED = ("POSITIONAL_ONLY", "POSITIONAL_OR_KEYWORD")
+
+
+def params_text(params: list[dict]) -> str:
+    """A signature as the student wrote it, without self: (cfg), (query, key, value, mask=None)."""
+    out = []
+    for p in params:
+        star = {"VAR_POSITIONAL": "*", "VAR_KEYWORD": "**"}.get(p.get("kind"), "")
+        if p.get("kind") == "KEYWORD_ONLY" and not any(o.startswith("*") for o in out):
+            out.append("*")
+        out.append(f"{star}{p.get('name')}" + (f"={p['default']}" if p.get("default") is not None else ""))
+    return f"({', '.join(out)})"
+
+
+def takes_placed(params: list[dict], n: int) -> bool:
+    """Whether a callable of these parameters (Submission.signature's) can be called with n arguments by position
+    and nothing else."""
+    placed = [p for p in params if p.get("kind") in PLACED]
+    required = [p for p in params if p.get("default") is None and p.get("kind") in (*PLACED, "KEYWORD_ONLY")]
+    spare = any(p.get("kind") == "VAR_POSITIONAL" for p in params)
+    return (len(placed) >= n or spare) and len([p for p in required if p.get("kind") in PLACED]) <= n \
+        and not [p for p in required if p.get("kind") == "KEYWORD_ONLY"]
+
+
+def init_misfit(sub, cls: str, n: int) -> Message | None:
+    """Where the student's `cls.__init__` cannot take the n arguments by position that every check builds it with
+    (MultiHeadSelfAttention(d_model, n_heads), TransformerBlock(d_model, n_heads, d_ff)), what to say: the
+    template's constructor and the student's. The book's TransformerBlock(cfg), one configuration dict (emb_dim,
+    context_length, n_heads, drop_rate, qkv_bias), raised "takes 2 positional arguments but 4 were given" in every
+    check of the block and of exercise 3 (learners round tb16). None where it can, or its signature cannot be read.
+    Decided once per class."""
+    key = f"init_misfit:{cls}"
+    if key not in sub.memo:
+        sub.memo[key] = None
+        try:
+            params = sub.signature(cls)
+        except CheckFailure:
+            params = None
+        if params is not None and not takes_placed(params, n):
+            theirs = params_text(params)
+            placed = [p.get("name") for p in params if p.get("kind") in PLACED]
+            book_en = book_ko = ""
+            if len(placed) == 1 and re.search(r"cfg|conf", str(placed[0]), re.IGNORECASE):
+                book_en = (f" One configuration dict is how the book builds its GPT model; this lab passes the sizes one "
+                           f"by one ({BOOK_CFG[cls]}).")
+                book_ko = (f" 설정 딕셔너리 하나로 만드는 것은 책의 GPT 모델 방식입니다; 이 과제는 크기를 하나씩 "
+                           f"넘깁니다 ({BOOK_CFG[cls]}).")
+            count = f"{len(placed)} positional argument{'' if len(placed) == 1 else 's'}"
+            sub.memo[key] = Message(
+                f"`{cls}.__init__` takes {count}, {theirs}, so the checks cannot build it: this lab builds "
+                f"{TEMPLATE_INIT[cls]}, the template's constructor.{book_en} Write `__init__` with the template's "
+                "arguments, in that order.",
+                f"`{cls}.__init__`이(가) 위치 인자 {len(placed)}개 {theirs}을(를) 받으므로 검사가 만들 수 없습니다: 이 과제는 템플릿의 생성자 "
+                f"{TEMPLATE_INIT[cls]}로 만듭니다.{book_ko} 템플릿의 인자를 같은 순서로 받도록 `__init__`을 "
+                "작성하세요.")
+    return sub.memo[key]
+
+
+# How the checks call each class (said by forward_misfit).
+FORWARD_CALLS = {
+    "MultiHeadSelfAttention": (
+        "forward(x, causal=False), self-attention on one input x of shape (batch, tokens, d_model): the queries, keys "
+        "and values are all projected from x (W_q(x), W_k(x), W_v(x)), and causal=True hides each token's future. "
+        "Take x (and causal) instead of separate query, key and value inputs and a mask.",
+        "forward(x, causal=False)로 호출합니다. (batch, tokens, d_model) shape의 입력 x 하나에 대한 셀프 어텐션이므로 "
+        "쿼리, 키, 값을 모두 x에서 투영하고 (W_q(x), W_k(x), W_v(x)), causal=True이면 각 토큰의 미래를 가립니다. "
+        "쿼리, 키, 값 입력과 mask를 따로 받는 대신 x(와 causal)를 받으세요."),
+    "FeedForward": ("forward(x), one input of shape (batch, tokens, d_model).",
+                    "(batch, tokens, d_model) shape의 입력 하나로 forward(x)를 호출합니다."),
+    "TransformerBlock": (
+        "forward(x, causal=False), one input x of shape (batch, tokens, d_model), and the block passes causal on to "
+        "its attention, self.attn(x, causal).",
+        "(batch, tokens, d_model) shape의 입력 x 하나로 forward(x, causal=False)를 호출하고, 블록은 causal을 "
+        "어텐션에 self.attn(x, causal)로 넘깁니다."),
+}
+
+
+def forward_misfit(sub, cls: str) -> Message | None:
+    """Where the student's `cls.forward` cannot be called with the input x alone (forward(query, key, value,
+    mask), as the Annotated Transformer and the notes' MultiHeadedAttention write it: every call raised "missing 2
+    required positional arguments: 'key' and 'value'", learners round tb16), what a call that raised says instead
+    (Remote.call_misfit): the template's forward and the student's. Decided once per class."""
+    key = f"forward_misfit:{cls}"
+    if key not in sub.memo:
+        sub.memo[key] = None
+        try:
+            params = sub.signature(cls, "forward")
+        except CheckFailure:
+            params = None
+        if params is not None and not takes_placed(params, 1):
+            theirs = params_text(params)
+            en, ko = FORWARD_CALLS[cls]
+            sub.memo[key] = Message(f"`{cls}.forward` takes {theirs}, so the checks cannot call it: this lab calls {en}",
+                                    f"`{cls}.forward`가 {theirs}을(를) 받으므로 검사가 호출할 수 없습니다: 이 과제는 {ko}")
+    return sub.memo[key]
+
+
 def part_dropout(sub, cls: str) -> str:
     """How the student's `cls.__init__` (a part: MultiHeadSelfAttention, FeedForward) takes dropout: "position"
     (a third argument under any name, or *args; also where the signature cannot be read or places fewer than two),
@@ -106,6 +218,9 @@ OWN_ATTENTION = Message(
 
 
 def _build_part(sub, cls: str, a: int, b: int, dropout: float, seed: int):
+    misfit = init_misfit(sub, cls, 2)
+    if misfit is not None:
+        raise CheckFailure(misfit)
     how = part_dropout(sub, cls)
     if how == "position":
         m = sub.new(cls, a, b, dropout, seed=seed)
@@ -127,7 +242,10 @@ def _build_part(sub, cls: str, a: int, b: int, dropout: float, seed: int):
 
 
 def _watched(m):
-    """The student's part `m`, its calls watched for PyTorch's multi-head attention where it is the attention."""
+    """The student's part `m`, its calls watched for PyTorch's multi-head attention where it is the attention (and
+    a call its forward cannot take told so: forward_misfit)."""
+    if m.ctor and m.owner is not None:
+        m.call_misfit = forward_misfit(m.sub, m.ctor[0])
     if m.ctor and m.ctor[0] == "MultiHeadSelfAttention":
         m.own_work = (LIBRARY_ATTENTION, OWN_ATTENTION)
     return m
@@ -189,7 +307,83 @@ def _by_role(want: tuple[str, ...], linears: list[str]) -> dict[str, str] | None
     return roles if len(roles) == len(want) else None
 
 
-def part_layers(modules: list, under: str, cls: str) -> dict[str, str]:
+def forward_uses(sub, owner: str, linears: list[str]) -> dict[str, str] | None:
+    """The attention's template layer each of `linears` (the names of the student's nn.Linear modules of class
+    `owner`, relative to it: `linears.1`) serves, read from the student's forward (parsed, not run) where the names
+    themselves say no role: the variable its output is assigned to (`q = self._heads(self.linears[1](x), b, n)`, `k`,
+    `v`: the words ROLE_WORDS reads in a layer's own name) and the layer whose output forward returns (W_o). None
+    unless each layer is used so exactly once and the words give each a role of its own. Red team round 22's known
+    gap, learners round tb16: `self.linears = nn.ModuleList(...)` used as out, q, k, v got the weights in the order
+    made (5.6 of 20)."""
+    node = method_node(sub, owner, "forward")
+    if node is None:
+        return None
+    lists: dict[str, int] = {}
+    for n in linears:
+        head, _, last = n.rpartition(".")
+        if head and last.isdigit():
+            lists[head] = lists.get(head, 0) + 1
+
+    def layer(call) -> str | None:
+        f = call.func
+        index = None
+        if isinstance(f, ast.Subscript):
+            i = f.slice
+            if isinstance(i, ast.UnaryOp) and isinstance(i.op, ast.USub) and isinstance(i.operand, ast.Constant):
+                index = -i.operand.value if type(i.operand.value) is int else None
+            elif isinstance(i, ast.Constant) and type(i.value) is int:
+                index = i.value
+            if index is None:
+                return None
+            f = f.value
+        if not (isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == "self"):
+            return None
+        if index is None:
+            name = f.attr
+        elif f.attr in lists and -lists[f.attr] <= index < lists[f.attr]:
+            name = f"{f.attr}.{index % lists[f.attr]}"
+        else:
+            return None
+        return name if name in linears else None
+
+    def layers_in(expr) -> set[str]:
+        return {n for c in ast.walk(expr) if isinstance(c, ast.Call) for n in [layer(c)] if n is not None}
+
+    uses: dict[str, set[str]] = {}
+    assigned: dict[str, str] = {}  # variable -> the one layer its value came from
+    for st in ast.walk(node):
+        pairs = []
+        if isinstance(st, ast.Assign) and len(st.targets) == 1:
+            t = st.targets[0]
+            if isinstance(t, ast.Name):
+                pairs = [(t.id, st.value)]
+            elif isinstance(t, ast.Tuple) and isinstance(st.value, ast.Tuple) and len(t.elts) == len(st.value.elts):
+                pairs = [(e.id, v) for e, v in zip(t.elts, st.value.elts) if isinstance(e, ast.Name)]
+        elif isinstance(st, ast.Return) and st.value is not None:
+            if isinstance(st.value, ast.Name) and st.value.id in assigned:
+                uses.setdefault(assigned[st.value.id], set()).add("out")
+            else:
+                pairs = [("out", st.value)]
+        for var, value in pairs:
+            found = layers_in(value)
+            if len(found) == 1:
+                uses.setdefault(next(iter(found)), set()).add(var)
+                assigned[var] = next(iter(found))
+    if set(uses) != set(linears):
+        return None
+    named = {}
+    for n, vars_ in uses.items():
+        roles = {w for v in vars_ for w in PART_LAYERS["MultiHeadSelfAttention"]
+                 if ROLE_WORDS[w] & name_words(v)}
+        if len(roles) > 1 and "W_o" in roles:  # (W_o only where the words name none of the others)
+            roles.discard("W_o")
+        if len(roles) != 1:
+            return None
+        named[roles.pop()] = n
+    return named if len(named) == len(linears) else None
+
+
+def part_layers(modules: list, under: str, cls: str, uses=None) -> dict[str, str]:
     """The template's names of a part's linear layers -> the student's, relative to the part (`under`, its name in
     describe()'s `modules`, "" for the part itself), where the part uses none of the template's names: its
     nn.Linear modules in the order made, when there are exactly as many (query, key, value, out; fc1, fc2; net.0,
@@ -202,7 +396,8 @@ def part_layers(modules: list, under: str, cls: str) -> dict[str, str]:
     linears = [n[len(prefix):] for n, c in modules if n.startswith(prefix) and c == "Linear"]
     if any(w in inner for w in want) or len(linears) != len(want):
         return {}
-    return _by_role(want, linears) or dict(zip(want, by_number(linears)))
+    by_use = uses(linears) if uses is not None and cls == "MultiHeadSelfAttention" else None
+    return _by_role(want, linears) or by_use or dict(zip(want, by_number(linears)))
 
 
 def by_number(names: list[str]) -> list[str]:
@@ -215,14 +410,48 @@ def by_number(names: list[str]) -> list[str]:
     return [n for _k, n in sorted(zip([int(e.group(1)) for e in ends], names))]
 
 
+def fused_qkv(info: dict, under: str, cls: str) -> tuple[dict[str, tuple[str, ...]], dict[str, str]]:
+    """Where the attention (`under`: its name in describe()'s `modules`, "" for the part itself) holds one fused
+    query/key/value projection instead of W_q, W_k, W_v (nanoGPT's c_attn, `self.qkv = nn.Linear(d_model,
+    3 * d_model)`, split into q, k, v in that order): ({its name: ("W_q", "W_k", "W_v")}, {"W_o": the other layer's
+    name}) for Remote.fused and renamed, relative to the part; ({}, {}) otherwise. Its evidence is the layers'
+    shapes: exactly two nn.Linear modules, one of (3 d, d) and one of (d, d). Such a right attention kept 4.8 of 20:
+    every check that copies PyTorch's weights in failed (learners round tb16); now the parameter check alone
+    charges it, saying so."""
+    if cls != "MultiHeadSelfAttention":
+        return {}, {}
+    prefix = f"{under}." if under else ""
+    modules = info.get("modules", [])
+    inner = [n[len(prefix):] for n, _c in modules if n.startswith(prefix)]
+    linears = [n[len(prefix):] for n, c in modules if n.startswith(prefix) and c == "Linear"]
+    if any(w in inner for w in ("W_q", "W_k", "W_v")) or len(linears) != 2:
+        return {}, {}
+    shapes = {n[len(prefix):-len(".weight")]: tuple(shape) for n, shape, *_ in info.get("params", [])
+              if n.startswith(prefix) and n.endswith(".weight")}
+    both = [shapes.get(n) for n in linears]
+    if any(sh is None or len(sh) != 2 for sh in both):
+        return {}, {}
+    for qkv, out in (linears, linears[::-1]):
+        (r, c), (ro, co) = shapes[qkv], shapes[out]
+        if r == 3 * c and ro == co == c:
+            return {qkv: ("W_q", "W_k", "W_v")}, ({} if out == "W_o" else {"W_o": out})
+    return {}, {}
+
+
 def part_renames(sub, cls: str, m) -> dict[str, str]:
-    """part_layers for the student's own part built alone (none for the grader's stand-in). Decided once per
+    """part_layers for the student's own part built alone (none for the grader's stand-in), or the output layer's
+    name beside a fused query/key/value projection (fused_qkv, which also sets m.fused). Decided once per
     class; the structure check (check_params) alone charges the names."""
     if m.owner is None:
         return {}
     key = f"part_renames:{cls}"
     if key not in sub.memo:
-        sub.memo[key] = part_layers(m.describe().get("modules", []), "", cls)
+        info = m.describe()
+        fused, renames = fused_qkv(info, "", cls)
+        sub.memo[key] = renames if fused else part_layers(info.get("modules", []), "", cls,
+                                                           lambda linears: forward_uses(sub, m.owner, linears))
+        sub.memo[f"part_fused:{cls}"] = fused
+    m.fused = dict(sub.memo[f"part_fused:{cls}"])
     return sub.memo[key]
 
 
@@ -231,6 +460,27 @@ def build_block(sub, d: int, h: int, d_ff: int, dropout: float = 0.0, norm_first
     """The student's TransformerBlock(d, h, d_ff, dropout, norm_first=..., **switches): norm_first under the
     student's own name for it (norm_first_name), and built over the grader's stand-in attention where the student's
     own does not run (attn_stand_in)."""
+    args, kw, own, takes = _block_call(sub, d, h, d_ff, dropout)
+    misfit = init_misfit(sub, "TransformerBlock", 3)
+    if misfit is not None:
+        raise CheckFailure(misfit)
+    spec = stand_in or block_stand_in(sub)
+    m = sub.new("TransformerBlock", *args, seed=seed, stand_in=spec,
+                **({own or "norm_first": norm_first} if takes else {}), **kw, **switches)
+    m.own_work = (LIBRARY, OWN_BLOCK)
+    m.call_misfit = forward_misfit(sub, "TransformerBlock")
+    m.renamed = block_renames(sub, m, spec)
+    if own or not takes or len(args) < 4:  # (the diagnosis builds the reference's block from these: the mode the
+        # check asked for, under the template's name)
+        m.ctor = (m.ctor[0], (d, h, d_ff, dropout),
+                  {**{("norm_first" if k == own else k): v for k, v in m.ctor[2].items()}, "norm_first": norm_first},
+                  m.ctor[3])
+    return m
+
+
+def _block_call(sub, d: int, h: int, d_ff: int, dropout: float) -> tuple[tuple, dict, str | None, bool]:
+    """How build_block passes the student's TransformerBlock its sizes and dropout: (args, keyword arguments, the
+    student's name for norm_first or None, whether it takes norm_first at all)."""
     own = norm_first_name(sub)
     takes = own is not None or takes_norm_first(sub)
     args: tuple = (d, h, d_ff, dropout)
@@ -247,17 +497,7 @@ def build_block(sub, d: int, h: int, d_ff: int, dropout: float = 0.0, norm_first
                  "만들 수 없습니다: 템플릿의 블록은 d_ff 다음에 dropout을 받아 어텐션과 피드포워드 네트워크에 넘기고 "
                  "self.dropout1, self.dropout2 = nn.Dropout(dropout), nn.Dropout(dropout)을 둡니다.")
         args = (d, h, d_ff)
-    spec = stand_in or block_stand_in(sub)
-    m = sub.new("TransformerBlock", *args, seed=seed, stand_in=spec,
-                **({own or "norm_first": norm_first} if takes else {}), **kw, **switches)
-    m.own_work = (LIBRARY, OWN_BLOCK)
-    m.renamed = block_renames(sub, m, spec)
-    if own or not takes or len(args) < 4:  # (the diagnosis builds the reference's block from these: the mode the
-        # check asked for, under the template's name)
-        m.ctor = (m.ctor[0], (d, h, d_ff, dropout),
-                  {**{("norm_first" if k == own else k): v for k, v in m.ctor[2].items()}, "norm_first": norm_first},
-                  m.ctor[3])
-    return m
+    return args, kw, own, takes
 
 
 def block_renames(sub, m, spec: dict | None = None) -> dict[str, str]:
@@ -285,19 +525,82 @@ def block_renames(sub, m, spec: dict | None = None) -> dict[str, str]:
         norms = [n for n in info.get("layer_norms") or [] if "." not in n]
         if not {"norm1", "norm2"} & names and len(norms) == 2:
             renames.update(_by_role(("norm1", "norm2"), norms) or dict(zip(("norm1", "norm2"), by_number(norms))))
+        fused: dict[str, tuple[str, ...]] = {}
         for want, cls in (("attn", "MultiHeadSelfAttention"), ("ff", "FeedForward")):
             held = renames.get(want, want if want in names else None)
-            for theirs, mine in (part_layers(info.get("modules", []), held, cls) if held else {}).items():
+            joined, layers = fused_qkv(info, held, cls) if held else ({}, {})
+            fused.update({f"{held}.{mine}": tuple(f"{want}.{t}" for t in theirs) for mine, theirs in joined.items()})
+            owner = dict(top).get(held) if held else None  # (the part's class: its forward says how it is used)
+            uses = (lambda linears, owner=owner: forward_uses(sub, owner, linears)) if owner in sub.names else None
+            for theirs, mine in ((layers if joined else part_layers(info.get("modules", []), held, cls, uses))
+                                 if held else {}).items():
                 renames[f"{want}.{theirs}"] = f"{held}.{mine}"
+        theirs = (renames.get("norm1", "norm1"), renames.get("norm2", "norm2"))
+        if set(theirs) <= set(norms) and theirs[0] != theirs[1] and norms_used_the_other_way(
+                sub, m, renames, fused, spec, theirs):
+            renames.update({"norm1": theirs[1], "norm2": theirs[0]})
         sub.memo[key] = renames
+        sub.memo[f"block_fused:{(spec or {}).get('name')}"] = fused
+    m.fused = dict(sub.memo[f"block_fused:{(spec or {}).get('name')}"])
     return sub.memo[key]
+
+
+def norms_used_the_other_way(sub, m, renames: dict, fused: dict, spec: dict | None, norms: tuple[str, str]) -> bool:
+    """Whether the student's post-norm block applies `norms[1]` (the LayerNorm read as norm2) around the attention
+    sub-layer and `norms[0]` around the feed-forward one: its names swapped, its computation right once each gets
+    the weights of its role. Shown on a block of its own (norm_first=False, dropout 0, eval mode) whose two
+    LayerNorms hold different weights and whose feed-forward output layer is zero: then the second LayerNorm call's
+    input is the first call's output, and the output the second call's; the first LayerNorm called is the
+    attention's. Learners round tb16: a right block with norm1 and norm2 used the other way round was judged as
+    "norms swapped" in every comparison and lost 26.25 points of the block and exercise 3; the template fixes which
+    is which, so the structure check alone charges the names."""
+    d, h, d_ff = m.ctor[1][:3] if m.ctor and len(m.ctor[1]) >= 3 else (None, None, None)
+    if not all(type(v) is int for v in (d, h, d_ff)):
+        return False
+    try:
+        args, kw, own, takes = _block_call(sub, d, h, d_ff, 0.0)
+        e = sub.new("TransformerBlock", *args, seed=0, stand_in=spec,
+                    **({own or "norm_first": False} if takes else {}), **kw)
+        e.renamed, e.fused = dict(renames), dict(fused)
+        g = torch.Generator().manual_seed(7)
+        ln = {n: (1.0 + 0.5 * torch.rand(d, generator=g), 0.3 * torch.randn(d, generator=g)) for n in ("norm1", "norm2")}
+        state = {f"{n}.{t}": v for n, (w, b) in ln.items() for t, v in (("weight", w), ("bias", b))}
+        state.update({"ff.linear2.weight": torch.zeros(d, d_ff), "ff.linear2.bias": torch.zeros(d)})
+        report = e.load_state(state)
+        if report.get("missing") or report.get("mismatched"):
+            return False
+        res = e.run(randn(5, 2, 5, d), record=["layer_norm"])
+    except CheckFailure:
+        return False
+    seen = [r["input"] for r in res.get("records") or [] if r.get("fn") == "layer_norm"
+            and type(r.get("input")) is torch.Tensor]
+    y = res.get("out")
+    if len(seen) != 2 or type(y) is not torch.Tensor or seen[0].shape != seen[1].shape or y.shape != seen[1].shape:
+        return False
+
+    def norm(t, which):
+        return torch.nn.functional.layer_norm(t, (d,), *ln[which])
+
+    def near(a, b):
+        return bool(((a - b).abs() <= 1e-5 + 1e-5 * b.abs()).all())
+    return near(seen[1], norm(seen[0], "norm2")) and near(y, norm(seen[1], "norm1")) \
+        and not near(seen[1], norm(seen[0], "norm1"))
 
 
 def as_template(m, params: dict) -> dict:
     """A module's parameters (m.state()["params"], or its gradients) under the template's names (block_renames,
     part_renames undone), as the checks name them; load_state takes them so."""
     back = {mine: theirs for theirs, mine in m.renamed.items()}
-    return {renamed_name(n, back): t for n, t in params.items()}
+    out = {}
+    for n, t in params.items():
+        head, _, leaf = n.rpartition(".")
+        theirs = m.fused.get(head)
+        if theirs and type(t) is torch.Tensor and t.dim() and t.shape[0] % len(theirs) == 0:
+            # (a fused query/key/value projection: its rows in thirds, as Remote.load_state joins them)
+            out.update({f"{part}.{leaf}": piece for part, piece in zip(theirs, t.chunk(len(theirs), dim=0))})
+        else:
+            out[renamed_name(n, back)] = t
+    return out
 
 
 def block_signature(sub) -> list[dict] | None:
@@ -418,7 +721,12 @@ class MultiHeadSelfAttention(nn.Module):
         self.W_o = nn.Linear(d_model, d_model)
         self.dropout = nn.Dropout(dropout)
 
-    def forward(self, x, causal=False):
+    def forward(self, x, causal=False, *rest):
+        if isinstance(causal, torch.Tensor):  # (a block written for forward(query, key, value, mask=None): x, x, x)
+            key, value, mask = (causal, *rest, None)[:3]
+            if value is None or not (torch.equal(key, x) and torch.equal(value, x)) or mask is not None:
+                raise TypeError("the grader's stand-in attention is self-attention: forward(x, causal=False)")
+            causal = False
         n = x.shape[1]
         w = torch.sigmoid(self.W_q(x) @ self.W_k(x).transpose(1, 2))
         if causal:
@@ -644,11 +952,26 @@ def check_params(m, want: dict[str, tuple[int, ...]], cls: str) -> None:
         problems_ko = "; ".join(([f"없음: {', '.join(missing)}"] if missing else [])
                                 + [f"{n}: {h}, {w}이어야 함" for n, h, w in wrong])
         # (layers of the template's count named otherwise are given PyTorch's weights in the order made, so that
-        # this check alone charges the names: part_layers)
+        # this check alone charges the names: part_layers; a fused query/key/value projection its thirds: fused_qkv)
+        for mine, theirs in m.fused.items():
+            parts = ", ".join(theirs)
+            fail(f"`{cls}` keeps the query, key and value projections in one layer, self.{mine} {have.get(mine + '.weight')}"
+                 f", where the template has three, {parts}, each nn.Linear(d_model, d_model) with a bias. The other "
+                 f"checks gave self.{mine} the three stacked in that order (q, k, v), so this check alone charges it: "
+                 f"make {parts} separate layers. Yours: {listed or 'none'}.",
+                 f"`{cls}`이(가) 쿼리, 키, 값 투영을 레이어 하나 self.{mine} {have.get(mine + '.weight')}에 두었지만 "
+                 f"템플릿은 세 레이어 {parts}(각각 바이어스가 있는 nn.Linear(d_model, d_model))를 둡니다. 다른 검사는 "
+                 f"self.{mine}에 세 가중치를 그 순서(q, k, v)로 쌓아 넣었으므로 이 검사에서만 감점됩니다: {parts}를 "
+                 f"따로 만드세요. 현재: {listed or '없음'}.")
+        # (the layers the other checks read as the template's: say which is which, so that the rename is plain)
+        read = ", ".join("self." + re.sub(r"\.(\d+)$", r"[\1]", mine) + f" as {theirs}"
+                         for theirs, mine in m.renamed.items() if "." not in theirs)
+        read_en = f" The other checks read your layers so: {read}; rename them to match." if read else ""
+        read_ko = f" 다른 검사는 여러분의 레이어를 이렇게 읽었습니다: {read}; 그에 맞게 이름을 바꾸세요." if read else ""
         fail(f"`{cls}` does not have the parameters the template names ({problems}); use the template's names. "
-             f"Yours: {listed or 'none'}.",
+             f"Yours: {listed or 'none'}.{read_en}",
              f"`{cls}`에 템플릿이 정한 파라미터가 없습니다 ({problems_ko}); 템플릿의 이름을 쓰세요. "
-             f"현재: {listed or '없음'}.")
+             f"현재: {listed or '없음'}.{read_ko}")
 
 
 # ---------------------------------------------------------------------------------------------- properties

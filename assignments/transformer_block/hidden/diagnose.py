@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from assignments.transformer_block.common import as_template
 from assignments.transformer_block.hidden import bugs
 from autograder.bugtable import Call, diagnose_function, diagnose_module
 from autograder.checks import DIAGNOSERS, diagnosis
@@ -17,7 +18,9 @@ def diagnose(*, sub: Any, until: float, target: Any, got: Any, call: Call) -> Me
     `got` when called as `call` says, or None. The student's code is not run again; only weights are read."""
     if isinstance(target, str):
         return diagnose_function(bugs.TABLE, until, target, call.inputs, got)
-    return diagnose_module(bugs.TABLE, R, until, target, got, call)
+    # (the student's weights under the template's names: layers named otherwise, a fused query/key/value projection)
+    rename = (lambda params: as_template(target, params)) if target.renamed or target.fused else None
+    return diagnose_module(bugs.TABLE, R, until, target, got, call, rename=rename)
 
 
 def explain(sub: Any, target: Any, *inputs: Any, mode: str | None = "eval", seed: int | None = None,

@@ -101,6 +101,17 @@ def test_block_structure(sub):
                        for n, t, found, mine in wrong)
         fail(f"`TransformerBlock` is not built from the template's parts: {en}.",
              f"`TransformerBlock`이 템플릿의 구성 요소로 만들어지지 않았습니다: {ko}.")
+    if m.renamed.get("norm1") == "norm2" and m.renamed.get("norm2") == "norm1":
+        # (norms_used_the_other_way: the other checks gave each LayerNorm the weights of its role)
+        fail("`TransformerBlock` uses norm1 and norm2 the other way round: your forward applies self.norm2 around the "
+             "attention sub-layer and self.norm1 around the feed-forward one, while the template's norm1 belongs to "
+             "the attention sub-layer and norm2 to the feed-forward one (PyTorch's weights are copied in by these "
+             "names). The other checks gave each LayerNorm the weights of its role, so this check alone charges the "
+             "names: swap them (norm1 for the attention, norm2 for the feed-forward network).",
+             "`TransformerBlock`이 norm1과 norm2를 반대로 씁니다: forward가 어텐션 서브레이어에 self.norm2를, "
+             "피드포워드 서브레이어에 self.norm1을 적용하지만, 템플릿에서 norm1은 어텐션 서브레이어, norm2는 피드포워드 "
+             "서브레이어의 것입니다 (PyTorch의 가중치가 이 이름으로 복사됩니다). 다른 검사는 각 LayerNorm에 역할에 맞는 "
+             "가중치를 넣었으므로 이 검사에서만 감점됩니다: 이름을 바꾸세요 (어텐션에 norm1, 피드포워드 네트워크에 norm2).")
     # Evidence: the parts are used (a forward that calls them and returns its input holds them all too).
     try:
         expect_working(m, 8, 14, block_text(8, 2, 12), causal=None, mixes=False, earns=STRUCTURE)
