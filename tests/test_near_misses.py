@@ -13,7 +13,20 @@ from conftest import grade_sources
 CA, MHA = "CausalAttention", "MultiHeadAttention"
 CAUSAL = "future tokens do not change earlier outputs"
 
+UNSLICED = ("self.mask.bool()[:num_tokens, :num_tokens]", "self.mask.bool()")
+SLICE = "the mask is made for context_length tokens; slice it"
+# The checks of inputs shorter than context_length: where an unsliced mask is charged.
+SHORT = {CA: ("accepts fewer tokens than context_length", "on hidden seeds and shapes (some shorter"),
+         MHA: ("on hidden seeds, shapes and head counts", "1 to 4 heads and short sequences")}
+
 STUDENTS = {
+    # The mask used whole (`self.mask.bool()`): only inputs shorter than context_length raise. It cost 12 of
+    # CausalAttention's 25 points and 10 of MultiHeadAttention's 20: the dropout, qkv_bias, gradient and
+    # reference-weight checks all start on an input shorter than context_length.
+    "ca_unsliced": (ch(CA, *UNSLICED),),
+    "mha_unsliced": (ch(MHA, *UNSLICED),),
+    # ... beside a dropout that is never applied: the dropout check, judged at context_length tokens, names that.
+    "ca_unsliced_dropout_unused": (ch(CA, *UNSLICED), ch(CA, "weights = self.dropout(weights)", "")),
     # Scores divided by sqrt(num_tokens): the outputs depend on how many tokens there are, never on a later
     # token's value. The causality check said "it depends on later tokens" beside the diagnosis that named it.
     "ca_scale_by_tokens": (ch(CA, "keys.shape[-1] ** 0.5", "num_tokens ** 0.5"),),
@@ -57,3 +70,21 @@ def test_a_leak_at_one_split_point_still_fails_causality(graded):
     r = graded["ca_token0_sees_token1"]
     c = check(r, CA, CAUSAL)
     assert c.status == "failed" and "is not causal" in c.message.en, c.message
+
+
+@pytest.mark.parametrize("name, cls", [("ca_unsliced", CA), ("mha_unsliced", MHA)])
+def test_an_unsliced_mask_costs_the_checks_of_shorter_inputs_only(graded, name, cls):
+    r = graded[name]
+    lost = {c.name for c in r.checks if c.score < c.points}
+    assert lost == {next(c.name for c in r.checks if c.question == cls and words in c.name) for words in SHORT[cls]}, \
+        lost
+    for c in r.checks:
+        if c.score < c.points:
+            assert SLICE in c.message.en and "입력 토큰 수에 맞게 잘라" in c.message.ko, c.message
+
+
+def test_an_unsliced_mask_does_not_hide_another_bug_of_the_checks_judged_at_full_length(graded):
+    r = graded["ca_unsliced_dropout_unused"]
+    c = check(r, CA, "applies dropout to the attention weights in train mode")
+    assert c.status == "failed" and SLICE not in c.message.en, c.message
+    assert r.by_question()[CA][0] < graded["ca_unsliced"].by_question()[CA][0]
