@@ -10,7 +10,7 @@ from assignments.attention.hidden import bugs
 from autograder.bugtable import ch
 from conftest import grade_sources
 
-CA, MHA = "CausalAttention", "MultiHeadAttention"
+CA, MHA, WR = "CausalAttention", "MultiHeadAttention", "MultiHeadAttentionWrapper"
 CAUSAL = "future tokens do not change earlier outputs"
 
 UNSLICED = ("self.mask.bool()[:num_tokens, :num_tokens]", "self.mask.bool()")
@@ -36,6 +36,13 @@ STUDENTS = {
     "ca_token0_sees_token1": (ch(CA, "keys.shape[-1] ** 0.5", "num_tokens ** 0.5"),
                               ch(CA, "b, num_tokens, d_in = x.shape\n",
                                  "b, num_tokens, d_in = x.shape\n        self.mask[0, 1:2] = 0\n")),
+    # The head class misspelt (CasualAttention) and taking dropout before context_length, its wrapper building it
+    # in that order: it works, yet the gate built it in the notebook's order (dropout=context_length) and the
+    # wrapper's note said the heads "do not work yet".
+    "misspelt_head_reordered": (ch(CA, "context_length: int, dropout: float,", "dropout: float, context_length: int,"),
+                                ch(CA, "class CausalAttention(", "class CasualAttention("),
+                                ch(WR, "[CausalAttention(d_in, d_out, context_length, dropout, qkv_bias)",
+                                   "[CasualAttention(d_in, d_out, dropout, context_length, qkv_bias)")),
 }
 
 
@@ -88,3 +95,11 @@ def test_an_unsliced_mask_does_not_hide_another_bug_of_the_checks_judged_at_full
     c = check(r, CA, "applies dropout to the attention weights in train mode")
     assert c.status == "failed" and SLICE not in c.message.en, c.message
     assert r.by_question()[CA][0] < graded["ca_unsliced"].by_question()[CA][0]
+
+
+def test_a_misspelt_head_that_works_is_not_said_to_fail(graded):
+    r = graded["misspelt_head_reordered"]
+    assert {q: s for q, (s, m) in r.by_question().items() if s != m} == {CA: 0}, r.by_question()
+    notes = [n.en for n in r.notes]
+    assert any("rename it to `CausalAttention`" in n for n in notes), notes
+    assert not [n for n in notes if "does not work yet" in n or "stand-in" in n], notes

@@ -689,9 +689,10 @@ class _Ahead:
     def build(self, cls: str, args: tuple, seed: int, plan: list) -> None:
         steps = list(plan)
         # Through build, so a renamed keyword (head_num) is retried by position: only the signature check charges
-        # it. The student's misspelt head class (CasualAttention) is built as a head.
+        # it. The student's misspelt head class (CasualAttention) is built as a head, its arguments in its own order.
         self.m, res = build_then(self.sub, cls, *args, seed=seed, steps=steps, lenient=True) \
-            if cls in SIGNATURES else self.sub.new_seq(cls, *args, seed=seed, steps=steps, lenient=True)
+            if cls in SIGNATURES else self.sub.new_seq(cls, *_misspelt_head_args(self.sub, cls, args), seed=seed,
+                                                       steps=steps, lenient=True)
         self.queue = list(zip(steps, res))
 
     def plan(self, *steps) -> None:
@@ -703,11 +704,20 @@ class _Ahead:
         return taken(self.queue.pop(0)[1])
 
 
+def _misspelt_head_args(sub, cls: str, args: tuple) -> tuple:
+    """The evidence gate's CausalAttention arguments (d_in, d_out, context_length, dropout) for the student's head
+    class under another name, placed as its __init__ takes them (_in_own_order). Passed in the notebook's order, a
+    CasualAttention(d_in, d_out, dropout, context_length) got dropout=context_length and raised, and the wrapper's
+    note said its heads did not work yet, though its wrapper built them right (learners' round, session 16)."""
+    return _in_own_order(sub, cls, HEAD_ARGS[:len(args)], args)
+
+
 class _OneByOne(_Ahead):
     """The same, one request at a time."""
 
     def build(self, cls: str, args: tuple, seed: int, plan: list) -> None:
-        self.m = build(self.sub, cls, *args, seed=seed) if cls in SIGNATURES else self.sub.new(cls, *args, seed=seed)
+        self.m = build(self.sub, cls, *args, seed=seed) if cls in SIGNATURES \
+            else self.sub.new(cls, *_misspelt_head_args(self.sub, cls, args), seed=seed)
 
     def plan(self, *steps) -> None:
         pass
