@@ -103,3 +103,20 @@ def test_a_misspelt_head_that_works_is_not_said_to_fail(graded):
     notes = [n.en for n in r.notes]
     assert any("rename it to `CausalAttention`" in n for n in notes), notes
     assert not [n for n in notes if "does not work yet" in n or "stand-in" in n], notes
+
+
+def test_a_file_with_only_the_books_multihead_attention_is_the_attention_labs(tmp_path):
+    """A learner's file named after them with the book's MultiHeadAttention and no other class: 1 of the attention
+    lab's 6 questions and 1 of the midterm's 3, so `grade check` refused it ("Cannot tell which assignment"). Its
+    __init__ takes the lab's arguments (the question's `init`); the midterm's, keyword-only after d_in and d_out,
+    is not taken for the lab's."""
+    from autograder import assignment
+    from autograder.bugtable import scope
+    from conftest import ROOT
+    lab = bugs.REFERENCE_SOURCE
+    f = tmp_path / "park_ch3.py"
+    f.write_text("import torch\nimport torch.nn as nn\n\n\n" + lab[slice(*scope(lab, MHA))], encoding="utf-8")
+    assert assignment.for_source(f).name == "attention"
+    exam = (ROOT / "reference" / "midterm.py").read_text(encoding="utf-8")
+    f.write_text("import torch\nimport torch.nn as nn\n\n\n" + exam[slice(*scope(exam, MHA))], encoding="utf-8")
+    assert assignment.for_source(f) is None
