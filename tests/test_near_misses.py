@@ -43,6 +43,13 @@ STUDENTS = {
                                 ch(CA, "class CausalAttention(", "class CasualAttention("),
                                 ch(WR, "[CausalAttention(d_in, d_out, context_length, dropout, qkv_bias)",
                                    "[CasualAttention(d_in, d_out, dropout, context_length, qkv_bias)")),
+    # The heads' class under a name of its own (MaskedAttention) and the wrapper misspelt, its arguments renamed:
+    # CausalAttention's checks said only that it is not defined (the heads' class was looked for in the wrapper
+    # under its exact name only).
+    "misspelt_wrapper_of_masked_heads": (ch(CA, "class CausalAttention(", "class MaskedAttention("),
+                                         ch(WR, "[CausalAttention(", "[MaskedAttention("),
+                                         ch(WR, "context_length", "context_len"), ch(WR, "num_heads", "n_heads"),
+                                         ch(WR, "class MultiHeadAttentionWrapper(", "class MultiheadAttentionWrapper(")),
 }
 
 
@@ -120,3 +127,11 @@ def test_a_file_with_only_the_books_multihead_attention_is_the_attention_labs(tm
     exam = (ROOT / "reference" / "midterm.py").read_text(encoding="utf-8")
     f.write_text("import torch\nimport torch.nn as nn\n\n\n" + exam[slice(*scope(exam, MHA))], encoding="utf-8")
     assert assignment.for_source(f) is None
+
+
+def test_the_heads_of_a_misspelt_wrapper_are_guessed_as_causal_attention(graded):
+    r = graded["misspelt_wrapper_of_masked_heads"]
+    en = [c.message.en for c in r.checks if c.question == CA and c.message]
+    ko = [c.message.ko for c in r.checks if c.question == CA and c.message]
+    assert en and all("Rename `MaskedAttention` to `CausalAttention`" in m for m in en), en[:2]
+    assert all("`MaskedAttention`의 이름을 `CausalAttention`" in m for m in ko), ko[:2]

@@ -13,7 +13,7 @@ import torch
 
 from autograder.checks import (RENAME_FITS, RENAME_GUESS, CheckFailure, described, diagnosis, expect_close, expect_shape,
                                expect_tensor, fail)
-from autograder.messages import Message, near_miss
+from autograder.messages import Message, near_miss, rename_hint
 from autograder.sourcecode import (asserts_tuple, class_node, created_twice, dropped_masked_fill,  # noqa: F401
                                    method_node, unfinished)  # (class_node: hidden checks)
 from autograder.proxy import step, taken
@@ -1591,9 +1591,15 @@ def head_class(sub) -> str:
         return near
     # Else the one class of the student's own that the wrapper's code builds (learners round rl14: a study repo's
     # heads are its MaskedAttention; the wrapper was judged against stand-in heads it never built, and lost 10 of
-    # its 15 points for a head class that CausalAttention's question already charges).
-    body = re.search(r"^class[ \t]+MultiHeadAttentionWrapper\b.*?(?=^\S|\Z)", sub.source_text(), re.M | re.S)
-    built = {n for n in re.findall(r"\b([A-Za-z_]\w*)[ \t]*\(", body.group(0)) if n in own} if body else set()
+    # its 15 points for a head class that CausalAttention's question already charges). The wrapper under its own
+    # misspelling too (MultiHeadAttentionWraper, MultiheadAttentionWrapper: its checks say to rename it): its heads'
+    # class was told only that CausalAttention is not defined (learners' round, session 16).
+    wrapper = "MultiHeadAttentionWrapper" if "MultiHeadAttentionWrapper" in sub.names \
+        else rename_hint("MultiHeadAttentionWrapper", own, SIGNATURES)
+    body = re.search(rf"^class[ \t]+{re.escape(wrapper)}\b.*?(?=^\S|\Z)", sub.source_text(), re.M | re.S) \
+        if wrapper else None
+    built = {n for n in re.findall(r"\b([A-Za-z_]\w*)[ \t]*\(", body.group(0)) if n in own and n != wrapper} \
+        if body else set()
     return built.pop() if len(built) == 1 else HEAD
 
 
