@@ -50,6 +50,11 @@ STUDENTS = {
                                          ch(WR, "[CausalAttention(", "[MaskedAttention("),
                                          ch(WR, "context_length", "context_len"), ch(WR, "num_heads", "n_heads"),
                                          ch(WR, "class MultiHeadAttentionWrapper(", "class MultiheadAttentionWrapper(")),
+    # The head misspelt and broken (keys.T on a batch): the wrapper's note said "see its checks", whose messages
+    # only say to rename it.
+    "misspelt_head_broken": (ch(CA, "keys.transpose(1, 2)", "keys.T"),
+                             ch(CA, "class CausalAttention(", "class CasualAttention("),
+                             ch(WR, "[CausalAttention(", "[CasualAttention(")),
 }
 
 
@@ -135,3 +140,13 @@ def test_the_heads_of_a_misspelt_wrapper_are_guessed_as_causal_attention(graded)
     ko = [c.message.ko for c in r.checks if c.question == CA and c.message]
     assert en and all("Rename `MaskedAttention` to `CausalAttention`" in m for m in en), en[:2]
     assert all("`MaskedAttention`의 이름을 `CausalAttention`" in m for m in ko), ko[:2]
+
+
+def test_the_stand_in_note_of_a_misspelt_broken_head_says_to_rename_it(graded):
+    r = graded["misspelt_head_broken"]
+    assert {q: s for q, (s, m) in r.by_question().items() if s != m} == {CA: 0}, r.by_question()
+    en = [n.en for n in r.notes if "stand-in" in n.en]
+    ko = [n.text("ko") for n in r.notes if "대체 헤드" in n.ko]
+    assert en and "rename it to `CausalAttention`, and the checks of CausalAttention will say why" in en[0], en
+    assert "see its checks" not in en[0]
+    assert ko and "`CasualAttention`의 이름을 `CausalAttention`으로 바꾸면" in ko[0], ko

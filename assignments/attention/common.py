@@ -1706,7 +1706,17 @@ def stand_in(sub) -> dict[str, str] | None:
                 return _stand_in_spec(sub)
         except CheckFailure:
             _STAND_IN_USED[sub] = True
-            if not unfinished(sub, "MultiHeadAttentionWrapper"):  # (of a skeleton's wrapper, the note misleads)
+            if not unfinished(sub, "MultiHeadAttentionWrapper") and head != HEAD:
+                # Under another name its checks say only to rename it (learners' round, session 16): "see its
+                # checks" sent the student to messages that never say why the heads do not work.
+                sub.notes.append(Message(
+                    f"MultiHeadAttentionWrapper was graded with the grader's stand-in heads in place of your `{head}`, "
+                    f"which does not work yet: rename it to `{HEAD}`, and the checks of {HEAD} will say why. The "
+                    f"wrapper's own code earns its points, and the heads' fault costs points under {HEAD} only.",
+                    f"MultiHeadAttentionWrapper는 아직 동작하지 않는 `{head}` 대신 채점기의 대체 헤드로 채점했습니다: "
+                    f"`{head}`의 이름을 `{HEAD}`(으)로 바꾸면 {HEAD}의 검사가 이유를 알려 줍니다. 래퍼는 자기 코드로 "
+                    f"점수를 받고, 헤드의 잘못은 {HEAD}에서만 감점됩니다."))
+            elif not unfinished(sub, "MultiHeadAttentionWrapper"):  # (of a skeleton's wrapper, the note misleads)
                 sub.notes.append(Message(
                     f"MultiHeadAttentionWrapper was graded with the grader's stand-in heads in place of your `{head}`, "
                     "which does not work yet (see its checks): the wrapper's own code earns its points, and the heads' "
