@@ -849,6 +849,8 @@ class Submission:
             # What the raising call had computed, when it asked (Remote.run's `partial`; checked above): the
             # callee's line and its local tensors of the names asked for. Only data: the checks judge it.
             failure.frame = e.err.get("frame")
+            failure.mask_not_sliced = bool(_mask_hint(str(e.err.get("message", "")),
+                                                      str((e.err.get("where") or {}).get("code", ""))).en)
             if op == "seq":  # which step of a sequence raised, and what the steps before it gave
                 failure.step, failure.done = e.err.get("step"), e.err.get("done")
             raise failure from None

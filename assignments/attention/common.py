@@ -13,7 +13,7 @@ import torch
 
 from autograder.checks import (RENAME_FITS, RENAME_GUESS, CheckFailure, described, diagnosis, expect_close, expect_shape,
                                expect_tensor, fail)
-from autograder.messages import Message, near_miss
+from autograder.messages import Message, near_miss, rename_hint
 from autograder.sourcecode import (asserts_tuple, class_node, created_twice, dropped_masked_fill,  # noqa: F401
                                    method_node, unfinished)  # (class_node: hidden checks)
 from autograder.proxy import step, taken
@@ -689,9 +689,10 @@ class _Ahead:
     def build(self, cls: str, args: tuple, seed: int, plan: list) -> None:
         steps = list(plan)
         # Through build, so a renamed keyword (head_num) is retried by position: only the signature check charges
-        # it. The student's misspelt head class (CasualAttention) is built as a head.
+        # it. The student's misspelt head class (CasualAttention) is built as a head, its arguments in its own order.
         self.m, res = build_then(self.sub, cls, *args, seed=seed, steps=steps, lenient=True) \
-            if cls in SIGNATURES else self.sub.new_seq(cls, *args, seed=seed, steps=steps, lenient=True)
+            if cls in SIGNATURES else self.sub.new_seq(cls, *_misspelt_head_args(self.sub, cls, args), seed=seed,
+                                                       steps=steps, lenient=True)
         self.queue = list(zip(steps, res))
 
     def plan(self, *steps) -> None:
@@ -703,11 +704,20 @@ class _Ahead:
         return taken(self.queue.pop(0)[1])
 
 
+def _misspelt_head_args(sub, cls: str, args: tuple) -> tuple:
+    """The evidence gate's CausalAttention arguments (d_in, d_out, context_length, dropout) for the student's head
+    class under another name, placed as its __init__ takes them (_in_own_order). Passed in the notebook's order, a
+    CasualAttention(d_in, d_out, dropout, context_length) got dropout=context_length and raised, and the wrapper's
+    note said its heads did not work yet, though its wrapper built them right (learners' round, session 16)."""
+    return _in_own_order(sub, cls, HEAD_ARGS[:len(args)], args)
+
+
 class _OneByOne(_Ahead):
     """The same, one request at a time."""
 
     def build(self, cls: str, args: tuple, seed: int, plan: list) -> None:
-        self.m = build(self.sub, cls, *args, seed=seed) if cls in SIGNATURES else self.sub.new(cls, *args, seed=seed)
+        self.m = build(self.sub, cls, *args, seed=seed) if cls in SIGNATURES \
+            else self.sub.new(cls, *_misspelt_head_args(self.sub, cls, args), seed=seed)
 
     def plan(self, *steps) -> None:
         pass
@@ -1319,6 +1329,40 @@ def permuted_features(weights: dict, d_in: int, perm: torch.Tensor) -> dict:
     return out
 
 
+def _causal_at_length(sub, cls: str, m, moved: dict, perm, shape: tuple, ctx: int, heads: int, seed: int,
+                      off) -> bool:
+    """Whether, at one length, changing the tokens from each position on leaves every earlier token's output as it
+    was: the module is causal at this length, even where its outputs differ from those of a shorter input (they
+    depend on how many tokens there are, not on what the later tokens are).
+
+    Each pair compares inputs never seen before that share their first tokens: one given to the student's module
+    `m`, the other, with its later tokens changed, to a fresh build holding the weights permuted to match its
+    permuted features (`moved`, as check_causality's truth), so no output remembered from another call can be
+    replayed (a module that replays the rows of a prefix it has seen, its mask left out, passed a comparison of two
+    calls of the same module)."""
+    b, T, d_in, d_out = shape
+    firsts, seconds = [], []
+    for j in range(1, T):
+        z = randn(seed + 100 + j, b, T, d_in)
+        firsts.append(z)
+        later = z.clone()
+        later[:, j:, :] = randn(seed + 200 + j, b, T - j, d_in) * 3
+        seconds.append(later[:, :, perm])
+    try:
+        _fresh, values = build_then(sub, cls, d_in, d_out, ctx, 0.0, heads, seed=seed, lenient=True,
+                                    steps=[step("load_state", moved), *(step("call", z) for z in seconds)])
+        taken(values[0])
+        theirs = [taken(v)["out"] for v in values[1:]]
+    except CheckFailure:
+        return False
+    mine = m.calls(*((z,) for z in firsts), lenient=True)
+    for j, (y, want) in enumerate(zip(mine, theirs), start=1):
+        if type(y) is not torch.Tensor or type(want) is not torch.Tensor or y.shape != want.shape \
+                or y.dim() != 3 or y.shape[:2] != (b, T) or off(y[:, :j], want[:, :j]) > 1e-5:
+            return False
+    return True
+
+
 def check_causality(sub, cls: str, seed: int, b: int = 2, T: int = 6, d_in: int = 5, d_out: int = 4,
                     heads: int = 2, ctx: int | None = None) -> None:
     """Each token's output must equal what the same function gives when the input ends at that token.
@@ -1369,6 +1413,12 @@ def check_causality(sub, cls: str, seed: int, b: int = 2, T: int = 6, d_in: int 
         return float(diff.max())
 
     leak = max(off(y1[:, :k], y2[:, :k]), 0.0)
+    if leak <= 1e-5 and (off(y1, truth_t) > 1e-5 or off(y2[:, :k], truth_t[:, :k]) > 1e-5) \
+            and _causal_at_length(sub, cls, m, moved, perm, (b, T, d_in, d_out), ctx, heads, seed, off):
+        # No later token's value reaches an earlier output; only the number of tokens does (scores scaled by
+        # sqrt(num_tokens)). That is a wrong value, charged by the value checks that name it, not a leak from the
+        # future: this check said "it depends on later tokens", a wrong cause (learners' round, session 16).
+        return
     if off(y1, truth_t) > 1e-5 or off(y2[:, :k], truth_t[:, :k]) > 1e-5 or leak > 1e-5:
         if leak > 1e-5:
             what = Message(f"`{cls}` is not causal: changing tokens {k}..{T - 1} changed the outputs of tokens "
@@ -1541,9 +1591,15 @@ def head_class(sub) -> str:
         return near
     # Else the one class of the student's own that the wrapper's code builds (learners round rl14: a study repo's
     # heads are its MaskedAttention; the wrapper was judged against stand-in heads it never built, and lost 10 of
-    # its 15 points for a head class that CausalAttention's question already charges).
-    body = re.search(r"^class[ \t]+MultiHeadAttentionWrapper\b.*?(?=^\S|\Z)", sub.source_text(), re.M | re.S)
-    built = {n for n in re.findall(r"\b([A-Za-z_]\w*)[ \t]*\(", body.group(0)) if n in own} if body else set()
+    # its 15 points for a head class that CausalAttention's question already charges). The wrapper under its own
+    # misspelling too (MultiHeadAttentionWraper, MultiheadAttentionWrapper: its checks say to rename it): its heads'
+    # class was told only that CausalAttention is not defined (learners' round, session 16).
+    wrapper = "MultiHeadAttentionWrapper" if "MultiHeadAttentionWrapper" in sub.names \
+        else rename_hint("MultiHeadAttentionWrapper", own, SIGNATURES)
+    body = re.search(rf"^class[ \t]+{re.escape(wrapper)}\b.*?(?=^\S|\Z)", sub.source_text(), re.M | re.S) \
+        if wrapper else None
+    built = {n for n in re.findall(r"\b([A-Za-z_]\w*)[ \t]*\(", body.group(0)) if n in own and n != wrapper} \
+        if body else set()
     return built.pop() if len(built) == 1 else HEAD
 
 
@@ -1650,7 +1706,17 @@ def stand_in(sub) -> dict[str, str] | None:
                 return _stand_in_spec(sub)
         except CheckFailure:
             _STAND_IN_USED[sub] = True
-            if not unfinished(sub, "MultiHeadAttentionWrapper"):  # (of a skeleton's wrapper, the note misleads)
+            if not unfinished(sub, "MultiHeadAttentionWrapper") and head != HEAD:
+                # Under another name its checks say only to rename it (learners' round, session 16): "see its
+                # checks" sent the student to messages that never say why the heads do not work.
+                sub.notes.append(Message(
+                    f"MultiHeadAttentionWrapper was graded with the grader's stand-in heads in place of your `{head}`, "
+                    f"which does not work yet: rename it to `{HEAD}`, and the checks of {HEAD} will say why. The "
+                    f"wrapper's own code earns its points, and the heads' fault costs points under {HEAD} only.",
+                    f"MultiHeadAttentionWrapper는 아직 동작하지 않는 `{head}` 대신 채점기의 대체 헤드로 채점했습니다: "
+                    f"`{head}`의 이름을 `{HEAD}`(으)로 바꾸면 {HEAD}의 검사가 이유를 알려 줍니다. 래퍼는 자기 코드로 "
+                    f"점수를 받고, 헤드의 잘못은 {HEAD}에서만 감점됩니다."))
+            elif not unfinished(sub, "MultiHeadAttentionWrapper"):  # (of a skeleton's wrapper, the note misleads)
                 sub.notes.append(Message(
                     f"MultiHeadAttentionWrapper was graded with the grader's stand-in heads in place of your `{head}`, "
                     "which does not work yet (see its checks): the wrapper's own code earns its points, and the heads' "

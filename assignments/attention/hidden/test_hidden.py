@@ -89,6 +89,22 @@ def device_points(question):
     return DEVICE_POINTS[question] - (GPU_POINTS.get(question, 0.0) if HAS_CUDA else 0.0)
 
 
+def at_full_length(judge, sub, cls) -> None:
+    """judge(sub, cls), a check of one property on CONFIGS[cls]; where a call raised because the mask is not cut
+    to the number of tokens (CheckFailure.mask_not_sliced: shorter inputs only), judged again with context_length
+    equal to each input's number of tokens, and the check goes by that. Learners' round, session 16: an unsliced
+    mask cost 12 of CausalAttention's 25 points and 10 of MultiHeadAttention's 20, every check whose first input is
+    shorter than context_length saying to slice it (dropout, qkv_bias, gradients, the reference's weights); it is
+    charged by the checks of shorter inputs (the public one, the hidden seeds and shapes, the short sequences)."""
+    try:
+        judge(sub, cls)
+    except CheckFailure as e:
+        if not e.mask_not_sliced:
+            raise
+        judge(sub, cls, configs=[(seed, b, T, d_in, d_out, heads, T)
+                                 for seed, b, T, d_in, d_out, heads, _ctx in CONFIGS[cls]])
+
+
 def ref_build(cls, d_in, d_out, ctx=0, dropout=0.0, heads=0, seed=None, **kw):
     if seed is not None:
         manual_seed(seed)
@@ -283,16 +299,18 @@ def seeded(sub, cls):
             raise CheckFailure(e.message + (ORDER_HINT if not created_twice(sub, cls) else Message("", ""))) from None
 
 
-def equivalent(sub, cls):
-    """With the reference's weights copied in, outputs match: credit that does not depend on creation order."""
+def equivalent(sub, cls, configs=None):
+    """With the reference's weights copied in, outputs match: credit that does not depend on creation order.
+    configs: CONFIGS[cls] unless given (at_full_length)."""
     expect_working(sub, cls)
-    refs = [shared_ref(cls, d_in, d_out, ctx, heads, seed + 1) for seed, _b, _T, d_in, d_out, heads, ctx in CONFIGS[cls]]
+    configs = configs or CONFIGS[cls]
+    refs = [shared_ref(cls, d_in, d_out, ctx, heads, seed + 1) for seed, _b, _T, d_in, d_out, heads, ctx in configs]
     inputs = [[make_input(cls, seed + 10 + k, b, T, d_in) for k in range(2)]
-              for seed, b, T, d_in, _d_out, _heads, _ctx in CONFIGS[cls]]
+              for seed, b, T, d_in, _d_out, _heads, _ctx in configs]
     built = built_each_with(sub, cls, [(ref, [step("call", x) for x in xs], d_in, d_out, ctx, 0.0, heads, seed)
                                        for (seed, _b, _T, d_in, d_out, heads, ctx), ref, xs
-                                       in zip(CONFIGS[cls], refs, inputs)])
-    for (seed, b, T, d_in, d_out, heads, ctx), xs, (m, outs) in zip(CONFIGS[cls], inputs, built):
+                                       in zip(configs, refs, inputs)])
+    for (seed, b, T, d_in, d_out, heads, ctx), xs, (m, outs) in zip(configs, inputs, built):
         for k, (x, res) in enumerate(zip(xs, outs)):
             want = ref_output(cls, d_in, d_out, ctx, heads, seed + 1, seed + 10 + k, b, T)
             expect_close(taken(res)["out"], want, with_ref_weights(call_text(cls, d_in, d_out, ctx, 0.0, heads)),
@@ -369,11 +387,12 @@ def neg_inf_fill(sub, cls, seed=5, b=2, T=5, d_in=4, d_out=4, heads=2):
                               "결과를 버리면 안 됩니다)."))
 
 
-def dropout_train(sub, cls):
+def dropout_train(sub, cls, configs=None):
     """Train mode with the same seed: dropout on the attention weights, drawn like the reference; with p=0.5, then
-    p=0.3 (a dropout made as nn.Dropout(0.5) whatever the argument passed every check at 0.5)."""
+    p=0.3 (a dropout made as nn.Dropout(0.5) whatever the argument passed every check at 0.5). configs:
+    CONFIGS[cls] unless given (at_full_length)."""
     expect_working(sub, cls)
-    for (seed, b, T, d_in, d_out, heads, ctx), p in zip(CONFIGS[cls][:2], (0.5, 0.3)):
+    for (seed, b, T, d_in, d_out, heads, ctx), p in zip((configs or CONFIGS[cls])[:2], (0.5, 0.3)):
         ref = ref_build(cls, d_in, d_out, ctx, p, heads, seed=seed)
         x = make_input(cls, seed, b, T, d_in)
         m, (res,) = built_with(sub, cls, ref, [step("call", x, mode="train", seed=seed + 7)], d_in, d_out, ctx, p,
@@ -567,14 +586,15 @@ def _bias_changes_output(m, ref, biases, cls, seed, b, T, d_in, what, names, pla
              "합니다.")
 
 
-def with_qkv_bias(sub, cls):
+def with_qkv_bias(sub, cls, configs=None):
     """qkv_bias=True gives the query, key and value projections a bias (of every head), used in forward: other
-    bias values give another output. Judged on its own: a bug elsewhere in forward is charged elsewhere."""
+    bias values give another output. Judged on its own: a bug elsewhere in forward is charged elsewhere. configs:
+    CONFIGS[cls] unless given (at_full_length)."""
     expect_working(sub, cls)
     missing_argument = common.no_qkv_bias(sub, cls)
     if missing_argument is not None:  # (said in these words, not as the TypeError of an argument passed by name)
         raise CheckFailure(missing_argument)
-    seed, b, T, d_in, d_out, heads, ctx = CONFIGS[cls][0]
+    seed, b, T, d_in, d_out, heads, ctx = (configs or CONFIGS[cls])[0]
     what = call_text(cls, d_in, d_out, ctx, 0.0, heads).replace(")(x)", ", qkv_bias=True)(x)")
     ref = ref_build(cls, d_in, d_out, ctx, 0.0, heads, seed=seed, qkv_bias=True).eval()
     m, (listed,) = build_then(sub, cls, d_in, d_out, ctx, 0.0, heads, seed=seed, qkv_bias=True,
@@ -747,9 +767,10 @@ def fail_devices(cls, problems):
          "register_buffer로 등록하고, 새 텐서는 x.device 위에 만드세요.")
 
 
-def gradients(sub, cls):
+def gradients(sub, cls, configs=None):
+    """configs: CONFIGS[cls] unless given (at_full_length)."""
     expect_working(sub, cls)
-    seed, b, T, d_in, d_out, heads, ctx = CONFIGS[cls][0]
+    seed, b, T, d_in, d_out, heads, ctx = (configs or CONFIGS[cls])[0]
     ref = ref_build(cls, d_in, d_out, ctx, 0.0, heads, seed=seed)
     x = make_input(cls, seed, b, T, d_in)
     out = ref(x)
@@ -866,7 +887,7 @@ def test_causal_seeded(sub):
 @check(question="CausalAttention", points=2)
 def test_causal_equivalent(sub):
     """CausalAttention with the reference's weights copied in"""
-    equivalent(sub, "CausalAttention")
+    at_full_length(equivalent, sub, "CausalAttention")
 
 
 @check(question="CausalAttention", points=2)
@@ -878,7 +899,7 @@ def test_causal_neg_inf(sub):
 @check(question="CausalAttention", points=3)
 def test_causal_dropout(sub):
     """CausalAttention applies dropout to the attention weights in train mode"""
-    dropout_train(sub, "CausalAttention")
+    at_full_length(dropout_train, sub, "CausalAttention")
 
 
 @check(question="CausalAttention", points=device_points("CausalAttention"))
@@ -893,13 +914,13 @@ def test_causal_devices(sub):
 @check(question="CausalAttention", points=1)
 def test_causal_qkv_bias(sub):
     """CausalAttention(..., qkv_bias=True) gives W_query, W_key, W_value a bias"""
-    with_qkv_bias(sub, "CausalAttention")
+    at_full_length(with_qkv_bias, sub, "CausalAttention")
 
 
 @check(question="CausalAttention", points=2)
 def test_causal_gradients(sub):
     """CausalAttention: gradients reach every weight"""
-    gradients(sub, "CausalAttention")
+    at_full_length(gradients, sub, "CausalAttention")
 
 
 @check(question="MultiHeadAttentionWrapper", points=3)
@@ -1011,7 +1032,7 @@ def test_mha_seeded(sub):
 @check(question="MultiHeadAttention", points=2)
 def test_mha_equivalent(sub):
     """MultiHeadAttention with the reference's weights copied in"""
-    equivalent(sub, "MultiHeadAttention")
+    at_full_length(equivalent, sub, "MultiHeadAttention")
 
 
 @check(question="MultiHeadAttention", points=1)
@@ -1023,7 +1044,7 @@ def test_mha_neg_inf(sub):
 @check(question="MultiHeadAttention", points=1)
 def test_mha_dropout(sub):
     """MultiHeadAttention applies dropout to the attention weights in train mode"""
-    dropout_train(sub, "MultiHeadAttention")
+    at_full_length(dropout_train, sub, "MultiHeadAttention")
 
 
 @check(question="MultiHeadAttention", points=1)
@@ -1056,13 +1077,13 @@ def test_mha_devices(sub):
 @check(question="MultiHeadAttention", points=1)
 def test_mha_qkv_bias(sub):
     """MultiHeadAttention(..., qkv_bias=True) gives W_query, W_key, W_value a bias"""
-    with_qkv_bias(sub, "MultiHeadAttention")
+    at_full_length(with_qkv_bias, sub, "MultiHeadAttention")
 
 
 @check(question="MultiHeadAttention", points=2)
 def test_mha_gradients(sub):
     """MultiHeadAttention: gradients reach every weight"""
-    gradients(sub, "MultiHeadAttention")
+    at_full_length(gradients, sub, "MultiHeadAttention")
 
 
 # ------------------------------------------------------------------------------- a real GPU
@@ -1080,18 +1101,25 @@ def _cuda_check(cls):
         if not gpu.env().get("cuda"):  # the grader sees a GPU that the sandboxed worker cannot use: our fault
             raise RuntimeError("the grading machine has CUDA but the worker process cannot use it: "
                                + (gpu.env().get("cuda_error") or "it sees no GPU"))
-        seed, b, T, d_in, d_out, heads, ctx = CONFIGS[cls][0]
-        # Build on the CPU with the reference's weights (by role, as the value checks copy them: a question of
-        # devices, not of the order the layers were created in), then move.
-        m = build(gpu, cls, d_in, d_out, ctx, 0.0, heads, seed=seed)
-        ref = ref_build(cls, d_in, d_out, ctx, 0.0, heads, seed=seed).eval()
-        transplant(m, ref, cls)
-        m = m.to("cuda")
-        x = make_input(cls, seed, b, T, d_in)
-        out = m(x, device="cuda")
-        with torch.no_grad():
-            expect_close(out, ref(x), call_text(cls, d_in, d_out, ctx, 0.0, heads) + " on CUDA")
+        at_full_length(functools.partial(on_cuda, gpu), sub, cls)
     return run_on_cuda
+
+
+def on_cuda(gpu, sub, cls, configs=None):
+    """`cls` built on the CPU with the reference's weights, moved to CUDA and called there (a worker of its own,
+    `gpu`; `sub` is the submission's CPU one, unused), against the reference. configs: CONFIGS[cls] unless given
+    (at_full_length)."""
+    seed, b, T, d_in, d_out, heads, ctx = (configs or CONFIGS[cls])[0]
+    # Build on the CPU with the reference's weights (by role, as the value checks copy them: a question of
+    # devices, not of the order the layers were created in), then move.
+    m = build(gpu, cls, d_in, d_out, ctx, 0.0, heads, seed=seed)
+    ref = ref_build(cls, d_in, d_out, ctx, 0.0, heads, seed=seed).eval()
+    transplant(m, ref, cls)
+    m = m.to("cuda")
+    x = make_input(cls, seed, b, T, d_in)
+    out = m(x, device="cuda")
+    with torch.no_grad():
+        expect_close(out, ref(x), call_text(cls, d_in, d_out, ctx, 0.0, heads) + " on CUDA")
 
 
 if HAS_CUDA:
