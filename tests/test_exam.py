@@ -583,6 +583,25 @@ LIBRARY_BLOCKS["script_on_again"] = ("import torch.jit._state\n\ntorch.jit._stat
                                      "\n\n\n" + _COMPILED)
 LIBRARY_BLOCKS["orphan"] = "ORPHAN = True\n" + LIBRARY_BLOCKS["server"]
 LIBRARY_BLOCKS["server"] = "ORPHAN = False\n" + LIBRARY_BLOCKS["server"]
+# The orphaned server, hidden from the start of each watched call: the worker skips its scan of /proc there while no process
+# has been made since a scan that found none (worker._SCANNED), which the submission rewrites after each call. The
+# scan at the call's end finds the server all the same, and the call is taken to have run the library.
+LIBRARY_BLOCKS["orphan_rescanned"] = LIBRARY_BLOCKS["orphan"] + """
+
+_W = _sys.modules["autograder.worker"]
+_W._SCANNED[0] = _W._last_pid()
+_block_forward = TransformerBlock.forward
+
+
+def _hidden(self, x):
+    try:
+        return _block_forward(self, x)
+    finally:
+        _W._SCANNED[0] = _W._last_pid()
+
+
+TransformerBlock.forward = _hidden
+"""
 
 
 # The pool, server and orphan blocks leave a thread or a process running after import, which runs the layer when the
@@ -591,7 +610,7 @@ LIBRARY_BLOCKS["server"] = "ORPHAN = False\n" + LIBRARY_BLOCKS["server"]
 # alive counted as running the library: a right attention with a sleeping thread lost its 20 points in the attention
 # lab). One still finishing the block's last request is given a moment to settle (worker.SETTLE_TRIES); the server
 # processes import torch when they start, and a Q1 call made meanwhile is charged, with Q1's own words.
-SERVERS = ("server", "orphan")
+SERVERS = ("server", "orphan", "orphan_rescanned")
 
 
 def test_a_block_that_pytorchs_encoder_layer_computes_earns_only_its_construction(tmp_path):
