@@ -335,3 +335,32 @@ def test_the_start_of_a_watched_call_skips_the_scan_of_proc_only_while_no_proces
     finally:
         os.kill(pid, signal.SIGKILL)
         os.waitpid(pid, 0)
+
+
+def test_the_profile_functions_quick_test_lets_through_all_that_a_watch_looks_for():
+    """Recorder._profile first asks whether any watch looks for a call (one set lookup: nearly every call of a forward
+    is looked for by none), then each watch as before. What the watches look for still gets through: the layer's
+    code (also copied, another file's equal code object), its large methods' names under another name, the kernel
+    by name or builtin, a thread's start; what none looks for marks nothing."""
+    import _thread
+    import types
+    import torch
+    from autograder import worker
+    layer = torch.nn.TransformerEncoderLayer
+
+    def ran(event, arg=None, code=None):
+        rec = worker.Recorder([worker.LIBRARY, worker.LIBRARY_ATTENTION])
+        rec._profile(types.SimpleNamespace(f_code=code, f_locals={}), event, arg)
+        return sorted(rec.ran)
+
+    lib, both = ["library:transformer"], ["library:attention", "library:transformer"]
+    assert ran("call", code=layer._ff_block.__code__) == lib
+    assert ran("call", code=layer._ff_block.__code__.replace(co_filename="student.py")) == lib  # (equal: copied)
+    assert ran("call", code=layer.forward.__code__.replace(co_name="mine", co_firstlineno=3)) == lib  # (its names)
+    assert ran("call", code=torch.nn.functional.multi_head_attention_forward.__code__) == ["library:attention"]
+    assert ran("c_call", arg=torch._transformer_encoder_layer_fwd) == lib
+    assert ran("c_call", arg=worker._LIBRARY_BUILTINS[0]) == lib
+    assert ran("c_call", arg=_thread.start_new_thread) == both
+    assert ran("call", code=torch.nn.Linear.forward.__code__) == []
+    assert ran("call", code=torch.nn.Module._call_impl.__code__) == []
+    assert ran("c_call", arg=torch.matmul) == []
