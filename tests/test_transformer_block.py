@@ -806,3 +806,21 @@ def test_norms_used_the_other_way_round_are_charged_once_by_the_structure_check(
     assert len(charged) == 1 and charged[0].name.startswith("TransformerBlock holds attn"), failures(r)
     assert "uses norm1 and norm2 the other way round" in charged[0].message.en
     assert "norm1과 norm2를 반대로" in charged[0].message.ko
+
+
+def test_a_feed_forward_written_in_the_block_under_another_name_loses_only_the_structure_check(tmp_path):
+    """Learners round rl16: tutorials write the block's feed-forward network in place, `self.ffn = nn.Sequential(
+    nn.Linear(d_model, d_ff), nn.ReLU(), nn.Dropout(dropout), nn.Linear(d_ff, d_model))`, with no FeedForward class
+    of its own. Named `ff`, such a right block kept 33.75 of 36; named `ffn` (or `mlp`), 3.75 of 36 and 6 of 12:
+    PyTorch's weights had no ff.linear1 to go to. The one top-level nn.Sequential of two linear layers is the
+    block's feed-forward network; the structure check alone charges the name."""
+    text = REF.read_text(encoding="utf-8")
+    text = edit(text, "self.ff = FeedForward(d_model, d_ff, dropout)",
+                "self.ffn = nn.Sequential(nn.Linear(d_model, d_ff), nn.ReLU(), nn.Dropout(dropout),\n"
+                "                                 nn.Linear(d_ff, d_model))")
+    text = text.replace("self.ff(", "self.ffn(").replace("self.ff,", "self.ffn,")
+    r = grade_sources(tmp_path, {"inline_ffn.py": text}, name=NAME)["inline_ffn"]
+    charged = [c for c in r.checks if c.status != "passed" and c.points > 0]
+    assert len(charged) == 1 and charged[0].name.startswith("TransformerBlock holds attn"), failures(r)
+    assert "yours is self.ffn" in charged[0].message.en, charged[0].message.en
+    assert by_question(r)["ablation"] == 12, failures(r)
