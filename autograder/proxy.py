@@ -917,6 +917,21 @@ class Submission:
                 "after your code ran.",
                 f"파일에 `{name}`이(가) 작성되어 있지만 그 정의에서 오류가 발생해서 ({ko}) 코드를 모두 실행한 뒤에도 "
                 f"`{name}`이(가) 존재하지 않았습니다."))
+        # Its near-miss likewise (`class CasualAttention(nn.module):` raised AttributeError): "not defined" alone
+        # did not say that the class the student wrote for it is there, under another name, and did not load
+        # (learners round rl16).
+        raised = {e["defines"]: e for e in self.load_errors if e.get("defines") and not e.get("rerun")
+                  and e["defines"] not in self.names}
+        near = rename_hint(name, sorted(raised), self.graded_names) if kind == "class" else None
+        if near is not None:
+            en, ko = _exc_text(raised[near])
+            raise CheckFailure(Message(
+                f"`{name}` is not defined. Your file writes `{near}` for it, but that definition raised {en}, so "
+                f"`{near}` did not exist either after your code ran: fix that line, and rename `{near}` to `{name}` "
+                "(the grader looks for the exact name from the notebook).",
+                f"`{name}`이(가) 정의되어 있지 않습니다. 파일에는 그 대신 `{near}`이(가) 작성되어 있지만 그 정의에서 "
+                f"오류가 발생해서 ({ko}) 코드를 모두 실행한 뒤에도 `{near}`이(가) 존재하지 않았습니다: 그 줄을 "
+                f"고치고 `{near}`의 이름을 `{name}`(으)로 바꾸세요 (채점기는 노트북에 나온 이름 그대로를 찾습니다)."))
         if name not in self._nested:  # (read once per name: every check of a missing class asks)
             self._nested[name] = nested_definition(self.source, name, kind)
         outer = self._nested[name]
