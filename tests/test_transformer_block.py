@@ -824,3 +824,35 @@ def test_a_feed_forward_written_in_the_block_under_another_name_loses_only_the_s
     assert len(charged) == 1 and charged[0].name.startswith("TransformerBlock holds attn"), failures(r)
     assert "yours is self.ffn" in charged[0].message.en, charged[0].message.en
     assert by_question(r)["ablation"] == 12, failures(r)
+
+
+BOOK_LAYER_NORM = '''class LayerNorm(nn.Module):
+    def __init__(self, emb_dim):
+        super().__init__()
+        self.eps = 1e-5
+        self.scale = nn.Parameter(torch.ones(emb_dim))
+        self.shift = nn.Parameter(torch.zeros(emb_dim))
+
+    def forward(self, x):
+        mean = x.mean(dim=-1, keepdim=True)
+        var = x.var(dim=-1, keepdim=True, unbiased=False)
+        return self.scale * (x - mean) / torch.sqrt(var + self.eps) + self.shift
+
+
+'''
+
+
+def test_the_books_layer_norm_in_the_block_gets_pytorchs_weights(tmp_path):
+    """Learners round rl16: a right block whose norm1 and norm2 are the book's chapter 4 LayerNorm (its parameters
+    scale and shift, not weight and bias) got 6 of 36 and 6 of 12: every check that copies PyTorch's weights in said
+    there was no norm1.weight. They go into scale and shift; only the placement check, which sees nn.LayerNorm calls
+    alone and says so, is charged."""
+    text = REF.read_text(encoding="utf-8")
+    text = edit(text, "class TransformerBlock(", BOOK_LAYER_NORM + "class TransformerBlock(")
+    text = edit(text, "self.norm1 = nn.LayerNorm(d_model)", "self.norm1 = LayerNorm(d_model)")
+    text = edit(text, "self.norm2 = nn.LayerNorm(d_model)", "self.norm2 = LayerNorm(d_model)")
+    r = grade_sources(tmp_path, {"book_norm.py": text}, name=NAME)["book_norm"]
+    charged = [c for c in r.checks if c.status != "passed" and c.points > 0]
+    assert [c.name[:30] for c in charged] == ["LayerNorm placement: pre-norm "], failures(r)
+    assert "your own LayerNorm class" in charged[0].message.en
+    assert by_question(r)["ablation"] == 12, failures(r)

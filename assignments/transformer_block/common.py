@@ -539,6 +539,7 @@ def block_renames(sub, m, spec: dict | None = None) -> dict[str, str]:
             for theirs, mine in ((layers if joined else part_layers(info.get("modules", []), held, cls, uses))
                                  if held else {}).items():
                 renames[f"{want}.{theirs}"] = f"{held}.{mine}"
+        renames.update(own_norm_params(info, {n: renames.get(n, n) for n in ("norm1", "norm2")}))
         theirs = (renames.get("norm1", "norm1"), renames.get("norm2", "norm2"))
         if set(theirs) <= set(norms) and theirs[0] != theirs[1] and norms_used_the_other_way(
                 sub, m, renames, fused, spec, theirs):
@@ -547,6 +548,29 @@ def block_renames(sub, m, spec: dict | None = None) -> dict[str, str]:
         sub.memo[f"block_fused:{(spec or {}).get('name')}"] = fused
     m.fused = dict(sub.memo[f"block_fused:{(spec or {}).get('name')}"])
     return sub.memo[key]
+
+
+# A LayerNorm of the student's own writes its two parameters under these names (the book's chapter 4: scale, shift).
+NORM_PARAMS = (("scale", "shift"), ("gamma", "beta"), ("alpha", "beta"), ("g", "b"))
+
+
+def own_norm_params(info: dict, held: dict[str, str]) -> dict[str, str]:
+    """The template's norm1.weight / norm1.bias -> the student's own LayerNorm's parameters where it is no
+    nn.LayerNorm but a class of their own holding exactly two vectors named as NORM_PARAMS says (the book's chapter 4
+    LayerNorm: self.scale = nn.Parameter(torch.ones(emb_dim)), self.shift = ...; `held`: the template's name -> the
+    student's module). Learners round rl16: a right block reusing the book's LayerNorm for norm1 and norm2 got 6 of
+    36 and 6 of 12, PyTorch's weights having no norm1.weight to go to. Whether it computes nn.LayerNorm (biased
+    variance, eps 1e-5) is for the value checks to say."""
+    kinds = dict(info.get("modules", []))
+    out: dict[str, str] = {}
+    for theirs, mine in held.items():
+        if mine not in kinds or mine in (info.get("layer_norms") or []):
+            continue
+        params = {n[len(mine) + 1:]: shape for n, shape, *_ in info.get("params", []) if n.startswith(f"{mine}.")}
+        pair = next((pp for pp in NORM_PARAMS if set(params) == set(pp)), None)
+        if pair and all(len(params[n]) == 1 for n in pair):
+            out.update({f"{theirs}.weight": f"{mine}.{pair[0]}", f"{theirs}.bias": f"{mine}.{pair[1]}"})
+    return out
 
 
 def inline_feed_forward(modules: list, top: list) -> str | None:
