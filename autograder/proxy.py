@@ -920,7 +920,7 @@ class Submission:
         # Its near-miss likewise (`class CasualAttention(nn.module):` raised AttributeError): "not defined" alone
         # did not say that the class the student wrote for it is there, under another name, and did not load
         # (learners round rl16).
-        raised = {e["defines"]: e for e in self.load_errors if e.get("defines") and not e.get("rerun")
+        raised = {e["defines"]: e for e in self.load_errors if type(e.get("defines")) is str and not e.get("rerun")
                   and e["defines"] not in self.names}
         near = rename_hint(name, sorted(raised), self.graded_names) if kind == "class" else None
         if near is not None:
