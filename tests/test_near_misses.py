@@ -170,3 +170,21 @@ def test_a_misspelt_head_whose_class_statement_raised_is_named(tmp_path):
     assert all("`CasualAttention`의 이름을 `CausalAttention`" in m for m in ko), ko[:2]
     assert {q: s for q, (s, m) in r.by_question().items() if s != m} == {CA: 0}, r.by_question()
     assert [n.en for n in r.notes if "in place of your `CasualAttention`" in n.en], [n.en for n in r.notes]
+
+
+def test_a_class_imported_from_a_module_beside_the_file_is_named_so(tmp_path):
+    """Learners round rl16: a study repository's attention.py imports each class from its own module beside it
+    (`from causal_attention import CausalAttention`). Only the graded file is loaded: the load note said the import
+    was skipped, and each check said only that CausalAttention "is not defined in your submission". The checks now
+    say where the file imports it from and to write it in the graded file."""
+    lab = bugs.REFERENCE_SOURCE
+    from autograder.bugtable import scope
+    head = lab[slice(*scope(lab, CA))]
+    rest = lab.replace(head, "")
+    files = {"split/attention.py": "from causal_attention import CausalAttention\n" + rest,
+             "split/causal_attention.py": "import torch\nimport torch.nn as nn\n\n\n" + head}
+    r = grade_sources(tmp_path, files)["split"]
+    en = [c.message.en for c in r.checks if c.question == CA and c.message]
+    ko = [c.message.ko for c in r.checks if c.question == CA and c.message]
+    assert en and all("it imports it from `causal_attention` (attention.py, line 1)" in m for m in en), en[:2]
+    assert all("`causal_attention`에서 import하는데" in m for m in ko), ko[:2]
