@@ -846,13 +846,22 @@ def test_the_books_layer_norm_in_the_block_gets_pytorchs_weights(tmp_path):
     """Learners round rl16: a right block whose norm1 and norm2 are the book's chapter 4 LayerNorm (its parameters
     scale and shift, not weight and bias) got 6 of 36 and 6 of 12: every check that copies PyTorch's weights in said
     there was no norm1.weight. They go into scale and shift; only the placement check, which sees nn.LayerNorm calls
-    alone and says so, is charged."""
+    alone and says so, is charged. Under other names (self.ln1, self.ln2) they were not found as the block's norms
+    at all (only nn.LayerNorm modules were): they are, by the class's name."""
     text = REF.read_text(encoding="utf-8")
     text = edit(text, "class TransformerBlock(", BOOK_LAYER_NORM + "class TransformerBlock(")
     text = edit(text, "self.norm1 = nn.LayerNorm(d_model)", "self.norm1 = LayerNorm(d_model)")
     text = edit(text, "self.norm2 = nn.LayerNorm(d_model)", "self.norm2 = LayerNorm(d_model)")
-    r = grade_sources(tmp_path, {"book_norm.py": text}, name=NAME)["book_norm"]
+    renamed = text.replace("self.norm1", "self.ln1").replace("self.norm2", "self.ln2")
+    rs = grade_sources(tmp_path, {"book_norm.py": text, "book_norm_ln.py": renamed}, name=NAME)
+    r = rs["book_norm"]
     charged = [c for c in r.checks if c.status != "passed" and c.points > 0]
     assert [c.name[:30] for c in charged] == ["LayerNorm placement: pre-norm "], failures(r)
     assert "your own LayerNorm class" in charged[0].message.en
+    assert by_question(r)["ablation"] == 12, failures(r)
+    # ... under other names (ln1, ln2): the names check is charged too, nothing else
+    r = rs["book_norm_ln"]
+    charged = [c for c in r.checks if c.status != "passed" and c.points > 0]
+    assert [c.name[:30] for c in charged] == ["TransformerBlock holds attn (M", "LayerNorm placement: pre-norm "], \
+        failures(r)
     assert by_question(r)["ablation"] == 12, failures(r)

@@ -527,6 +527,8 @@ def block_renames(sub, m, spec: dict | None = None) -> dict[str, str]:
             if inline is not None:
                 renames["ff"] = inline
         norms = [n for n in info.get("layer_norms") or [] if "." not in n]
+        if not norms:  # (LayerNorms of the student's own class, the book's, under other names: ln1, ln2)
+            norms = [n for n, c in top if c == "LayerNorm"]
         if not {"norm1", "norm2"} & names and len(norms) == 2:
             renames.update(_by_role(("norm1", "norm2"), norms) or dict(zip(("norm1", "norm2"), by_number(norms))))
         fused: dict[str, tuple[str, ...]] = {}
