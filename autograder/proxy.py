@@ -67,6 +67,19 @@ def _env_failure(err: dict[str, Any]) -> str | None:
     return m.group(1)
 
 
+_FROM_IMPORT = re.compile(r"from\s+([A-Za-z_][\w.]*)\s+import\s+\(?\s*(.*?)\s*\)?\s*(?:#.*)?$")
+
+
+def _imports_name(code: str, name: str) -> str | None:
+    """The module that the statement `code` (one line, as a load error quotes it) imports `name` from: `from X
+    import name`, `from X import a, name as n`, `from X import *`; else None."""
+    m = _FROM_IMPORT.fullmatch(code.strip())
+    if m is None:
+        return None
+    names = [part.split()[0] for part in m.group(2).split(",") if part.split()]
+    return m.group(1) if name in names or "*" in names else None
+
+
 def _exc_text(err: dict[str, Any]) -> tuple[str, str]:
     """English and Korean one-liners for an exception the submission raised."""
     etype, msg = str(err.get("type", "Exception")), str(err.get("message", ""))
@@ -917,6 +930,36 @@ class Submission:
                 "after your code ran.",
                 f"파일에 `{name}`이(가) 작성되어 있지만 그 정의에서 오류가 발생해서 ({ko}) 코드를 모두 실행한 뒤에도 "
                 f"`{name}`이(가) 존재하지 않았습니다."))
+        # Its near-miss likewise (`class CasualAttention(nn.module):` raised AttributeError): "not defined" alone
+        # did not say that the class the student wrote for it is there, under another name, and did not load
+        # (learners round rl16).
+        raised = {e["defines"]: e for e in self.load_errors if type(e.get("defines")) is str and not e.get("rerun")
+                  and e["defines"] not in self.names}
+        near = rename_hint(name, sorted(raised), self.graded_names) if kind == "class" else None
+        if near is not None:
+            en, ko = _exc_text(raised[near])
+            raise CheckFailure(Message(
+                f"`{name}` is not defined. Your file writes `{near}` for it, but that definition raised {en}, so "
+                f"`{near}` did not exist either after your code ran: fix that line, and rename `{near}` to `{name}` "
+                "(the grader looks for the exact name from the notebook).",
+                f"`{name}`이(가) 정의되어 있지 않습니다. 파일에는 그 대신 `{near}`이(가) 작성되어 있지만 그 정의에서 "
+                f"오류가 발생해서 ({ko}) 코드를 모두 실행한 뒤에도 `{near}`이(가) 존재하지 않았습니다: 그 줄을 "
+                f"고치고 `{near}`의 이름을 `{name}`(으)로 바꾸세요 (채점기는 노트북에 나온 이름 그대로를 찾습니다)."))
+        imported = next((e for e in self.load_errors if e.get("type") == "ModuleNotFoundError" and not e.get("rerun")
+                         and _imports_name(str((e.get("where") or {}).get("code", "")), name)), None)
+        if imported is not None:
+            # Learners round rl16: a study repository's attention.py that imports each class from the module beside
+            # it (from causal_attention import CausalAttention): only the graded file is loaded, and each check
+            # said only that the class is not defined.
+            where = imported.get("where") or {}
+            module = _imports_name(str(where.get("code", "")), name)
+            raise CheckFailure(Message(
+                f"`{name}` is not defined in the graded file: it imports it from `{module}` ({where.get('file')}, "
+                f"line {where.get('line')}), a module that cannot be imported where your code is graded (only the "
+                f"graded file of your submission is loaded). Write `{name}` in the graded file itself.",
+                f"채점하는 파일에 `{name}`이(가) 정의되어 있지 않습니다: 파일은 그것을 `{module}`에서 import하는데 "
+                f"({where.get('file')}, {where.get('line')}번째 줄), 채점 환경에서는 그 모듈을 import할 수 없습니다 "
+                f"(제출물 중 채점하는 파일만 불러옵니다). `{name}`을(를) 채점하는 파일 안에 직접 작성하세요."))
         if name not in self._nested:  # (read once per name: every check of a missing class asks)
             self._nested[name] = nested_definition(self.source, name, kind)
         outer = self._nested[name]

@@ -150,3 +150,41 @@ def test_the_stand_in_note_of_a_misspelt_broken_head_says_to_rename_it(graded):
     assert en and "rename it to `CausalAttention`, and the checks of CausalAttention will say why" in en[0], en
     assert "see its checks" not in en[0]
     assert ko and "`CasualAttention`의 이름을 `CausalAttention`으로 바꾸면" in ko[0], ko
+
+
+def test_a_misspelt_head_whose_class_statement_raised_is_named(tmp_path):
+    """Learners round rl16: `class CasualAttention(nn.module):` raises AttributeError when the file runs, so neither
+    name exists. CausalAttention's checks said only "`CausalAttention` is not defined in your submission" (the load
+    note at the top named the line, not that it was CausalAttention's class): they now name the class written for
+    it, the error and the rename, in English and Korean. The wrapper, which builds CasualAttention heads, lost its 15
+    points to a NameError beside a note saying it had been graded with stand-in heads (they went under the name
+    CausalAttention): they now go under the name it builds, and the heads' fault costs CausalAttention only."""
+    source = bugs.apply(bugs.REFERENCE_SOURCE, (ch(CA, "class CausalAttention(nn.Module):",
+                                                   "class CasualAttention(nn.module):"),
+                                                ch(WR, "[CausalAttention(", "[CasualAttention(")))
+    r = grade_sources(tmp_path, {"nn_module/attention.py": source})["nn_module"]
+    en = [c.message.en for c in r.checks if c.question == CA and c.message]
+    ko = [c.message.ko for c in r.checks if c.question == CA and c.message]
+    assert en and all("Your file writes `CasualAttention` for it, but that definition raised AttributeError" in m
+                      and "rename `CasualAttention` to `CausalAttention`" in m for m in en), en[:2]
+    assert all("`CasualAttention`의 이름을 `CausalAttention`" in m for m in ko), ko[:2]
+    assert {q: s for q, (s, m) in r.by_question().items() if s != m} == {CA: 0}, r.by_question()
+    assert [n.en for n in r.notes if "in place of your `CasualAttention`" in n.en], [n.en for n in r.notes]
+
+
+def test_a_class_imported_from_a_module_beside_the_file_is_named_so(tmp_path):
+    """Learners round rl16: a study repository's attention.py imports each class from its own module beside it
+    (`from causal_attention import CausalAttention`). Only the graded file is loaded: the load note said the import
+    was skipped, and each check said only that CausalAttention "is not defined in your submission". The checks now
+    say where the file imports it from and to write it in the graded file."""
+    lab = bugs.REFERENCE_SOURCE
+    from autograder.bugtable import scope
+    head = lab[slice(*scope(lab, CA))]
+    rest = lab.replace(head, "")
+    files = {"split/attention.py": "from causal_attention import CausalAttention\n" + rest,
+             "split/causal_attention.py": "import torch\nimport torch.nn as nn\n\n\n" + head}
+    r = grade_sources(tmp_path, files)["split"]
+    en = [c.message.en for c in r.checks if c.question == CA and c.message]
+    ko = [c.message.ko for c in r.checks if c.question == CA and c.message]
+    assert en and all("it imports it from `causal_attention` (attention.py, line 1)" in m for m in en), en[:2]
+    assert all("`causal_attention`에서 import하는데" in m for m in ko), ko[:2]

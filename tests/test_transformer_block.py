@@ -806,3 +806,62 @@ def test_norms_used_the_other_way_round_are_charged_once_by_the_structure_check(
     assert len(charged) == 1 and charged[0].name.startswith("TransformerBlock holds attn"), failures(r)
     assert "uses norm1 and norm2 the other way round" in charged[0].message.en
     assert "norm1과 norm2를 반대로" in charged[0].message.ko
+
+
+def test_a_feed_forward_written_in_the_block_under_another_name_loses_only_the_structure_check(tmp_path):
+    """Learners round rl16: tutorials write the block's feed-forward network in place, `self.ffn = nn.Sequential(
+    nn.Linear(d_model, d_ff), nn.ReLU(), nn.Dropout(dropout), nn.Linear(d_ff, d_model))`, with no FeedForward class
+    of its own. Named `ff`, such a right block kept 33.75 of 36; named `ffn` (or `mlp`), 3.75 of 36 and 6 of 12:
+    PyTorch's weights had no ff.linear1 to go to. The one top-level nn.Sequential of two linear layers is the
+    block's feed-forward network; the structure check alone charges the name."""
+    text = REF.read_text(encoding="utf-8")
+    text = edit(text, "self.ff = FeedForward(d_model, d_ff, dropout)",
+                "self.ffn = nn.Sequential(nn.Linear(d_model, d_ff), nn.ReLU(), nn.Dropout(dropout),\n"
+                "                                 nn.Linear(d_ff, d_model))")
+    text = text.replace("self.ff(", "self.ffn(").replace("self.ff,", "self.ffn,")
+    r = grade_sources(tmp_path, {"inline_ffn.py": text}, name=NAME)["inline_ffn"]
+    charged = [c for c in r.checks if c.status != "passed" and c.points > 0]
+    assert len(charged) == 1 and charged[0].name.startswith("TransformerBlock holds attn"), failures(r)
+    assert "yours is self.ffn" in charged[0].message.en, charged[0].message.en
+    assert by_question(r)["ablation"] == 12, failures(r)
+
+
+BOOK_LAYER_NORM = '''class LayerNorm(nn.Module):
+    def __init__(self, emb_dim):
+        super().__init__()
+        self.eps = 1e-5
+        self.scale = nn.Parameter(torch.ones(emb_dim))
+        self.shift = nn.Parameter(torch.zeros(emb_dim))
+
+    def forward(self, x):
+        mean = x.mean(dim=-1, keepdim=True)
+        var = x.var(dim=-1, keepdim=True, unbiased=False)
+        return self.scale * (x - mean) / torch.sqrt(var + self.eps) + self.shift
+
+
+'''
+
+
+def test_the_books_layer_norm_in_the_block_gets_pytorchs_weights(tmp_path):
+    """Learners round rl16: a right block whose norm1 and norm2 are the book's chapter 4 LayerNorm (its parameters
+    scale and shift, not weight and bias) got 6 of 36 and 6 of 12: every check that copies PyTorch's weights in said
+    there was no norm1.weight. They go into scale and shift; only the placement check, which sees nn.LayerNorm calls
+    alone and says so, is charged. Under other names (self.ln1, self.ln2) they were not found as the block's norms
+    at all (only nn.LayerNorm modules were): they are, by the class's name."""
+    text = REF.read_text(encoding="utf-8")
+    text = edit(text, "class TransformerBlock(", BOOK_LAYER_NORM + "class TransformerBlock(")
+    text = edit(text, "self.norm1 = nn.LayerNorm(d_model)", "self.norm1 = LayerNorm(d_model)")
+    text = edit(text, "self.norm2 = nn.LayerNorm(d_model)", "self.norm2 = LayerNorm(d_model)")
+    renamed = text.replace("self.norm1", "self.ln1").replace("self.norm2", "self.ln2")
+    rs = grade_sources(tmp_path, {"book_norm.py": text, "book_norm_ln.py": renamed}, name=NAME)
+    r = rs["book_norm"]
+    charged = [c for c in r.checks if c.status != "passed" and c.points > 0]
+    assert [c.name[:30] for c in charged] == ["LayerNorm placement: pre-norm "], failures(r)
+    assert "your own LayerNorm class" in charged[0].message.en
+    assert by_question(r)["ablation"] == 12, failures(r)
+    # ... under other names (ln1, ln2): the names check is charged too, nothing else
+    r = rs["book_norm_ln"]
+    charged = [c for c in r.checks if c.status != "passed" and c.points > 0]
+    assert [c.name[:30] for c in charged] == ["TransformerBlock holds attn (M", "LayerNorm placement: pre-norm "], \
+        failures(r)
+    assert by_question(r)["ablation"] == 12, failures(r)

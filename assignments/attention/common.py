@@ -1586,6 +1586,14 @@ def head_class(sub) -> str:
         return HEAD
     own = [n for n, k in sub.names.items() if k == "class" and n not in SIGNATURES
            and n.isidentifier() and not keyword.iskeyword(n)]
+    # With the classes whose `class` statement raised (`class CasualAttention(nn.module):`): the wrapper still
+    # builds that name, so the stand-in must go under it (learners round rl16: the stand-in went under
+    # CausalAttention, the wrapper raised NameError on its CasualAttention and lost its 15 points to the heads'
+    # fault, beside a note saying it had been graded with stand-in heads).
+    raised = [e["defines"] for e in getattr(sub, "load_errors", ()) if e.get("defines") and not e.get("rerun")
+              and str((e.get("where") or {}).get("code", "")).startswith("class ")]
+    own += [n for n in raised if type(n) is str and n not in sub.names and n not in SIGNATURES and n.isidentifier()
+            and not keyword.iskeyword(n)]
     near = near_miss(HEAD, own)
     if near:
         return near
