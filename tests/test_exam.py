@@ -617,6 +617,56 @@ def test_a_block_that_pytorchs_encoder_layer_computes_earns_only_its_constructio
         assert r.score == 66 - sum(c.points for c in q1.values()), (name, r.score)
 
 
+# (red team, round 26) a block that assembles itself by hand in eval mode, where call_block watches it, and hands its
+# own weights to nn.TransformerEncoderLayer in train mode: the DROP_RATE check's train-mode call was not watched, and
+# the layer's own dropout earned its 2 points (100/100).
+TRAIN_ONLY_BLOCK = """class TransformerBlock(nn.Module):
+    def __init__(self, d_model, n_heads):
+        super().__init__()
+        self.n_heads = n_heads
+        self.self_attn = nn.MultiheadAttention(d_model, n_heads, dropout=DROP_RATE, batch_first=True)
+        self.linear1 = nn.Linear(d_model, FF_MULT * d_model)
+        self.linear2 = nn.Linear(FF_MULT * d_model, d_model)
+        self.norm1 = nn.LayerNorm(d_model)
+        self.norm2 = nn.LayerNorm(d_model)
+
+    def forward(self, x):
+        if self.training:
+            d, state = x.shape[-1], torch.get_rng_state()
+            layer = nn.TransformerEncoderLayer(d, self.n_heads, FF_MULT * d, DROP_RATE, batch_first=True,
+                                               norm_first=NORM_FIRST)
+            layer.load_state_dict(self.state_dict())
+            torch.set_rng_state(state)
+            return layer.train()(x)
+        sa = lambda t: self.self_attn(t, t, t, need_weights=False)[0]
+        ff = lambda t: self.linear2(F.relu(self.linear1(t)))
+        if NORM_FIRST:
+            x = x + sa(self.norm1(x))
+            return x + ff(self.norm2(x))
+        x = self.norm1(x + sa(x))
+        return self.norm2(x + ff(x))
+"""
+
+
+def test_a_block_that_runs_pytorchs_layer_only_in_train_mode_earns_no_drop_rate_point(tmp_path):
+    """Every call of a block is watched for torch's transformer layers, not only those that compare its values: the
+    DROP_RATE check's train-mode call ran nn.TransformerEncoderLayer unwatched (red team, round 26). Only that check
+    is lost, with the library's words; the block's own eval-mode code keeps the rest."""
+    reference = (ROOT / "reference" / "midterm.py").read_text(encoding="utf-8")
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    (subs / "train_only.py").write_text(reference[:reference.index(_BLOCK)] + TRAIN_ONLY_BLOCK, encoding="utf-8")
+    p = grade("batch", "subs", "--assignment", "midterm", "--out", "res", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    r = SubmissionResult.from_dict(json.loads((tmp_path / "res" / "train_only.json").read_text())["extra_data"]
+                                   ["internal"])
+    lost = {c.nodeid.rsplit("::", 1)[-1]: c for c in r.checks if c.status != "passed"}
+    assert set(lost) == {"test_block_uses_drop_rate"}, {k: c.message.en for k, c in lost.items()}
+    c = lost["test_block_uses_drop_rate"]
+    assert "nn.TransformerEncoderLayer" in c.message.en and "직접" in c.message.ko and "no nn.Dropout" not in c.message.en
+    assert r.score == 98
+
+
 _Q1 = "class MultiHeadAttention(nn.Module):"
 _Q2 = "class ScaledDotProductAttention(nn.Module):"
 # Q1 handed to PyTorch (red team, round 21): its own projections, then F.multi_head_attention_forward with identity
