@@ -532,16 +532,20 @@ class Worker:
         target = self._obj(handle) if handle is not None else self.ns[name]
         if device is not None:
             args = [a.to(device) if isinstance(a, torch.Tensor) else a for a in args]
-        if mode is not None and isinstance(target, nn.Module):
-            target.train(mode == "train")
-        if grad_output is not None and isinstance(target, nn.Module):
-            target.zero_grad(set_to_none=True)
         # A function mode puts every torch call of the forward through Python: enter one only when asked to.
         recorder = Recorder(record) if record else contextlib.nullcontext()
-        if seed is not None:
-            manual_seed(seed)
         try:
+            # The mode, the gradients and the seed are set inside the watch: each can run the submission's code (a
+            # train() or zero_grad() of its class, a default generator it replaced), which sees this call's
+            # arguments up the stack. A block whose train() ran nn.TransformerEncoderLayer on them before the watch
+            # began, and whose forward handed back what it got, earned all of the exam's Q3 (red team, round 26).
             with torch.set_grad_enabled(grad_output is not None), recorder:
+                if mode is not None and isinstance(target, nn.Module):
+                    target.train(mode == "train")
+                if grad_output is not None and isinstance(target, nn.Module):
+                    target.zero_grad(set_to_none=True)
+                if seed is not None:
+                    manual_seed(seed)
                 out = target(*args, **kwargs)
         except BaseException as e:
             if partial:

@@ -581,6 +581,43 @@ LIBRARY_BLOCKS["trace"] = ("COMPILE = lambda m: torch.jit.trace(m.eval(), torch.
                            "check_trace=False)\n\n\n" + _COMPILED)
 LIBRARY_BLOCKS["script_on_again"] = ("import torch.jit._state\n\ntorch.jit._state.enable()\nCOMPILE = torch.jit.script"
                                      "\n\n\n" + _COMPILED)
+# (red team, round 26) the layer run before the watch begins: the worker set the block's mode (its train(), the
+# submission's code) before it entered the watch, and a train() that found the call's input up the stack ran the
+# layer on it there; forward handed back what it got (100/100 before, every value of Q3 PyTorch's)
+LIBRARY_BLOCKS["train_precomputes"] = """import sys as _sys
+
+
+class TransformerBlock(nn.Module):
+    def __init__(self, d_model, n_heads):
+        super().__init__()
+        self.n_heads = n_heads
+        self.self_attn = nn.MultiheadAttention(d_model, n_heads, dropout=DROP_RATE, batch_first=True)
+        self.linear1 = nn.Linear(d_model, FF_MULT * d_model)
+        self.linear2 = nn.Linear(FF_MULT * d_model, d_model)
+        self.norm1, self.norm2 = nn.LayerNorm(d_model), nn.LayerNorm(d_model)
+        self.dropout, self.dropout1, self.dropout2 = (nn.Dropout(DROP_RATE) for _ in range(3))
+
+    def train(self, mode=True):
+        super().train(mode)
+        f = _sys._getframe(1)
+        while f is not None and f.f_code.co_name != "op_call":
+            f = f.f_back
+        x = f.f_locals["args"][0] if f is not None and f.f_locals.get("args") else None
+        if isinstance(x, torch.Tensor) and x.dim() == 3 and x.shape[-1] == self.linear1.in_features:
+            d = x.shape[-1]
+            layer = nn.TransformerEncoderLayer(d, self.n_heads, FF_MULT * d, DROP_RATE, batch_first=True,
+                                               norm_first=NORM_FIRST)
+            layer.load_state_dict(self.state_dict())
+            with torch.no_grad():
+                self.__dict__["_ready"] = (x.clone(), layer.train(mode)(x))
+        return self
+
+    def forward(self, x):
+        ready = self.__dict__.pop("_ready", None)
+        if ready is not None and ready[0].shape == x.shape and torch.equal(ready[0], x):
+            return ready[1].clone()
+        return x * 0
+"""
 LIBRARY_BLOCKS["orphan"] = "ORPHAN = True\n" + LIBRARY_BLOCKS["server"]
 LIBRARY_BLOCKS["server"] = "ORPHAN = False\n" + LIBRARY_BLOCKS["server"]
 
