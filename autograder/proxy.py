@@ -205,6 +205,28 @@ def step(op: str, *args: Any, mode: str | None = "eval", seed: int | None = None
     raise ValueError(f"no step {op!r}")
 
 
+def _watching(op: str, args: dict[str, Any], tag: str) -> dict[str, Any]:
+    """The request's arguments with the watch `tag` added to the records of its call (or of each call step)."""
+    if op == "call":
+        return {**args, "record": [*(args.get("record") or []), tag]}
+    return {**args, "steps": [{**st, "args": {**st["args"], "record": [*(st["args"].get("record") or []), tag]}}
+                              if isinstance(st, dict) and st.get("op") == "call" else st for st in args["steps"]]}
+
+
+def _own_work(op: str, args: dict[str, Any], values: list[Any], watch: tuple[str, Message]) -> None:
+    """Raise watch's failure where a call (op "call") or a call step among the `values` of a sequence (the values
+    of its first steps, in order) ran the watched code: as the step's own failure, with the values before it
+    (CheckFailure.step, .done), so a check that takes them in order fails there as it would one by one."""
+    steps = args["steps"] if op == "seq" else [{"op": "call"}]
+    for i, (st, value) in enumerate(zip(steps, values)):
+        records = value.get("records") if isinstance(value, dict) and st.get("op") == "call" else None
+        if isinstance(records, list) and any(isinstance(r, dict) and r.get("fn") == watch[0] for r in records):
+            failure = CheckFailure(watch[1])
+            if op == "seq":
+                failure.step, failure.done = i, list(values[:i])
+            raise failure
+
+
 def _hinted(e: CheckFailure, hint: Message) -> CheckFailure:
     """e's failure told with a spelling hint instead (same step and values of a sequence)."""
     failure = CheckFailure(hint, e.staff)
@@ -380,6 +402,11 @@ class Submission:
         self.used = 0.0
         self.waited = 0.0  # wall-clock seconds of the requests that returned (the CPU time above included)
         self.hung: dict[str, Message] = {}  # class or function -> why it is not called again (it hung once)
+        # Class -> (a watch's name, the failure to give): every call of that class, alone or a step of a sequence,
+        # is watched for the code of torch's own layers of that watch (worker.LIBRARY, worker.LIBRARY_ATTENTION),
+        # and a call that ran it fails with that message (see _watched). Remote.own_work does the same for one
+        # object's calls made one by one; this holds for every object of the class, in any request.
+        self.watched: dict[str, tuple[str, Message]] = {}
         self.skip: list[str] = []  # "label:line" of top-level statements that hung; skipped on every load
         self.ended_at: dict[str, dict[str, Any]] = {}  # those of them that ended the worker instead: how it ended
         self.loaded = False
@@ -596,6 +623,7 @@ class Submission:
         if self._gpu is None:
             g = Submission(self.source, self.gpu_spawn, self.limits)
             g.graded_names, g.hung, g.skip, g.memo = self.graded_names, self.hung, self.skip, self.memo
+            g.watched = self.watched
             g.assignment_name = self.assignment_name
             g.notes, g.staff_notes, g.output, g.not_implemented = (self.notes, self.staff_notes, self.output,
                                                                     self.not_implemented)
@@ -752,16 +780,23 @@ class Submission:
             if self.worker is not None:
                 self.restarts += 1
             self.start()
+        watch = self.watched.get(owner) if owner is not None and op in ("call", "seq") else None
+        if watch is not None:
+            args = _watching(op, args, watch[0])
         try:
             value = self._raw(op, args)
             if not well_formed(op, value, args):  # the worker was tampered with: nothing it says counts any more
                 self.fatal = MALFORMED
                 raise CheckFailure(self.fatal)
+            if watch is not None:
+                _own_work(op, args, value["values"] if op == "seq" else [value], watch)
             return value
         except RemoteError as e:
             if not error_well_formed(op, args, e.err):  # a frame nobody asked for, or not made of tensors
                 self.fatal = MALFORMED
                 raise CheckFailure(self.fatal) from None
+            if watch is not None and op == "seq" and isinstance(e.err.get("done"), list):
+                _own_work(op, args, e.err["done"], watch)  # (a step before the one that raised ran the library)
             if isinstance(what, list):  # a sequence's steps, each with its own words
                 what = what[min(e.err["step"], len(what) - 1)]
             missing = _env_failure(e.err)

@@ -1210,10 +1210,10 @@ def _process_ids() -> list[str]:
 SETTLE_TRIES, SETTLE_PAUSE = 5, 0.002  # Recorder._threads_before: at most 10 ms for other tasks to settle
 
 
-def _activity() -> dict[str, bytes] | None:
+def _activity(pids: list[str] | None = None) -> dict[str, bytes] | None:
     """Every thread of this process but the one asking, and every thread of the submission's other live processes
-    (_process_ids), with how much it has run: its schedstat (CPU time in ns, time waiting to run, times run), which
-    moves whenever the thread runs at all. None where that cannot be read."""
+    (`pids`, else _process_ids()), with how much it has run: its schedstat (CPU time in ns, time waiting to run, times
+    run), which moves whenever the thread runs at all. None where that cannot be read."""
     me = str(_thread.get_native_id())
     got = {}
     try:
@@ -1221,7 +1221,7 @@ def _activity() -> dict[str, bytes] | None:
             if tid != me:
                 with open(f"/proc/self/task/{tid}/schedstat", "rb") as f:
                     got[tid] = f.read(200)
-        for pid in _process_ids():
+        for pid in _process_ids() if pids is None else pids:
             for tid in os.listdir(f"/proc/{pid}/task"):
                 with open(f"/proc/{pid}/task/{tid}/schedstat", "rb") as f:
                     got[f"{pid}/{tid}"] = f.read(200)
@@ -1381,8 +1381,11 @@ class Recorder(TorchFunctionMode):
         still finishing a request of an earlier call (a server process writing its last reply, then waiting for
         the next) is given a few milliseconds to settle first, so that it is not read as running in this one; one
         that keeps running counts."""
-        self.threads = _python_threads() or _other_processes()
-        self.idle = _activity()
+        # (the processes are found once here and once at the end: each look reads all of /proc, about 3 ms in a
+        # worker, and since round 26 every call of the attention lab's MultiHeadAttention is watched)
+        pids = _process_ids()
+        self.threads = _python_threads() or bool(pids)
+        self.idle = _activity(pids)
         for _ in range(SETTLE_TRIES if self.threads else 0):
             time.sleep(SETTLE_PAUSE)
             now = _activity()
@@ -1397,8 +1400,8 @@ class Recorder(TorchFunctionMode):
         sleeping processes in sessions of their own (stop_setsid_children) cost a right MultiHeadAttention all 20
         points, "runs PyTorch's own multi-head attention", while a pool's thread or a server process that runs the
         layer on request still counts."""
-        if (self.threads or _python_threads() or _other_processes()) and (
-                self.idle is None or _activity() != self.idle):
+        pids = _process_ids()
+        if (self.threads or _python_threads() or pids) and (self.idle is None or _activity(pids) != self.idle):
             self.ran.update(w[0] for w in self.watches)
 
     def __enter__(self):

@@ -399,10 +399,47 @@ def test_multi_head_attention_computed_by_pytorchs_own_earns_nothing_of_the_clas
                                    "    def forward_(self, x: torch.Tensor) -> torch.Tensor:\n", 1)
     assert pooled != LIBRARY_HEADS
     pool = "\nfrom concurrent.futures import ThreadPoolExecutor\nPOOL = ThreadPoolExecutor(1)\nPOOL.submit(int).result()\n"
+    # (red team, round 26: 100/100 each while only the gate's one call was watched) the library everywhere, and in the
+    # watched call the output the unwatched call just gave for the same input; or the watched call's output computed
+    # ahead by the first call of the sequence, which found the coming steps up the stack (op_seq's `steps`)
+    plain = LIBRARY_HEADS.replace("    def forward(self, x: torch.Tensor) -> torch.Tensor:  # x: (b, T, d_in)\n",
+                                  "    def forward_(self, x):\n", 1)
+    memo = plain + """
+    def forward(self, x):
+        key = (x.clone(), [p.detach().clone() for p in self.parameters()], self.training)
+        last = self.__dict__.get("_last")
+        if last is not None and last[0][0].shape == x.shape and torch.equal(last[0][0], x) and last[0][2] == \\
+                self.training and all(torch.equal(a, b) for a, b in zip(last[0][1], key[1])):
+            return last[1].clone()
+        out = self.forward_(x)
+        self.__dict__["_last"] = (key, out.detach().clone())
+        return out
+"""
+    ahead = plain + """
+    def forward(self, x):
+        import sys
+        if "_ready" not in self.__dict__:
+            f = sys._getframe(1)
+            while f is not None and f.f_code.co_name != "op_seq":
+                f = f.f_back
+            self.__dict__["_ready"] = []
+            with torch.no_grad():
+                for st in (f.f_locals.get("steps") or []) if f is not None else []:
+                    a = st.get("args", {}).get("args") if st.get("op") == "call" else None
+                    if a and isinstance(a[0], torch.Tensor) and st["args"].get("record"):
+                        self._ready.append((a[0].clone(), self.forward_(a[0])))
+        for i, (xi, yi) in enumerate(self._ready):
+            if sys.getprofile() is not None and xi.shape == x.shape and torch.equal(xi, x):
+                del self._ready[i]
+                return yi.clone()
+        return self.forward_(x)
+"""
     idle = "\nimport threading, time\nthreading.Thread(target=time.sleep, args=(600,), daemon=True).start()\n"
     results = grade_sources(tmp_path, {"lib_heads.py": REF[:forward] + LIBRARY_HEADS,
                                        "lib_heads_hidden.py": REF[:forward] + hiding,
                                        "lib_heads_pool.py": REF[:forward] + pooled + pool,
+                                       "lib_heads_memo.py": REF[:forward] + memo,
+                                       "lib_heads_ahead.py": REF[:forward] + ahead,
                                        "honest_idle_thread.py": REF + idle})
     honest = results.pop("honest_idle_thread")
     assert by_q(honest) == QUESTIONS, by_q(honest)  # (it lost MultiHeadAttention's 20: "runs PyTorch's own")
