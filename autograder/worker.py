@@ -14,6 +14,7 @@ import io
 import linecache
 import os
 import re
+import resource
 import socket
 import sys
 import _thread
@@ -211,6 +212,7 @@ class Worker:
         self.seq_step: int | None = None  # the step of op_seq running now
         self.seq_done: list[Any] = []  # the values of its steps before it
         self.scratch = os.getcwd()  # the scratch folder (the submission may chdir)
+        protocol._torch()  # (what decodes tensors, taken before any of the submission's code runs: protocol._MAKERS)
         self.guard = _Guard(self)  # before any of the submission's code runs (its cells come with "load")
         watch_profile_switches()
 
@@ -828,7 +830,7 @@ class _Guard:
     FUNCTIONS = ("probe_devices", "all_parameters", "probe_cuda", "accelerator_built", "own_dict", "_registered",
                  "walk_modules", "walk_tensors", "persistent_buffers", "_held", "_kernel_name", "_own_norm",
                  "_other_threads", "_python_threads", "_other_processes", "_process_ids", "_activity", "_alive",
-                 "_uid_of", "_profile_audit", "_set_profile")
+                 "_uid_of", "_profile_audit", "_set_profile", "_children_mark", "_children_ran")
     VALUES = ("_INSTANCE_DICT", "_ABSENT", "SETTLE_TRIES", "SETTLE_PAUSE", "MAX_WALK", "_LIBRARY_CODE",
               "_LIBRARY_PRINTS", "_LIBRARY_LARGE", "LIBRARY",
               "_SETPROFILE", "_GETPROFILE", "_LIBRARY_KERNELS",
@@ -852,6 +854,11 @@ class _Guard:
             self.items += [(cls, n, f, f.__code__) for n, f in vars(cls).items() if isinstance(f, types.FunctionType)]
         self.items += [(mod, n, getattr(mod, n), getattr(mod, n).__code__) for n in self.FUNCTIONS]
         self.items += [(mod, n, getattr(mod, n), None) for n in self.VALUES]
+        # What decodes the grader's tensors, and the functions it calls (protocol._torch): a submission that swapped
+        # one of them saw every input before the call it was for began (red team, round 26)
+        self.items += [(protocol, n, getattr(protocol, n), getattr(getattr(protocol, n), "__code__", None))
+                       for n in ("_MAKERS", "_NUMPY", "_tensor", "_tagged", "_json", "unpack", "_torch", "recv")]
+        self.makers = dict(protocol._MAKERS)
         # What the handlers read a module's structure with: rebinding nn.Module.named_buffers would forge a buffer.
         self.items += [(nn.Module, n, f, getattr(f, "__code__", None)) for n in self.MODULE_METHODS
                        for f in [vars(nn.Module).get(n)] if f is not None]
@@ -867,7 +874,9 @@ class _Guard:
             for space, name, obj, code in self.checks:
                 if space.get(name) is not obj or (code is not None and obj.__code__ is not code):
                     return False
-            return True
+            made = protocol._MAKERS
+            return type(made) is dict and len(made) == len(self.makers) and all(
+                dict.get(made, k) is v for k, v in self.makers.items())
         except BaseException:  # (whatever the submission did to make the check itself fail)
             return False
 
@@ -1230,6 +1239,31 @@ def _activity(pids: list[str] | None = None) -> dict[str, bytes] | None:
     return got
 
 
+# A child of this process that ran during a watched call, whether or not it is still there at the call's end: one made
+# with libc's fork() through ctypes (not one of _THREAD_STARTS) ran nn.TransformerEncoderLayer, wrote its output to a
+# pipe and exited before forward returned (reaped, or left a zombie, which _process_ids does not list), and the exam's
+# Q3 earned 100/100 (red team, round 26). The children's CPU time counts each child once reaped, and a zombie is a
+# child that was not there before. (A thread started and joined through ctypes is still not seen: the process's own
+# CPU clock, which counts ended threads too, is only as precise as the scheduler's tick where RLIMIT_CPU is set.)
+def _children_mark() -> tuple[float, frozenset]:
+    """(the reaped children's CPU time, this process's children now, zombies included)."""
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    kids: set[str] = set()
+    try:
+        for tid in os.listdir("/proc/self/task"):
+            with open(f"/proc/self/task/{tid}/children") as f:
+                kids.update(f.read().split())
+    except OSError:
+        pass
+    return ru.ru_utime + ru.ru_stime, frozenset(kids)
+
+
+def _children_ran(before: tuple[float, frozenset]) -> bool:
+    """Whether a child was reaped, or a new one made, since _children_mark() gave `before`."""
+    now = _children_mark()
+    return now[0] > before[0] or bool(now[1] - before[1])
+
+
 def _uid_of(pid: str) -> int:
     """The owner of process `pid` (-1 once it is gone)."""
     try:
@@ -1349,6 +1383,7 @@ class Recorder(TorchFunctionMode):
         self.kernels = _KernelWatch(self) if self.library else None
         # whether other threads or processes of the submission's were there, and how much each had run (_threads_before)
         self.threads, self.idle = False, {}
+        self.children: tuple | None = None  # _children_mark() at the start of the call
 
     def _norm_enter(self, module, args) -> None:
         if _own_norm(module):
@@ -1392,6 +1427,7 @@ class Recorder(TorchFunctionMode):
             if now == self.idle:
                 break
             self.idle = now
+        self.children = _children_mark()
 
     def _threads_after(self) -> None:
         """At its end: a thread or process of the submission's that ran meanwhile (or started or ended) may have done
@@ -1400,8 +1436,9 @@ class Recorder(TorchFunctionMode):
         sleeping processes in sessions of their own (stop_setsid_children) cost a right MultiHeadAttention all 20
         points, "runs PyTorch's own multi-head attention", while a pool's thread or a server process that runs the
         layer on request still counts."""
+        ran = self.children is not None and _children_ran(self.children)  # (a child, ended or not, made or reaped)
         pids = _process_ids()
-        if (self.threads or _python_threads() or pids) and (self.idle is None or _activity(pids) != self.idle):
+        if ran or (self.threads or _python_threads() or pids) and (self.idle is None or _activity(pids) != self.idle):
             self.ran.update(w[0] for w in self.watches)
 
     def __enter__(self):

@@ -618,6 +618,98 @@ class TransformerBlock(nn.Module):
             return ready[1].clone()
         return x * 0
 """
+# (red team, round 26) the layer run in a child made with libc's fork() through ctypes, which is not among the
+# process starts the watch knows: it wrote its output to a pipe and exited, and forward reaped it before returning,
+# so no process of the submission's was left to be seen at the call's end (100/100 before)
+LIBRARY_BLOCKS["ctypes_fork"] = """import ctypes as _ct
+import io as _io
+import os as _os
+
+_LIBC = _ct.CDLL(None, use_errno=True)
+
+
+class TransformerBlock(nn.TransformerEncoderLayer):
+    def __init__(self, d_model, n_heads):
+        super().__init__(d_model, n_heads, FF_MULT * d_model, DROP_RATE, batch_first=True, norm_first=NORM_FIRST)
+
+    def forward(self, x):
+        r, w = _os.pipe()
+        pid = _LIBC.fork()
+        if pid == 0:
+            try:
+                _os.close(r)
+                with torch.no_grad():
+                    y = nn.TransformerEncoderLayer.forward(self, x)
+                buf = _io.BytesIO()
+                torch.save(y, buf)
+                data = buf.getvalue()
+                while data:
+                    data = data[_os.write(w, data):]
+            finally:
+                _os._exit(0)
+        _os.close(w)
+        chunks = []
+        while True:
+            c = _os.read(r, 1 << 16)
+            if not c:
+                break
+            chunks.append(c)
+        _os.close(r)
+        _os.waitpid(pid, 0)
+        return torch.load(_io.BytesIO(b"".join(chunks)))
+"""
+# (red team, round 26) the layer run while the worker decoded the call's input: torch.from_numpy (and frombuffer),
+# rebound at import, saw every tensor of a request before the call it was for began, out of the call's watch; forward
+# handed back what was computed for its own input (100/100 before)
+LIBRARY_BLOCKS["decoded"] = """import weakref as _weakref
+
+_BLOCKS = _weakref.WeakSet()
+_READY = {}
+
+
+def _precompute(t):
+    # (each tensor the worker decodes passes here before any call of ours is watched)
+    if isinstance(t, torch.Tensor) and t.dim() == 3 and t.is_floating_point():
+        for b in list(_BLOCKS):
+            d = b.linear1.in_features
+            if t.shape[-1] == d:
+                layer = nn.TransformerEncoderLayer(d, b.n_heads, FF_MULT * d, DROP_RATE, batch_first=True,
+                                                   norm_first=NORM_FIRST)
+                layer.load_state_dict(b.state_dict(), strict=False)
+                with torch.no_grad():
+                    _READY[(id(b), t.numpy().tobytes())] = layer.eval()(t.clone())
+    return t
+
+
+_real_from_numpy, _real_frombuffer = torch.from_numpy, torch.frombuffer
+torch.from_numpy = lambda a: _precompute(_real_from_numpy(a))
+torch.frombuffer = lambda *a, **k: _precompute(_real_frombuffer(*a, **k))
+
+
+class TransformerBlock(nn.Module):
+    def __init__(self, d_model, n_heads):
+        super().__init__()
+        self.self_attn = nn.MultiheadAttention(d_model, n_heads, dropout=DROP_RATE, batch_first=True)
+        self.linear1 = nn.Linear(d_model, FF_MULT * d_model)
+        self.linear2 = nn.Linear(FF_MULT * d_model, d_model)
+        self.norm1 = nn.LayerNorm(d_model)
+        self.norm2 = nn.LayerNorm(d_model)
+        self.dropout = nn.Dropout(DROP_RATE)
+        self.dropout1 = nn.Dropout(DROP_RATE)
+        self.dropout2 = nn.Dropout(DROP_RATE)
+        self.n_heads = n_heads
+        _BLOCKS.add(self)
+
+    def forward(self, x):
+        got = _READY.pop((id(self), x.detach().numpy().tobytes()), None)
+        if got is not None and not self.training:
+            return got.clone()
+        d = x.shape[-1]
+        layer = nn.TransformerEncoderLayer(d, self.n_heads, FF_MULT * d, DROP_RATE, batch_first=True,
+                                           norm_first=NORM_FIRST)
+        layer.load_state_dict(self.state_dict(), strict=False)
+        return layer.train(self.training)(x)
+"""
 LIBRARY_BLOCKS["orphan"] = "ORPHAN = True\n" + LIBRARY_BLOCKS["server"]
 LIBRARY_BLOCKS["server"] = "ORPHAN = False\n" + LIBRARY_BLOCKS["server"]
 
