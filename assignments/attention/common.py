@@ -223,6 +223,8 @@ def build_each_then(sub, cls: str, builds: list[tuple]) -> list[tuple]:
     spec = made[0][0][2].get("stand_in") if made else None  # (the same for every build: the submission's)
     entries = sub.new_each(cls, [(args, kw, seed, list(steps)) for (args, kw, _extra), seed, steps in made],
                            stand_in=spec)
+    if not isinstance(entries, list):  # (a later build hung or crashed: they come one by one, as the caller takes them)
+        return ((None if m is None else _as_notebook(sub, cls, m), values) for m, values in entries)
     if entries and entries[-1][0] is None:
         (args, kw, _extra), _seed, _steps = made[len(entries) - 1]
         if by_position(sub, cls, args, kw, entries[-1][1][0]) is not None:
