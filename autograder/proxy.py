@@ -206,20 +206,22 @@ def step(op: str, *args: Any, mode: str | None = "eval", seed: int | None = None
 
 
 def _watching(op: str, args: dict[str, Any], tag: str) -> dict[str, Any]:
-    """The request's arguments with the watch `tag` added to the records of its call (or of each call step)."""
-    if op == "call":
+    """The request's arguments with the watch `tag` added to the records of its call or constructor (or of each such
+    step of a sequence)."""
+    if op in ("call", "new"):
         return {**args, "record": [*(args.get("record") or []), tag]}
     return {**args, "steps": [{**st, "args": {**st["args"], "record": [*(st["args"].get("record") or []), tag]}}
-                              if isinstance(st, dict) and st.get("op") == "call" else st for st in args["steps"]]}
+                              if isinstance(st, dict) and st.get("op") in ("call", "new") else st
+                              for st in args["steps"]]}
 
 
 def _own_work(op: str, args: dict[str, Any], values: list[Any], watch: tuple[str, Message]) -> None:
-    """Raise watch's failure where a call (op "call") or a call step among the `values` of a sequence (the values
-    of its first steps, in order) ran the watched code: as the step's own failure, with the values before it
+    """Raise watch's failure where a call or a constructor (op "call", "new") or such a step among the `values` of a
+    sequence (the values of its first steps, in order) ran the watched code: as the step's own failure, with the values before it
     (CheckFailure.step, .done), so a check that takes them in order fails there as it would one by one."""
-    steps = args["steps"] if op == "seq" else [{"op": "call"}]
+    steps = args["steps"] if op == "seq" else [{"op": op}]
     for i, (st, value) in enumerate(zip(steps, values)):
-        records = value.get("records") if isinstance(value, dict) and st.get("op") == "call" else None
+        records = value.get("records") if isinstance(value, dict) and st.get("op") in ("call", "new") else None
         if isinstance(records, list) and any(isinstance(r, dict) and r.get("fn") == watch[0] for r in records):
             failure = CheckFailure(watch[1])
             if op == "seq":
@@ -780,7 +782,7 @@ class Submission:
             if self.worker is not None:
                 self.restarts += 1
             self.start()
-        watch = self.watched.get(owner) if owner is not None and op in ("call", "seq") else None
+        watch = self.watched.get(owner) if owner is not None and op in ("call", "new", "seq") else None
         if watch is not None:
             args = _watching(op, args, watch[0])
         try:

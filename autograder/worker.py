@@ -491,14 +491,27 @@ class Worker:
         return self.objects[handle]
 
     def op_new(self, name: str, args: list, kwargs: dict, seed: int | None = None,
-               stand_in: dict[str, str] | None = None) -> dict[str, Any]:
+               stand_in: dict[str, str] | None = None, record: list[str] | None = None) -> dict[str, Any]:
         """stand_in: {"name", "source"}: while this object is built, the submission's top-level `name` is the class
         of that name defined by `source` (the grader's; used to judge a class on its own code when a class it
-        builds on, e.g. its attention heads, does not work)."""
+        builds on, e.g. its attention heads, does not work). record: the watches to keep over the constructor, as
+        op_call's (its "records" in the reply): built in a sequence, __init__ sees the sequence's later steps up the
+        stack, their inputs and weights, and computed their outputs there with F.multi_head_attention_forward, out
+        of the calls' watch (the attention lab's value checks of MultiHeadAttention; red team, round 26)."""
+        recorder = Recorder(record) if record else contextlib.nullcontext()
+        with recorder:
+            obj = self._build(name, args, kwargs, seed, stand_in)
+        handle = len(self.objects) + 1
+        self.objects[handle] = obj
+        return {"handle": handle, "type": type(obj).__name__, "module": isinstance(obj, nn.Module),
+                **({"records": recorder.seen} if record else {})}
+
+    def _build(self, name: str, args: list, kwargs: dict, seed: int | None,
+               stand_in: dict[str, str] | None) -> Any:
         if seed is not None:
             manual_seed(seed)
         if not stand_in:
-            obj = self.ns[name](*args, **kwargs)
+            return self.ns[name](*args, **kwargs)
         else:
             # ("name" may list several top-level names, comma-separated: each is the class of that name in source)
             replaced, source = str(stand_in["name"]).split(","), str(stand_in["source"])
@@ -513,16 +526,13 @@ class Worker:
             for r in replaced:
                 self.ns[r] = space[r]
             try:
-                obj = self.ns[name](*args, **kwargs)
+                return self.ns[name](*args, **kwargs)
             finally:
                 for r, was in saved.items():
                     if was is missing:
                         self.ns.pop(r, None)
                     else:
                         self.ns[r] = was
-        handle = len(self.objects) + 1
-        self.objects[handle] = obj
-        return {"handle": handle, "type": type(obj).__name__, "module": isinstance(obj, nn.Module)}
 
     def op_call(self, args: list, kwargs: dict, handle: int | None = None, name: str | None = None,
                 mode: str | None = None, seed: int | None = None, record: list[str] | None = None,
