@@ -867,8 +867,14 @@ class _Guard:
         # What decodes the grader's tensors, and the functions it calls (protocol._torch): a submission that swapped
         # one of them saw every input before the call it was for began (red team, round 26)
         self.items += [(protocol, n, getattr(protocol, n), getattr(getattr(protocol, n), "__code__", None))
-                       for n in ("_MAKERS", "_NUMPY", "_tensor", "_tagged", "_json", "unpack", "_torch", "recv")]
+                       for n in ("_MAKERS", "_NUMPY", "_tensor", "_tagged", "_json", "unpack", "_torch", "recv",
+                                 "_DECODER")]
         self.makers = dict(protocol._MAKERS)
+        # (and the JSON decoder's own attributes: its scan_once, wrapped, handed every decoded value to the
+        # submission, the request's tensors among them, before the call they were for began)
+        self.decoder = dict(vars(protocol._DECODER))
+        self.items += [(type(protocol._DECODER), n, f, f.__code__) for n in ("raw_decode", "decode")
+                       for f in [vars(type(protocol._DECODER)).get(n)] if isinstance(f, types.FunctionType)]
         # What the handlers read a module's structure with: rebinding nn.Module.named_buffers would forge a buffer.
         self.items += [(nn.Module, n, f, getattr(f, "__code__", None)) for n in self.MODULE_METHODS
                        for f in [vars(nn.Module).get(n)] if f is not None]
@@ -884,9 +890,10 @@ class _Guard:
             for space, name, obj, code in self.checks:
                 if space.get(name) is not obj or (code is not None and obj.__code__ is not code):
                     return False
-            made = protocol._MAKERS
+            made, decoder = protocol._MAKERS, object.__getattribute__(protocol._DECODER, "__dict__")
             return type(made) is dict and len(made) == len(self.makers) and all(
-                dict.get(made, k) is v for k, v in self.makers.items())
+                dict.get(made, k) is v for k, v in self.makers.items()) and type(decoder) is dict and \
+                len(decoder) == len(self.decoder) and all(dict.get(decoder, k) is v for k, v in self.decoder.items())
         except BaseException:  # (whatever the submission did to make the check itself fail)
             return False
 

@@ -796,6 +796,153 @@ def test_a_block_that_runs_pytorchs_layer_only_in_train_mode_earns_no_drop_rate_
     assert r.score == 98
 
 
+# (red team, round 26) the layer run while the worker decoded the call's input, through the JSON decoder of the worker's
+# protocol: its decoder object's scan_once, or json.JSONDecoder.raw_decode, wrapped at import, handed the submission
+# every tensor of a request before the call it was for began (100/100 each)
+DECODER_BLOCKS = {"scanner": """import weakref as _weakref
+
+_BLOCKS = _weakref.WeakSet()
+_READY = {}
+
+
+def _precompute(t):
+    # (each tensor the worker decodes passes here before any call of ours is watched)
+    if isinstance(t, torch.Tensor) and t.dim() == 3 and t.is_floating_point():
+        for b in list(_BLOCKS):
+            d = b.linear1.in_features
+            if t.shape[-1] == d:
+                layer = nn.TransformerEncoderLayer(d, b.n_heads, FF_MULT * d, DROP_RATE, batch_first=True,
+                                                   norm_first=NORM_FIRST)
+                layer.load_state_dict(b.state_dict(), strict=False)
+                with torch.no_grad():
+                    _READY[(id(b), t.numpy().tobytes())] = layer.eval()(t.clone())
+    return t
+
+
+import sys as _sys
+
+_proto = _sys.modules["autograder.protocol"]
+_real_scan = _proto._DECODER.scan_once
+
+
+def _scan(text, idx):
+    got = _real_scan(text, idx)
+    stack = [got[0]]
+    while stack:  # every tensor of the request, as it is decoded
+        v = stack.pop()
+        if isinstance(v, dict):
+            stack.extend(v.values())
+        elif isinstance(v, (list, tuple)):
+            stack.extend(v)
+        else:
+            _precompute(v)
+    return got
+
+
+_proto._DECODER.scan_once = _scan
+
+
+class TransformerBlock(nn.Module):
+    def __init__(self, d_model, n_heads):
+        super().__init__()
+        self.self_attn = nn.MultiheadAttention(d_model, n_heads, dropout=DROP_RATE, batch_first=True)
+        self.linear1 = nn.Linear(d_model, FF_MULT * d_model)
+        self.linear2 = nn.Linear(FF_MULT * d_model, d_model)
+        self.norm1 = nn.LayerNorm(d_model)
+        self.norm2 = nn.LayerNorm(d_model)
+        self.dropout = nn.Dropout(DROP_RATE)
+        self.dropout1 = nn.Dropout(DROP_RATE)
+        self.dropout2 = nn.Dropout(DROP_RATE)
+        self.n_heads = n_heads
+        _BLOCKS.add(self)
+
+    def forward(self, x):
+        got = _READY.pop((id(self), x.detach().numpy().tobytes()), None)
+        if got is not None and not self.training:
+            return got.clone()
+        return x * 0
+""", "json_class": """import weakref as _weakref
+
+_BLOCKS = _weakref.WeakSet()
+_READY = {}
+
+
+def _precompute(t):
+    # (each tensor the worker decodes passes here before any call of ours is watched)
+    if isinstance(t, torch.Tensor) and t.dim() == 3 and t.is_floating_point():
+        for b in list(_BLOCKS):
+            d = b.linear1.in_features
+            if t.shape[-1] == d:
+                layer = nn.TransformerEncoderLayer(d, b.n_heads, FF_MULT * d, DROP_RATE, batch_first=True,
+                                                   norm_first=NORM_FIRST)
+                layer.load_state_dict(b.state_dict(), strict=False)
+                with torch.no_grad():
+                    _READY[(id(b), t.numpy().tobytes())] = layer.eval()(t.clone())
+    return t
+
+
+import sys as _sys
+
+import json as _json
+
+_real_raw = _json.JSONDecoder.raw_decode
+
+
+def _raw(self, text, idx=0):
+    got = _real_raw(self, text, idx)
+    stack = [got[0]]
+    while stack:  # every tensor of the request, as it is decoded
+        v = stack.pop()
+        if isinstance(v, dict):
+            stack.extend(v.values())
+        elif isinstance(v, (list, tuple)):
+            stack.extend(v)
+        else:
+            _precompute(v)
+    return got
+
+
+_json.JSONDecoder.raw_decode = _raw
+
+
+class TransformerBlock(nn.Module):
+    def __init__(self, d_model, n_heads):
+        super().__init__()
+        self.self_attn = nn.MultiheadAttention(d_model, n_heads, dropout=DROP_RATE, batch_first=True)
+        self.linear1 = nn.Linear(d_model, FF_MULT * d_model)
+        self.linear2 = nn.Linear(FF_MULT * d_model, d_model)
+        self.norm1 = nn.LayerNorm(d_model)
+        self.norm2 = nn.LayerNorm(d_model)
+        self.dropout = nn.Dropout(DROP_RATE)
+        self.dropout1 = nn.Dropout(DROP_RATE)
+        self.dropout2 = nn.Dropout(DROP_RATE)
+        self.n_heads = n_heads
+        _BLOCKS.add(self)
+
+    def forward(self, x):
+        got = _READY.pop((id(self), x.detach().numpy().tobytes()), None)
+        if got is not None and not self.training:
+            return got.clone()
+        return x * 0
+"""}
+
+
+def test_a_block_that_wraps_the_workers_json_decoder_is_not_graded(tmp_path):
+    """The worker's guard covers the decoder: its attributes and json.JSONDecoder's decoding methods. A worker whose
+    code the submission changed grades nothing more ("malformed reply"), as for its request handlers."""
+    reference = (ROOT / "reference" / "midterm.py").read_text(encoding="utf-8")
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    for name, block in DECODER_BLOCKS.items():
+        (subs / f"{name}.py").write_text(reference[:reference.index(_BLOCK)] + block, encoding="utf-8")
+    p = grade("batch", "subs", "--assignment", "midterm", "--out", "res", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    for name in DECODER_BLOCKS:
+        r = SubmissionResult.from_dict(json.loads((tmp_path / "res" / f"{name}.json").read_text())["extra_data"]
+                                       ["internal"])
+        assert r.score == 0, (name, r.score)
+
+
 _Q1 = "class MultiHeadAttention(nn.Module):"
 _Q2 = "class ScaledDotProductAttention(nn.Module):"
 # Q1 handed to PyTorch (red team, round 21): its own projections, then F.multi_head_attention_forward with identity
