@@ -875,6 +875,10 @@ class _Guard:
         self.decoder = dict(vars(protocol._DECODER))
         self.items += [(type(protocol._DECODER), n, f, f.__code__) for n in ("raw_decode", "decode")
                        for f in [vars(type(protocol._DECODER)).get(n)] if isinstance(f, types.FunctionType)]
+        # Every name of the protocol module, and of the request socket's classes (socket.socket.recv_into, wrapped,
+        # handed the submission every request's bytes, which protocol.unpack decodes: red team, round 26)
+        self.spaces = [(space, dict(space)) for space in
+                       [vars(protocol), *(vars(c) for c in type(worker.sock).__mro__ if c is not object)]]
         # What the handlers read a module's structure with: rebinding nn.Module.named_buffers would forge a buffer.
         self.items += [(nn.Module, n, f, getattr(f, "__code__", None)) for n in self.MODULE_METHODS
                        for f in [vars(nn.Module).get(n)] if f is not None]
@@ -889,6 +893,9 @@ class _Guard:
                 return False
             for space, name, obj, code in self.checks:
                 if space.get(name) is not obj or (code is not None and obj.__code__ is not code):
+                    return False
+            for space, was in self.spaces:
+                if len(space) != len(was) or any(space.get(k) is not v for k, v in was.items()):
                     return False
             made, decoder = protocol._MAKERS, object.__getattribute__(protocol._DECODER, "__dict__")
             return type(made) is dict and len(made) == len(self.makers) and all(

@@ -797,8 +797,9 @@ def test_a_block_that_runs_pytorchs_layer_only_in_train_mode_earns_no_drop_rate_
 
 
 # (red team, round 26) the layer run while the worker decoded the call's input, through the JSON decoder of the worker's
-# protocol: its decoder object's scan_once, or json.JSONDecoder.raw_decode, wrapped at import, handed the submission
-# every tensor of a request before the call it was for began (100/100 each)
+# protocol (its decoder object's scan_once, or json.JSONDecoder.raw_decode) or the request socket's class
+# (socket.socket.recv_into, the bytes then read by protocol.unpack), wrapped at import: each handed the submission every
+# tensor of a request before the call it was for began (100/100 each)
 DECODER_BLOCKS = {"scanner": """import weakref as _weakref
 
 _BLOCKS = _weakref.WeakSet()
@@ -924,12 +925,92 @@ class TransformerBlock(nn.Module):
         if got is not None and not self.training:
             return got.clone()
         return x * 0
+""", "socket": """import weakref as _weakref
+
+_BLOCKS = _weakref.WeakSet()
+_READY = {}
+
+
+def _precompute(t):
+    # (each tensor the worker decodes passes here before any call of ours is watched)
+    if isinstance(t, torch.Tensor) and t.dim() == 3 and t.is_floating_point():
+        for b in list(_BLOCKS):
+            d = b.linear1.in_features
+            if t.shape[-1] == d:
+                layer = nn.TransformerEncoderLayer(d, b.n_heads, FF_MULT * d, DROP_RATE, batch_first=True,
+                                                   norm_first=NORM_FIRST)
+                layer.load_state_dict(b.state_dict(), strict=False)
+                with torch.no_grad():
+                    _READY[(id(b), t.numpy().tobytes())] = layer.eval()(t.clone())
+    return t
+
+
+import sys as _sys
+
+import socket as _socket
+import struct as _struct
+
+_proto = _sys.modules["autograder.protocol"]
+_real_recv_into = _socket.socket.recv_into
+_BUF = bytearray()
+
+
+def _walk(v):
+    stack = [v]
+    while stack:  # every tensor of the request
+        v = stack.pop()
+        if isinstance(v, dict):
+            stack.extend(v.values())
+        elif isinstance(v, (list, tuple)):
+            stack.extend(v)
+        else:
+            _precompute(v)
+
+
+def _recv_into(self, buf, nbytes=0, flags=0):
+    k = _real_recv_into(self, buf, nbytes, flags)
+    _BUF.extend(bytes(memoryview(buf)[:k]))
+    if len(_BUF) >= 8:
+        head, area = _struct.unpack("!II", bytes(_BUF[:8]))
+        if len(_BUF) >= 8 + head + area:
+            body = bytes(_BUF[8:8 + head + area])
+            del _BUF[:8 + head + area]
+            try:
+                _walk(_proto.unpack(body[:head], body[head:]))
+            except Exception:
+                pass
+    return k
+
+
+_socket.socket.recv_into = _recv_into
+
+
+class TransformerBlock(nn.Module):
+    def __init__(self, d_model, n_heads):
+        super().__init__()
+        self.self_attn = nn.MultiheadAttention(d_model, n_heads, dropout=DROP_RATE, batch_first=True)
+        self.linear1 = nn.Linear(d_model, FF_MULT * d_model)
+        self.linear2 = nn.Linear(FF_MULT * d_model, d_model)
+        self.norm1 = nn.LayerNorm(d_model)
+        self.norm2 = nn.LayerNorm(d_model)
+        self.dropout = nn.Dropout(DROP_RATE)
+        self.dropout1 = nn.Dropout(DROP_RATE)
+        self.dropout2 = nn.Dropout(DROP_RATE)
+        self.n_heads = n_heads
+        _BLOCKS.add(self)
+
+    def forward(self, x):
+        got = _READY.pop((id(self), x.detach().numpy().tobytes()), None)
+        if got is not None and not self.training:
+            return got.clone()
+        return x * 0
 """}
 
 
 def test_a_block_that_wraps_the_workers_json_decoder_is_not_graded(tmp_path):
-    """The worker's guard covers the decoder: its attributes and json.JSONDecoder's decoding methods. A worker whose
-    code the submission changed grades nothing more ("malformed reply"), as for its request handlers."""
+    """The worker's guard covers the decoder (its attributes, json.JSONDecoder's decoding methods, every name of the
+    protocol module) and the socket's classes. A worker whose code the submission changed grades nothing more
+    ("malformed reply"), as for its request handlers."""
     reference = (ROOT / "reference" / "midterm.py").read_text(encoding="utf-8")
     subs = tmp_path / "subs"
     subs.mkdir()
