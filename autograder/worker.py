@@ -840,13 +840,14 @@ class _Guard:
     FUNCTIONS = ("probe_devices", "all_parameters", "probe_cuda", "accelerator_built", "own_dict", "_registered",
                  "walk_modules", "walk_tensors", "persistent_buffers", "_held", "_kernel_name", "_own_norm",
                  "_other_threads", "_python_threads", "_other_processes", "_process_ids", "_activity", "_alive",
-                 "_uid_of", "_profile_audit", "_set_profile", "_children_mark", "_children_ran")
+                 "_uid_of", "_profile_audit", "_set_profile", "_children_mark", "_children_ran",
+                 "_namespaces_intact")
     VALUES = ("_INSTANCE_DICT", "_ABSENT", "SETTLE_TRIES", "SETTLE_PAUSE", "MAX_WALK", "_LIBRARY_CODE",
               "_LIBRARY_PRINTS", "_LIBRARY_LARGE", "LIBRARY",
               "_SETPROFILE", "_GETPROFILE", "_LIBRARY_KERNELS",
               "_LIBRARY_BUILTINS", "LIBRARY_ATTENTION", "_ATTENTION_CODE", "_WATCHES", "_THREAD_STARTS",
               "_CURRENT_FRAMES", "_CALL_IMPL", "_SCRIPT_MODULE", "_DISPATCH_DEPTH", "_DISPATCH_AT",
-              "_WATCHING", "_SWITCHING", "_PROFILE_EVENTS")
+              "_WATCHING", "_SWITCHING", "_PROFILE_EVENTS", "_NAMESPACES")
     CLASSES = ("Worker", "DeviceSim", "Recorder", "BoundedText", "_ScratchFile", "_Progress", "_KernelWatch")
     MODULE_METHODS = ("named_modules", "named_parameters", "named_buffers", "named_children", "modules", "children",
                       "parameters", "buffers", "state_dict", "load_state_dict", "_load_from_state_dict", "to",
@@ -863,6 +864,17 @@ class _Guard:
             self.items.append((mod, name, cls, None))
             self.items += [(cls, n, f, f.__code__) for n, f in vars(cls).items() if isinstance(f, types.FunctionType)]
         self.items += [(mod, n, getattr(mod, n), getattr(mod, n).__code__) for n in self.FUNCTIONS]
+        # And every name the worker's own code reaches between a request's bytes and the watch of its calls: the
+        # builtins, os, time, torch's namespace and torch.Tensor's methods (a wrapped
+        # builtins.bytearray saw each input as the protocol rebuilt it, and torch.Tensor.to or os.write, run by a
+        # load_state or the progress of a sequence, could find a later step's input up the stack: each ran
+        # nn.TransformerEncoderLayer out of the watch, red team round 26). A watched call that starts or ends with
+        # one of them bound anew is taken to have run what it watches for (Recorder; new names, a submodule
+        # imported later, do not count). Checked there, not before every reply: 3,500 names take 0.4 ms.
+        import builtins
+        kept = [builtins, os, time, torch, torch.Tensor]
+        mod._NAMESPACES = tuple((vars(k), types.MappingProxyType({n: v for n, v in vars(k).items()
+                                                                  if n != "_NAMESPACES"})) for k in kept)
         self.items += [(mod, n, getattr(mod, n), None) for n in self.VALUES]
         # What decodes the grader's tensors, and the functions it calls (protocol._torch): a submission that swapped
         # one of them saw every input before the call it was for began (red team, round 26)
@@ -1288,6 +1300,24 @@ def _children_ran(before: tuple[float, frozenset]) -> bool:
     return now[0] > before[0] or bool(now[1] - before[1])
 
 
+# What the worker's own code reaches between a request's bytes and a call's watch (set by _Guard, before the
+# submission runs): each namespace with what it held then. See _Guard.
+_NAMESPACES: tuple = ()
+
+
+def _namespaces_intact() -> bool:
+    """Whether every name of _NAMESPACES is bound to what it was (new names may have come)."""
+    try:
+        for space, was in _NAMESPACES:
+            get = space.get
+            for k, v in was.items():
+                if get(k) is not v:
+                    return False
+        return True
+    except BaseException:  # noqa: BLE001 (whatever the submission did to make the check itself fail)
+        return False
+
+
 def _uid_of(pid: str) -> int:
     """The owner of process `pid` (-1 once it is gone)."""
     try:
@@ -1408,6 +1438,7 @@ class Recorder(TorchFunctionMode):
         # whether other threads or processes of the submission's were there, and how much each had run (_threads_before)
         self.threads, self.idle = False, {}
         self.children: tuple | None = None  # _children_mark() at the start of the call
+        self.tampered = False  # whether a name the worker calls was rebound at the start of the call
 
     def _norm_enter(self, module, args) -> None:
         if _own_norm(module):
@@ -1471,6 +1502,7 @@ class Recorder(TorchFunctionMode):
             _set_profile(self.hook)
             _WATCHING.append(self)
             self._threads_before()
+            self.tampered = not _namespaces_intact()
             self.kernels.__enter__()
         if self.norms:
             self.handles = [nn.modules.module.register_module_forward_pre_hook(self._norm_enter),
@@ -1482,7 +1514,9 @@ class Recorder(TorchFunctionMode):
             h.remove()
         self.handles = []
         if self.library:
-            watched = _GETPROFILE() is self.hook and not self.off
+            # (a name the worker calls rebound, before the call or during it: the call's input may have been
+            # seen, and the watched code run, before the watch began; see _Guard)
+            watched = _GETPROFILE() is self.hook and not self.off and not self.tampered and _namespaces_intact()
             if self in _WATCHING:
                 _WATCHING.remove(self)
             _set_profile(self.was)

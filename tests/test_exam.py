@@ -737,7 +737,8 @@ def test_a_block_that_pytorchs_encoder_layer_computes_earns_only_its_constructio
                                        ["internal"])
         lost = {c.nodeid.rsplit("::", 1)[-1]: c for c in r.checks if c.status != "passed"}
         q1 = {k: c for k, c in lost.items() if c.question == "MultiHeadAttention"}
-        assert not q1 or name in SERVERS, (name, {k: c.message.en for k, c in q1.items()})
+        # (the servers may run during a Q1 call; "decoded" rebinds torch.from_numpy, which costs every watched call)
+        assert not q1 or name in SERVERS + ("decoded",), (name, {k: c.message.en for k, c in q1.items()})
         assert all("F.multi_head_attention_forward" in c.message.en for c in q1.values()), (name, q1)
         lost = {k: c for k, c in lost.items() if k not in q1}
         assert set(lost) == {"test_block_shapes", "test_block_uses_drop_rate", "test_block_values",
@@ -1022,6 +1023,94 @@ def test_a_block_that_wraps_the_workers_json_decoder_is_not_graded(tmp_path):
         r = SubmissionResult.from_dict(json.loads((tmp_path / "res" / f"{name}.json").read_text())["extra_data"]
                                        ["internal"])
         assert r.score == 0, (name, r.score)
+
+
+# (red team, round 26) builtins.bytearray wrapped at import: the protocol rebuilt each input tensor from a bytearray, and
+# the wrapper, knowing the exam's sizes, ran the layer on it before the call's watch began (100/100)
+BUILTINS_BLOCK = """import weakref as _weakref
+
+_BLOCKS = _weakref.WeakSet()
+_READY = {}
+
+
+def _precompute(t):
+    # (each tensor the worker decodes passes here before any call of ours is watched)
+    if isinstance(t, torch.Tensor) and t.dim() == 3 and t.is_floating_point():
+        for b in list(_BLOCKS):
+            d = b.linear1.in_features
+            if t.shape[-1] == d:
+                layer = nn.TransformerEncoderLayer(d, b.n_heads, FF_MULT * d, DROP_RATE, batch_first=True,
+                                                   norm_first=NORM_FIRST)
+                layer.load_state_dict(b.state_dict(), strict=False)
+                with torch.no_grad():
+                    _READY[(id(b), t.numpy().tobytes())] = layer.eval()(t.clone())
+    return t
+
+
+import sys as _sys
+
+import builtins as _builtins
+
+_real_bytearray = _builtins.bytearray
+
+
+class _Spy(_real_bytearray):
+    pass
+
+
+def _bytearray(*a, **k):
+    out = _real_bytearray(*a, **k)
+    n = len(out) // 4
+    for d, b, t in ((12, 2, 5), (16, 3, 7), (12, 2, 4)):  # the sizes the exam's block is called at
+        if n == b * t * d:
+            try:
+                _precompute(torch.frombuffer(_real_bytearray(out), dtype=torch.float32).reshape(b, t, d))
+            except Exception:
+                pass
+    return out
+
+
+_builtins.bytearray = _bytearray
+
+
+class TransformerBlock(nn.Module):
+    def __init__(self, d_model, n_heads):
+        super().__init__()
+        self.self_attn = nn.MultiheadAttention(d_model, n_heads, dropout=DROP_RATE, batch_first=True)
+        self.linear1 = nn.Linear(d_model, FF_MULT * d_model)
+        self.linear2 = nn.Linear(FF_MULT * d_model, d_model)
+        self.norm1 = nn.LayerNorm(d_model)
+        self.norm2 = nn.LayerNorm(d_model)
+        self.dropout = nn.Dropout(DROP_RATE)
+        self.dropout1 = nn.Dropout(DROP_RATE)
+        self.dropout2 = nn.Dropout(DROP_RATE)
+        self.n_heads = n_heads
+        _BLOCKS.add(self)
+
+    def forward(self, x):
+        got = _READY.pop((id(self), x.detach().numpy().tobytes()), None)
+        if got is not None and not self.training:
+            return got.clone()
+        return x * 0
+"""
+
+
+def test_a_block_that_rebinds_what_the_worker_calls_earns_nothing_of_the_watched_questions(tmp_path):
+    """A watched call that starts or ends with a name the worker reaches rebound (builtins, os, time, torch, torch.Tensor,
+    numpy...) is taken to have run what the watch looks for: the block keeps only its construction point, and Q1,
+    watched too, its construction points; Q2, which no watch looks at, keeps its own."""
+    reference = (ROOT / "reference" / "midterm.py").read_text(encoding="utf-8")
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    (subs / "rebinds.py").write_text(reference[:reference.index(_BLOCK)] + BUILTINS_BLOCK, encoding="utf-8")
+    p = grade("batch", "subs", "--assignment", "midterm", "--out", "res", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    r = SubmissionResult.from_dict(json.loads((tmp_path / "res" / "rebinds.json").read_text())["extra_data"]["internal"])
+    lost = {c.nodeid.rsplit("::", 1)[-1]: c for c in r.checks if c.status != "passed" and c.question == "TransformerBlock"}
+    assert set(lost) == {"test_block_shapes", "test_block_uses_drop_rate", "test_block_values",
+                         "test_block_values_other_size"}, {k: c.message.en for k, c in lost.items()}
+    assert all("nn.TransformerEncoderLayer" in c.message.en for c in lost.values())
+    assert all(c.status == "passed" for c in r.checks if c.question == "ScaledDotProductAttention")
 
 
 _Q1 = "class MultiHeadAttention(nn.Module):"
