@@ -23,6 +23,9 @@ _NUMPY: dict = {}  # dtype -> numpy's dtype, where numpy has it; None -> the num
 _torch_module = None
 
 
+_MAKERS: dict[str, Any] = {}  # see _torch()
+
+
 def _torch():
     """torch, imported on first use: launching the zygote must not wait for the grader's own torch import."""
     global _torch_module
@@ -38,6 +41,13 @@ def _torch():
             _NUMPY[None] = numpy
         except Exception:  # noqa: BLE001 - no numpy (or a broken one): torch.frombuffer for every dtype
             _NUMPY.clear()
+        # What _tensor() builds tensors with, taken now (the worker loads torch here before any of the submission's
+        # code runs, worker.Worker): a submission that rebound torch.from_numpy at import saw every input the worker
+        # decoded, before the call it was for began, and ran nn.TransformerEncoderLayer on it there, out of the
+        # call's watch (the exam's Q3: 100/100; red team, round 26).
+        _MAKERS.update(empty=torch.empty, from_numpy=torch.from_numpy, frombuffer=torch.frombuffer,
+                       reshape=torch.Tensor.reshape,
+                       np_frombuffer=_NUMPY[None].frombuffer if _NUMPY.get(None) is not None else None)
         _torch_module = torch
     return _torch_module
 
@@ -197,13 +207,14 @@ def _tensor(obj: dict, blobs: list[memoryview | None]) -> Any:
         numel *= s
     if len(raw) != numel * _SIZES[dtype]:
         raise ProtocolError("tensor size does not match its shape")
+    make = _MAKERS
     if numel == 0:
-        return torch.empty(shape, dtype=dtype)
+        return make["empty"](shape, dtype=dtype)
     # One copy: the tensor owns writable memory (its own bytearray) and shares nothing with the receive buffer.
     as_numpy = _NUMPY.get(dtype)
-    if as_numpy is not None:
-        return torch.from_numpy(_NUMPY[None].frombuffer(bytearray(raw), dtype=as_numpy).reshape(shape))
-    return torch.frombuffer(bytearray(raw), dtype=dtype).reshape(shape)
+    if as_numpy is not None and make["np_frombuffer"] is not None:
+        return make["from_numpy"](make["np_frombuffer"](bytearray(raw), dtype=as_numpy).reshape(shape))
+    return make["reshape"](make["frombuffer"](bytearray(raw), dtype=dtype), shape)
 
 
 _local = threading.local()  # the blobs of the message being decoded, for _tagged

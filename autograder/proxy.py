@@ -218,6 +218,30 @@ def step(op: str, *args: Any, mode: str | None = "eval", seed: int | None = None
     raise ValueError(f"no step {op!r}")
 
 
+def _watching(op: str, args: dict[str, Any], tag: str) -> dict[str, Any]:
+    """The request's arguments with the watch `tag` added to the records of its call or constructor (or of each such
+    step of a sequence)."""
+    if op in ("call", "new"):
+        return {**args, "record": [*(args.get("record") or []), tag]}
+    return {**args, "steps": [{**st, "args": {**st["args"], "record": [*(st["args"].get("record") or []), tag]}}
+                              if isinstance(st, dict) and st.get("op") in ("call", "new") else st
+                              for st in args["steps"]]}
+
+
+def _own_work(op: str, args: dict[str, Any], values: list[Any], watch: tuple[str, Message]) -> None:
+    """Raise watch's failure where a call or a constructor (op "call", "new") or such a step among the `values` of a
+    sequence (the values of its first steps, in order) ran the watched code: as the step's own failure, with the values before it
+    (CheckFailure.step, .done), so a check that takes them in order fails there as it would one by one."""
+    steps = args["steps"] if op == "seq" else [{"op": op}]
+    for i, (st, value) in enumerate(zip(steps, values)):
+        records = value.get("records") if isinstance(value, dict) and st.get("op") in ("call", "new") else None
+        if isinstance(records, list) and any(isinstance(r, dict) and r.get("fn") == watch[0] for r in records):
+            failure = CheckFailure(watch[1])
+            if op == "seq":
+                failure.step, failure.done = i, list(values[:i])
+            raise failure
+
+
 def _hinted(e: CheckFailure, hint: Message) -> CheckFailure:
     """e's failure told with a spelling hint instead (same step and values of a sequence)."""
     failure = CheckFailure(hint, e.staff)
@@ -456,6 +480,11 @@ class Submission:
         self.used = 0.0
         self.waited = 0.0  # wall-clock seconds of the requests that returned (the CPU time above included)
         self.hung: dict[str, Message] = {}  # class or function -> why it is not called again (it hung once)
+        # Class -> (a watch's name, the failure to give): every call of that class, alone or a step of a sequence,
+        # is watched for the code of torch's own layers of that watch (worker.LIBRARY, worker.LIBRARY_ATTENTION),
+        # and a call that ran it fails with that message (see _watched). Remote.own_work does the same for one
+        # object's calls made one by one; this holds for every object of the class, in any request.
+        self.watched: dict[str, tuple[str, Message]] = {}
         self.skip: list[str] = []  # "label:line" of top-level statements that hung; skipped on every load
         self.ended_at: dict[str, dict[str, Any]] = {}  # those of them that ended the worker instead: how it ended
         self.loaded = False
@@ -672,6 +701,7 @@ class Submission:
         if self._gpu is None:
             g = Submission(self.source, self.gpu_spawn, self.limits)
             g.graded_names, g.hung, g.skip, g.memo = self.graded_names, self.hung, self.skip, self.memo
+            g.watched = self.watched
             g.assignment_name = self.assignment_name
             g.notes, g.staff_notes, g.output, g.not_implemented = (self.notes, self.staff_notes, self.output,
                                                                     self.not_implemented)
@@ -828,16 +858,23 @@ class Submission:
             if self.worker is not None:
                 self.restarts += 1
             self.start()
+        watch = self.watched.get(owner) if owner is not None and op in ("call", "new", "seq") else None
+        if watch is not None:
+            args = _watching(op, args, watch[0])
         try:
             value = self._raw(op, args)
             if not well_formed(op, value, args):  # the worker was tampered with: nothing it says counts any more
                 self.fatal = MALFORMED
                 raise CheckFailure(self.fatal)
+            if watch is not None:
+                _own_work(op, args, value["values"] if op == "seq" else [value], watch)
             return value
         except RemoteError as e:
             if not error_well_formed(op, args, e.err):  # a frame nobody asked for, or not made of tensors
                 self.fatal = MALFORMED
                 raise CheckFailure(self.fatal) from None
+            if watch is not None and op == "seq" and isinstance(e.err.get("done"), list):
+                _own_work(op, args, e.err["done"], watch)  # (a step before the one that raised ran the library)
             if isinstance(what, list):  # a sequence's steps, each with its own words
                 what = what[min(e.err["step"], len(what) - 1)]
             missing = _env_failure(e.err)
@@ -1099,13 +1136,15 @@ class Submission:
         return remotes, values[n:] + ([failure] if failure is not None else [])
 
     def new_each(self, name: str, builds: list[tuple[tuple, dict[str, Any], int | None, list[dict[str, Any]]]],
-                 stand_in: dict[str, str] | None = None) -> list[tuple[Remote | None, list[Any]]]:
+                 stand_in: dict[str, str] | None = None) -> "list[tuple[Remote | None, list[Any]]] | Iterator":
         """new_seq(name, *args, steps=steps, seed=seed, **kwargs) for each (args, kwargs, seed, steps) of `builds`,
         in that order (each object built and then its steps run, before the next is built), in one round trip:
         one (object, its steps' values) per build. Lenient, as new_seq(lenient=True) one after another: the list
         ends at the build whose constructor or step failed, that build's values ending with the failure ((None,
         [failure]) where its constructor failed, with new()'s hint); the caller takes each value in order (taken)
-        and so fails where it would have with the builds one by one. A hang or a crash raises."""
+        and so fails where it would have with the builds one by one. A hang or a crash in the first build raises;
+        in a later one, it is undone and the builds are made one by one as the caller iterates (an iterator, not a
+        list), so that only a check that gets to it meets it."""
         own = not (stand_in and name in str(stand_in.get("name")).split(","))
         if own:
             self.require(name)
@@ -1121,10 +1160,24 @@ class Submission:
             seq += [{"op": st["op"], "args": {**st["args"], "handle": "$new"}} for st in steps]
             labels += [label] * (1 + len(steps))
         failure = None
+        owner = name if own else None
+        hung_before, ended_before = owner in self.hung, len(self.ended)
         try:
-            values = self.request("seq", what=labels, owner=name if own else None, steps=seq)["values"]
+            values = self.request("seq", what=labels, owner=owner, steps=seq)["values"]
         except CheckFailure as e:
             if e.done is None:
+                if len(self.ended) > ended_before and isinstance(e.step, int) and len(starts) > 1 \
+                        and e.step >= starts[1]:
+                    # A hang or a crash in a later build, which the check may never get to (it fails at an earlier
+                    # one's value, as one by one it would have): undone as ahead() undoes one (no restart counted,
+                    # the class not marked as hung), and the builds made one by one as the check takes them
+                    # (a class that hung at a size only the third build asked for lost 10 points of checks that
+                    # never ask for it; red team, round 26).
+                    if self.worker is not None and not self.worker.alive:
+                        self.worker = None
+                    if owner is not None and not hung_before:
+                        self.hung.pop(owner, None)
+                    return self._each_one_by_one(name, builds, stand_in)
                 raise
             at = max(i for i, s in enumerate(starts) if s <= e.step)
             if e.step == starts[at]:
@@ -1147,6 +1200,21 @@ class Submission:
                 break
             out.append((remote, values[start + 1:end]))
         return out
+
+    def _each_one_by_one(self, name: str, builds: list[tuple], stand_in: dict[str, str] | None) -> Iterator[tuple]:
+        """new_each's entries, each build made (new_seq, lenient) only when the check takes it; ends at a failure."""
+        for args, kwargs, seed, steps in builds:
+            try:
+                remote, values = self.new_seq(name, *args, steps=list(steps), seed=seed, stand_in=stand_in,
+                                              lenient=True, **kwargs)
+            except CheckFailure as e:
+                if e.step:  # (a step failed where its values are not known: a hang or a crash, the check's now)
+                    raise
+                yield None, [e]
+                return
+            yield remote, values
+            if any(isinstance(v, CheckFailure) for v in values):
+                return
 
     def call(self, name: str, *args: Any, record: list[str] | None = None, **kwargs: Any) -> Any:
         """Call a top-level function of the submission and return its result."""

@@ -14,6 +14,7 @@ import io
 import linecache
 import os
 import re
+import resource
 import socket
 import sys
 import _thread
@@ -211,6 +212,7 @@ class Worker:
         self.seq_step: int | None = None  # the step of op_seq running now
         self.seq_done: list[Any] = []  # the values of its steps before it
         self.scratch = os.getcwd()  # the scratch folder (the submission may chdir)
+        protocol._torch()  # (what decodes tensors, taken before any of the submission's code runs: protocol._MAKERS)
         self.guard = _Guard(self)  # before any of the submission's code runs (its cells come with "load")
         watch_profile_switches()
 
@@ -489,14 +491,27 @@ class Worker:
         return self.objects[handle]
 
     def op_new(self, name: str, args: list, kwargs: dict, seed: int | None = None,
-               stand_in: dict[str, str] | None = None) -> dict[str, Any]:
+               stand_in: dict[str, str] | None = None, record: list[str] | None = None) -> dict[str, Any]:
         """stand_in: {"name", "source"}: while this object is built, the submission's top-level `name` is the class
         of that name defined by `source` (the grader's; used to judge a class on its own code when a class it
-        builds on, e.g. its attention heads, does not work)."""
+        builds on, e.g. its attention heads, does not work). record: the watches to keep over the constructor, as
+        op_call's (its "records" in the reply): built in a sequence, __init__ sees the sequence's later steps up the
+        stack, their inputs and weights, and computed their outputs there with F.multi_head_attention_forward, out
+        of the calls' watch (the attention lab's value checks of MultiHeadAttention; red team, round 26)."""
+        recorder = Recorder(record) if record else contextlib.nullcontext()
+        with recorder:
+            obj = self._build(name, args, kwargs, seed, stand_in)
+        handle = len(self.objects) + 1
+        self.objects[handle] = obj
+        return {"handle": handle, "type": type(obj).__name__, "module": isinstance(obj, nn.Module),
+                **({"records": recorder.seen} if record else {})}
+
+    def _build(self, name: str, args: list, kwargs: dict, seed: int | None,
+               stand_in: dict[str, str] | None) -> Any:
         if seed is not None:
             manual_seed(seed)
         if not stand_in:
-            obj = self.ns[name](*args, **kwargs)
+            return self.ns[name](*args, **kwargs)
         else:
             # ("name" may list several top-level names, comma-separated: each is the class of that name in source)
             replaced, source = str(stand_in["name"]).split(","), str(stand_in["source"])
@@ -511,16 +526,13 @@ class Worker:
             for r in replaced:
                 self.ns[r] = space[r]
             try:
-                obj = self.ns[name](*args, **kwargs)
+                return self.ns[name](*args, **kwargs)
             finally:
                 for r, was in saved.items():
                     if was is missing:
                         self.ns.pop(r, None)
                     else:
                         self.ns[r] = was
-        handle = len(self.objects) + 1
-        self.objects[handle] = obj
-        return {"handle": handle, "type": type(obj).__name__, "module": isinstance(obj, nn.Module)}
 
     def op_call(self, args: list, kwargs: dict, handle: int | None = None, name: str | None = None,
                 mode: str | None = None, seed: int | None = None, record: list[str] | None = None,
@@ -532,16 +544,20 @@ class Worker:
         target = self._obj(handle) if handle is not None else self.ns[name]
         if device is not None:
             args = [a.to(device) if isinstance(a, torch.Tensor) else a for a in args]
-        if mode is not None and isinstance(target, nn.Module):
-            target.train(mode == "train")
-        if grad_output is not None and isinstance(target, nn.Module):
-            target.zero_grad(set_to_none=True)
         # A function mode puts every torch call of the forward through Python: enter one only when asked to.
         recorder = Recorder(record) if record else contextlib.nullcontext()
-        if seed is not None:
-            manual_seed(seed)
         try:
+            # The mode, the gradients and the seed are set inside the watch: each can run the submission's code (a
+            # train() or zero_grad() of its class, a default generator it replaced), which sees this call's
+            # arguments up the stack. A block whose train() ran nn.TransformerEncoderLayer on them before the watch
+            # began, and whose forward handed back what it got, earned all of the exam's Q3 (red team, round 26).
             with torch.set_grad_enabled(grad_output is not None), recorder:
+                if mode is not None and isinstance(target, nn.Module):
+                    target.train(mode == "train")
+                if grad_output is not None and isinstance(target, nn.Module):
+                    target.zero_grad(set_to_none=True)
+                if seed is not None:
+                    manual_seed(seed)
                 out = target(*args, **kwargs)
         except BaseException as e:
             if partial:
@@ -824,14 +840,15 @@ class _Guard:
     FUNCTIONS = ("probe_devices", "all_parameters", "probe_cuda", "accelerator_built", "own_dict", "_registered",
                  "walk_modules", "walk_tensors", "persistent_buffers", "_held", "_kernel_name", "_own_norm",
                  "_other_threads", "_python_threads", "_other_processes", "_process_ids", "_activity", "_alive",
-                 "_uid_of", "_profile_audit", "_set_profile", "_last_pid")
+                 "_uid_of", "_profile_audit", "_set_profile", "_children_mark", "_children_ran",
+                 "_namespaces_intact", "_last_pid")
     VALUES = ("_INSTANCE_DICT", "_ABSENT", "SETTLE_TRIES", "SETTLE_PAUSE", "MAX_WALK", "_LIBRARY_CODE",
               "_LIBRARY_PRINTS", "_LIBRARY_LARGE", "LIBRARY",
               "_SETPROFILE", "_GETPROFILE", "_LIBRARY_KERNELS",
               "_LIBRARY_BUILTINS", "LIBRARY_ATTENTION", "_ATTENTION_CODE", "_WATCHES", "_THREAD_STARTS",
               "_CURRENT_FRAMES", "_CALL_IMPL", "_SCRIPT_MODULE", "_DISPATCH_DEPTH", "_DISPATCH_AT",
-              "_WATCHING", "_SWITCHING", "_PROFILE_EVENTS", "_SCANNED", "_ALL_CODES", "_ALL_PRINTS", "_ALL_KERNELS",
-              "_C_CALL_IDS", "_QUIET_CALL_IMPL")
+              "_WATCHING", "_SWITCHING", "_PROFILE_EVENTS", "_NAMESPACES", "_ANY", "_SCANNED", "_ALL_CODES",
+              "_ALL_PRINTS", "_ALL_KERNELS", "_C_CALL_IDS", "_QUIET_CALL_IMPL")
     CLASSES = ("Worker", "DeviceSim", "Recorder", "BoundedText", "_ScratchFile", "_Progress", "_KernelWatch")
     MODULE_METHODS = ("named_modules", "named_parameters", "named_buffers", "named_children", "modules", "children",
                       "parameters", "buffers", "state_dict", "load_state_dict", "_load_from_state_dict", "to",
@@ -848,7 +865,36 @@ class _Guard:
             self.items.append((mod, name, cls, None))
             self.items += [(cls, n, f, f.__code__) for n, f in vars(cls).items() if isinstance(f, types.FunctionType)]
         self.items += [(mod, n, getattr(mod, n), getattr(mod, n).__code__) for n in self.FUNCTIONS]
+        # And every name the worker's own code reaches between a request's bytes and the watch of its calls: the
+        # builtins, os, time, torch's namespace and torch.Tensor's methods (a wrapped
+        # builtins.bytearray saw each input as the protocol rebuilt it, and torch.Tensor.to or os.write, run by a
+        # load_state or the progress of a sequence, could find a later step's input up the stack: each ran
+        # nn.TransformerEncoderLayer out of the watch, red team round 26). A watched call that starts or ends with
+        # one of them bound anew is taken to have run what it watches for (Recorder; new names, a submodule
+        # imported later, do not count). Checked there, not before every reply: 3,500 names take 0.4 ms.
+        import builtins
+        kept = [builtins, os, time, torch, torch.Tensor]
+        mod._NAMESPACES = tuple((vars(k), types.MappingProxyType({n: v for n, v in vars(k).items()
+                                                                  if n != "_NAMESPACES"})) for k in kept)
         self.items += [(mod, n, getattr(mod, n), None) for n in self.VALUES]
+        # What decodes the grader's tensors, and the functions it calls (protocol._torch): a submission that swapped
+        # one of them saw every input before the call it was for began (red team, round 26)
+        self.items += [(protocol, n, getattr(protocol, n), getattr(getattr(protocol, n), "__code__", None))
+                       for n in ("_MAKERS", "_NUMPY", "_tensor", "_tagged", "_json", "unpack", "_torch", "recv",
+                                 "_DECODER")]
+        self.makers = dict(protocol._MAKERS)
+        # (and the JSON decoder's own attributes: its scan_once, wrapped, handed every decoded value to the
+        # submission, the request's tensors among them, before the call they were for began)
+        self.decoder = dict(vars(protocol._DECODER))
+        self.items += [(type(protocol._DECODER), n, f, f.__code__) for n in ("raw_decode", "decode")
+                       for f in [vars(type(protocol._DECODER)).get(n)] if isinstance(f, types.FunctionType)]
+        # Every name of the protocol module, and of the request socket's classes (socket.socket.recv_into, wrapped,
+        # handed the submission every request's bytes, which protocol.unpack decodes: red team, round 26)
+        # (the names that only send a reply excepted: what a reply says is checked by the grader, proxy's replies)
+        sending = {"send", "pack", "_encode", "_encode_dict_subclass", "_type_name", "_TYPE_NAME", "_ENCODER",
+                   "_SCALARS"}
+        self.spaces = [(space, {k: (v if k not in sending else _ANY) for k, v in space.items()}) for space in
+                       [vars(protocol), *(vars(c) for c in type(worker.sock).__mro__ if c is not object)]]
         # What the handlers read a module's structure with: rebinding nn.Module.named_buffers would forge a buffer.
         self.items += [(nn.Module, n, f, getattr(f, "__code__", None)) for n in self.MODULE_METHODS
                        for f in [vars(nn.Module).get(n)] if f is not None]
@@ -864,7 +910,13 @@ class _Guard:
             for space, name, obj, code in self.checks:
                 if space.get(name) is not obj or (code is not None and obj.__code__ is not code):
                     return False
-            return True
+            for space, was in self.spaces:  # (no name added either: one could shadow a builtin or a base's method)
+                if len(space) != len(was) or any(v is not _ANY and space.get(k) is not v for k, v in was.items()):
+                    return False
+            made, decoder = protocol._MAKERS, object.__getattribute__(protocol._DECODER, "__dict__")
+            return type(made) is dict and len(made) == len(self.makers) and all(
+                dict.get(made, k) is v for k, v in self.makers.items()) and type(decoder) is dict and \
+                len(decoder) == len(self.decoder) and all(dict.get(decoder, k) is v for k, v in self.decoder.items())
         except BaseException:  # (whatever the submission did to make the check itself fail)
             return False
 
@@ -1231,10 +1283,10 @@ def _last_pid() -> bytes | None:
 SETTLE_TRIES, SETTLE_PAUSE = 5, 0.002  # Recorder._threads_before: at most 10 ms for other tasks to settle
 
 
-def _activity(procs: list[str] | None = None) -> dict[str, bytes] | None:
+def _activity(pids: list[str] | None = None) -> dict[str, bytes] | None:
     """Every thread of this process but the one asking, and every thread of the submission's other live processes
-    (`procs`, by default _process_ids()), with how much it has run: its schedstat (CPU time in ns, time waiting to
-    run, times run), which moves whenever the thread runs at all. None where that cannot be read."""
+    (`pids`, else _process_ids()), with how much it has run: its schedstat (CPU time in ns, time waiting to run, times
+    run), which moves whenever the thread runs at all. None where that cannot be read."""
     me = str(_thread.get_native_id())
     got = {}
     try:
@@ -1242,13 +1294,59 @@ def _activity(procs: list[str] | None = None) -> dict[str, bytes] | None:
             if tid != me:
                 with open(f"/proc/self/task/{tid}/schedstat", "rb") as f:
                     got[tid] = f.read(200)
-        for pid in _process_ids() if procs is None else procs:
+        for pid in _process_ids() if pids is None else pids:
             for tid in os.listdir(f"/proc/{pid}/task"):
                 with open(f"/proc/{pid}/task/{tid}/schedstat", "rb") as f:
                     got[f"{pid}/{tid}"] = f.read(200)
     except (OSError, ValueError):
         return None
     return got
+
+
+# A child of this process that ran during a watched call, whether or not it is still there at the call's end: one made
+# with libc's fork() through ctypes (not one of _THREAD_STARTS) ran nn.TransformerEncoderLayer, wrote its output to a
+# pipe and exited before forward returned (reaped, or left a zombie, which _process_ids does not list), and the exam's
+# Q3 earned 100/100 (red team, round 26). The children's CPU time counts each child once reaped, and a zombie is a
+# child that was not there before. (A thread started and joined through ctypes is still not seen: the process's own
+# CPU clock, which counts ended threads too, is only as precise as the scheduler's tick where RLIMIT_CPU is set.)
+def _children_mark() -> tuple[float, frozenset]:
+    """(the reaped children's CPU time, this process's children now, zombies included)."""
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    kids: set[str] = set()
+    try:
+        for tid in os.listdir("/proc/self/task"):
+            with open(f"/proc/self/task/{tid}/children") as f:
+                kids.update(f.read().split())
+    except OSError:
+        pass
+    return ru.ru_utime + ru.ru_stime, frozenset(kids)
+
+
+def _children_ran(before: tuple[float, frozenset]) -> bool:
+    """Whether a child was reaped, or a new one made, since _children_mark() gave `before`."""
+    now = _children_mark()
+    return now[0] > before[0] or bool(now[1] - before[1])
+
+
+_ANY = object()  # (_Guard: a name whose value is not checked)
+
+
+# What the worker's own code reaches between a request's bytes and a call's watch (set by _Guard, before the
+# submission runs): each namespace with what it held then. See _Guard.
+_NAMESPACES: tuple = ()
+
+
+def _namespaces_intact() -> bool:
+    """Whether every name of _NAMESPACES is bound to what it was (new names may have come)."""
+    try:
+        for space, was in _NAMESPACES:
+            get = space.get
+            for k, v in was.items():
+                if get(k) is not v:
+                    return False
+        return True
+    except BaseException:  # noqa: BLE001 (whatever the submission did to make the check itself fail)
+        return False
 
 
 def _uid_of(pid: str) -> int:
@@ -1378,6 +1476,8 @@ class Recorder(TorchFunctionMode):
         self.kernels = _KernelWatch(self) if self.library else None
         # whether other threads or processes of the submission's were there, and how much each had run (_threads_before)
         self.threads, self.idle = False, {}
+        self.children: tuple | None = None  # _children_mark() at the start of the call
+        self.tampered = False  # whether a name the worker calls was rebound at the start of the call
 
     def _norm_enter(self, module, args) -> None:
         if _own_norm(module):
@@ -1417,15 +1517,19 @@ class Recorder(TorchFunctionMode):
         still finishing a request of an earlier call (a server process writing its last reply, then waiting for
         the next) is given a few milliseconds to settle first, so that it is not read as running in this one; one
         that keeps running counts."""
-        procs = _process_ids(quick=True)  # (once for both: each scan of /proc costs tenths of a millisecond)
-        self.threads = _python_threads() or bool(procs)
-        self.idle = _activity(procs)
+        # (the processes are found once here, where no scan of /proc is made while no process has been made since
+        # one that found none, and once in full at the end: a full look reads all of /proc, tenths of a millisecond
+        # to 3 ms in a worker, and since round 26 every call of the attention lab's MultiHeadAttention is watched)
+        pids = _process_ids(quick=True)
+        self.threads = _python_threads() or bool(pids)
+        self.idle = _activity(pids)
         for _ in range(SETTLE_TRIES if self.threads else 0):
             time.sleep(SETTLE_PAUSE)
             now = _activity()
             if now == self.idle:
                 break
             self.idle = now
+        self.children = _children_mark()
 
     def _threads_after(self) -> None:
         """At its end: a thread or process of the submission's that ran meanwhile (or started or ended) may have done
@@ -1434,8 +1538,9 @@ class Recorder(TorchFunctionMode):
         sleeping processes in sessions of their own (stop_setsid_children) cost a right MultiHeadAttention all 20
         points, "runs PyTorch's own multi-head attention", while a pool's thread or a server process that runs the
         layer on request still counts."""
-        procs = _process_ids()  # (a full scan: see _process_ids)
-        if (self.threads or _python_threads() or procs) and (self.idle is None or _activity(procs) != self.idle):
+        ran = self.children is not None and _children_ran(self.children)  # (a child, ended or not, made or reaped)
+        pids = _process_ids()  # (a full scan: see _process_ids)
+        if ran or (self.threads or _python_threads() or pids) and (self.idle is None or _activity(pids) != self.idle):
             self.ran.update(w[0] for w in self.watches)
 
     def __enter__(self):
@@ -1444,6 +1549,7 @@ class Recorder(TorchFunctionMode):
             _set_profile(self.hook)
             _WATCHING.append(self)
             self._threads_before()
+            self.tampered = not _namespaces_intact()
             self.kernels.__enter__()
         if self.norms:
             self.handles = [nn.modules.module.register_module_forward_pre_hook(self._norm_enter),
@@ -1455,7 +1561,9 @@ class Recorder(TorchFunctionMode):
             h.remove()
         self.handles = []
         if self.library:
-            watched = _GETPROFILE() is self.hook and not self.off
+            # (a name the worker calls rebound, before the call or during it: the call's input may have been
+            # seen, and the watched code run, before the watch began; see _Guard)
+            watched = _GETPROFILE() is self.hook and not self.off and not self.tampered and _namespaces_intact()
             if self in _WATCHING:
                 _WATCHING.remove(self)
             _set_profile(self.was)

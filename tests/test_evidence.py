@@ -399,10 +399,47 @@ def test_multi_head_attention_computed_by_pytorchs_own_earns_nothing_of_the_clas
                                    "    def forward_(self, x: torch.Tensor) -> torch.Tensor:\n", 1)
     assert pooled != LIBRARY_HEADS
     pool = "\nfrom concurrent.futures import ThreadPoolExecutor\nPOOL = ThreadPoolExecutor(1)\nPOOL.submit(int).result()\n"
+    # (red team, round 26: 100/100 each while only the gate's one call was watched) the library everywhere, and in the
+    # watched call the output the unwatched call just gave for the same input; or the watched call's output computed
+    # ahead by the first call of the sequence, which found the coming steps up the stack (op_seq's `steps`)
+    plain = LIBRARY_HEADS.replace("    def forward(self, x: torch.Tensor) -> torch.Tensor:  # x: (b, T, d_in)\n",
+                                  "    def forward_(self, x):\n", 1)
+    memo = plain + """
+    def forward(self, x):
+        key = (x.clone(), [p.detach().clone() for p in self.parameters()], self.training)
+        last = self.__dict__.get("_last")
+        if last is not None and last[0][0].shape == x.shape and torch.equal(last[0][0], x) and last[0][2] == \\
+                self.training and all(torch.equal(a, b) for a, b in zip(last[0][1], key[1])):
+            return last[1].clone()
+        out = self.forward_(x)
+        self.__dict__["_last"] = (key, out.detach().clone())
+        return out
+"""
+    ahead = plain + """
+    def forward(self, x):
+        import sys
+        if "_ready" not in self.__dict__:
+            f = sys._getframe(1)
+            while f is not None and f.f_code.co_name != "op_seq":
+                f = f.f_back
+            self.__dict__["_ready"] = []
+            with torch.no_grad():
+                for st in (f.f_locals.get("steps") or []) if f is not None else []:
+                    a = st.get("args", {}).get("args") if st.get("op") == "call" else None
+                    if a and isinstance(a[0], torch.Tensor) and st["args"].get("record"):
+                        self._ready.append((a[0].clone(), self.forward_(a[0])))
+        for i, (xi, yi) in enumerate(self._ready):
+            if sys.getprofile() is not None and xi.shape == x.shape and torch.equal(xi, x):
+                del self._ready[i]
+                return yi.clone()
+        return self.forward_(x)
+"""
     idle = "\nimport threading, time\nthreading.Thread(target=time.sleep, args=(600,), daemon=True).start()\n"
     results = grade_sources(tmp_path, {"lib_heads.py": REF[:forward] + LIBRARY_HEADS,
                                        "lib_heads_hidden.py": REF[:forward] + hiding,
                                        "lib_heads_pool.py": REF[:forward] + pooled + pool,
+                                       "lib_heads_memo.py": REF[:forward] + memo,
+                                       "lib_heads_ahead.py": REF[:forward] + ahead,
                                        "honest_idle_thread.py": REF + idle})
     honest = results.pop("honest_idle_thread")
     assert by_q(honest) == QUESTIONS, by_q(honest)  # (it lost MultiHeadAttention's 20: "runs PyTorch's own")
@@ -413,6 +450,105 @@ def test_multi_head_attention_computed_by_pytorchs_own_earns_nothing_of_the_clas
             (name, [m.en for m in said])
     assert any("when its call was watched" in c.message.en for c in results["lib_heads_hidden"].checks
                if c.message), [c.message.en for c in results["lib_heads_hidden"].checks if c.message]
+
+
+# (red team, round 26) PyTorch's multi-head attention run in __init__: built in a sequence, the constructor found the
+# sequence's later steps up the stack (the inputs of its calls and the weights loaded before them) and computed their
+# outputs there, unwatched; forward handed them back, and where it had none (the evidence gate's plan, which it left
+# alone) computed a gated running mean, which passes the gate (README: a known gap). The value checks paid 5 points
+# for PyTorch's outputs.
+INIT_AHEAD = r'''class MultiHeadAttention(nn.Module):
+    """Multi-head causal attention with one projection per role, split into heads by reshaping."""
+
+    def __init__(self, d_in: int, d_out: int, context_length: int, dropout: float, num_heads: int,
+                 qkv_bias: bool = False):
+        super().__init__()
+        assert d_out % num_heads == 0, "d_out must be divisible by num_heads"
+        self.d_out = d_out
+        self.num_heads = num_heads
+        self.head_dim = d_out // num_heads
+        self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.out_proj = nn.Linear(d_out, d_out)
+        self.dropout = nn.Dropout(dropout)
+        self.register_buffer("mask", torch.triu(torch.ones(context_length, context_length), diagonal=1))
+        # every call step of the request this object is built in, computed now, in __init__ (not a call)
+        self.__dict__["_ready"] = []
+        import sys
+        f = sys._getframe(1)
+        while f is not None and f.f_code.co_name != "op_seq":
+            f = f.f_back
+        state = None
+        steps = (f.f_locals.get("steps") or []) if f is not None else []
+        at = getattr(f.f_locals.get("self"), "seq_step", None) if f is not None else None
+        if isinstance(at, int):  # this build's own steps: up to the next build
+            mine = []
+            for st in steps[at + 1:]:
+                if st.get("op") == "new":
+                    break
+                mine.append(st)
+            steps = mine
+        if any(st.get("op") == "state" for st in steps):  # (the evidence gate's plan: left to forward)
+            steps = []
+        for st in steps:
+            a = st.get("args", {})
+            if st.get("op") == "new" and a.get("name") != "MultiHeadAttention":
+                continue
+            if st.get("op") == "load_state":
+                state = a.get("tensors")
+            if st.get("op") == "call" and a.get("args") and isinstance(a["args"][0], torch.Tensor) \
+                    and a.get("grad_output") is None and a.get("mode") != "train":
+                x = a["args"][0]
+                with torch.no_grad():
+                    if state:
+                        saved = {n: t.clone() for n, t in self.state_dict().items()}
+                        self.load_state_dict({**saved, **state}, strict=False)
+                    y = self._lib(x)
+                    used = [t.clone() for t in self.state_dict().values()]
+                    if state:
+                        self.load_state_dict(saved)
+                self._ready.append((x.clone(), y, used))
+
+    def _lib(self, x):
+        n = x.shape[1]
+        q, k, v = (p(x).transpose(0, 1) for p in (self.W_query, self.W_key, self.W_value))
+        same = torch.eye(self.d_out, dtype=x.dtype, device=x.device)
+        out, _ = torch.nn.functional.multi_head_attention_forward(
+            q, k, v, self.d_out, self.num_heads, None, None, None, None, False, self.dropout.p,
+            self.out_proj.weight, self.out_proj.bias, training=self.training, need_weights=False,
+            attn_mask=self.mask.bool()[:n, :n], use_separate_proj_weight=True, q_proj_weight=same,
+            k_proj_weight=same, v_proj_weight=same)
+        return out.transpose(0, 1)
+
+    def forward(self, x):
+        now = list(self.state_dict().values())
+        for xi, yi, used in self._ready:
+            if xi.shape == x.shape and torch.equal(xi, x) and len(used) == len(now) and all(
+                    a.shape == b.shape and torch.equal(a, b) for a, b in zip(used, now)):
+                return yi.clone()
+        # not attention: a running mean of gated values (it passes the evidence gate, README's known gap)
+        q, k, v = self.W_query(x), self.W_key(x), self.W_value(x)
+        g = torch.sigmoid((q * k).sum(-1, keepdim=True))
+        n = torch.arange(1, x.shape[1] + 1, dtype=x.dtype).view(1, -1, 1)
+        return self.out_proj(self.dropout(torch.cumsum(g * v, dim=1) / n))
+'''
+
+
+def test_multi_head_attention_computed_in_its_constructor_earns_nothing_more_than_its_own_forward(tmp_path):
+    """The constructor of a watched class is watched too (its steps in a sequence, or the request alone): the file
+    earns no more than its gated running mean alone earns, and the value checks say that it runs PyTorch's own."""
+    head = REF.index("class MultiHeadAttention(")
+    alone = INIT_AHEAD.replace('steps = (f.f_locals.get("steps") or []) if f is not None else []', "steps = []", 1)
+    assert alone != INIT_AHEAD
+    results = grade_sources(tmp_path, {"init_ahead.py": REF[:head] + INIT_AHEAD, "mean_only.py": REF[:head] + alone})
+    ahead, mean = results["init_ahead"], results["mean_only"]
+    # (no more than that: its checks that build the class in a sequence fail, told that it runs PyTorch's own)
+    assert by_q(ahead)["MultiHeadAttention"] <= by_q(mean)["MultiHeadAttention"] < 20, (by_q(ahead), by_q(mean))
+    assert {**by_q(ahead), "MultiHeadAttention": 0} == {**QUESTIONS, "MultiHeadAttention": 0}, by_q(ahead)
+    said = [c.message.en for c in ahead.checks if c.question == "MultiHeadAttention" and c.status == "failed"
+            and "hidden seeds" in c.name]
+    assert said and all("F.multi_head_attention_forward" in m for m in said), said
 
 
 def test_a_per_token_linear_map_is_not_attention(graded):

@@ -581,6 +581,135 @@ LIBRARY_BLOCKS["trace"] = ("COMPILE = lambda m: torch.jit.trace(m.eval(), torch.
                            "check_trace=False)\n\n\n" + _COMPILED)
 LIBRARY_BLOCKS["script_on_again"] = ("import torch.jit._state\n\ntorch.jit._state.enable()\nCOMPILE = torch.jit.script"
                                      "\n\n\n" + _COMPILED)
+# (red team, round 26) the layer run before the watch begins: the worker set the block's mode (its train(), the
+# submission's code) before it entered the watch, and a train() that found the call's input up the stack ran the
+# layer on it there; forward handed back what it got (100/100 before, every value of Q3 PyTorch's)
+LIBRARY_BLOCKS["train_precomputes"] = """import sys as _sys
+
+
+class TransformerBlock(nn.Module):
+    def __init__(self, d_model, n_heads):
+        super().__init__()
+        self.n_heads = n_heads
+        self.self_attn = nn.MultiheadAttention(d_model, n_heads, dropout=DROP_RATE, batch_first=True)
+        self.linear1 = nn.Linear(d_model, FF_MULT * d_model)
+        self.linear2 = nn.Linear(FF_MULT * d_model, d_model)
+        self.norm1, self.norm2 = nn.LayerNorm(d_model), nn.LayerNorm(d_model)
+        self.dropout, self.dropout1, self.dropout2 = (nn.Dropout(DROP_RATE) for _ in range(3))
+
+    def train(self, mode=True):
+        super().train(mode)
+        f = _sys._getframe(1)
+        while f is not None and f.f_code.co_name != "op_call":
+            f = f.f_back
+        x = f.f_locals["args"][0] if f is not None and f.f_locals.get("args") else None
+        if isinstance(x, torch.Tensor) and x.dim() == 3 and x.shape[-1] == self.linear1.in_features:
+            d = x.shape[-1]
+            layer = nn.TransformerEncoderLayer(d, self.n_heads, FF_MULT * d, DROP_RATE, batch_first=True,
+                                               norm_first=NORM_FIRST)
+            layer.load_state_dict(self.state_dict())
+            with torch.no_grad():
+                self.__dict__["_ready"] = (x.clone(), layer.train(mode)(x))
+        return self
+
+    def forward(self, x):
+        ready = self.__dict__.pop("_ready", None)
+        if ready is not None and ready[0].shape == x.shape and torch.equal(ready[0], x):
+            return ready[1].clone()
+        return x * 0
+"""
+# (red team, round 26) the layer run in a child made with libc's fork() through ctypes, which is not among the
+# process starts the watch knows: it wrote its output to a pipe and exited, and forward reaped it before returning,
+# so no process of the submission's was left to be seen at the call's end (100/100 before)
+LIBRARY_BLOCKS["ctypes_fork"] = """import ctypes as _ct
+import io as _io
+import os as _os
+
+_LIBC = _ct.CDLL(None, use_errno=True)
+
+
+class TransformerBlock(nn.TransformerEncoderLayer):
+    def __init__(self, d_model, n_heads):
+        super().__init__(d_model, n_heads, FF_MULT * d_model, DROP_RATE, batch_first=True, norm_first=NORM_FIRST)
+
+    def forward(self, x):
+        r, w = _os.pipe()
+        pid = _LIBC.fork()
+        if pid == 0:
+            try:
+                _os.close(r)
+                with torch.no_grad():
+                    y = nn.TransformerEncoderLayer.forward(self, x)
+                buf = _io.BytesIO()
+                torch.save(y, buf)
+                data = buf.getvalue()
+                while data:
+                    data = data[_os.write(w, data):]
+            finally:
+                _os._exit(0)
+        _os.close(w)
+        chunks = []
+        while True:
+            c = _os.read(r, 1 << 16)
+            if not c:
+                break
+            chunks.append(c)
+        _os.close(r)
+        _os.waitpid(pid, 0)
+        return torch.load(_io.BytesIO(b"".join(chunks)))
+"""
+# (red team, round 26) the layer run while the worker decoded the call's input: torch.from_numpy (and frombuffer),
+# rebound at import, saw every tensor of a request before the call it was for began, out of the call's watch; forward
+# handed back what was computed for its own input (100/100 before)
+LIBRARY_BLOCKS["decoded"] = """import weakref as _weakref
+
+_BLOCKS = _weakref.WeakSet()
+_READY = {}
+
+
+def _precompute(t):
+    # (each tensor the worker decodes passes here before any call of ours is watched)
+    if isinstance(t, torch.Tensor) and t.dim() == 3 and t.is_floating_point():
+        for b in list(_BLOCKS):
+            d = b.linear1.in_features
+            if t.shape[-1] == d:
+                layer = nn.TransformerEncoderLayer(d, b.n_heads, FF_MULT * d, DROP_RATE, batch_first=True,
+                                                   norm_first=NORM_FIRST)
+                layer.load_state_dict(b.state_dict(), strict=False)
+                with torch.no_grad():
+                    _READY[(id(b), t.numpy().tobytes())] = layer.eval()(t.clone())
+    return t
+
+
+_real_from_numpy, _real_frombuffer = torch.from_numpy, torch.frombuffer
+torch.from_numpy = lambda a: _precompute(_real_from_numpy(a))
+torch.frombuffer = lambda *a, **k: _precompute(_real_frombuffer(*a, **k))
+
+
+class TransformerBlock(nn.Module):
+    def __init__(self, d_model, n_heads):
+        super().__init__()
+        self.self_attn = nn.MultiheadAttention(d_model, n_heads, dropout=DROP_RATE, batch_first=True)
+        self.linear1 = nn.Linear(d_model, FF_MULT * d_model)
+        self.linear2 = nn.Linear(FF_MULT * d_model, d_model)
+        self.norm1 = nn.LayerNorm(d_model)
+        self.norm2 = nn.LayerNorm(d_model)
+        self.dropout = nn.Dropout(DROP_RATE)
+        self.dropout1 = nn.Dropout(DROP_RATE)
+        self.dropout2 = nn.Dropout(DROP_RATE)
+        self.n_heads = n_heads
+        _BLOCKS.add(self)
+
+    def forward(self, x):
+        got = _READY.pop((id(self), x.detach().numpy().tobytes()), None)
+        if got is not None and not self.training:
+            return got.clone()
+        d = x.shape[-1]
+        layer = nn.TransformerEncoderLayer(d, self.n_heads, FF_MULT * d, DROP_RATE, batch_first=True,
+                                           norm_first=NORM_FIRST)
+        layer.load_state_dict(self.state_dict(), strict=False)
+        return layer.train(self.training)(x)
+"""
 LIBRARY_BLOCKS["orphan"] = "ORPHAN = True\n" + LIBRARY_BLOCKS["server"]
 LIBRARY_BLOCKS["server"] = "ORPHAN = False\n" + LIBRARY_BLOCKS["server"]
 # The orphaned server, hidden from the start of each watched call: the worker skips its scan of /proc there while no process
@@ -627,13 +756,380 @@ def test_a_block_that_pytorchs_encoder_layer_computes_earns_only_its_constructio
                                        ["internal"])
         lost = {c.nodeid.rsplit("::", 1)[-1]: c for c in r.checks if c.status != "passed"}
         q1 = {k: c for k, c in lost.items() if c.question == "MultiHeadAttention"}
-        assert not q1 or name in SERVERS, (name, {k: c.message.en for k, c in q1.items()})
+        # (the servers may run during a Q1 call; "decoded" rebinds torch.from_numpy, which costs every watched call)
+        assert not q1 or name in SERVERS + ("decoded",), (name, {k: c.message.en for k, c in q1.items()})
         assert all("F.multi_head_attention_forward" in c.message.en for c in q1.values()), (name, q1)
         lost = {k: c for k, c in lost.items() if k not in q1}
         assert set(lost) == {"test_block_shapes", "test_block_uses_drop_rate", "test_block_values",
                              "test_block_values_other_size"}, (name, {k: c.message.en for k, c in lost.items()})
         assert all("nn.TransformerEncoderLayer" in c.message.en and "직접" in c.message.ko for c in lost.values())
         assert r.score == 66 - sum(c.points for c in q1.values()), (name, r.score)
+
+
+# (red team, round 26) a block that assembles itself by hand in eval mode, where call_block watches it, and hands its
+# own weights to nn.TransformerEncoderLayer in train mode: the DROP_RATE check's train-mode call was not watched, and
+# the layer's own dropout earned its 2 points (100/100).
+TRAIN_ONLY_BLOCK = """class TransformerBlock(nn.Module):
+    def __init__(self, d_model, n_heads):
+        super().__init__()
+        self.n_heads = n_heads
+        self.self_attn = nn.MultiheadAttention(d_model, n_heads, dropout=DROP_RATE, batch_first=True)
+        self.linear1 = nn.Linear(d_model, FF_MULT * d_model)
+        self.linear2 = nn.Linear(FF_MULT * d_model, d_model)
+        self.norm1 = nn.LayerNorm(d_model)
+        self.norm2 = nn.LayerNorm(d_model)
+
+    def forward(self, x):
+        if self.training:
+            d, state = x.shape[-1], torch.get_rng_state()
+            layer = nn.TransformerEncoderLayer(d, self.n_heads, FF_MULT * d, DROP_RATE, batch_first=True,
+                                               norm_first=NORM_FIRST)
+            layer.load_state_dict(self.state_dict())
+            torch.set_rng_state(state)
+            return layer.train()(x)
+        sa = lambda t: self.self_attn(t, t, t, need_weights=False)[0]
+        ff = lambda t: self.linear2(F.relu(self.linear1(t)))
+        if NORM_FIRST:
+            x = x + sa(self.norm1(x))
+            return x + ff(self.norm2(x))
+        x = self.norm1(x + sa(x))
+        return self.norm2(x + ff(x))
+"""
+
+
+def test_a_block_that_runs_pytorchs_layer_only_in_train_mode_earns_no_drop_rate_point(tmp_path):
+    """Every call of a block is watched for torch's transformer layers, not only those that compare its values: the
+    DROP_RATE check's train-mode call ran nn.TransformerEncoderLayer unwatched (red team, round 26). Only that check
+    is lost, with the library's words; the block's own eval-mode code keeps the rest."""
+    reference = (ROOT / "reference" / "midterm.py").read_text(encoding="utf-8")
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    (subs / "train_only.py").write_text(reference[:reference.index(_BLOCK)] + TRAIN_ONLY_BLOCK, encoding="utf-8")
+    p = grade("batch", "subs", "--assignment", "midterm", "--out", "res", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    r = SubmissionResult.from_dict(json.loads((tmp_path / "res" / "train_only.json").read_text())["extra_data"]
+                                   ["internal"])
+    lost = {c.nodeid.rsplit("::", 1)[-1]: c for c in r.checks if c.status != "passed"}
+    assert set(lost) == {"test_block_uses_drop_rate"}, {k: c.message.en for k, c in lost.items()}
+    c = lost["test_block_uses_drop_rate"]
+    assert "nn.TransformerEncoderLayer" in c.message.en and "직접" in c.message.ko and "no nn.Dropout" not in c.message.en
+    assert r.score == 98
+
+
+# (red team, round 26) the layer run while the worker decoded the call's input, through the JSON decoder of the worker's
+# protocol (its decoder object's scan_once, or json.JSONDecoder.raw_decode) or the request socket's class
+# (socket.socket.recv_into, the bytes then read by protocol.unpack), wrapped at import: each handed the submission every
+# tensor of a request before the call it was for began (100/100 each)
+DECODER_BLOCKS = {"scanner": """import weakref as _weakref
+
+_BLOCKS = _weakref.WeakSet()
+_READY = {}
+
+
+def _precompute(t):
+    # (each tensor the worker decodes passes here before any call of ours is watched)
+    if isinstance(t, torch.Tensor) and t.dim() == 3 and t.is_floating_point():
+        for b in list(_BLOCKS):
+            d = b.linear1.in_features
+            if t.shape[-1] == d:
+                layer = nn.TransformerEncoderLayer(d, b.n_heads, FF_MULT * d, DROP_RATE, batch_first=True,
+                                                   norm_first=NORM_FIRST)
+                layer.load_state_dict(b.state_dict(), strict=False)
+                with torch.no_grad():
+                    _READY[(id(b), t.numpy().tobytes())] = layer.eval()(t.clone())
+    return t
+
+
+import sys as _sys
+
+_proto = _sys.modules["autograder.protocol"]
+_real_scan = _proto._DECODER.scan_once
+
+
+def _scan(text, idx):
+    got = _real_scan(text, idx)
+    stack = [got[0]]
+    while stack:  # every tensor of the request, as it is decoded
+        v = stack.pop()
+        if isinstance(v, dict):
+            stack.extend(v.values())
+        elif isinstance(v, (list, tuple)):
+            stack.extend(v)
+        else:
+            _precompute(v)
+    return got
+
+
+_proto._DECODER.scan_once = _scan
+
+
+class TransformerBlock(nn.Module):
+    def __init__(self, d_model, n_heads):
+        super().__init__()
+        self.self_attn = nn.MultiheadAttention(d_model, n_heads, dropout=DROP_RATE, batch_first=True)
+        self.linear1 = nn.Linear(d_model, FF_MULT * d_model)
+        self.linear2 = nn.Linear(FF_MULT * d_model, d_model)
+        self.norm1 = nn.LayerNorm(d_model)
+        self.norm2 = nn.LayerNorm(d_model)
+        self.dropout = nn.Dropout(DROP_RATE)
+        self.dropout1 = nn.Dropout(DROP_RATE)
+        self.dropout2 = nn.Dropout(DROP_RATE)
+        self.n_heads = n_heads
+        _BLOCKS.add(self)
+
+    def forward(self, x):
+        got = _READY.pop((id(self), x.detach().numpy().tobytes()), None)
+        if got is not None and not self.training:
+            return got.clone()
+        return x * 0
+""", "json_class": """import weakref as _weakref
+
+_BLOCKS = _weakref.WeakSet()
+_READY = {}
+
+
+def _precompute(t):
+    # (each tensor the worker decodes passes here before any call of ours is watched)
+    if isinstance(t, torch.Tensor) and t.dim() == 3 and t.is_floating_point():
+        for b in list(_BLOCKS):
+            d = b.linear1.in_features
+            if t.shape[-1] == d:
+                layer = nn.TransformerEncoderLayer(d, b.n_heads, FF_MULT * d, DROP_RATE, batch_first=True,
+                                                   norm_first=NORM_FIRST)
+                layer.load_state_dict(b.state_dict(), strict=False)
+                with torch.no_grad():
+                    _READY[(id(b), t.numpy().tobytes())] = layer.eval()(t.clone())
+    return t
+
+
+import sys as _sys
+
+import json as _json
+
+_real_raw = _json.JSONDecoder.raw_decode
+
+
+def _raw(self, text, idx=0):
+    got = _real_raw(self, text, idx)
+    stack = [got[0]]
+    while stack:  # every tensor of the request, as it is decoded
+        v = stack.pop()
+        if isinstance(v, dict):
+            stack.extend(v.values())
+        elif isinstance(v, (list, tuple)):
+            stack.extend(v)
+        else:
+            _precompute(v)
+    return got
+
+
+_json.JSONDecoder.raw_decode = _raw
+
+
+class TransformerBlock(nn.Module):
+    def __init__(self, d_model, n_heads):
+        super().__init__()
+        self.self_attn = nn.MultiheadAttention(d_model, n_heads, dropout=DROP_RATE, batch_first=True)
+        self.linear1 = nn.Linear(d_model, FF_MULT * d_model)
+        self.linear2 = nn.Linear(FF_MULT * d_model, d_model)
+        self.norm1 = nn.LayerNorm(d_model)
+        self.norm2 = nn.LayerNorm(d_model)
+        self.dropout = nn.Dropout(DROP_RATE)
+        self.dropout1 = nn.Dropout(DROP_RATE)
+        self.dropout2 = nn.Dropout(DROP_RATE)
+        self.n_heads = n_heads
+        _BLOCKS.add(self)
+
+    def forward(self, x):
+        got = _READY.pop((id(self), x.detach().numpy().tobytes()), None)
+        if got is not None and not self.training:
+            return got.clone()
+        return x * 0
+""", "socket": """import weakref as _weakref
+
+_BLOCKS = _weakref.WeakSet()
+_READY = {}
+
+
+def _precompute(t):
+    # (each tensor the worker decodes passes here before any call of ours is watched)
+    if isinstance(t, torch.Tensor) and t.dim() == 3 and t.is_floating_point():
+        for b in list(_BLOCKS):
+            d = b.linear1.in_features
+            if t.shape[-1] == d:
+                layer = nn.TransformerEncoderLayer(d, b.n_heads, FF_MULT * d, DROP_RATE, batch_first=True,
+                                                   norm_first=NORM_FIRST)
+                layer.load_state_dict(b.state_dict(), strict=False)
+                with torch.no_grad():
+                    _READY[(id(b), t.numpy().tobytes())] = layer.eval()(t.clone())
+    return t
+
+
+import sys as _sys
+
+import socket as _socket
+import struct as _struct
+
+_proto = _sys.modules["autograder.protocol"]
+_real_recv_into = _socket.socket.recv_into
+_BUF = bytearray()
+
+
+def _walk(v):
+    stack = [v]
+    while stack:  # every tensor of the request
+        v = stack.pop()
+        if isinstance(v, dict):
+            stack.extend(v.values())
+        elif isinstance(v, (list, tuple)):
+            stack.extend(v)
+        else:
+            _precompute(v)
+
+
+def _recv_into(self, buf, nbytes=0, flags=0):
+    k = _real_recv_into(self, buf, nbytes, flags)
+    _BUF.extend(bytes(memoryview(buf)[:k]))
+    if len(_BUF) >= 8:
+        head, area = _struct.unpack("!II", bytes(_BUF[:8]))
+        if len(_BUF) >= 8 + head + area:
+            body = bytes(_BUF[8:8 + head + area])
+            del _BUF[:8 + head + area]
+            try:
+                _walk(_proto.unpack(body[:head], body[head:]))
+            except Exception:
+                pass
+    return k
+
+
+_socket.socket.recv_into = _recv_into
+
+
+class TransformerBlock(nn.Module):
+    def __init__(self, d_model, n_heads):
+        super().__init__()
+        self.self_attn = nn.MultiheadAttention(d_model, n_heads, dropout=DROP_RATE, batch_first=True)
+        self.linear1 = nn.Linear(d_model, FF_MULT * d_model)
+        self.linear2 = nn.Linear(FF_MULT * d_model, d_model)
+        self.norm1 = nn.LayerNorm(d_model)
+        self.norm2 = nn.LayerNorm(d_model)
+        self.dropout = nn.Dropout(DROP_RATE)
+        self.dropout1 = nn.Dropout(DROP_RATE)
+        self.dropout2 = nn.Dropout(DROP_RATE)
+        self.n_heads = n_heads
+        _BLOCKS.add(self)
+
+    def forward(self, x):
+        got = _READY.pop((id(self), x.detach().numpy().tobytes()), None)
+        if got is not None and not self.training:
+            return got.clone()
+        return x * 0
+"""}
+
+
+def test_a_block_that_wraps_the_workers_json_decoder_is_not_graded(tmp_path):
+    """The worker's guard covers the decoder (its attributes, json.JSONDecoder's decoding methods, every name of the
+    protocol module) and the socket's classes. A worker whose code the submission changed grades nothing more
+    ("malformed reply"), as for its request handlers."""
+    reference = (ROOT / "reference" / "midterm.py").read_text(encoding="utf-8")
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    for name, block in DECODER_BLOCKS.items():
+        (subs / f"{name}.py").write_text(reference[:reference.index(_BLOCK)] + block, encoding="utf-8")
+    p = grade("batch", "subs", "--assignment", "midterm", "--out", "res", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    for name in DECODER_BLOCKS:
+        r = SubmissionResult.from_dict(json.loads((tmp_path / "res" / f"{name}.json").read_text())["extra_data"]
+                                       ["internal"])
+        assert r.score == 0, (name, r.score)
+
+
+# (red team, round 26) builtins.bytearray wrapped at import: the protocol rebuilt each input tensor from a bytearray, and
+# the wrapper, knowing the exam's sizes, ran the layer on it before the call's watch began (100/100)
+BUILTINS_BLOCK = """import weakref as _weakref
+
+_BLOCKS = _weakref.WeakSet()
+_READY = {}
+
+
+def _precompute(t):
+    # (each tensor the worker decodes passes here before any call of ours is watched)
+    if isinstance(t, torch.Tensor) and t.dim() == 3 and t.is_floating_point():
+        for b in list(_BLOCKS):
+            d = b.linear1.in_features
+            if t.shape[-1] == d:
+                layer = nn.TransformerEncoderLayer(d, b.n_heads, FF_MULT * d, DROP_RATE, batch_first=True,
+                                                   norm_first=NORM_FIRST)
+                layer.load_state_dict(b.state_dict(), strict=False)
+                with torch.no_grad():
+                    _READY[(id(b), t.numpy().tobytes())] = layer.eval()(t.clone())
+    return t
+
+
+import sys as _sys
+
+import builtins as _builtins
+
+_real_bytearray = _builtins.bytearray
+
+
+class _Spy(_real_bytearray):
+    pass
+
+
+def _bytearray(*a, **k):
+    out = _real_bytearray(*a, **k)
+    n = len(out) // 4
+    for d, b, t in ((12, 2, 5), (16, 3, 7), (12, 2, 4)):  # the sizes the exam's block is called at
+        if n == b * t * d:
+            try:
+                _precompute(torch.frombuffer(_real_bytearray(out), dtype=torch.float32).reshape(b, t, d))
+            except Exception:
+                pass
+    return out
+
+
+_builtins.bytearray = _bytearray
+
+
+class TransformerBlock(nn.Module):
+    def __init__(self, d_model, n_heads):
+        super().__init__()
+        self.self_attn = nn.MultiheadAttention(d_model, n_heads, dropout=DROP_RATE, batch_first=True)
+        self.linear1 = nn.Linear(d_model, FF_MULT * d_model)
+        self.linear2 = nn.Linear(FF_MULT * d_model, d_model)
+        self.norm1 = nn.LayerNorm(d_model)
+        self.norm2 = nn.LayerNorm(d_model)
+        self.dropout = nn.Dropout(DROP_RATE)
+        self.dropout1 = nn.Dropout(DROP_RATE)
+        self.dropout2 = nn.Dropout(DROP_RATE)
+        self.n_heads = n_heads
+        _BLOCKS.add(self)
+
+    def forward(self, x):
+        got = _READY.pop((id(self), x.detach().numpy().tobytes()), None)
+        if got is not None and not self.training:
+            return got.clone()
+        return x * 0
+"""
+
+
+def test_a_block_that_rebinds_what_the_worker_calls_earns_nothing_of_the_watched_questions(tmp_path):
+    """A watched call that starts or ends with a name the worker reaches rebound (builtins, os, time, torch, torch.Tensor,
+    numpy...) is taken to have run what the watch looks for: the block keeps only its construction point, and Q1,
+    watched too, its construction points; Q2, which no watch looks at, keeps its own."""
+    reference = (ROOT / "reference" / "midterm.py").read_text(encoding="utf-8")
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    (subs / "rebinds.py").write_text(reference[:reference.index(_BLOCK)] + BUILTINS_BLOCK, encoding="utf-8")
+    p = grade("batch", "subs", "--assignment", "midterm", "--out", "res", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    r = SubmissionResult.from_dict(json.loads((tmp_path / "res" / "rebinds.json").read_text())["extra_data"]["internal"])
+    lost = {c.nodeid.rsplit("::", 1)[-1]: c for c in r.checks if c.status != "passed" and c.question == "TransformerBlock"}
+    assert set(lost) == {"test_block_shapes", "test_block_uses_drop_rate", "test_block_values",
+                         "test_block_values_other_size"}, {k: c.message.en for k, c in lost.items()}
+    assert all("nn.TransformerEncoderLayer" in c.message.en for c in lost.values())
+    assert all(c.status == "passed" for c in r.checks if c.question == "ScaledDotProductAttention")
 
 
 _Q1 = "class MultiHeadAttention(nn.Module):"

@@ -334,6 +334,50 @@ def test_objects_built_each_with_its_steps_in_one_round_trip_match_one_by_one(ma
     assert torch.is_tensor(taken(built[0][1][0])["out"])
 
 
+SIZED = """import os
+import torch
+import torch.nn as nn
+
+class Sized(nn.Module):
+    def __init__(self, d, stop=None):
+        super().__init__()
+        self.lin, self.stop = nn.Linear(d, d), stop
+
+    def forward(self, x):
+        if x.shape[-1] == 6:  # the one size it never finishes at, or crashes at
+            if self.stop == "crash":
+                os._exit(3)
+            while True:
+                pass
+        return self.lin(x)
+"""
+
+
+@pytest.mark.parametrize("stop", ["hang", "crash"])
+def test_a_later_build_that_hangs_or_crashes_costs_only_a_check_that_gets_to_it(make, stop):
+    """new_each: a hang or a crash in a build after the first is met only by a check that takes that build's values,
+    as with the builds one by one (red team, round 26: a CausalAttention that hung at one size of the third build of
+    the hidden value checks lost the property checks of its class, 10 points, to a hang the value checks, failing at
+    the first build, never needed). The entries then come one by one as they are taken; a check that stops before
+    the build costs no restart and leaves the class callable; one that gets to it meets the hang or crash there."""
+    sub = make(SIZED, call_timeout=1.5)
+    builds = [((d, stop), {}, 0, [step("call", torch.randn(2, d))]) for d in (3, 4, 6)]
+    built = sub.new_each("Sized", builds)
+    first = next(iter(built))
+    assert torch.is_tensor(taken(first[1][0])["out"])
+    assert "Sized" not in sub.hung and sub.restarts == 0
+    m = sub.new("Sized", 3)  # the class is still called, in a worker whose start counts no restart
+    assert torch.is_tensor(m(torch.randn(2, 3))) and sub.restarts == 0
+    with pytest.raises(CheckFailure):  # a check that takes every build meets it, counted as one by one
+        for _m, values in sub.new_each("Sized", builds):
+            taken(values[0])
+    if stop == "hang":
+        assert "Sized" in sub.hung
+    else:
+        sub.new("Sized", 3)  # (a restart is counted as the next worker starts)
+        assert sub.restarts == 1 and not sub.hung
+
+
 WHERE = """import torch
 import torch.nn as nn
 

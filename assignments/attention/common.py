@@ -223,6 +223,8 @@ def build_each_then(sub, cls: str, builds: list[tuple]) -> list[tuple]:
     spec = made[0][0][2].get("stand_in") if made else None  # (the same for every build: the submission's)
     entries = sub.new_each(cls, [(args, kw, seed, list(steps)) for (args, kw, _extra), seed, steps in made],
                            stand_in=spec)
+    if not isinstance(entries, list):  # (a later build hung or crashed: they come one by one, as the caller takes them)
+        return ((None if m is None else _as_notebook(sub, cls, m), values) for m, values in entries)
     if entries and entries[-1][0] is None:
         (args, kw, _extra), _seed, _steps = made[len(entries) - 1]
         if by_position(sub, cls, args, kw, entries[-1][1][0]) is not None:
@@ -381,8 +383,6 @@ def expect_working(sub, cls: str, seed: int | None = None) -> None:
                         "A single CausalAttention does not work yet, so the wrapper cannot show that it works: ",
                         "CausalAttention 하나가 아직 동작하지 않아서 래퍼가 동작함을 보일 수 없습니다: ") + e.message) from None
             _quiet_if_hidden(sub, cls, seed)
-            if cls == "MultiHeadAttention":
-                _expect_own_heads(sub, cls, seed)
             known[cls] = None
         except CheckFailure as e:
             known[cls] = e.message
@@ -394,6 +394,13 @@ def expect_working(sub, cls: str, seed: int | None = None) -> None:
                                    "nothing: ",
                                    f"앞선 검사에서 `{cls}`가 동작함을 보일 수 없었으므로 이 검사는 점수가 없습니다: ")
                            + known[cls])
+    if cls == "MultiHeadAttention":
+        # Every call of the class is watched (proxy.Submission.watched) from the gate's tests on, in every check: the
+        # gate's one watched call was not enough. A forward that kept each output it gave, keyed by its input, handed
+        # the unwatched call's back in the watched one (the same input), ran F.multi_head_attention_forward
+        # everywhere else and earned 100/100; so did one whose __init__ found the coming calls' inputs up the stack
+        # and computed them there (red team, round 26).
+        sub.watched[cls] = (LIBRARY_ATTENTION, OWN_HEADS)
 
 
 # MultiHeadAttention's heads are the student's to write: its own projections handed to F.multi_head_attention_forward
@@ -890,7 +897,12 @@ def _other_tokens_change(y, y2, t: int, cls: str) -> bool:
 
 
 def _expect_working(sub, cls: str, seed: int) -> None:
-    """The gate's tests, in two round trips where the module works (a dozen one by one)."""
+    """The gate's tests, in two round trips where the module works (a dozen one by one). MultiHeadAttention's first
+    show that a watched call gives what the same call unwatched gives (_expect_own_heads), and then run watched, as
+    every later call of the class does (proxy.Submission.watched; see expect_working)."""
+    if cls == "MultiHeadAttention":
+        _expect_own_heads(sub, cls, seed)
+        sub.watched[cls] = (LIBRARY_ATTENTION, OWN_HEADS)
     try:
         _gate(_Ahead(sub), cls, seed)
     except _OffPlan:  # a test that only a module that does not work needs: all again, one request at a time

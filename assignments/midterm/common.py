@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import torch
 
-from autograder.checks import expect_shape, expect_tensor, fail
+from autograder.checks import CheckFailure, expect_shape, expect_tensor, fail
 from autograder.messages import Message
 from autograder.worker import LIBRARY, LIBRARY_ATTENTION
 
@@ -56,8 +56,28 @@ def build_sdpa(sub):
     return sub.new("ScaledDotProductAttention", seed=0)
 
 
+# Q3 asks the student to assemble the block: one whose forward runs torch's transformer layers earns nothing of its
+# shape, DROP_RATE or value checks (red team, round 17). Every call of a block is watched for it (proxy.Remote.own_work),
+# not only those of call_block: the DROP_RATE check's train-mode call and its call with other weights went unwatched,
+# and a block that handed its own weights to nn.TransformerEncoderLayer in train mode only earned its 2 points (red
+# team, round 26).
+OWN_Q3 = Message(
+    "`{what}` runs PyTorch's own nn.TransformerEncoderLayer (your class subclasses it, holds one or calls its forward): "
+    "Q3 asks you to build the block yourself from self_attn, linear1, linear2, norm1 and norm2, so what PyTorch's "
+    "layer computes for it earns nothing.",
+    "`{what}`이(가) PyTorch의 nn.TransformerEncoderLayer를 그대로 실행합니다 (클래스가 그것을 상속하거나, 가지고 "
+    "있거나, 그 forward를 호출함): 3번 문제는 self_attn, linear1, linear2, norm1, norm2로 블록을 직접 만드는 "
+    "문제이므로 PyTorch의 레이어가 계산한 결과로는 점수를 받을 수 없습니다.")
+
+
+def own_q3(what: str) -> Message:
+    return Message(OWN_Q3.en.replace("{what}", what), OWN_Q3.ko.replace("{what}", what))
+
+
 def build_block(sub, d_model: int, n_heads: int, seed: int = 0):
-    return sub.new("TransformerBlock", d_model, n_heads, seed=seed)
+    m = sub.new("TransformerBlock", d_model, n_heads, seed=seed)
+    m.own_work = (LIBRARY, own_q3(f"TransformerBlock({d_model}, {n_heads})"))
+    return m
 
 
 def call(m, *args, what: str, seed: int | None = None) -> torch.Tensor:
@@ -70,12 +90,7 @@ def call_block(m, x: torch.Tensor, what: str, seed: int | None = None) -> torch.
     assemble, and earned every point of Q3 with a one-line __init__ (red team, round 17)."""
     res = m.run(x, seed=seed, record=[LIBRARY])
     if any(isinstance(r, dict) and r.get("fn") == LIBRARY for r in res.get("records") or []):
-        fail(f"`{what}` runs PyTorch's own nn.TransformerEncoderLayer (your class subclasses it, holds one or calls "
-             "its forward): Q3 asks you to build the block yourself from self_attn, linear1, linear2, norm1 and norm2, so "
-             "what PyTorch's layer computes for it earns nothing.",
-             f"`{what}`이(가) PyTorch의 nn.TransformerEncoderLayer를 그대로 실행합니다 (클래스가 그것을 상속하거나, "
-             "가지고 있거나, 그 forward를 호출함): 3번 문제는 self_attn, linear1, linear2, norm1, norm2로 블록을 직접 "
-             "만드는 문제이므로 PyTorch의 레이어가 계산한 결과로는 점수를 받을 수 없습니다.")
+        raise CheckFailure(own_q3(what))
     return expect_tensor(res["out"], what)
 
 

@@ -311,7 +311,9 @@ def _drops_as_the_layer_does(m, v: dict, x: torch.Tensor, seed: int, own: bool =
         return False
     try:
         got = expect_tensor(m(x, mode="train", seed=seed + 1), f"TransformerBlock({d}, {h})(x) in train mode")
-    except CheckFailure:  # (the block's own failure in train mode: the message below says what this check wants)
+    except CheckFailure as e:  # (the block's own failure in train mode: the message below says what this check wants)
+        if m.own_work is not None and e.message is m.own_work[1]:
+            raise  # (it ran torch's layer: that is what it is told, red team round 26)
         return False
 
     keep = (lambda t: t) if not own else None  # noqa: E731
