@@ -12,6 +12,7 @@ import functools
 import inspect
 import io
 import linecache
+import operator
 import os
 import re
 import resource
@@ -841,13 +842,13 @@ class _Guard:
                  "walk_modules", "walk_tensors", "persistent_buffers", "_held", "_kernel_name", "_own_norm",
                  "_other_threads", "_python_threads", "_other_processes", "_process_ids", "_activity", "_alive",
                  "_uid_of", "_profile_audit", "_set_profile", "_children_mark", "_children_ran",
-                 "_namespaces_intact", "_last_pid")
+                 "_namespaces_intact", "_last_pid", "_bindings")
     VALUES = ("_INSTANCE_DICT", "_ABSENT", "SETTLE_TRIES", "SETTLE_PAUSE", "MAX_WALK", "_LIBRARY_CODE",
               "_LIBRARY_PRINTS", "_LIBRARY_LARGE", "LIBRARY",
               "_SETPROFILE", "_GETPROFILE", "_LIBRARY_KERNELS",
               "_LIBRARY_BUILTINS", "LIBRARY_ATTENTION", "_ATTENTION_CODE", "_WATCHES", "_THREAD_STARTS",
               "_CURRENT_FRAMES", "_CALL_IMPL", "_SCRIPT_MODULE", "_DISPATCH_DEPTH", "_DISPATCH_AT",
-              "_WATCHING", "_SWITCHING", "_PROFILE_EVENTS", "_NAMESPACES", "_ANY", "_SCANNED", "_ALL_CODES",
+              "_WATCHING", "_SWITCHING", "_PROFILE_EVENTS", "_NAMESPACES", "_ANY", "_IS", "_SCANNED", "_ALL_CODES",
               "_ALL_PRINTS", "_ALL_KERNELS", "_C_CALL_IDS", "_QUIET_CALL_IMPL")
     CLASSES = ("Worker", "DeviceSim", "Recorder", "BoundedText", "_ScratchFile", "_Progress", "_KernelWatch")
     MODULE_METHODS = ("named_modules", "named_parameters", "named_buffers", "named_children", "modules", "children",
@@ -874,8 +875,7 @@ class _Guard:
         # imported later, do not count). Checked there, not before every reply: 3,500 names take 0.4 ms.
         import builtins
         kept = [builtins, os, time, torch, torch.Tensor]
-        mod._NAMESPACES = tuple((vars(k), types.MappingProxyType({n: v for n, v in vars(k).items()
-                                                                  if n != "_NAMESPACES"})) for k in kept)
+        mod._NAMESPACES = tuple(_bindings(vars(k), [n for n in vars(k) if n != "_NAMESPACES"]) for k in kept)
         self.items += [(mod, n, getattr(mod, n), None) for n in self.VALUES]
         # What decodes the grader's tensors, and the functions it calls (protocol._torch): a submission that swapped
         # one of them saw every input before the call it was for began (red team, round 26)
@@ -893,8 +893,8 @@ class _Guard:
         # (the names that only send a reply excepted: what a reply says is checked by the grader, proxy's replies)
         sending = {"send", "pack", "_encode", "_encode_dict_subclass", "_type_name", "_TYPE_NAME", "_ENCODER",
                    "_SCALARS"}
-        self.spaces = [(space, {k: (v if k not in sending else _ANY) for k, v in space.items()}) for space in
-                       [vars(protocol), *(vars(c) for c in type(worker.sock).__mro__ if c is not object)]]
+        self.spaces = [(space, len(space), *_bindings(space, [k for k in space if k not in sending])[1:])
+                       for space in [vars(protocol), *(vars(c) for c in type(worker.sock).__mro__ if c is not object)]]
         # What the handlers read a module's structure with: rebinding nn.Module.named_buffers would forge a buffer.
         self.items += [(nn.Module, n, f, getattr(f, "__code__", None)) for n in self.MODULE_METHODS
                        for f in [vars(nn.Module).get(n)] if f is not None]
@@ -910,8 +910,8 @@ class _Guard:
             for space, name, obj, code in self.checks:
                 if space.get(name) is not obj or (code is not None and obj.__code__ is not code):
                     return False
-            for space, was in self.spaces:  # (no name added either: one could shadow a builtin or a base's method)
-                if len(space) != len(was) or any(v is not _ANY and space.get(k) is not v for k, v in was.items()):
+            for space, size, get, values in self.spaces:  # (no name added either: one could shadow a builtin or a
+                if len(space) != size or not all(map(_IS, get(space), values)):  # base's method)
                     return False
             made, decoder = protocol._MAKERS, object.__getattribute__(protocol._DECODER, "__dict__")
             return type(made) is dict and len(made) == len(self.makers) and all(
@@ -1339,14 +1339,26 @@ _NAMESPACES: tuple = ()
 def _namespaces_intact() -> bool:
     """Whether every name of _NAMESPACES is bound to what it was (new names may have come)."""
     try:
-        for space, was in _NAMESPACES:
-            get = space.get
-            for k, v in was.items():
-                if get(k) is not v:
-                    return False
+        for _space, get, values in _NAMESPACES:
+            if not all(map(_IS, get(_space), values)):  # (a name deleted: KeyError)
+                return False
         return True
     except BaseException:  # noqa: BLE001 (whatever the submission did to make the check itself fail)
         return False
+
+
+_IS = operator.is_
+
+
+def _bindings(space: Any, names: list[str]) -> tuple:
+    """(space, a getter of `names` from it, what they are bound to now): `all(map(_IS, get(space), values))` then
+    tells at C speed whether each is still bound to the same object (3,500 names looked up one by one in Python took
+    0.4 ms, and every watched call looks twice); a getter raises KeyError for a name that is gone."""
+    if len(names) == 1:
+        get = (lambda s, _n=names[0]: (s[_n],))
+    else:
+        get = operator.itemgetter(*names) if names else (lambda s: ())
+    return space, get, tuple(get(space))
 
 
 def _uid_of(pid: str) -> int:
