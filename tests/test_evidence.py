@@ -213,6 +213,15 @@ class CausalAttention(nn.Module):"""), "        return weights @ values  # (b, T
     "        return kept(self, x, self.out_proj(context))")
 
 
+# Attention for the last token only, every earlier row zero: its earlier outputs never move when later tokens change
+# (they never move at all), so the causality check's pass for outputs that depend only on the number of tokens took
+# it for causal (red team, round 27: 2 points).
+LAST_ROW_ONLY = edit(REF, "        return weights @ values  # (b, T, d_out)", """        out = weights @ values
+        keep = torch.zeros_like(out)
+        keep[:, -1] = 1
+        return out * keep""")
+
+
 CORPUS = {
     "gated_running_mean.py": GATED_RUNNING_MEAN,
     "stand_in_thief.py": STAND_IN_THIEF,
@@ -225,6 +234,7 @@ CORPUS = {
                                      "        raise RuntimeError('not done')"),
     "probe_gamer.py": PROBE_GAMER,
     "replay.py": REPLAY,
+    "last_row_only.py": LAST_ROW_ONLY,
     "no_mask.py": NO_MASK,
     "minus_1e9.py": MINUS_1E9,
     "minus_1e9_patched.py": MINUS_1E9_PATCHED,
@@ -301,6 +311,14 @@ def test_replayed_outputs_and_a_show_softmax_earn_no_causality(graded):
     assert "not causal" in checks["test_causal_is_causal"].message.en
     # the tricks earn nothing over the honest version of the same mistake
     assert r.score <= graded["no_mask"].score, (lost(r), lost(graded["no_mask"]))
+
+
+def test_earlier_rows_left_zero_earn_no_causality(graded):
+    """Only the last token's row attends; the rows before it, zero whatever the input, cannot move when later
+    tokens change, which shows nothing: the check passes outputs that depend on the number of tokens only where
+    every earlier row follows its own tokens."""
+    checks = {c.nodeid.split("::")[-1]: c for c in graded["last_row_only"].checks}
+    assert checks["test_causal_is_causal"].score == 0, checks["test_causal_is_causal"].message
 
 
 def test_a_patched_recorder_is_not_graded(graded):
