@@ -179,6 +179,27 @@ def _grader_setting(e: BaseException) -> str | None:
     return None
 
 
+def _frozen(value: Any) -> Any:
+    """A step's value as it is now (op_seq): its tensors copied, through plain lists, tuples and dicts. A sequence's
+    values are encoded only when the last step is done, and a tensor a step returned is still the submission's to
+    change: a forward that kept its outputs wrote, when a later call's input extended an earlier one's, its own
+    rows into the earlier output, so the causality check's prefix builds (one round trip) all sent back the rows of
+    the whole input, with no mask at all (red team, round 27). Tensors the encoder describes rather than sends
+    (a subclass, the meta device, sparse or nested) go as they are: what it says of them cannot change."""
+    kind = type(value)
+    if kind is dict:
+        return {k: _frozen(v) for k, v in value.items()}
+    if kind is list:
+        return [_frozen(v) for v in value]
+    if kind is tuple:
+        return tuple(_frozen(v) for v in value)
+    if kind is torch.Tensor or isinstance(value, nn.Parameter):
+        t = value.detach()
+        if type(t) is torch.Tensor and t.layout is torch.strided and not t.is_nested and not t.is_meta:
+            return t.clone()
+    return value
+
+
 def _torch_defaults() -> None:
     """Each request runs with torch's defaults: float32, on the CPU. A notebook's top-level
     `torch.set_default_dtype(torch.float64)` or `torch.set_default_device('cuda')` (a Colab habit) stayed set for
@@ -713,7 +734,7 @@ class Worker:
             value = self.guard.handlers[f"op_{op}"](self, **args)
             if op == "new":
                 made.append(value["handle"])
-            values.append(value)
+            values.append(_frozen(value) if op in ("call", "state") else value)
         return {"values": values}
 
     def _progress(self, step: int) -> None:
@@ -842,7 +863,7 @@ class _Guard:
                  "walk_modules", "walk_tensors", "persistent_buffers", "_held", "_kernel_name", "_own_norm",
                  "_other_threads", "_python_threads", "_other_processes", "_process_ids", "_activity", "_alive",
                  "_uid_of", "_profile_audit", "_set_profile", "_children_mark", "_children_ran",
-                 "_namespaces_intact", "_last_pid", "_bindings")
+                 "_namespaces_intact", "_last_pid", "_bindings", "_frozen")
     VALUES = ("_INSTANCE_DICT", "_ABSENT", "SETTLE_TRIES", "SETTLE_PAUSE", "MAX_WALK", "_LIBRARY_CODE",
               "_LIBRARY_PRINTS", "_LIBRARY_LARGE", "LIBRARY",
               "_SETPROFILE", "_GETPROFILE", "_LIBRARY_KERNELS",

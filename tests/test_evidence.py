@@ -96,6 +96,43 @@ REPLAY = edit(REPLAY, "        return self.out_proj(context)  # (b, T, d_out)", 
 # The honest version of the same mistake: no mask, nothing faked.
 NO_MASK = edit(REF, "        scores = scores.masked_fill(self.mask.bool()[:num_tokens, :num_tokens], -torch.inf)\n", "", 2)
 
+# No mask, and every output kept (all instances together): a call whose input extends a kept input's tokens writes
+# its own rows into that earlier output in place, and a call that shares a kept input's first tokens at the same
+# length takes that output's rows for them. A sequence's values were encoded only after its last step, so the
+# causality check's prefix builds (one round trip) all sent back the rows of the whole input, as the module under
+# test gave them: it passed with no mask (red team, round 27). (CPU calls without gradients only: the device and
+# gradient checks see the honest module.)
+REWRITE_LATER = edit(NO_MASK, "class CausalAttention(nn.Module):", '''KEPT = []
+
+
+def rewrite(x, out):
+    if x.device.type != "cpu" or out.device.type != "cpu" or x.requires_grad or out.requires_grad:
+        return out
+    x = x.detach()
+    for px, pout in KEPT:
+        n = px.shape[1]
+        if px.shape[0] != x.shape[0] or px.shape[2] != x.shape[2] or pout.shape[-1] != out.shape[-1]:
+            continue
+        if n < x.shape[1] and torch.equal(px, x[:, :n]):
+            with torch.no_grad():
+                pout.copy_(out[:, :n])
+        elif n == x.shape[1]:
+            same = 0
+            while same < n and torch.equal(px[:, same], x[:, same]):
+                same += 1
+            if 0 < same < n:
+                out = out.clone()
+                out[:, :same] = pout[:, :same]
+    out = out.detach().clone()
+    KEPT.append((x.clone(), out))
+    return out
+
+
+class CausalAttention(nn.Module):''')
+REWRITE_LATER = edit(REWRITE_LATER, "        return weights @ values  # (b, T, d_out)", "        return rewrite(x, weights @ values)")
+REWRITE_LATER = edit(REWRITE_LATER, "        return self.out_proj(context)  # (b, T, d_out)",
+                     "        return rewrite(x, self.out_proj(context))")
+
 MINUS_1E9 = edit(REF, "[:num_tokens, :num_tokens], -torch.inf)", "[:num_tokens, :num_tokens], -1e9)", 2)  # both classes
 # -1e9, plus a patch of the worker's op recorder that reports -inf wherever it sees -1e9
 MINUS_1E9_PATCHED = MINUS_1E9 + '''
@@ -213,6 +250,15 @@ class CausalAttention(nn.Module):"""), "        return weights @ values  # (b, T
     "        return kept(self, x, self.out_proj(context))")
 
 
+# Attention for the last token only, every earlier row zero: its earlier outputs never move when later tokens change
+# (they never move at all), so the causality check's pass for outputs that depend only on the number of tokens took
+# it for causal (red team, round 27: 2 points).
+LAST_ROW_ONLY = edit(REF, "        return weights @ values  # (b, T, d_out)", """        out = weights @ values
+        keep = torch.zeros_like(out)
+        keep[:, -1] = 1
+        return out * keep""")
+
+
 CORPUS = {
     "gated_running_mean.py": GATED_RUNNING_MEAN,
     "stand_in_thief.py": STAND_IN_THIEF,
@@ -225,6 +271,8 @@ CORPUS = {
                                      "        raise RuntimeError('not done')"),
     "probe_gamer.py": PROBE_GAMER,
     "replay.py": REPLAY,
+    "last_row_only.py": LAST_ROW_ONLY,
+    "rewrite_later.py": REWRITE_LATER,
     "no_mask.py": NO_MASK,
     "minus_1e9.py": MINUS_1E9,
     "minus_1e9_patched.py": MINUS_1E9_PATCHED,
@@ -301,6 +349,24 @@ def test_replayed_outputs_and_a_show_softmax_earn_no_causality(graded):
     assert "not causal" in checks["test_causal_is_causal"].message.en
     # the tricks earn nothing over the honest version of the same mistake
     assert r.score <= graded["no_mask"].score, (lost(r), lost(graded["no_mask"]))
+
+
+def test_outputs_rewritten_after_they_were_returned_earn_no_causality(graded):
+    """A sequence's values are what each step gave when it ended (worker._frozen), not what the submission wrote
+    into them by the time the sequence replied."""
+    r = graded["rewrite_later"]
+    checks = {c.nodeid.split("::")[-1]: c for c in r.checks}
+    for name in ("test_causal_is_causal", "test_mha_is_causal"):
+        assert checks[name].score == 0, (name, checks[name].message)
+    assert r.score <= graded["no_mask"].score, (lost(r), lost(graded["no_mask"]))
+
+
+def test_earlier_rows_left_zero_earn_no_causality(graded):
+    """Only the last token's row attends; the rows before it, zero whatever the input, cannot move when later
+    tokens change, which shows nothing: the check passes outputs that depend on the number of tokens only where
+    every earlier row follows its own tokens."""
+    checks = {c.nodeid.split("::")[-1]: c for c in graded["last_row_only"].checks}
+    assert checks["test_causal_is_causal"].score == 0, checks["test_causal_is_causal"].message
 
 
 def test_a_patched_recorder_is_not_graded(graded):

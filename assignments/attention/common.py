@@ -1372,6 +1372,13 @@ def _causal_at_length(sub, cls: str, m, moved: dict, perm, shape: tuple, ctx: in
         if type(y) is not torch.Tensor or type(want) is not torch.Tensor or y.shape != want.shape \
                 or y.dim() != 3 or y.shape[:2] != (b, T) or off(y[:, :j], want[:, :j]) > 1e-5:
             return False
+    # Every earlier row must follow its own tokens (the last two inputs share none): rows that never move at all
+    # never move when later tokens change either, which shows nothing. A module that attended for its last token
+    # only and left every earlier row zero passed here (red team, round 27).
+    if T > 2:
+        moved_rows = (mine[-1][:, :T - 1].double() - mine[-2][:, :T - 1].double()).abs().amax(dim=(0, 2))
+        if not bool((moved_rows > 1e-6).all()):
+            return False
     return True
 
 
