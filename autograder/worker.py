@@ -15,7 +15,10 @@ import linecache
 import operator
 import os
 import re
-import resource
+try:
+    import resource
+except ImportError:  # (no such module on Windows: the grader imports this module for its constants, plainworker.py)
+    resource = None
 import socket
 import sys
 import _thread
@@ -896,7 +899,12 @@ class _Guard:
         # imported later, do not count). Checked there, not before every reply: 3,500 names take 0.4 ms.
         import builtins
         kept = [builtins, os, time, torch, torch.Tensor]
-        mod._NAMESPACES = tuple(_bindings(vars(k), [n for n in vars(k) if n != "_NAMESPACES"]) for k in kept)
+        # (torch.manual_seed excepted: importing torch._dynamo, as a notebook's first torch.optim step does, binds it
+        # anew, and every watched call after such a notebook's training cell counted as running the library: a right
+        # MultiHeadAttention lost its 20 points. The worker seeds through the CPU generator, or, with CUDA, through
+        # torch.manual_seed inside the call's watch, so a wrapped one runs watched.)
+        mod._NAMESPACES = tuple(_bindings(vars(k), [n for n in vars(k) if n != "_NAMESPACES"
+                                                    and not (k is torch and n == "manual_seed")]) for k in kept)
         self.items += [(mod, n, getattr(mod, n), None) for n in self.VALUES]
         # What decodes the grader's tensors, and the functions it calls (protocol._torch): a submission that swapped
         # one of them saw every input before the call it was for began (red team, round 26)
@@ -1332,7 +1340,12 @@ def _activity(pids: list[str] | None = None) -> dict[str, bytes] | None:
 # CPU clock, which counts ended threads too, is only as precise as the scheduler's tick where RLIMIT_CPU is set.)
 def _children_mark() -> tuple[float, frozenset]:
     """(the reaped children's CPU time, this process's children now, zombies included)."""
-    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if resource is not None:
+        ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+        spent = ru.ru_utime + ru.ru_stime
+    else:
+        t = os.times()
+        spent = t.children_user + t.children_system
     kids: set[str] = set()
     try:
         for tid in os.listdir("/proc/self/task"):
@@ -1340,7 +1353,7 @@ def _children_mark() -> tuple[float, frozenset]:
                 kids.update(f.read().split())
     except OSError:
         pass
-    return ru.ru_utime + ru.ru_stime, frozenset(kids)
+    return spent, frozenset(kids)
 
 
 def _children_ran(before: tuple[float, frozenset]) -> bool:
