@@ -866,13 +866,14 @@ class _Guard:
                  "walk_modules", "walk_tensors", "persistent_buffers", "_held", "_kernel_name", "_own_norm",
                  "_other_threads", "_python_threads", "_other_processes", "_process_ids", "_activity", "_alive",
                  "_uid_of", "_profile_audit", "_set_profile", "_children_mark", "_children_ran",
-                 "_namespaces_intact", "_last_pid", "_bindings", "_frozen")
+                 "_namespaces_intact", "_last_pid", "_bindings", "_frozen", "_plain")
     VALUES = ("_INSTANCE_DICT", "_ABSENT", "SETTLE_TRIES", "SETTLE_PAUSE", "MAX_WALK", "_LIBRARY_CODE",
               "_LIBRARY_PRINTS", "_LIBRARY_LARGE", "LIBRARY",
               "_SETPROFILE", "_GETPROFILE", "_LIBRARY_KERNELS",
               "_LIBRARY_BUILTINS", "LIBRARY_ATTENTION", "_ATTENTION_CODE", "_WATCHES", "_THREAD_STARTS",
               "_CURRENT_FRAMES", "_CALL_IMPL", "_SCRIPT_MODULE", "_DISPATCH_DEPTH", "_DISPATCH_AT",
-              "_WATCHING", "_SWITCHING", "_PROFILE_EVENTS", "_NAMESPACES", "_ANY", "_IS", "_SCANNED", "_ALL_CODES",
+              "_WATCHING", "_SWITCHING", "_PROFILE_EVENTS", "_NAMESPACES", "_ANY", "_IS", "_PLAIN", "_SCANNED",
+              "_ALL_CODES",
               "_ALL_PRINTS", "_ALL_KERNELS", "_C_CALL_IDS", "_QUIET_CALL_IMPL")
     CLASSES = ("Worker", "DeviceSim", "Recorder", "BoundedText", "_ScratchFile", "_Progress", "_KernelWatch")
     MODULE_METHODS = ("named_modules", "named_parameters", "named_buffers", "named_children", "modules", "children",
@@ -903,8 +904,12 @@ class _Guard:
         # anew, and every watched call after such a notebook's training cell counted as running the library: a right
         # MultiHeadAttention lost its 20 points. The worker seeds through the CPU generator, or, with CUDA, through
         # torch.manual_seed inside the call's watch, so a wrapped one runs watched.)
-        mod._NAMESPACES = tuple(_bindings(vars(k), [n for n in vars(k) if n != "_NAMESPACES"
-                                                    and not (k is torch and n == "manual_seed")]) for k in kept)
+        # Nor names bound to plain data (a str, number or tuple of them: what no call or attribute of it can run):
+        # importing pandas calls time.tzset(), which binds time.tzname anew, and a notebook that imported it had
+        # every watched call counted as running the library.
+        mod._NAMESPACES = tuple(_bindings(vars(k), [n for n, v in vars(k).items() if n != "_NAMESPACES"
+                                                    and not (k is torch and n == "manual_seed") and not _plain(v)])
+                                for k in kept)
         self.items += [(mod, n, getattr(mod, n), None) for n in self.VALUES]
         # What decodes the grader's tensors, and the functions it calls (protocol._torch): a submission that swapped
         # one of them saw every input before the call it was for began (red team, round 26)
@@ -1382,6 +1387,12 @@ def _namespaces_intact() -> bool:
 
 
 _IS = operator.is_
+_PLAIN = (str, int, float, bool, bytes, type(None))
+
+
+def _plain(v: Any) -> bool:
+    """Plain data of the exact built-in types (a tuple of such too): reading or using it runs no code of anyone's."""
+    return type(v) in _PLAIN or type(v) is tuple and all(type(x) in _PLAIN for x in v)
 
 
 def _bindings(space: Any, names: list[str]) -> tuple:

@@ -826,3 +826,14 @@ def test_a_parameter_too_large_to_send_back_is_said_so_and_costs_only_its_class(
     assert by_q(r) == {**QUESTIONS, "CausalAttention": sum(on_gpu.values())}, by_q(r)
     said = " ".join(c.message.en for c in r.checks if c.question == "CausalAttention" and c.message)
     assert "too large to send back to the grader" in said and "malformed" not in said, said
+
+
+def test_a_library_that_binds_plain_data_anew_costs_nothing(tmp_path):
+    """The watch counts a call during which a name of builtins, os, time, torch or torch.Tensor is bound anew as
+    having run the library (red team, round 26). Importing pandas calls time.tzset(), which binds time.tzname anew:
+    a right file that imported it lost MultiHeadAttention's 20 points. Plain data (str, numbers, tuples of them) runs
+    no code, and is not checked; nor is torch.manual_seed, which importing torch._dynamo binds anew (the first step
+    of a notebook's torch.optim optimizer: test_sandbox's train.ipynb)."""
+    pytest.importorskip("pandas")
+    r = grade_sources(tmp_path, {"with_pandas.py": "import pandas\n" + REF})["with_pandas"]
+    assert by_q(r) == QUESTIONS, (by_q(r), [c.message.en for c in r.checks if c.message])
