@@ -1277,8 +1277,8 @@ def _process_ids(quick: bool = False) -> list[str]:
     """The live processes of the submission's other than this one: the children of this process's threads, and, where
     the worker has a uid of its own (as root), every process of that uid ([] where /proc cannot tell).
 
-    quick: skip the scan of every process on the machine (a stat of each: 0.4 ms with 190 of them, three times per
-    watched call, and the transformer block lab watches some 130 calls per submission) where no process has been
+    quick: skip the scan of every process on the machine (a stat of each: 0.4 ms with 190 of them, at every watched
+    call's start and end, and the transformer block lab watches some 130 calls per submission) where no process has been
     created since a scan that found none of the uid's (_SCANNED). Only for the start of a watched call: one hidden
     from it there (by a submission that rewrote _SCANNED) is found by the full scan at its end, and then counts as
     having run during the call."""

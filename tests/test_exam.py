@@ -820,7 +820,10 @@ def test_a_block_that_runs_pytorchs_layer_only_in_train_mode_earns_no_drop_rate_
 # protocol (its decoder object's scan_once, or json.JSONDecoder.raw_decode) or the request socket's class
 # (socket.socket.recv_into, the bytes then read by protocol.unpack), wrapped at import: each handed the submission every
 # tensor of a request before the call it was for began (100/100 each)
-DECODER_BLOCKS = {"scanner": """import weakref as _weakref
+# The hostile blocks below share a head (_precompute: PyTorch's layer run on a tensor as the worker decodes it, before
+# the call it is for is watched) and a tail (a block that hands back what was precomputed for its input); each wraps
+# another part of what the worker decodes with.
+_PRECOMPUTED_HEAD = """import weakref as _weakref
 
 _BLOCKS = _weakref.WeakSet()
 _READY = {}
@@ -840,7 +843,29 @@ def _precompute(t):
     return t
 
 
-import sys as _sys
+"""
+_PRECOMPUTED_BLOCK = """class TransformerBlock(nn.Module):
+    def __init__(self, d_model, n_heads):
+        super().__init__()
+        self.self_attn = nn.MultiheadAttention(d_model, n_heads, dropout=DROP_RATE, batch_first=True)
+        self.linear1 = nn.Linear(d_model, FF_MULT * d_model)
+        self.linear2 = nn.Linear(FF_MULT * d_model, d_model)
+        self.norm1 = nn.LayerNorm(d_model)
+        self.norm2 = nn.LayerNorm(d_model)
+        self.dropout = nn.Dropout(DROP_RATE)
+        self.dropout1 = nn.Dropout(DROP_RATE)
+        self.dropout2 = nn.Dropout(DROP_RATE)
+        self.n_heads = n_heads
+        _BLOCKS.add(self)
+
+    def forward(self, x):
+        got = _READY.pop((id(self), x.detach().numpy().tobytes()), None)
+        if got is not None and not self.training:
+            return got.clone()
+        return x * 0
+"""
+DECODER_BLOCKS = {name: _PRECOMPUTED_HEAD + hook + _PRECOMPUTED_BLOCK for name, hook in {
+    "scanner": """import sys as _sys
 
 _proto = _sys.modules["autograder.protocol"]
 _real_scan = _proto._DECODER.scan_once
@@ -863,46 +888,7 @@ def _scan(text, idx):
 _proto._DECODER.scan_once = _scan
 
 
-class TransformerBlock(nn.Module):
-    def __init__(self, d_model, n_heads):
-        super().__init__()
-        self.self_attn = nn.MultiheadAttention(d_model, n_heads, dropout=DROP_RATE, batch_first=True)
-        self.linear1 = nn.Linear(d_model, FF_MULT * d_model)
-        self.linear2 = nn.Linear(FF_MULT * d_model, d_model)
-        self.norm1 = nn.LayerNorm(d_model)
-        self.norm2 = nn.LayerNorm(d_model)
-        self.dropout = nn.Dropout(DROP_RATE)
-        self.dropout1 = nn.Dropout(DROP_RATE)
-        self.dropout2 = nn.Dropout(DROP_RATE)
-        self.n_heads = n_heads
-        _BLOCKS.add(self)
-
-    def forward(self, x):
-        got = _READY.pop((id(self), x.detach().numpy().tobytes()), None)
-        if got is not None and not self.training:
-            return got.clone()
-        return x * 0
-""", "json_class": """import weakref as _weakref
-
-_BLOCKS = _weakref.WeakSet()
-_READY = {}
-
-
-def _precompute(t):
-    # (each tensor the worker decodes passes here before any call of ours is watched)
-    if isinstance(t, torch.Tensor) and t.dim() == 3 and t.is_floating_point():
-        for b in list(_BLOCKS):
-            d = b.linear1.in_features
-            if t.shape[-1] == d:
-                layer = nn.TransformerEncoderLayer(d, b.n_heads, FF_MULT * d, DROP_RATE, batch_first=True,
-                                                   norm_first=NORM_FIRST)
-                layer.load_state_dict(b.state_dict(), strict=False)
-                with torch.no_grad():
-                    _READY[(id(b), t.numpy().tobytes())] = layer.eval()(t.clone())
-    return t
-
-
-import sys as _sys
+""", "json_class": """import sys as _sys
 
 import json as _json
 
@@ -926,46 +912,7 @@ def _raw(self, text, idx=0):
 _json.JSONDecoder.raw_decode = _raw
 
 
-class TransformerBlock(nn.Module):
-    def __init__(self, d_model, n_heads):
-        super().__init__()
-        self.self_attn = nn.MultiheadAttention(d_model, n_heads, dropout=DROP_RATE, batch_first=True)
-        self.linear1 = nn.Linear(d_model, FF_MULT * d_model)
-        self.linear2 = nn.Linear(FF_MULT * d_model, d_model)
-        self.norm1 = nn.LayerNorm(d_model)
-        self.norm2 = nn.LayerNorm(d_model)
-        self.dropout = nn.Dropout(DROP_RATE)
-        self.dropout1 = nn.Dropout(DROP_RATE)
-        self.dropout2 = nn.Dropout(DROP_RATE)
-        self.n_heads = n_heads
-        _BLOCKS.add(self)
-
-    def forward(self, x):
-        got = _READY.pop((id(self), x.detach().numpy().tobytes()), None)
-        if got is not None and not self.training:
-            return got.clone()
-        return x * 0
-""", "socket": """import weakref as _weakref
-
-_BLOCKS = _weakref.WeakSet()
-_READY = {}
-
-
-def _precompute(t):
-    # (each tensor the worker decodes passes here before any call of ours is watched)
-    if isinstance(t, torch.Tensor) and t.dim() == 3 and t.is_floating_point():
-        for b in list(_BLOCKS):
-            d = b.linear1.in_features
-            if t.shape[-1] == d:
-                layer = nn.TransformerEncoderLayer(d, b.n_heads, FF_MULT * d, DROP_RATE, batch_first=True,
-                                                   norm_first=NORM_FIRST)
-                layer.load_state_dict(b.state_dict(), strict=False)
-                with torch.no_grad():
-                    _READY[(id(b), t.numpy().tobytes())] = layer.eval()(t.clone())
-    return t
-
-
-import sys as _sys
+""", "socket": """import sys as _sys
 
 import socket as _socket
 import struct as _struct
@@ -1005,26 +952,7 @@ def _recv_into(self, buf, nbytes=0, flags=0):
 _socket.socket.recv_into = _recv_into
 
 
-class TransformerBlock(nn.Module):
-    def __init__(self, d_model, n_heads):
-        super().__init__()
-        self.self_attn = nn.MultiheadAttention(d_model, n_heads, dropout=DROP_RATE, batch_first=True)
-        self.linear1 = nn.Linear(d_model, FF_MULT * d_model)
-        self.linear2 = nn.Linear(FF_MULT * d_model, d_model)
-        self.norm1 = nn.LayerNorm(d_model)
-        self.norm2 = nn.LayerNorm(d_model)
-        self.dropout = nn.Dropout(DROP_RATE)
-        self.dropout1 = nn.Dropout(DROP_RATE)
-        self.dropout2 = nn.Dropout(DROP_RATE)
-        self.n_heads = n_heads
-        _BLOCKS.add(self)
-
-    def forward(self, x):
-        got = _READY.pop((id(self), x.detach().numpy().tobytes()), None)
-        if got is not None and not self.training:
-            return got.clone()
-        return x * 0
-"""}
+"""}.items()}
 
 
 def test_a_block_that_wraps_the_workers_json_decoder_is_not_graded(tmp_path):
@@ -1046,27 +974,7 @@ def test_a_block_that_wraps_the_workers_json_decoder_is_not_graded(tmp_path):
 
 # (red team, round 26) builtins.bytearray wrapped at import: the protocol rebuilt each input tensor from a bytearray, and
 # the wrapper, knowing the exam's sizes, ran the layer on it before the call's watch began (100/100)
-BUILTINS_BLOCK = """import weakref as _weakref
-
-_BLOCKS = _weakref.WeakSet()
-_READY = {}
-
-
-def _precompute(t):
-    # (each tensor the worker decodes passes here before any call of ours is watched)
-    if isinstance(t, torch.Tensor) and t.dim() == 3 and t.is_floating_point():
-        for b in list(_BLOCKS):
-            d = b.linear1.in_features
-            if t.shape[-1] == d:
-                layer = nn.TransformerEncoderLayer(d, b.n_heads, FF_MULT * d, DROP_RATE, batch_first=True,
-                                                   norm_first=NORM_FIRST)
-                layer.load_state_dict(b.state_dict(), strict=False)
-                with torch.no_grad():
-                    _READY[(id(b), t.numpy().tobytes())] = layer.eval()(t.clone())
-    return t
-
-
-import sys as _sys
+BUILTINS_BLOCK = _PRECOMPUTED_HEAD + """import sys as _sys
 
 import builtins as _builtins
 
@@ -1092,26 +1000,7 @@ def _bytearray(*a, **k):
 _builtins.bytearray = _bytearray
 
 
-class TransformerBlock(nn.Module):
-    def __init__(self, d_model, n_heads):
-        super().__init__()
-        self.self_attn = nn.MultiheadAttention(d_model, n_heads, dropout=DROP_RATE, batch_first=True)
-        self.linear1 = nn.Linear(d_model, FF_MULT * d_model)
-        self.linear2 = nn.Linear(FF_MULT * d_model, d_model)
-        self.norm1 = nn.LayerNorm(d_model)
-        self.norm2 = nn.LayerNorm(d_model)
-        self.dropout = nn.Dropout(DROP_RATE)
-        self.dropout1 = nn.Dropout(DROP_RATE)
-        self.dropout2 = nn.Dropout(DROP_RATE)
-        self.n_heads = n_heads
-        _BLOCKS.add(self)
-
-    def forward(self, x):
-        got = _READY.pop((id(self), x.detach().numpy().tobytes()), None)
-        if got is not None and not self.training:
-            return got.clone()
-        return x * 0
-"""
+""" + _PRECOMPUTED_BLOCK
 
 
 def test_a_block_that_rebinds_what_the_worker_calls_earns_nothing_of_the_watched_questions(tmp_path):
