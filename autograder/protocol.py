@@ -53,6 +53,57 @@ def _torch():
 
 
 _SCALARS = (bool, int, float, str)
+# The evidence channel: a pipe from each worker to its grader, apart from the request socket. A watched call
+# (worker.Recorder) writes a record there the moment it sees what it watches for, before the submission's code runs
+# on: bytes written to a pipe cannot be taken back, where the watch's own state in the worker's memory could be
+# cleared by the code it watches (red team: a forward that ran F.multi_head_attention_forward and then emptied the
+# watch's `ran` set kept all 20 points of MultiHeadAttention). Each record is 3 bytes: what was seen, then the
+# step of the request (big-endian, 0 for a request that is not a sequence). Nothing but a watched call that saw
+# something writes there, so any byte in it, or the pipe closed, counts against the submission (proxy.py).
+EVIDENCE = {b"T": "library:transformer", b"A": "library:attention"}  # worker.LIBRARY, worker.LIBRARY_ATTENTION
+EVIDENCE_OFF = b"!"  # the watch was taken off (the profile function switched by someone else): every watch's
+EVIDENCE_ENTER = b"("  # a watched step's watch began (once a step: twice, it was ended early and begun again)
+EVIDENCE_RECORD = 3
+EVIDENCE_MAX = 1 << 16  # what the grader reads after a request at most (a pipe's default capacity)
+
+
+def evidence_code(tag: str) -> bytes:
+    """The record's first byte for the watch `tag` (EVIDENCE_OFF for one this protocol does not name)."""
+    for code, name in EVIDENCE.items():
+        if name == tag:
+            return code
+    return EVIDENCE_OFF
+
+
+def read_evidence(data: bytes | None, steps: dict[int, set[str]]) -> dict[int, set[str]]:
+    """Which watches of which steps the records `data` say ran (`steps`: each watched step's watches). A record of a
+    watch the step did not ask for is left aside (a watch writes what any watch looks for: the exam's block may run
+    nn.MultiheadAttention). None (the pipe closed), a byte that is not a record, a step that watched nothing, a pipe
+    half full (a watched call writes a few records) or a watch begun twice in one step: every watch of every step
+    (only the submission's own code can make those, and only against itself)."""
+    everything = {i: set(tags) for i, tags in steps.items()}
+    if data is None or len(data) % EVIDENCE_RECORD or len(data) > EVIDENCE_MAX // 2:
+        return everything
+    got: dict[int, set[str]] = {}
+    begun: set[int] = set()
+    for k in range(0, len(data), EVIDENCE_RECORD):
+        code, step = data[k:k + 1], int.from_bytes(data[k + 1:k + EVIDENCE_RECORD], "big")
+        if step not in steps:
+            return everything
+        if code == EVIDENCE_ENTER:
+            if step in begun:
+                return everything
+            begun.add(step)
+        elif code == EVIDENCE_OFF:
+            got.setdefault(step, set()).update(steps[step])
+        elif code in EVIDENCE:
+            if EVIDENCE[code] in steps[step]:
+                got.setdefault(step, set()).add(EVIDENCE[code])
+        else:
+            return everything
+    return got
+
+
 _HEAD = struct.Struct("!II")  # header length, blob area length
 MAX_MESSAGE = 256 * 1024 * 1024
 MAX_DIMS = 32  # torch allows 64; no check sends more than a handful

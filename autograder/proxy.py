@@ -228,6 +228,37 @@ def _watching(op: str, args: dict[str, Any], tag: str) -> dict[str, Any]:
                               for st in args["steps"]]}
 
 
+def _watched_steps(op: str, args: dict[str, Any]) -> dict[int, set[str]]:
+    """The steps of a request (0 for one that is not a sequence) that watch for torch's own layers, with those
+    watches (the names protocol.EVIDENCE knows among their `record`)."""
+    watches = set(protocol.EVIDENCE.values())
+    steps = args.get("steps") if op == "seq" else [{"op": op, "args": args}]
+    found: dict[int, set[str]] = {}
+    if op not in ("call", "new", "seq") or not isinstance(steps, list):
+        return found
+    for i, st in enumerate(steps):
+        if isinstance(st, dict) and st.get("op") in ("call", "new") and isinstance(st.get("args"), dict):
+            tags = watches.intersection(t for t in st["args"].get("record") or [] if type(t) is str)
+            if tags:
+                found[i] = tags
+    return found
+
+
+def _add_evidence(values: list[Any], ran: dict[int, set[str]]) -> None:
+    """Add to the values of a request's steps (or its one value) the records of the watches that the evidence pipe
+    says ran there, where the worker's reply left them out."""
+    for i, tags in ran.items():
+        value = values[i] if i < len(values) else None
+        if not isinstance(value, dict):
+            continue
+        records = value.get("records")
+        if not isinstance(records, list):
+            records = value["records"] = []
+        for tag in sorted(tags):
+            if not any(isinstance(r, dict) and r.get("fn") == tag for r in records):
+                records.append({"fn": tag, "input": None, "watched": False})
+
+
 def _own_work(op: str, args: dict[str, Any], values: list[Any], watch: tuple[str, Message]) -> None:
     """Raise watch's failure where a call or a constructor (op "call", "new") or such a step among the `values` of a
     sequence (the values of its first steps, in order) ran the watched code: as the step's own failure, with the values before it
@@ -480,6 +511,7 @@ class Submission:
         self.used = 0.0
         self.waited = 0.0  # wall-clock seconds of the requests that returned (the CPU time above included)
         self.hung: dict[str, Message] = {}  # class or function -> why it is not called again (it hung once)
+        self.evidence_closed = False  # the worker's evidence pipe was closed (see _evidence)
         # Class -> (a watch's name, the failure to give): every call of that class, alone or a step of a sequence,
         # is watched for the code of torch's own layers of that watch (worker.LIBRARY, worker.LIBRARY_ATTENTION),
         # and a call that ran it fails with that message (see _watched). Remote.own_work does the same for one
@@ -531,6 +563,7 @@ class Submission:
         if self.fatal is not None:
             raise CheckFailure(self.fatal)
         self.worker = self.spawn()  # returns once the worker is ready: the budget starts after this
+        self.evidence_closed = False  # (a pipe of its own)
         self.generation += 1
         self.modes = dict(getattr(self.worker, "modes", {}) or {})
         cells = [{"code": c.code, "label": c.label} if c.module is None else
@@ -763,6 +796,18 @@ class Submission:
 
     # ------------------------------------------------------------------ requests
 
+    def _evidence(self, watching: dict[int, set[str]]) -> dict[int, set[str]]:
+        """Which of the watches of a request that just returned the evidence pipe says ran (protocol.EVIDENCE)."""
+        read = getattr(self.worker, "evidence", None)  # (an unsandboxed worker has no such pipe)
+        if read is None:
+            return {}
+        if self.evidence_closed:
+            return {i: set(tags) for i, tags in watching.items()}
+        data = read()
+        if data is None:
+            self.evidence_closed = True
+        return protocol.read_evidence(data, watching) if data != b"" else {}
+
     def _raw(self, op: str, args: dict[str, Any], loading: bool = False) -> Any:
         assert self.worker is not None
         started, cpu = time.monotonic(), self.worker.cpu_seconds()
@@ -861,11 +906,14 @@ class Submission:
         watch = self.watched.get(owner) if owner is not None and op in ("call", "new", "seq") else None
         if watch is not None:
             args = _watching(op, args, watch[0])
+        watching = _watched_steps(op, args)
         try:
             value = self._raw(op, args)
             if not well_formed(op, value, args):  # the worker was tampered with: nothing it says counts any more
                 self.fatal = MALFORMED
                 raise CheckFailure(self.fatal)
+            if watching:
+                _add_evidence(value["values"] if op == "seq" else [value], self._evidence(watching))
             if watch is not None:
                 _own_work(op, args, value["values"] if op == "seq" else [value], watch)
             return value
@@ -873,6 +921,9 @@ class Submission:
             if not error_well_formed(op, args, e.err):  # a frame nobody asked for, or not made of tensors
                 self.fatal = MALFORMED
                 raise CheckFailure(self.fatal) from None
+            ran = self._evidence(watching) if watching else {}  # (read whatever the step that raised did: the
+            if ran and op == "seq" and isinstance(e.err.get("done"), list):  # next request's records start clean)
+                _add_evidence(e.err["done"], ran)
             if watch is not None and op == "seq" and isinstance(e.err.get("done"), list):
                 _own_work(op, args, e.err["done"], watch)  # (a step before the one that raised ran the library)
             if isinstance(what, list):  # a sequence's steps, each with its own words

@@ -321,9 +321,10 @@ def _above_std(fd: int) -> int:
     return moved
 
 
-def _become_worker(spec: dict[str, Any], wsock: socket.socket, keeper_pid: int, ready: int) -> None:
+def _become_worker(spec: dict[str, Any], wsock: socket.socket, keeper_pid: int, ready: int,
+                   evidence: int | None = None) -> None:
     """ready: the pipe on which this process tells its keeper, before it runs any of the submission's code, that it
-    is set up (see _keeper)."""
+    is set up (see _keeper). evidence: the write end of the evidence pipe to the grader (protocol.EVIDENCE)."""
     from .worker import Worker  # already imported by the zygote
     import torch
 
@@ -336,16 +337,23 @@ def _become_worker(spec: dict[str, Any], wsock: socket.socket, keeper_pid: int, 
     if wsock.fileno() <= 2:
         wsock = socket.socket(fileno=_above_std(wsock.detach()))
     ready = _above_std(ready)
+    if evidence is not None:
+        evidence = _above_std(evidence)
     out = os.open(os.path.join(scratch, "output.log"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
     os.dup2(out, 1)
     os.dup2(out, 2)
     lo = 3
-    for fd in sorted({wsock.fileno(), ready}):
+    for fd in sorted({wsock.fileno(), ready} | ({evidence} if evidence is not None else set())):
         os.closerange(lo, fd)
         lo = fd + 1
     os.closerange(lo, 65536)
+    if evidence is not None:
+        # Never blocking (a pipe the submission filled counts against it at the grader's end) and not inherited by
+        # a program it runs.
+        os.set_blocking(evidence, False)
+        os.set_inheritable(evidence, False)
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # an oversized write fails with EFBIG instead of killing
     signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
@@ -405,6 +413,8 @@ def _become_worker(spec: dict[str, Any], wsock: socket.socket, keeper_pid: int, 
     # Last step before student code: read only Python's own folders, write only the scratch folder (Landlock).
     from . import worker
     gpu = worker.accelerator_built() and spec.get("gpu") is not False
+    if evidence is not None:
+        worker.set_evidence(evidence)
     worker.SANDBOX.update(memory_mb=lim["memory_mb"], disk_mb=lim["disk_mb"], uid=uid, modes=spec.get("modes", {}),
                           landlock=confine.landlock(scratch, _read_paths(), gpu=gpu),
                           keyrings_denied=confine.deny_keyrings(gpu_driver=worker.accelerator_built()))
@@ -484,7 +494,7 @@ def _worker_setup(fd: int) -> str | None:
     return got.decode("utf-8", "replace") or "it ended without saying why"
 
 
-def _keeper(spec: dict[str, Any], wsock: socket.socket, ksock: socket.socket) -> None:
+def _keeper(spec: dict[str, Any], wsock: socket.socket, ksock: socket.socket, evidence: int | None = None) -> None:
     _set_name("grade-keeper")
     if spec.get("cpus"):
         try:  # on its grader's core, as its worker will be (batch.py)
@@ -509,7 +519,7 @@ def _keeper(spec: dict[str, Any], wsock: socket.socket, ksock: socket.socket) ->
         try:
             ksock.close()
             os.close(ready_r)
-            _become_worker(spec, wsock, me, ready_w)
+            _become_worker(spec, wsock, me, ready_w, evidence)
         except BaseException as e:  # before any student code: the grader's own failure, and it is told why
             try:
                 os.write(ready_w, f"{type(e).__name__}: {e}"[:SETUP_ERROR_CHARS].encode("utf-8", "replace"))
@@ -519,6 +529,8 @@ def _keeper(spec: dict[str, Any], wsock: socket.socket, ksock: socket.socket) ->
             os._exit(0)
     wsock.close()
     os.close(ready_w)
+    if evidence is not None:  # (only the worker may hold it: the grader sees the pipe closed when the worker does)
+        os.close(evidence)
     # The worker waits for its first request, which comes only after this hello: it is in the cgroup before
     # any student code runs.
     if cpu is not None and not cpu.join(pid):  # (before the memory cgroup: v2 joins that folder for both)
@@ -749,7 +761,7 @@ def zygote_main(fds: int | list[int], full: bool = True, huge: bool = False, gra
                 msg, fds_in, _, _ = socket.recv_fds(sock, 1 << 16, 4)
             except OSError:
                 msg, fds_in = b"", []
-            if not msg or len(fds_in) != 2:  # that grader is done (or confused): stop serving it
+            if not msg or len(fds_in) not in (2, 3):  # that grader is done (or confused): stop serving it
                 for f in fds_in:
                     os.close(f)
                 socks.remove(sock)
@@ -763,7 +775,8 @@ def zygote_main(fds: int | list[int], full: bool = True, huge: bool = False, gra
                     for s_ in socks:
                         s_.close()
                     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-                    _keeper(spec, socket.socket(fileno=fds_in[0]), socket.socket(fileno=fds_in[1]))
+                    _keeper(spec, socket.socket(fileno=fds_in[0]), socket.socket(fileno=fds_in[1]),
+                            fds_in[2] if len(fds_in) > 2 else None)
                 finally:
                     os._exit(0)
             keepers.add(pid)
@@ -900,6 +913,8 @@ class Zygote:
         the next submission's worker while it grades this one (see plugin.py)."""
         wa, wb = socket.socketpair()
         ka, kb = socket.socketpair()
+        er, ew = os.pipe()  # the evidence pipe (protocol.EVIDENCE): the worker writes, this process reads
+        os.set_blocking(er, False)
         # The scratch path as bytes: the zygote decodes text as UTF-8, this process with its locale's encoding.
         spec = {"limits": asdict(limits), "scratch": os.fsencode(scratch).hex(), "uid": uid, "isolate": isolate,
                 "cpus": self.cpus, "gpu": bool(gpu)}
@@ -908,20 +923,23 @@ class Zygote:
             self._launch()
         try:
             try:
-                socket.send_fds(self.sock, [json.dumps(spec).encode()], [wb.fileno(), kb.fileno()])
+                socket.send_fds(self.sock, [json.dumps(spec).encode()], [wb.fileno(), kb.fileno(), ew])
             except OSError:
                 if self.proc is not None:
                     raise
                 self.sock.close()  # the shared zygote is gone: from now on this grader has its own
                 self._launch()
-                socket.send_fds(self.sock, [json.dumps(spec).encode()], [wb.fileno(), kb.fileno()])
+                socket.send_fds(self.sock, [json.dumps(spec).encode()], [wb.fileno(), kb.fileno(), ew])
         except OSError as e:
             for s in (wa, wb, ka, kb):
                 s.close()
+            os.close(er)
+            os.close(ew)
             raise WorkerLost(f"the worker pool is not running ({e})") from None
         wb.close()
         kb.close()
-        return Spawning(wa, ka, limits, scratch, uid)
+        os.close(ew)
+        return Spawning(wa, ka, limits, scratch, uid, er)
 
     def close(self) -> None:
         """Stop the zygote. It holds no state (keepers and workers answer to their own sockets)."""
@@ -941,22 +959,30 @@ class Zygote:
 class Spawning:
     """A worker asked of the zygote (Zygote.start_spawn), not yet ready."""
 
-    def __init__(self, wa: socket.socket, ka: socket.socket, limits: Limits, scratch: str, uid: int | None):
+    def __init__(self, wa: socket.socket, ka: socket.socket, limits: Limits, scratch: str, uid: int | None,
+                 evidence: int | None = None):
         self.wa, self.ka, self.limits, self.scratch, self.uid = wa, ka, limits, scratch, uid
+        self.evidence = evidence  # the evidence pipe's read end (protocol.EVIDENCE)
+
+    def _close(self) -> None:
+        self.wa.close()
+        self.ka.close()
+        if self.evidence is not None:
+            os.close(self.evidence)
+            self.evidence = None
 
     def wait(self, start_timeout: float = 90.0) -> "WorkerProcess":
         wa, ka = self.wa, self.ka
         try:
             hello = protocol.recv(ka, deadline=time.monotonic() + start_timeout)
         except protocol.ProtocolError as e:
-            wa.close()
-            ka.close()
+            self._close()
             raise WorkerLost(f"the worker did not start ({e})") from None
         if not isinstance(hello, dict) or not all(type(hello.get(k)) is int for k in ("keeper", "worker")):
-            wa.close()
-            ka.close()
+            self._close()
             raise WorkerLost("the worker did not start (bad hello)")
         w = WorkerProcess(wa, ka, hello["keeper"], hello["worker"], self.uid, self.scratch)
+        w.evidence_fd, self.evidence = self.evidence, None
         w.modes = dict(hello.get("modes") or {})
         w.limits = self.limits
         if isinstance(hello.get("cgroup"), str) and w.modes.get("memory", "").startswith("cgroup"):
@@ -993,6 +1019,7 @@ class WorkerProcess:
         self.last_progress = ""  # scratch/load.progress as it was when a request timed out (before the kill)
         self._stat_fd: int | None = None  # /proc/<worker>/stat, when the CPU clock below cannot be read
         self._scratch_fd: int | None = None  # the tmpfs scratch (in the keeper's mount namespace), for fstatvfs
+        self.evidence_fd: int | None = None  # the evidence pipe's read end (Spawning.wait; protocol.EVIDENCE)
         # The worker's process CPU-time clock (Linux: MAKE_PROCESS_CPUCLOCK(pid, CPUCLOCK_SCHED)): read twice per
         # request, in under a microsecond, where /proc/<pid>/stat takes tens of microseconds.
         self._clock: int | None = ((~worker) << 3) | 2 if sys.platform.startswith("linux") else None
@@ -1013,14 +1040,33 @@ class WorkerProcess:
         except (OSError, ValueError, IndexError):
             return None
 
+    def evidence(self) -> bytes | None:
+        """What the worker wrote on the evidence pipe since the last look (protocol.EVIDENCE), EVIDENCE_MAX bytes at
+        most; None where the pipe is closed (the worker closed its end: the submission did, as the worker is alive
+        when this is asked) or there is none (b"": nothing)."""
+        if self.evidence_fd is None:
+            return b""
+        got = b""
+        try:
+            while len(got) < protocol.EVIDENCE_MAX:
+                chunk = os.read(self.evidence_fd, protocol.EVIDENCE_MAX - len(got))
+                if not chunk:
+                    return None
+                got += chunk
+        except BlockingIOError:
+            pass
+        except OSError:
+            return None
+        return got
+
     def _close_fds(self) -> None:
-        for fd in (self._stat_fd, self._scratch_fd):
+        for fd in (self._stat_fd, self._scratch_fd, self.evidence_fd):
             if fd is not None:
                 try:
                     os.close(fd)
                 except OSError:
                     pass
-        self._stat_fd = self._scratch_fd = None
+        self._stat_fd = self._scratch_fd = self.evidence_fd = None
         if self.cgroup is not None:
             self.cgroup.close()
 

@@ -523,7 +523,7 @@ class Worker:
         op_call's (its "records" in the reply): built in a sequence, __init__ sees the sequence's later steps up the
         stack, their inputs and weights, and computed their outputs there with F.multi_head_attention_forward, out
         of the calls' watch (the attention lab's value checks of MultiHeadAttention; red team, round 26)."""
-        recorder = Recorder(record) if record else contextlib.nullcontext()
+        recorder = Recorder(record, self.seq_step or 0) if record else contextlib.nullcontext()
         with recorder:
             obj = self._build(name, args, kwargs, seed, stand_in)
         handle = len(self.objects) + 1
@@ -570,7 +570,7 @@ class Worker:
         if device is not None:
             args = [a.to(device) if isinstance(a, torch.Tensor) else a for a in args]
         # A function mode puts every torch call of the forward through Python: enter one only when asked to.
-        recorder = Recorder(record) if record else contextlib.nullcontext()
+        recorder = Recorder(record, self.seq_step or 0) if record else contextlib.nullcontext()
         try:
             # The mode, the gradients and the seed are set inside the watch: each can run the submission's code (a
             # train() or zero_grad() of its class, a default generator it replaced), which sees this call's
@@ -866,7 +866,8 @@ class _Guard:
                  "walk_modules", "walk_tensors", "persistent_buffers", "_held", "_kernel_name", "_own_norm",
                  "_other_threads", "_python_threads", "_other_processes", "_process_ids", "_activity", "_alive",
                  "_uid_of", "_profile_audit", "_set_profile", "_children_mark", "_children_ran",
-                 "_namespaces_intact", "_last_pid", "_bindings", "_frozen", "_plain")
+                 "_namespaces_intact", "_last_pid", "_bindings", "_frozen", "_plain", "_evidence",
+                 "set_evidence", "_evidence_fd")
     VALUES = ("_INSTANCE_DICT", "_ABSENT", "SETTLE_TRIES", "SETTLE_PAUSE", "MAX_WALK", "_LIBRARY_CODE",
               "_LIBRARY_PRINTS", "_LIBRARY_LARGE", "LIBRARY",
               "_SETPROFILE", "_GETPROFILE", "_LIBRARY_KERNELS",
@@ -874,7 +875,9 @@ class _Guard:
               "_CURRENT_FRAMES", "_CALL_IMPL", "_SCRIPT_MODULE", "_DISPATCH_DEPTH", "_DISPATCH_AT",
               "_WATCHING", "_SWITCHING", "_PROFILE_EVENTS", "_NAMESPACES", "_ANY", "_IS", "_PLAIN", "_SCANNED",
               "_ALL_CODES",
-              "_ALL_PRINTS", "_ALL_KERNELS", "_C_CALL_IDS", "_QUIET_CALL_IMPL")
+              "_ALL_PRINTS", "_ALL_KERNELS", "_C_CALL_IDS", "_QUIET_CALL_IMPL", "_EVIDENCE_FD", "_WRITE",
+              "_EVIDENCE_ID", "_FSTAT", "_LISTDIR", "_RECORDER_PROFILE", "_SET_PROFILE_CODE", "_SWITCHERS",
+              "_GETFRAME")
     CLASSES = ("Worker", "DeviceSim", "Recorder", "BoundedText", "_ScratchFile", "_Progress", "_KernelWatch")
     MODULE_METHODS = ("named_modules", "named_parameters", "named_buffers", "named_children", "modules", "children",
                       "parameters", "buffers", "state_dict", "load_state_dict", "_load_from_state_dict", "to",
@@ -1452,9 +1455,23 @@ _PROFILE_EVENTS = frozenset({"sys.setprofile", "sys._setprofileallthreads"})  # 
 
 def _profile_audit(event: str, _args: tuple, watching: list = _WATCHING, switching: list = _SWITCHING) -> None:
     """The audit hook of the worker (sys.addaudithook, before the submission runs): see _WATCHING above."""
-    if event in _PROFILE_EVENTS and watching and not switching:
-        for rec in watching:
-            rec.off = True
+    if event in _PROFILE_EVENTS:
+        if watching and not switching:
+            for rec in watching:
+                rec.off = True
+        # The evidence from what runs now, not from those two lists, which the submission can empty or fill: the
+        # profile function in force (the audit event comes before the switch) is a watch's, and the switch is not
+        # the watch's own (_set_profile, called from Recorder.__enter__ or __exit__).
+        now = _GETPROFILE()
+        rec = getattr(now, "__self__", None)
+        if type(rec) is Recorder and getattr(now, "__func__", None) is _RECORDER_PROFILE:
+            try:
+                caller = _GETFRAME(1)
+                own = caller.f_code is _SET_PROFILE_CODE and caller.f_back.f_code in _SWITCHERS
+            except Exception:  # noqa: BLE001
+                own = False
+            if not own:
+                _evidence(protocol.EVIDENCE_OFF, rec.step)
 
 
 def _set_profile(fn: Any) -> None:
@@ -1464,6 +1481,54 @@ def _set_profile(fn: Any) -> None:
         _SETPROFILE(fn)
     finally:
         _SWITCHING.pop()
+
+
+# The write end of the evidence pipe (protocol.EVIDENCE), set by the sandbox before any of the submission's code runs;
+# -1 where there is none (an unsandboxed worker: the records in the replies are all there is).
+_EVIDENCE_FD = -1
+_EVIDENCE_ID: tuple = ()  # its (st_dev, st_ino): the pipe itself, whatever descriptor the submission puts there
+_WRITE, _FSTAT, _LISTDIR = os.write, os.fstat, os.listdir
+
+
+def set_evidence(fd: int) -> None:
+    global _EVIDENCE_FD, _EVIDENCE_ID
+    st = os.fstat(fd)
+    _EVIDENCE_FD, _EVIDENCE_ID = fd, (st.st_dev, st.st_ino)
+
+
+def _evidence_fd() -> int:
+    """The descriptor of the evidence pipe: _EVIDENCE_FD, or where the submission moved the pipe if it put something
+    else there (a forward that dup2'd /dev/null onto it, ran F.multi_head_attention_forward and put the pipe back
+    kept all 20 points); -1 where this process holds it nowhere (the grader then sees it closed, or the process
+    that holds it counts as having run during the call)."""
+    try:
+        st = _FSTAT(_EVIDENCE_FD)
+        if (st.st_dev, st.st_ino) == _EVIDENCE_ID:
+            return _EVIDENCE_FD
+    except Exception:  # noqa: BLE001
+        pass
+    try:
+        for name in _LISTDIR("/proc/self/fd"):
+            try:
+                st = _FSTAT(int(name))
+            except Exception:  # noqa: BLE001 (the listing's own descriptor, closed by now)
+                continue
+            if (st.st_dev, st.st_ino) == _EVIDENCE_ID:
+                return int(name)
+    except Exception:  # noqa: BLE001
+        pass
+    return -1
+
+
+def _evidence(code: bytes, step: Any) -> None:
+    """Tell the grader at once, on the evidence pipe, that watch `code` saw what it looks for at request step `step`
+    (see protocol.EVIDENCE). A full pipe (the submission's own bytes) already counts against it there."""
+    if _EVIDENCE_FD >= 0:
+        fd = _evidence_fd()
+        try:
+            _WRITE(fd, code + (step if type(step) is int and 0 <= step < 65536 else 0).to_bytes(2, "big"))
+        except Exception:  # noqa: BLE001 (not there: see _evidence_fd)
+            pass
 
 
 def watch_profile_switches() -> None:
@@ -1505,10 +1570,9 @@ class _KernelWatch(TorchDispatchMode):
         return False
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        rec = self.recorder
-        for tag, _codes, _prints, kernels, _builtins in rec.watches:
-            if tag not in rec.ran and _kernel_name(func) in kernels:
-                rec.ran.add(tag)
+        name = _kernel_name(func)
+        if name in _ALL_KERNELS:
+            self.recorder.saw_kernel(name)
         return func(*args, **(kwargs or {}))
 
 
@@ -1519,11 +1583,13 @@ class Recorder(TorchFunctionMode):
     With "layer_norm" among them, an nn.LayerNorm subclass whose own forward computes the norm (mean and variance
     written out) is recorded as one layer_norm call of what it is given, and the torch calls inside it are not."""
 
-    def __init__(self, names: list[str]):
+    def __init__(self, names: list[str], step: int = 0):
         super().__init__()
         self.names = set(names)
+        self.step = step  # the request's step (op_seq): what the evidence pipe names
         self.seen: list[dict[str, Any]] = []
         self.watches = tuple(w for w in _WATCHES if w[0] in self.names)
+        self.tags = frozenset(w[0] for w in self.watches)
         self.library = bool(self.watches)
         self.hook, self.was = self._profile, None
         self.ran: set[str] = set()  # the watches whose code ran
@@ -1535,6 +1601,24 @@ class Recorder(TorchFunctionMode):
         self.threads, self.idle = False, {}
         self.children: tuple | None = None  # _children_mark() at the start of the call
         self.tampered = False  # whether a name the worker calls was rebound at the start of the call
+
+    def saw(self, tag: str) -> None:
+        """What watch `tag` looks for ran: noted here where this call watches for it, and at once on the evidence
+        pipe whether or not it does. The grader keeps the records of the watches it asked for: which ones this
+        call watches is the Recorder's own state, which the code it watches can empty (`watches`, `ran`)."""
+        if tag in self.tags:
+            self.ran.add(tag)
+        _evidence(protocol.evidence_code(tag), self.step)
+
+    def saw_all(self) -> None:
+        """Every watch's code may have run unseen (a thread started, a TorchScript module called)."""
+        for w in _WATCHES:
+            self.saw(w[0])
+
+    def saw_kernel(self, name: str) -> None:
+        for tag, _codes, _prints, kernels, _builtins in _WATCHES:
+            if name in kernels:
+                self.saw(tag)
 
     def _norm_enter(self, module, args) -> None:
         if _own_norm(module):
@@ -1551,22 +1635,24 @@ class Recorder(TorchFunctionMode):
             code = frame.f_code
             if code is _CALL_IMPL:  # (every module's call: looked for by no watch, _QUIET_CALL_IMPL)
                 if isinstance(frame.f_locals.get("self"), _SCRIPT_MODULE):
-                    self.ran.update(w[0] for w in self.watches)
+                    self.saw_all()
                 if _QUIET_CALL_IMPL:
                     return
             if code not in _ALL_CODES and (len(code.co_names) < _LIBRARY_LARGE or code.co_names not in _ALL_PRINTS):
                 return  # (what no watch looks for)
-            for tag, codes, prints, _kernels, _builtins in self.watches:
-                if tag not in self.ran and (code in codes or len(code.co_names) >= _LIBRARY_LARGE
-                                            and code.co_names in prints):
-                    self.ran.add(tag)
+            for tag, codes, prints, _kernels, _builtins in _WATCHES:
+                if code in codes or len(code.co_names) >= _LIBRARY_LARGE and code.co_names in prints:
+                    self.saw(tag)
         elif event == "c_call":
             if id(arg) not in _C_CALL_IDS and _kernel_name(arg) not in _ALL_KERNELS:
                 return  # (what no watch looks for)
-            starts = any(arg is f for f in _THREAD_STARTS)
-            for tag, _codes, _prints, kernels, builtins in self.watches:
-                if tag not in self.ran and (starts or _kernel_name(arg) in kernels or any(arg is f for f in builtins)):
-                    self.ran.add(tag)
+            if any(arg is f for f in _THREAD_STARTS):
+                self.saw_all()
+                return
+            name = _kernel_name(arg)
+            for tag, _codes, _prints, kernels, builtins in _WATCHES:
+                if name in kernels or any(arg is f for f in builtins):
+                    self.saw(tag)
 
     def _threads_before(self) -> None:
         """At the start of a watched call: another thread or live process of the submission's can do the work
@@ -1602,6 +1688,9 @@ class Recorder(TorchFunctionMode):
 
     def __enter__(self):
         if self.library:
+            # (one per watched step: a forward that called the watch's __exit__ early, ran the layer unwatched and
+            # called __enter__ again left two, which the grader reads as the watch taken off)
+            _evidence(protocol.EVIDENCE_ENTER, self.step)
             self.was = _GETPROFILE()
             _set_profile(self.hook)
             _WATCHING.append(self)
@@ -1633,21 +1722,33 @@ class Recorder(TorchFunctionMode):
             for w in self.watches:
                 if w[0] in self.ran or not watched:  # (a forward that takes the watch off is taken to have run it)
                     self.seen.append({"fn": w[0], "input": None, "watched": watched})
+            if not watched:  # (every watch of the step, whatever `watches` holds by now)
+                _evidence(protocol.EVIDENCE_OFF, self.step)
+            elif self.ran:
+                for tag in self.ran:
+                    _evidence(protocol.evidence_code(tag), self.step)
         return super().__exit__(*exc)
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         name = getattr(func, "__name__", "")
         if self.library:
-            for tag, _codes, _prints, kernels, _builtins in self.watches:
-                if tag not in self.ran and _kernel_name(func) in kernels:
-                    self.ran.add(tag)
+            kernel = _kernel_name(func)
+            if kernel in _ALL_KERNELS:
+                self.saw_kernel(kernel)
         if name in self.names and args and isinstance(args[0], torch.Tensor) and len(self.seen) < 16 \
                 and not (self.inside and name == "layer_norm"):
             dim = kwargs.get("dim", args[1] if len(args) > 1 else None)
             self.seen.append({"fn": name, "input": args[0].detach().clone(),
                               "dim": dim if type(dim) is int else None})
         return func(*args, **kwargs)
+
+
+# (_profile_audit: the watch's profile function, and the code that switches it on and off)
+_RECORDER_PROFILE = Recorder._profile
+_SET_PROFILE_CODE = _set_profile.__code__
+_SWITCHERS = frozenset({Recorder.__enter__.__code__, Recorder.__exit__.__code__})
+_GETFRAME = sys._getframe
 
 
 def _own_norm(module: Any) -> bool:

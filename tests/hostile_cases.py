@@ -870,6 +870,25 @@ CASES: tuple[Case, ...] = (
       100, "output", "PRY-INPUT",
       *[first(f"{cls}.forward", "print('PRY-INPUT', tuple(x.shape), x.flatten()[:8].tolist() "
                                 "if x.device.type != 'meta' else '')\n") for cls in (CA, WR, MHA)]),
+    # MultiHeadAttention through F.multi_head_attention_forward (identity projections after its own), then the
+    # watch's record of it emptied before forward returns: 100/100 while that record was all the grader was told.
+    # The watch now tells the grader at once on a pipe of its own (protocol.EVIDENCE), which forward cannot empty.
+    C("pry_watch_cleared", "MultiHeadAttention runs PyTorch's own multi-head attention, then empties the worker's "
+      "record that it did", 80, "checks", "runs PyTorch's own multi-head attention",
+      body(f"{MHA}.forward", """
+          import sys as _s
+          n = x.shape[1]
+          q, k, v = (p(x).transpose(0, 1) for p in (self.W_query, self.W_key, self.W_value))
+          same = torch.eye(self.d_out, dtype=x.dtype, device=x.device)
+          out, _ = torch.nn.functional.multi_head_attention_forward(
+              q, k, v, self.d_out, self.num_heads, None, None, None, None, False, self.dropout.p,
+              self.out_proj.weight, self.out_proj.bias, training=self.training, need_weights=False,
+              attn_mask=self.mask.bool()[:n, :n], use_separate_proj_weight=True, q_proj_weight=same,
+              k_proj_weight=same, v_proj_weight=same)
+          for r in _s.modules["autograder.worker"]._WATCHING:
+              r.ran.clear()
+          return out.transpose(0, 1)
+          """)),
     # ---------------------------------------------------------------- reaching others or the machine (issue 10)
     # The writer's source never reaches the reader: each worker has its own IPC namespace and /dev/shm.
     C("sys_ipc_a_writer", "correct code that leaves its own source in a SysV shared-memory segment (fixed key, mode "

@@ -732,6 +732,82 @@ def _hidden(self, x):
 TransformerBlock.forward = _hidden
 """
 
+# The watch's evidence taken back after the layer ran: its record of what it saw emptied at the end of forward (as a
+# forward that ran F.multi_head_attention_forward kept all of the attention lab's MultiHeadAttention), and with it the
+# channel that tells the grader at once (protocol.EVIDENCE) closed at import, filled with bytes of its own, or pointed
+# at /dev/null during the call and put back.
+_CLEARED = """import os as _os
+import sys as _sys
+
+_W = _sys.modules["autograder.worker"]
+{at_import}
+
+class TransformerBlock(nn.TransformerEncoderLayer):
+    def __init__(self, d_model, n_heads):
+        super().__init__(d_model, n_heads, FF_MULT * d_model, DROP_RATE, batch_first=True, norm_first=NORM_FIRST)
+
+    def forward(self, x):
+{before}        out = super().forward(x)
+        for r in _W._WATCHING:
+            r.ran.clear()
+            r.off = False
+{after}        return out
+"""
+LIBRARY_BLOCKS["watch_cleared"] = _CLEARED.format(at_import="", before="", after="")
+LIBRARY_BLOCKS["evidence_closed"] = _CLEARED.format(at_import="_os.close(_W._EVIDENCE_FD)\n", before="", after="")
+LIBRARY_BLOCKS["evidence_filled"] = _CLEARED.format(at_import="", after="", before="""\
+        try:
+            while True:
+                _os.write(_W._EVIDENCE_FD, b"T" * 4096)
+        except OSError:
+            pass
+""")
+LIBRARY_BLOCKS["evidence_elsewhere"] = _CLEARED.format(at_import="", before="""\
+        kept, null = _os.dup(_W._EVIDENCE_FD), _os.open(_os.devnull, _os.O_WRONLY)
+        _os.dup2(null, _W._EVIDENCE_FD)
+""", after="""\
+        _os.dup2(kept, _W._EVIDENCE_FD)
+        _os.close(kept)
+        _os.close(null)
+""")
+# (closed: every watched call after import counts, Q1's too)
+EVIDENCE_CLOSED = ("evidence_closed",)
+# What the watch reads while the call runs, emptied first: the watches it looks for, the list the audit hook goes by
+# (then the profile function switched off and back, unflagged), or the watch itself ended early and begun again.
+_EMPTIED = """import sys as _sys
+
+_W = _sys.modules["autograder.worker"]
+
+
+class TransformerBlock(nn.TransformerEncoderLayer):
+    def __init__(self, d_model, n_heads):
+        super().__init__(d_model, n_heads, FF_MULT * d_model, DROP_RATE, batch_first=True, norm_first=NORM_FIRST)
+
+    def forward(self, x):
+{body}"""
+LIBRARY_BLOCKS["watches_emptied"] = _EMPTIED.format(body="""\
+        for r in _W._WATCHING:
+            r.watches = ()
+        return super().forward(x)
+""")
+LIBRARY_BLOCKS["watching_emptied"] = _EMPTIED.format(body="""\
+        kept = list(_W._WATCHING)
+        _W._WATCHING.clear()
+        hook = _sys.getprofile()
+        _sys.setprofile(None)
+        out = super().forward(x)
+        _sys.setprofile(hook)
+        _W._WATCHING.extend(kept)
+        return out
+""")
+LIBRARY_BLOCKS["watch_restarted"] = _EMPTIED.format(body="""\
+        r = _W._WATCHING[-1]
+        r.__exit__(None, None, None)
+        out = super().forward(x)
+        r.__enter__()
+        return out
+""")
+
 
 # The pool, server and orphan blocks leave a thread or a process running after import, which runs the layer when the
 # block hands it over: out of every watch's sight, so each watched call during which it runs is taken to have run the
@@ -757,7 +833,8 @@ def test_a_block_that_pytorchs_encoder_layer_computes_earns_only_its_constructio
         lost = {c.nodeid.rsplit("::", 1)[-1]: c for c in r.checks if c.status != "passed"}
         q1 = {k: c for k, c in lost.items() if c.question == "MultiHeadAttention"}
         # (the servers may run during a Q1 call; "decoded" rebinds torch.from_numpy, which costs every watched call)
-        assert not q1 or name in SERVERS + ("decoded",), (name, {k: c.message.en for k, c in q1.items()})
+        assert not q1 or name in SERVERS + ("decoded",) + EVIDENCE_CLOSED, \
+            (name, {k: c.message.en for k, c in q1.items()})
         assert all("F.multi_head_attention_forward" in c.message.en for c in q1.values()), (name, q1)
         lost = {k: c for k, c in lost.items() if k not in q1}
         assert set(lost) == {"test_block_shapes", "test_block_uses_drop_rate", "test_block_values",
