@@ -354,6 +354,14 @@ def _become_worker(spec: dict[str, Any], wsock: socket.socket, keeper_pid: int, 
         # a program it runs.
         os.set_blocking(evidence, False)
         os.set_inheritable(evidence, False)
+    if spec.get("cgroup_procs"):
+        # The worker's memory cgroup's list of processes, opened while this process may (Landlock comes later): a
+        # watched call's end reads it instead of a scan of all of /proc (worker._process_ids).
+        try:
+            from . import worker as _w
+            _w.set_procs(os.open(spec["cgroup_procs"], os.O_RDONLY | os.O_CLOEXEC))
+        except OSError:
+            pass
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # an oversized write fails with EFBIG instead of killing
     signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
@@ -512,7 +520,7 @@ def _keeper(spec: dict[str, Any], wsock: socket.socket, ksock: socket.socket, ev
         cpu = None
         modes, cg = {"namespaces": "unknown", "scratch": "folder", "memory": "polled",
                      "error": f"{type(e).__name__}: {e}"[:200]}, None
-    spec = {**spec, "modes": modes}
+    spec = {**spec, "modes": modes, "cgroup_procs": os.path.join(cg.folder, "cgroup.procs") if cg is not None else None}
     ready_r, ready_w = os.pipe()
     pid = os.fork()
     if pid == 0:

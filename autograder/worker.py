@@ -867,7 +867,7 @@ class _Guard:
                  "_other_threads", "_python_threads", "_other_processes", "_process_ids", "_activity", "_alive",
                  "_uid_of", "_profile_audit", "_set_profile", "_children_mark", "_children_ran",
                  "_namespaces_intact", "_last_pid", "_bindings", "_frozen", "_plain", "_evidence",
-                 "set_evidence", "_evidence_fd")
+                 "set_evidence", "_evidence_fd", "set_procs", "_cgroup_pids", "_read_proc", "_own_children")
     VALUES = ("_INSTANCE_DICT", "_ABSENT", "SETTLE_TRIES", "SETTLE_PAUSE", "MAX_WALK", "_LIBRARY_CODE",
               "_LIBRARY_PRINTS", "_LIBRARY_LARGE", "LIBRARY",
               "_SETPROFILE", "_GETPROFILE", "_LIBRARY_KERNELS",
@@ -875,9 +875,10 @@ class _Guard:
               "_CURRENT_FRAMES", "_CALL_IMPL", "_SCRIPT_MODULE", "_DISPATCH_DEPTH", "_DISPATCH_AT",
               "_WATCHING", "_SWITCHING", "_PROFILE_EVENTS", "_NAMESPACES", "_ANY", "_IS", "_PLAIN", "_SCANNED",
               "_ALL_CODES",
-              "_ALL_PRINTS", "_ALL_KERNELS", "_C_CALL_IDS", "_QUIET_CALL_IMPL", "_EVIDENCE_FD", "_WRITE",
+              "_ALL_PRINTS", "_ALL_KERNELS", "_C_CALL_IDS", "_CODE_OF", "_CODE_SET", "_ALL_CODE_LINES",
+              "_ALL_PRINT_SIZES", "_QUIET_CALL_IMPL", "_EVIDENCE_FD", "_WRITE",
               "_EVIDENCE_ID", "_FSTAT", "_LISTDIR", "_RECORDER_PROFILE", "_SET_PROFILE_CODE", "_SWITCHERS",
-              "_GETFRAME")
+              "_GETFRAME", "_PROCS_FD", "_PROCS_ID", "_PREAD")
     CLASSES = ("Worker", "DeviceSim", "Recorder", "BoundedText", "_ScratchFile", "_Progress", "_KernelWatch")
     MODULE_METHODS = ("named_modules", "named_parameters", "named_buffers", "named_children", "modules", "children",
                       "parameters", "buffers", "state_dict", "load_state_dict", "_load_from_state_dict", "to",
@@ -939,13 +940,30 @@ class _Guard:
         # (a module's __dict__ is the one it has for life). Looked up there, not by getattr: a module-level
         # __getattr__ handing back the original for a name that was deleted does not pass.
         self.checks = [(vars(owner), name, obj, code) for owner, name, obj, code in self.items]
+        # The same, checked at C speed (intact() runs before every reply: 178 names one by one took 42 us): each
+        # namespace's names at once, then the code of every function at once.
+        grouped: dict[int, tuple[Any, list[str]]] = {}
+        for owner, name, _obj, _code in self.items:  # (by owner: vars() of a class is a new mappingproxy each time)
+            grouped.setdefault(id(owner), (vars(owner), []))[1].append(name)
+        self.bound = [_bindings(space, list(dict.fromkeys(names))) for space, names in grouped.values()]
+        self.funcs = tuple(obj for _s, _n, obj, code in self.checks if code is not None)
+        self.swapped = False
+        self.codes = tuple(code for _s, _n, _obj, code in self.checks if code is not None)
 
     def intact(self) -> bool:
         try:
             if type(self.worker) is not self.cls or sys.modules.get(__name__) is not self.module:
                 return False
-            for space, name, obj, code in self.checks:
-                if space.get(name) is not obj or (code is not None and obj.__code__ is not code):
+            for space, get, values in self.bound:  # (a name deleted: KeyError)
+                if not all(map(_IS, get(space), values)):
+                    return False
+            # (each read of a function's __code__ raises an audit event, which runs the worker's audit hook: 121 of
+            # them took 30 us. A function's code can only be swapped by assigning __code__, which raises one too: the
+            # hook notes it (_CODE_SET), and the code is compared only then)
+            if _CODE_SET or self.swapped:
+                _CODE_SET.clear()
+                self.swapped = self.swapped or not all(map(_IS, map(_CODE_OF, self.funcs), self.codes))
+                if self.swapped:
                     return False
             for space, size, get, values in self.spaces:  # (no name added either: one could shadow a builtin or a
                 if len(space) != size or not all(map(_IS, get(space), values)):  # base's method)
@@ -1276,7 +1294,65 @@ def _other_processes() -> bool:
     return bool(_process_ids())
 
 
-def _process_ids(quick: bool = False) -> list[str]:
+# The list of processes of the worker's memory cgroup (cgroup.procs), opened by the sandbox before the submission runs;
+# -1 where there is none (no cgroup: not root, or a kernel without one). Every process the submission makes is in
+# that group (a child is born in its parent's, and only root can move one out), so where the worker is in it, the
+# list is every process of the submission's: one read of a few bytes where the scan of /proc stats every process on
+# the machine (0.25 ms and more at the end of every watched call, some 90 of them per attention submission).
+_PROCS_FD = -1
+_PROCS_ID: tuple = ()
+_PREAD = os.pread
+
+
+def set_procs(fd: int) -> None:
+    global _PROCS_FD, _PROCS_ID
+    st = os.fstat(fd)
+    _PROCS_FD, _PROCS_ID = fd, (st.st_dev, st.st_ino)
+
+
+def _cgroup_pids(me: int) -> list[str] | None:
+    """The other processes of the worker's cgroup; None where that list cannot tell (none, not the group's file any
+    more, a group this process is not in: the keeper could not put it there, or the group is gone)."""
+    if _PROCS_FD < 0:
+        return None
+    try:
+        st = _FSTAT(_PROCS_FD)
+        if (st.st_dev, st.st_ino) != _PROCS_ID:
+            return None
+        data = _PREAD(_PROCS_FD, 1 << 16, 0)
+    except Exception:  # noqa: BLE001
+        return None
+    pids = data.split()
+    mine = str(me).encode()
+    if len(data) >= 1 << 16 or mine not in pids:
+        return None
+    return [p.decode() for p in pids if p != mine and p.isdigit()]
+
+
+def _read_proc(path: str) -> bytes:
+    """A small /proc file's bytes, read with os.open and os.read (Python's buffered text files cost five times as
+    much, and a watched call reads a few of them at its start and its end)."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        chunks = []
+        while True:
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                return b"".join(chunks)
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
+
+
+def _own_children() -> set[str]:
+    """The children of this process's threads (zombies included)."""
+    kids: set[str] = set()
+    for tid in os.listdir("/proc/self/task"):
+        kids.update(x.decode() for x in _read_proc(f"/proc/self/task/{tid}/children").split())
+    return kids
+
+
+def _process_ids(quick: bool = False, children: set[str] | frozenset | None = None) -> list[str]:
     """The live processes of the submission's other than this one: the children of this process's threads, and, where
     the worker has a uid of its own (as root), every process of that uid ([] where /proc cannot tell).
 
@@ -1288,11 +1364,13 @@ def _process_ids(quick: bool = False) -> list[str]:
     me, uid = os.getpid(), os.getuid()
     found: list[str] = []
     try:
-        for tid in os.listdir("/proc/self/task"):
-            with open(f"/proc/self/task/{tid}/children") as f:
-                found += [pid for pid in f.read().split() if _alive(pid)]
+        # (children: what _own_children() gave just before, where the caller has it)
+        found = [pid for pid in sorted(_own_children() if children is None else children) if _alive(pid)]
         if os.stat(f"/proc/{os.getppid()}").st_uid == uid:
             return found  # the keeper shares this uid (not root): the uid is not the submission's alone
+        group = _cgroup_pids(me)
+        if group is not None:
+            return sorted(set(found) | {pid for pid in group if _alive(pid)})
         last = _last_pid()  # (read before the scan: a process made during it changes it)
         if quick and last is not None and type(_SCANNED[0]) is bytes and _SCANNED[0] == last:
             return found
@@ -1329,12 +1407,10 @@ def _activity(pids: list[str] | None = None) -> dict[str, bytes] | None:
     try:
         for tid in os.listdir("/proc/self/task"):
             if tid != me:
-                with open(f"/proc/self/task/{tid}/schedstat", "rb") as f:
-                    got[tid] = f.read(200)
+                got[tid] = _read_proc(f"/proc/self/task/{tid}/schedstat")[:200]
         for pid in _process_ids() if pids is None else pids:
             for tid in os.listdir(f"/proc/{pid}/task"):
-                with open(f"/proc/{pid}/task/{tid}/schedstat", "rb") as f:
-                    got[f"{pid}/{tid}"] = f.read(200)
+                got[f"{pid}/{tid}"] = _read_proc(f"/proc/{pid}/task/{tid}/schedstat")[:200]
     except (OSError, ValueError):
         return None
     return got
@@ -1354,13 +1430,10 @@ def _children_mark() -> tuple[float, frozenset]:
     else:
         t = os.times()
         spent = t.children_user + t.children_system
-    kids: set[str] = set()
     try:
-        for tid in os.listdir("/proc/self/task"):
-            with open(f"/proc/self/task/{tid}/children") as f:
-                kids.update(f.read().split())
+        kids = _own_children()
     except OSError:
-        pass
+        kids = set()
     return spent, frozenset(kids)
 
 
@@ -1390,6 +1463,7 @@ def _namespaces_intact() -> bool:
 
 
 _IS = operator.is_
+_CODE_OF = operator.attrgetter("__code__")
 _PLAIN = (str, int, float, bool, bytes, type(None))
 
 
@@ -1437,6 +1511,11 @@ _WATCHES = ((LIBRARY, _LIBRARY_CODE, _LIBRARY_PRINTS, _LIBRARY_KERNELS, _LIBRARY
 # call, a third of the transformer block lab's worker time). The builtins by id: each is held here, so its id is its.
 _ALL_CODES = frozenset().union(*(w[1] for w in _WATCHES))
 _ALL_PRINTS = frozenset().union(*(w[2] for w in _WATCHES))
+# And a cheaper test first, implied by each (Recorder._profile): a code object's hash is computed afresh at every
+# lookup (its constants and names hashed again), and so is a tuple's, which made a watched constructor's 370 calls cost
+# 0.5 ms. Equal code objects start on the same line; names that print a large function have its number of names.
+_ALL_CODE_LINES = frozenset(c.co_firstlineno for c in _ALL_CODES)
+_ALL_PRINT_SIZES = frozenset(len(p) for p in _ALL_PRINTS)
 _ALL_KERNELS = frozenset().union(*(w[3] for w in _WATCHES))
 _C_CALL_IDS = frozenset(map(id, _THREAD_STARTS + tuple(f for w in _WATCHES for f in w[4])))
 _QUIET_CALL_IMPL = _CALL_IMPL not in _ALL_CODES and _CALL_IMPL.co_names not in _ALL_PRINTS
@@ -1450,11 +1529,17 @@ _SETPROFILE, _GETPROFILE = sys.setprofile, sys.getprofile
 # by anything but the watch itself during a watched call is taken to have run what the watch looks for.
 _WATCHING: list = []
 _SWITCHING: list = []
+_CODE_SET: list = []  # a function's __code__ was assigned since _Guard.intact last looked (see there)
 _PROFILE_EVENTS = frozenset({"sys.setprofile", "sys._setprofileallthreads"})  # (the latter: Python 3.12's all threads)
 
 
 def _profile_audit(event: str, _args: tuple, watching: list = _WATCHING, switching: list = _SWITCHING) -> None:
-    """The audit hook of the worker (sys.addaudithook, before the submission runs): see _WATCHING above."""
+    """The audit hook of the worker (sys.addaudithook, before the submission runs): see _WATCHING above; and a
+    function's __code__ assigned (_CODE_SET, for _Guard.intact)."""
+    if event == "object.__setattr__":
+        if len(_args) > 1 and _args[1] == "__code__":
+            _CODE_SET.append(True)
+        return
     if event in _PROFILE_EVENTS:
         if watching and not switching:
             for rec in watching:
@@ -1570,10 +1655,18 @@ class _KernelWatch(TorchDispatchMode):
         return False
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        name = _kernel_name(func)
+        # (an op's own name, and its C function called directly: every op of a watched call comes through here,
+        # and each Python call made on the way is also an event for the watch's profile function)
+        # (attributes read, not getattr(): a builtin's call is an event too)
+        try:
+            name, run = func._opname, func._op
+        except AttributeError:
+            name, run = _kernel_name(func), func
+        if type(name) is not str:
+            name = _kernel_name(func)
         if name in _ALL_KERNELS:
             self.recorder.saw_kernel(name)
-        return func(*args, **(kwargs or {}))
+        return run(*args, **(kwargs or {}))
 
 
 class Recorder(TorchFunctionMode):
@@ -1638,14 +1731,21 @@ class Recorder(TorchFunctionMode):
                     self.saw_all()
                 if _QUIET_CALL_IMPL:
                     return
-            if code not in _ALL_CODES and (len(code.co_names) < _LIBRARY_LARGE or code.co_names not in _ALL_PRINTS):
+            if (code.co_firstlineno not in _ALL_CODE_LINES or code not in _ALL_CODES) and \
+                    (len(code.co_names) not in _ALL_PRINT_SIZES or code.co_names not in _ALL_PRINTS):
                 return  # (what no watch looks for)
             for tag, codes, prints, _kernels, _builtins in _WATCHES:
                 if code in codes or len(code.co_names) >= _LIBRARY_LARGE and code.co_names in prints:
                     self.saw(tag)
         elif event == "c_call":
-            if id(arg) not in _C_CALL_IDS and _kernel_name(arg) not in _ALL_KERNELS:
-                return  # (what no watch looks for)
+            if id(arg) not in _C_CALL_IDS:
+                try:
+                    name = arg.__name__  # (a builtin's: C code, as _kernel_name's, without a call)
+                except AttributeError:
+                    name = None
+                if name not in _ALL_KERNELS and (type(name) is not str or "." not in name
+                                                 or _kernel_name(arg) not in _ALL_KERNELS):
+                    return  # (what no watch looks for)
             if any(arg is f for f in _THREAD_STARTS):
                 self.saw_all()
                 return
@@ -1663,7 +1763,8 @@ class Recorder(TorchFunctionMode):
         # (the processes are found once here, where no scan of /proc is made while no process has been made since
         # one that found none, and once in full at the end: a full look reads all of /proc, tenths of a millisecond
         # to 3 ms in a worker, and since round 26 every call of the attention lab's MultiHeadAttention is watched)
-        pids = _process_ids(quick=True)
+        mark = _children_mark()
+        pids = _process_ids(quick=True, children=mark[1])
         self.threads = _python_threads() or bool(pids)
         self.idle = _activity(pids)
         for _ in range(SETTLE_TRIES if self.threads else 0):
@@ -1672,7 +1773,7 @@ class Recorder(TorchFunctionMode):
             if now == self.idle:
                 break
             self.idle = now
-        self.children = _children_mark()
+        self.children = _children_mark() if self.threads else mark  # (after the others settled, if there were any)
 
     def _threads_after(self) -> None:
         """At its end: a thread or process of the submission's that ran meanwhile (or started or ended) may have done
@@ -1681,8 +1782,10 @@ class Recorder(TorchFunctionMode):
         sleeping processes in sessions of their own (stop_setsid_children) cost a right MultiHeadAttention all 20
         points, "runs PyTorch's own multi-head attention", while a pool's thread or a server process that runs the
         layer on request still counts."""
-        ran = self.children is not None and _children_ran(self.children)  # (a child, ended or not, made or reaped)
-        pids = _process_ids()  # (a full scan: see _process_ids)
+        now = _children_mark()
+        before = self.children
+        ran = before is not None and (now[0] > before[0] or bool(now[1] - before[1]))  # (a child made or reaped)
+        pids = _process_ids(children=now[1])  # (a full scan: see _process_ids)
         if ran or (self.threads or _python_threads() or pids) and (self.idle is None or _activity(pids) != self.idle):
             self.ran.update(w[0] for w in self.watches)
 
@@ -1731,9 +1834,12 @@ class Recorder(TorchFunctionMode):
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        name = getattr(func, "__name__", "")
+        try:
+            name = func.__name__
+        except AttributeError:
+            name = ""
         if self.library:
-            kernel = _kernel_name(func)
+            kernel = name if type(name) is str and "." not in name else _kernel_name(func)
             if kernel in _ALL_KERNELS:
                 self.saw_kernel(kernel)
         if name in self.names and args and isinstance(args[0], torch.Tensor) and len(self.seen) < 16 \

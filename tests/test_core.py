@@ -337,6 +337,56 @@ def test_the_start_of_a_watched_call_skips_the_scan_of_proc_only_while_no_proces
         os.waitpid(pid, 0)
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux") or os.geteuid() != 0, reason="needs /proc and root (setuid)")
+def test_the_cgroups_list_of_processes_stands_for_the_scan_only_while_it_is_the_groups_and_lists_the_worker(
+        monkeypatch, tmp_path):
+    """worker._process_ids reads the worker's cgroup's cgroup.procs (worker.set_procs) instead of stat-ing every process
+    on the machine, but only while that descriptor is still the file it was (not one the submission put in its place)
+    and the list holds the worker itself (a group the keeper could not put it in, or one removed, lists nobody); else
+    it scans /proc as before. Here a file stands in for cgroup.procs."""
+    import signal
+    import time
+    from autograder import worker
+    uid = 54321
+    monkeypatch.setattr(os, "getuid", lambda: uid)
+    scans: list[str] = []
+    listdir = os.listdir
+    monkeypatch.setattr(os, "listdir", lambda p=".": (scans.append(p) if p == "/proc" else None) or listdir(p))
+    me = os.getpid()
+    other = os.fork()
+    if other == 0:
+        try:
+            os.setuid(uid)
+            time.sleep(60)
+        finally:
+            os._exit(0)
+    procs = tmp_path / "cgroup.procs"
+    procs.write_text(f"{me}\n{other}\n")
+    fd = os.open(procs, os.O_RDONLY)
+    monkeypatch.setattr(worker, "_PROCS_FD", -1)
+    monkeypatch.setattr(worker, "_PROCS_ID", ())
+    try:
+        worker.set_procs(fd)
+        assert worker._process_ids() == [str(other)] and scans == []  # the list, no scan
+        procs.write_text(f"{other}\n")  # (same inode) a group this process is not in: the scan, which finds it too
+        for _ in range(500):
+            if worker._uid_of(str(other)) == uid:
+                break
+            time.sleep(0.01)
+        assert worker._process_ids() == [str(other)] and scans == ["/proc"]
+        procs.write_text(f"{me}\n")
+        decoy = tmp_path / "decoy"
+        decoy.write_text(f"{me}\n")
+        d = os.open(decoy, os.O_RDONLY)
+        os.dup2(d, fd)  # the submission's own file in its place, listing the worker alone: not believed
+        os.close(d)
+        assert worker._process_ids() == [str(other)] and scans == ["/proc", "/proc"]
+    finally:
+        os.close(fd)
+        os.kill(other, signal.SIGKILL)
+        os.waitpid(other, 0)
+
+
 def test_the_profile_functions_quick_test_lets_through_all_that_a_watch_looks_for():
     """Recorder._profile first asks whether any watch looks for a call (one set lookup: nearly every call of a forward
     is looked for by none), then each watch as before. What the watches look for still gets through: the layer's

@@ -150,6 +150,17 @@ if _w is not None:
     _w.Recorder.__torch_function__ = _lie
 '''
 
+# The worker's own function given other code rather than rebound: its code object swapped (the kernel watch's name
+# reader made to name nothing). Each read of __code__ raises an audit event, so the worker compares its functions'
+# code only after an assignment to __code__ (which raises one too) instead of before every reply.
+CODE_SWAPPED = REF + '''
+
+import sys as _sys
+_w = _sys.modules.get("autograder.worker")
+if _w is not None:
+    _w._kernel_name.__code__ = (lambda func: "").__code__
+'''
+
 SKELETON_NAMES_VALUEERROR = edit(SKELETON.read_text(encoding="utf-8"),
                                  'raise NotImplementedError("MultiHeadAttention.__init__',
                                  'raise NotImplementedError("ValueError AssertionError MultiHeadAttention.__init__')
@@ -276,6 +287,7 @@ CORPUS = {
     "no_mask.py": NO_MASK,
     "minus_1e9.py": MINUS_1E9,
     "minus_1e9_patched.py": MINUS_1E9_PATCHED,
+    "code_swapped.py": CODE_SWAPPED,
     "skeleton_names_valueerror.py": SKELETON_NAMES_VALUEERROR,
     "message_only.py": MESSAGE_ONLY,
     "data_dependent.py": DATA_DEPENDENT,
@@ -287,7 +299,7 @@ CORPUS = {
 }
 
 
-REFUSED = {"minus_1e9_patched"}  # its worker's code was changed: nothing is graded (proxy.MALFORMED)
+REFUSED = {"minus_1e9_patched", "code_swapped"}  # its worker's code was changed: nothing is graded (proxy.MALFORMED)
 
 
 @pytest.fixture(scope="module")
@@ -374,6 +386,12 @@ def test_a_patched_recorder_is_not_graded(graded):
     worker checked its own code (worker._Guard), the fill checks found the finite fill from the outputs alone; now
     nothing of a worker whose code was changed is graded."""
     r = graded["minus_1e9_patched"]
+    assert r.error == MALFORMED and r.score == 0
+
+
+def test_a_worker_function_given_other_code_is_not_graded(graded):
+    """A function of the worker's whose __code__ was swapped at import (not rebound): nothing is graded either."""
+    r = graded["code_swapped"]
     assert r.error == MALFORMED and r.score == 0
 
 
