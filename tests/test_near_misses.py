@@ -52,6 +52,11 @@ STUDENTS = {
                                          ch(WR, "class MultiHeadAttentionWrapper(", "class MultiheadAttentionWrapper(")),
     # The head misspelt and broken (keys.T on a batch): the wrapper's note said "see its checks", whose messages
     # only say to rename it.
+    # The head class misspelt where it is defined only: the wrapper builds `CausalAttention`, the notebook's name,
+    # which the file never defines. The wrapper raised NameError in every check and lost its 15 points to the heads'
+    # misspelling, which CausalAttention's question already charges (the gate judged the misspelt class, which works,
+    # so no stand-in heads were offered; learners' round, session 16).
+    "misspelt_head_right_wrapper": (ch(CA, "class CausalAttention(", "class CasualAttention("),),
     "misspelt_head_broken": (ch(CA, "keys.transpose(1, 2)", "keys.T"),
                              ch(CA, "class CausalAttention(", "class CasualAttention("),
                              ch(WR, "[CausalAttention(", "[CasualAttention(")),
@@ -115,6 +120,16 @@ def test_a_misspelt_head_that_works_is_not_said_to_fail(graded):
     notes = [n.en for n in r.notes]
     assert any("rename it to `CausalAttention`" in n for n in notes), notes
     assert not [n for n in notes if "does not work yet" in n or "stand-in" in n], notes
+
+
+def test_a_wrapper_that_builds_the_notebooks_head_name_keeps_its_points_where_only_the_head_is_misspelt(graded):
+    r = graded["misspelt_head_right_wrapper"]
+    assert {q: s for q, (s, m) in r.by_question().items() if s != m} == {CA: 0}, r.by_question()
+    assert all("NameError" not in m for m in texts(r)), [m for m in texts(r) if "NameError" in m][:2]
+    renames = [c.message.en for c in r.checks if c.question == CA and c.message]
+    assert renames and all("Rename `CasualAttention` to `CausalAttention`" in m for m in renames), renames[:2]
+    notes = [(n.en, n.ko) for n in r.notes if "stand-in" in n.en]
+    assert notes and "does not define `CausalAttention`" in notes[0][0] and "정의되어 있지" in notes[0][1], notes
 
 
 def test_a_file_with_only_the_books_multihead_attention_is_the_attention_labs(tmp_path):

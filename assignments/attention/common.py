@@ -1614,6 +1614,17 @@ def head_class(sub) -> str:
     own += [n for n in raised if type(n) is str and n not in sub.names and n not in SIGNATURES and n.isidentifier()
             and not keyword.iskeyword(n)]
     near = near_miss(HEAD, own)
+    wrapper = "MultiHeadAttentionWrapper" if "MultiHeadAttentionWrapper" in sub.names \
+        else rename_hint("MultiHeadAttentionWrapper", own, SIGNATURES)
+    body = re.search(rf"^class[ \t]+{re.escape(wrapper)}\b.*?(?=^\S|\Z)", sub.source_text(), re.M | re.S) \
+        if wrapper else None
+    calls = set(re.findall(r"\b([A-Za-z_]\w*)[ \t]*\(", body.group(0))) if body else set()
+    # The misspelling, unless the wrapper builds the notebook's name and not it: then its heads are the notebook's
+    # CausalAttention, which the file does not define, and the wrapper is judged with the stand-in heads under that
+    # name (the misspelling is charged under CausalAttention; the wrapper raised NameError in every check and lost its
+    # 15 points, learners' round, session 16)
+    if near and HEAD in calls and near not in calls:
+        return HEAD
     if near:
         return near
     # Else the one class of the student's own that the wrapper's code builds (learners round rl14: a study repo's
@@ -1621,12 +1632,7 @@ def head_class(sub) -> str:
     # its 15 points for a head class that CausalAttention's question already charges). The wrapper under its own
     # misspelling too (MultiHeadAttentionWraper, MultiheadAttentionWrapper: its checks say to rename it): its heads'
     # class was told only that CausalAttention is not defined (learners' round, session 16).
-    wrapper = "MultiHeadAttentionWrapper" if "MultiHeadAttentionWrapper" in sub.names \
-        else rename_hint("MultiHeadAttentionWrapper", own, SIGNATURES)
-    body = re.search(rf"^class[ \t]+{re.escape(wrapper)}\b.*?(?=^\S|\Z)", sub.source_text(), re.M | re.S) \
-        if wrapper else None
-    built = {n for n in re.findall(r"\b([A-Za-z_]\w*)[ \t]*\(", body.group(0)) if n in own and n != wrapper} \
-        if body else set()
+    built = {n for n in calls if n in own and n != wrapper}
     return built.pop() if len(built) == 1 else HEAD
 
 
@@ -1743,6 +1749,15 @@ def stand_in(sub) -> dict[str, str] | None:
                     f"MultiHeadAttentionWrapper는 아직 동작하지 않는 `{head}` 대신 채점기의 대체 헤드로 채점했습니다: "
                     f"`{head}`의 이름을 `{HEAD}`(으)로 바꾸면 {HEAD}의 검사가 이유를 알려 줍니다. 래퍼는 자기 코드로 "
                     f"점수를 받고, 헤드의 잘못은 {HEAD}에서만 감점됩니다."))
+            elif HEAD not in sub.names and not unfinished(sub, "MultiHeadAttentionWrapper"):
+                # (the wrapper builds the notebook's name, which the file does not define: see head_class)
+                sub.notes.append(Message(
+                    f"MultiHeadAttentionWrapper builds `{HEAD}` heads, and your file does not define `{HEAD}`: it was "
+                    "graded with the grader's stand-in heads under that name. The wrapper's own code earns its "
+                    f"points, and the missing name costs points under {HEAD} only (see its checks).",
+                    f"MultiHeadAttentionWrapper는 `{HEAD}` 헤드를 만드는데, 파일에 `{HEAD}`가 정의되어 있지 "
+                    "않습니다: 그 이름의 채점기 대체 헤드로 채점했습니다. 래퍼는 자기 코드로 점수를 받고, 빠진 "
+                    f"이름은 {HEAD}에서만 감점됩니다 (해당 검사 참고)."))
             elif not unfinished(sub, "MultiHeadAttentionWrapper"):  # (of a skeleton's wrapper, the note misleads)
                 sub.notes.append(Message(
                     f"MultiHeadAttentionWrapper was graded with the grader's stand-in heads in place of your `{head}`, "
