@@ -867,7 +867,7 @@ class _Guard:
                  "_other_threads", "_python_threads", "_other_processes", "_process_ids", "_activity", "_alive",
                  "_uid_of", "_profile_audit", "_set_profile", "_children_mark", "_children_ran",
                  "_namespaces_intact", "_last_pid", "_bindings", "_frozen", "_plain", "_evidence",
-                 "set_evidence", "_evidence_fd", "set_procs", "_cgroup_pids", "_read_proc", "_own_children")
+                 "set_evidence", "_evidence_fd", "_evidence_code", "set_procs", "_cgroup_pids", "_read_proc", "_own_children")
     VALUES = ("_INSTANCE_DICT", "_ABSENT", "SETTLE_TRIES", "SETTLE_PAUSE", "MAX_WALK", "_LIBRARY_CODE",
               "_LIBRARY_PRINTS", "_LIBRARY_LARGE", "LIBRARY",
               "_SETPROFILE", "_GETPROFILE", "_LIBRARY_KERNELS",
@@ -878,7 +878,8 @@ class _Guard:
               "_ALL_PRINTS", "_ALL_KERNELS", "_C_CALL_IDS", "_CODE_OF", "_CODE_SET", "_ALL_CODE_LINES",
               "_ALL_PRINT_SIZES", "_QUIET_CALL_IMPL", "_EVIDENCE_FD", "_WRITE",
               "_EVIDENCE_ID", "_FSTAT", "_LISTDIR", "_RECORDER_PROFILE", "_SET_PROFILE_CODE", "_SWITCHERS",
-              "_GETFRAME", "_PROCS_FD", "_PROCS_ID", "_PREAD")
+              "_GETFRAME", "_PROCS_FD", "_PROCS_ID", "_PREAD", "_EVIDENCE_CODES",
+              "_EVIDENCE_OFF", "_EVIDENCE_ENTER")
     CLASSES = ("Worker", "DeviceSim", "Recorder", "BoundedText", "_ScratchFile", "_Progress", "_KernelWatch")
     MODULE_METHODS = ("named_modules", "named_parameters", "named_buffers", "named_children", "modules", "children",
                       "parameters", "buffers", "state_dict", "load_state_dict", "_load_from_state_dict", "to",
@@ -1556,7 +1557,7 @@ def _profile_audit(event: str, _args: tuple, watching: list = _WATCHING, switchi
             except Exception:  # noqa: BLE001
                 own = False
             if not own:
-                _evidence(protocol.EVIDENCE_OFF, rec.step)
+                _evidence(_EVIDENCE_OFF, rec.step)
 
 
 def _set_profile(fn: Any) -> None:
@@ -1603,6 +1604,20 @@ def _evidence_fd() -> int:
     except Exception:  # noqa: BLE001
         pass
     return -1
+
+
+# What a record's first byte is for each watch, as protocol.EVIDENCE says, held here in a tuple (protocol's table is a
+# dict the submission could refill, and its evidence_code a function it could give other code: a block that gave it
+# code naming every watch with the attention's byte, which a Q3 call does not ask for, kept all of Q3)
+_EVIDENCE_CODES = tuple((name, code) for code, name in protocol.EVIDENCE.items())
+_EVIDENCE_OFF, _EVIDENCE_ENTER = protocol.EVIDENCE_OFF, protocol.EVIDENCE_ENTER
+
+
+def _evidence_code(tag: str) -> bytes:
+    for name, code in _EVIDENCE_CODES:
+        if name == tag:
+            return code
+    return _EVIDENCE_OFF
 
 
 def _evidence(code: bytes, step: Any) -> None:
@@ -1701,7 +1716,7 @@ class Recorder(TorchFunctionMode):
         call watches is the Recorder's own state, which the code it watches can empty (`watches`, `ran`)."""
         if tag in self.tags:
             self.ran.add(tag)
-        _evidence(protocol.evidence_code(tag), self.step)
+        _evidence(_evidence_code(tag), self.step)
 
     def saw_all(self) -> None:
         """Every watch's code may have run unseen (a thread started, a TorchScript module called)."""
@@ -1793,7 +1808,7 @@ class Recorder(TorchFunctionMode):
         if self.library:
             # (one per watched step: a forward that called the watch's __exit__ early, ran the layer unwatched and
             # called __enter__ again left two, which the grader reads as the watch taken off)
-            _evidence(protocol.EVIDENCE_ENTER, self.step)
+            _evidence(_EVIDENCE_ENTER, self.step)
             self.was = _GETPROFILE()
             _set_profile(self.hook)
             _WATCHING.append(self)
@@ -1826,10 +1841,10 @@ class Recorder(TorchFunctionMode):
                 if w[0] in self.ran or not watched:  # (a forward that takes the watch off is taken to have run it)
                     self.seen.append({"fn": w[0], "input": None, "watched": watched})
             if not watched:  # (every watch of the step, whatever `watches` holds by now)
-                _evidence(protocol.EVIDENCE_OFF, self.step)
+                _evidence(_EVIDENCE_OFF, self.step)
             elif self.ran:
                 for tag in self.ran:
-                    _evidence(protocol.evidence_code(tag), self.step)
+                    _evidence(_evidence_code(tag), self.step)
         return super().__exit__(*exc)
 
     def __torch_function__(self, func, types, args=(), kwargs=None):

@@ -770,6 +770,20 @@ LIBRARY_BLOCKS["evidence_elsewhere"] = _CLEARED.format(at_import="", before="""\
         _os.close(kept)
         _os.close(null)
 """)
+# What the worker writes, changed at import rather than the pipe: protocol's table of records made to name the
+# encoder layer's watch with the attention's byte (which a Q3 call does not ask for), or the function that picks the
+# byte given other code (a function's __code__ assigned).
+LIBRARY_BLOCKS["evidence_retabled"] = _CLEARED.format(before="", after="", at_import="""\
+import autograder.protocol as _p
+
+_p.EVIDENCE.clear()
+_p.EVIDENCE[b"A"] = "library:transformer"
+""")
+LIBRARY_BLOCKS["evidence_recoded"] = _CLEARED.format(before="", after="", at_import="""\
+import autograder.protocol as _p
+
+_p.evidence_code.__code__ = (lambda tag: b"A").__code__
+""")
 # (closed: every watched call after import counts, Q1's too)
 EVIDENCE_CLOSED = ("evidence_closed",)
 # What the watch reads while the call runs, emptied first: the watches it looks for, the list the audit hook goes by
