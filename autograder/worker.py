@@ -1438,9 +1438,8 @@ def _children_mark() -> tuple[float, frozenset]:
     return spent, frozenset(kids)
 
 
-def _children_ran(before: tuple[float, frozenset]) -> bool:
-    """Whether a child was reaped, or a new one made, since _children_mark() gave `before`."""
-    now = _children_mark()
+def _children_ran(before: tuple[float, frozenset], now: tuple[float, frozenset]) -> bool:
+    """Whether a child was reaped, or a new one made, between the _children_mark()s `before` and `now`."""
     return now[0] > before[0] or bool(now[1] - before[1])
 
 
@@ -1798,8 +1797,7 @@ class Recorder(TorchFunctionMode):
         points, "runs PyTorch's own multi-head attention", while a pool's thread or a server process that runs the
         layer on request still counts."""
         now = _children_mark()
-        before = self.children
-        ran = before is not None and (now[0] > before[0] or bool(now[1] - before[1]))  # (a child made or reaped)
+        ran = self.children is not None and _children_ran(self.children, now)  # (a child made or reaped)
         pids = _process_ids(children=now[1])  # (a full scan: see _process_ids)
         if ran or (self.threads or _python_threads() or pids) and (self.idle is None or _activity(pids) != self.idle):
             self.ran.update(w[0] for w in self.watches)

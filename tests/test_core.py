@@ -1,6 +1,7 @@
 """The grader grades the lab: reference = full marks, skeleton = zero, notebook form, bad files, result formats."""
 from __future__ import annotations
 
+import contextlib
 import csv
 import os
 import json
@@ -294,15 +295,36 @@ def test_a_call_watched_for_the_library_imports_nothing():
     assert p.returncode == 0 and p.stdout.strip() == "[]", (p.stdout, p.stderr[-2000:])
 
 
+@contextlib.contextmanager
+def _process_of(uid: int):
+    """A child process under `uid` that sleeps until the block ends (its uid set before the block begins)."""
+    import signal
+    import time
+    from autograder import worker
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.setuid(uid)
+            time.sleep(60)
+        finally:
+            os._exit(0)
+    try:
+        for _ in range(500):
+            if worker._uid_of(str(pid)) == uid:
+                break
+            time.sleep(0.01)
+        yield pid
+    finally:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+
+
 @pytest.mark.skipif(not sys.platform.startswith("linux") or os.geteuid() != 0, reason="needs /proc and root (setuid)")
 def test_the_start_of_a_watched_call_skips_the_scan_of_proc_only_while_no_process_was_made(monkeypatch):
     """worker._process_ids(quick=True), at the start of a watched call, skips the stat of every process on the machine
     (0.4 ms with 190, at each of the transformer block lab's 130 watched calls) while /proc/loadavg says no process has
     been made since a scan that found none of the worker's uid; one made since is found. (The end of the call always
     scans: see test_exam's orphan_rescanned, which rewrites worker._SCANNED to hide its server.)"""
-    import os
-    import signal
-    import time
     from autograder import worker
     uid = 54321  # a uid no process here has: the worker's own, as when it runs under a uid of its own as root
     monkeypatch.setattr(os, "getuid", lambda: uid)
@@ -319,22 +341,8 @@ def test_the_start_of_a_watched_call_skips_the_scan_of_proc_only_while_no_proces
             break
     assert skipped, "the quick call scanned /proc although no process had been made"
     assert worker._process_ids(quick=False) == [] and scans.count("/proc") == 2  # (a full scan always scans)
-    pid = os.fork()
-    if pid == 0:
-        try:
-            os.setuid(uid)
-            time.sleep(60)
-        finally:
-            os._exit(0)
-    try:
-        for _ in range(500):
-            if worker._uid_of(str(pid)) == uid:
-                break
-            time.sleep(0.01)
+    with _process_of(uid) as pid:
         assert str(pid) in worker._process_ids(quick=True)
-    finally:
-        os.kill(pid, signal.SIGKILL)
-        os.waitpid(pid, 0)
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux") or os.geteuid() != 0, reason="needs /proc and root (setuid)")
@@ -344,8 +352,6 @@ def test_the_cgroups_list_of_processes_stands_for_the_scan_only_while_it_is_the_
     on the machine, but only while that descriptor is still the file it was (not one the submission put in its place)
     and the list holds the worker itself (a group the keeper could not put it in, or one removed, lists nobody); else
     it scans /proc as before. Here a file stands in for cgroup.procs."""
-    import signal
-    import time
     from autograder import worker
     uid = 54321
     monkeypatch.setattr(os, "getuid", lambda: uid)
@@ -353,26 +359,15 @@ def test_the_cgroups_list_of_processes_stands_for_the_scan_only_while_it_is_the_
     listdir = os.listdir
     monkeypatch.setattr(os, "listdir", lambda p=".": (scans.append(p) if p == "/proc" else None) or listdir(p))
     me = os.getpid()
-    other = os.fork()
-    if other == 0:
-        try:
-            os.setuid(uid)
-            time.sleep(60)
-        finally:
-            os._exit(0)
-    procs = tmp_path / "cgroup.procs"
-    procs.write_text(f"{me}\n{other}\n")
-    fd = os.open(procs, os.O_RDONLY)
     monkeypatch.setattr(worker, "_PROCS_FD", -1)
     monkeypatch.setattr(worker, "_PROCS_ID", ())
-    try:
+    procs = tmp_path / "cgroup.procs"
+    with _process_of(uid) as other:
+        procs.write_text(f"{me}\n{other}\n")
+        fd = os.open(procs, os.O_RDONLY)
         worker.set_procs(fd)
         assert worker._process_ids() == [str(other)] and scans == []  # the list, no scan
         procs.write_text(f"{other}\n")  # (same inode) a group this process is not in: the scan, which finds it too
-        for _ in range(500):
-            if worker._uid_of(str(other)) == uid:
-                break
-            time.sleep(0.01)
         assert worker._process_ids() == [str(other)] and scans == ["/proc"]
         procs.write_text(f"{me}\n")
         decoy = tmp_path / "decoy"
@@ -381,10 +376,7 @@ def test_the_cgroups_list_of_processes_stands_for_the_scan_only_while_it_is_the_
         os.dup2(d, fd)  # the submission's own file in its place, listing the worker alone: not believed
         os.close(d)
         assert worker._process_ids() == [str(other)] and scans == ["/proc", "/proc"]
-    finally:
         os.close(fd)
-        os.kill(other, signal.SIGKILL)
-        os.waitpid(other, 0)
 
 
 def test_the_profile_functions_quick_test_lets_through_all_that_a_watch_looks_for():
