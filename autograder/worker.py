@@ -867,7 +867,8 @@ class _Guard:
                  "_other_threads", "_python_threads", "_other_processes", "_process_ids", "_activity", "_alive",
                  "_uid_of", "_profile_audit", "_set_profile", "_children_mark", "_children_ran",
                  "_namespaces_intact", "_last_pid", "_bindings", "_frozen", "_plain", "_evidence",
-                 "set_evidence", "_evidence_fd", "_evidence_code", "set_procs", "_cgroup_pids", "_read_proc", "_own_children")
+                 "set_evidence", "_evidence_fd", "_evidence_code", "set_procs", "_cgroup_pids", "_read_proc", "_own_children",
+                 "_no_children")
     VALUES = ("_INSTANCE_DICT", "_ABSENT", "SETTLE_TRIES", "SETTLE_PAUSE", "MAX_WALK", "_LIBRARY_CODE",
               "_LIBRARY_PRINTS", "_LIBRARY_LARGE", "LIBRARY",
               "_SETPROFILE", "_GETPROFILE", "_LIBRARY_KERNELS",
@@ -879,7 +880,7 @@ class _Guard:
               "_ALL_PRINT_SIZES", "_QUIET_CALL_IMPL", "_EVIDENCE_FD", "_WRITE",
               "_EVIDENCE_ID", "_FSTAT", "_LISTDIR", "_RECORDER_PROFILE", "_SET_PROFILE_CODE", "_SWITCHERS",
               "_GETFRAME", "_PROCS_FD", "_PROCS_ID", "_PREAD", "_EVIDENCE_CODES",
-              "_EVIDENCE_OFF", "_EVIDENCE_ENTER")
+              "_EVIDENCE_OFF", "_EVIDENCE_ENTER", "_WAITID", "_WAIT_ANY")
     CLASSES = ("Worker", "DeviceSim", "Recorder", "BoundedText", "_ScratchFile", "_Progress", "_KernelWatch")
     MODULE_METHODS = ("named_modules", "named_parameters", "named_buffers", "named_children", "modules", "children",
                       "parameters", "buffers", "state_dict", "load_state_dict", "_load_from_state_dict", "to",
@@ -1345,8 +1346,32 @@ def _read_proc(path: str) -> bytes:
         os.close(fd)
 
 
+# waitid(P_ALL, WEXITED | WNOHANG | WNOWAIT | __WALL): fails with ECHILD only where this process has no child at all,
+# live or ended and not reaped, of any of its threads, made with fork() or clone() (__WALL; Linux >= 4.7 for waitid),
+# and reaps none. One system call where listing the children reads /proc/self/task and a file per thread (some 40 us
+# at each end of every watched call, where a submission has none).
+_WAITID = getattr(os, "waitid", None)
+_WAIT_ANY = ((os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT | 0x40000000)
+             if sys.platform.startswith("linux") and _WAITID is not None else None)
+
+
+def _no_children() -> bool:
+    """Whether this process surely has no child (False where that cannot be told: see _WAIT_ANY)."""
+    if _WAIT_ANY is None:
+        return False
+    try:
+        _WAITID(*_WAIT_ANY)
+    except ChildProcessError:
+        return True
+    except Exception:  # noqa: BLE001 (EINVAL from an older kernel, a filter's EPERM: the children are listed)
+        return False
+    return False
+
+
 def _own_children() -> set[str]:
     """The children of this process's threads (zombies included)."""
+    if _no_children():
+        return set()
     kids: set[str] = set()
     for tid in os.listdir("/proc/self/task"):
         kids.update(x.decode() for x in _read_proc(f"/proc/self/task/{tid}/children").split())
@@ -1780,7 +1805,10 @@ class Recorder(TorchFunctionMode):
         mark = _children_mark()
         pids = _process_ids(quick=True, children=mark[1])
         self.threads = _python_threads() or bool(pids)
-        self.idle = _activity(pids)
+        # (with no other Python thread and no process, how much each thread had run is not read: a thread or process
+        # found at the end was then not there, or ran no Python, at the start, which counts as running whatever it
+        # did, as a thread or process missing from the start's reading does; see _threads_after)
+        self.idle = _activity(pids) if self.threads else None
         for _ in range(SETTLE_TRIES if self.threads else 0):
             time.sleep(SETTLE_PAUSE)
             now = _activity()

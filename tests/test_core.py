@@ -319,6 +319,55 @@ def _process_of(uid: int):
         os.waitpid(pid, 0)
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs /proc and waitid")
+def test_a_watched_call_lists_its_processs_children_unless_waitid_says_there_are_none():
+    """worker._children_mark(), at each end of every watched call, reads /proc/self/task and a file per thread only
+    where waitid (ECHILD, nothing reaped) does not say the process has no child at all: a live child, a zombie and the
+    child of another thread are each listed, and none is reaped by looking. Run in a fresh process of no children."""
+    import threading
+    import time
+    from autograder import worker
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            assert worker._no_children() and worker._children_mark()[1] == frozenset()
+            kid = os.fork()
+            if kid == 0:
+                time.sleep(60)
+                os._exit(0)
+            assert not worker._no_children() and worker._children_mark()[1] == {str(kid)}
+            os.kill(kid, 9)
+            for _ in range(500):  # (a zombie: ended, not reaped)
+                with open(f"/proc/{kid}/stat") as f:
+                    if f.read().rsplit(")", 1)[1].split()[0] == "Z":
+                        break
+                time.sleep(0.01)
+            for _ in range(2):  # (looking reaps nothing)
+                assert not worker._no_children() and worker._children_mark()[1] == {str(kid)}
+            assert os.waitpid(kid, 0)[0] == kid
+            assert worker._no_children() and worker._children_mark()[1] == frozenset()
+            made = []
+
+            def fork_in_thread():
+                k = os.fork()
+                if k == 0:
+                    time.sleep(60)
+                    os._exit(0)
+                made.append(k)
+            t = threading.Thread(target=fork_in_thread)
+            t.start()
+            t.join()
+            assert not worker._no_children() and str(made[0]) in worker._children_mark()[1]
+            os.kill(made[0], 9)
+            os.waitpid(made[0], 0)
+            assert worker._no_children()
+            code = 0
+        finally:
+            os._exit(code)
+    assert os.waitpid(pid, 0)[1] == 0
+
+
 @pytest.mark.skipif(not sys.platform.startswith("linux") or os.geteuid() != 0, reason="needs /proc and root (setuid)")
 def test_the_start_of_a_watched_call_skips_the_scan_of_proc_only_while_no_process_was_made(monkeypatch):
     """worker._process_ids(quick=True), at the start of a watched call, skips the stat of every process on the machine
