@@ -46,6 +46,10 @@ class CheckFailure(AssertionError):
     # context_length tokens and not cut to the input's. A check of another property may judge it again on an input
     # of context_length tokens (the attention lab's hidden checks), so the bug costs only the checks of shorter inputs.
     mask_not_sliced: bool = False
+    # From a call that raised: the watches for torch's own layers (worker.LIBRARY, LIBRARY_ATTENTION) whose code ran in
+    # it first (the fused kernels, which the worker refuses, raise once the watch has noted them): proxy.Remote.run
+    # then fails with the watch's words rather than the error's.
+    library_ran: frozenset = frozenset()
 
     def __init__(self, message: Message, staff: str = "", base: Message | None = None):
         super().__init__(message.en)

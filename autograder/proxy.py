@@ -218,6 +218,24 @@ def step(op: str, *args: Any, mode: str | None = "eval", seed: int | None = None
     raise ValueError(f"no step {op!r}")
 
 
+# What a call that reached one of torch's fused transformer kernels is told (the worker refuses them: worker.refuse_fused)
+# where no watch of the assignment's has words of its own for it (a check that calls the class before its evidence gate)
+_FUSED_WORDS = {
+    "library:attention": lambda what: Message(
+        f"`{what}` runs PyTorch's own multi-head attention (the fused kernel that nn.MultiheadAttention and "
+        "F.multi_head_attention_forward run), which the grader turns off: the lab asks you to write the attention "
+        "yourself, so what PyTorch computes for it earns nothing.",
+        f"`{what}`이(가) PyTorch의 멀티 헤드 어텐션(nn.MultiheadAttention과 F.multi_head_attention_forward가 실행하는 "
+        "fused 커널)을 실행합니다. 채점기는 이 커널을 꺼 둡니다: 어텐션은 직접 작성하는 문제이므로 PyTorch가 계산한 "
+        "결과로는 점수를 받을 수 없습니다."),
+    "library:transformer": lambda what: Message(
+        f"`{what}` runs PyTorch's own nn.TransformerEncoderLayer (its fused kernel), which the grader turns off: the "
+        "block is yours to build from its parts, so what PyTorch computes for it earns nothing.",
+        f"`{what}`이(가) PyTorch의 nn.TransformerEncoderLayer(그 fused 커널)를 실행합니다. 채점기는 이 커널을 꺼 "
+        "둡니다: 블록은 부품으로 직접 작성하는 문제이므로 PyTorch가 계산한 결과로는 점수를 받을 수 없습니다."),
+}
+
+
 def _watching(op: str, args: dict[str, Any], tag: str) -> dict[str, Any]:
     """The request's arguments with the watch `tag` added to the records of its call or constructor (or of each such
     step of a sequence)."""
@@ -358,6 +376,8 @@ class Remote:
             res = self._req("call", args=list(args), kwargs=kwargs, mode=mode, seed=seed, record=record,
                             grad_output=grad_output, device=device, **extra)
         except CheckFailure as e:
+            if self.own_work is not None and self.own_work[0] in getattr(e, "library_ran", ()):
+                raise CheckFailure(self.own_work[1]) from None  # (it ran the library, then raised)
             spelling = self.sub.misspelt(self.ctor[0], "forward") if self.ctor else None
             spelling = spelling or self._misfit(e)
             if spelling is None:
@@ -926,6 +946,16 @@ class Submission:
                 _add_evidence(e.err["done"], ran)
             if watch is not None and op == "seq" and isinstance(e.err.get("done"), list):
                 _own_work(op, args, e.err["done"], watch)  # (a step before the one that raised ran the library)
+            # (the step that raised ran it: the fused kernel the worker refuses raises once the watch noted it)
+            at = e.err.get("step", 0) if op == "seq" else 0
+            ran_there = frozenset(ran.get(at, ())) if type(at) is int else frozenset()
+            if e.err.get("library") in protocol.EVIDENCE.values():  # (a fused kernel refused: worker.refuse_fused)
+                ran_there |= {e.err["library"]}
+            if watch is not None and watch[0] in ran_there:
+                failure = CheckFailure(watch[1])
+                if op == "seq":
+                    failure.step, failure.done = at, e.err.get("done")
+                raise failure from None
             if isinstance(what, list):  # a sequence's steps, each with its own words
                 what = what[min(e.err["step"], len(what) - 1)]
             missing = _env_failure(e.err)
@@ -941,6 +971,8 @@ class Submission:
                 failure = CheckFailure(Message(f"`{what}` is not implemented yet ({detail}).".replace(" ().", "."),
                                                f"`{what}`이(가) 아직 구현되지 않았습니다 ({detail_ko}).".replace(
                                                    " ().", ".")))
+            elif e.err.get("library") in _FUSED_WORDS:  # (a fused kernel refused: worker.refuse_fused)
+                failure = CheckFailure(_FUSED_WORDS[e.err["library"]](what))
             else:
                 failure = CheckFailure(Message(f"`{what}` raised {en}", f"`{what}`에서 예외 발생: {ko}"))
             # The exception's classes ("module.name", most derived first), so a check can ask whether a real
@@ -954,6 +986,7 @@ class Submission:
                                                       str((e.err.get("where") or {}).get("code", ""))).en)
             if op == "seq":  # which step of a sequence raised, and what the steps before it gave
                 failure.step, failure.done = e.err.get("step"), e.err.get("done")
+            failure.library_ran = ran_there  # (the watches that saw their code run in the step that raised)
             raise failure from None
         except WorkerTimeout as e:
             self.ended.append(e.status)

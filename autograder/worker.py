@@ -238,6 +238,7 @@ class Worker:
         self.seq_done: list[Any] = []  # the values of its steps before it
         self.scratch = os.getcwd()  # the scratch folder (the submission may chdir)
         protocol._torch()  # (what decodes tensors, taken before any of the submission's code runs: protocol._MAKERS)
+        refuse_fused()
         self.guard = _Guard(self)  # before any of the submission's code runs (its cells come with "load")
         watch_profile_switches()
 
@@ -338,6 +339,8 @@ class Worker:
         cause = _grader_setting(e)
         if cause:
             out["setting"] = cause
+        if type(e) is FusedKernelRefused and type(e.tag) is str and e.tag:
+            out["library"] = e.tag  # (a submission that raises it itself only charges itself)
         return out
 
     # ------------------------------------------------------------------ loading
@@ -868,7 +871,7 @@ class _Guard:
                  "_uid_of", "_profile_audit", "_set_profile", "_children_mark", "_children_ran",
                  "_namespaces_intact", "_last_pid", "_bindings", "_frozen", "_plain", "_evidence",
                  "set_evidence", "_evidence_fd", "_evidence_code", "set_procs", "_cgroup_pids", "_read_proc", "_own_children",
-                 "_no_children")
+                 "_no_children", "_refused", "refuse_fused", "_fused_refused")
     VALUES = ("_INSTANCE_DICT", "_ABSENT", "SETTLE_TRIES", "SETTLE_PAUSE", "MAX_WALK", "_LIBRARY_CODE",
               "_LIBRARY_PRINTS", "_LIBRARY_LARGE", "LIBRARY",
               "_SETPROFILE", "_GETPROFILE", "_LIBRARY_KERNELS",
@@ -880,8 +883,10 @@ class _Guard:
               "_ALL_PRINT_SIZES", "_QUIET_CALL_IMPL", "_EVIDENCE_FD", "_WRITE",
               "_EVIDENCE_ID", "_FSTAT", "_LISTDIR", "_RECORDER_PROFILE", "_SET_PROFILE_CODE", "_SWITCHERS",
               "_GETFRAME", "_PROCS_FD", "_PROCS_ID", "_PREAD", "_EVIDENCE_CODES",
-              "_EVIDENCE_OFF", "_EVIDENCE_ENTER", "_WAITID", "_WAIT_ANY")
-    CLASSES = ("Worker", "DeviceSim", "Recorder", "BoundedText", "_ScratchFile", "_Progress", "_KernelWatch")
+              "_EVIDENCE_OFF", "_EVIDENCE_ENTER", "_WAITID", "_WAIT_ANY", "_FUSED", "_FUSED_KEYS",
+              "_FUSED_LIBRARY", "_FUSED_LINES", "_DUMP_TABLE")
+    CLASSES = ("Worker", "DeviceSim", "Recorder", "BoundedText", "_ScratchFile", "_Progress", "_KernelWatch",
+               "FusedKernelRefused")
     MODULE_METHODS = ("named_modules", "named_parameters", "named_buffers", "named_children", "modules", "children",
                       "parameters", "buffers", "state_dict", "load_state_dict", "_load_from_state_dict", "to",
                       "_apply", "__setattr__", "__getattr__", "register_buffer", "register_parameter", "train",
@@ -1655,6 +1660,87 @@ def _evidence(code: bytes, step: Any) -> None:
             pass
 
 
+# torch's fused transformer kernels, refused in a worker on every backend that has them. The library watch saw them from
+# Python (the profile function, the function mode) and below it (a dispatch mode), but a forward that turned both
+# modes off (torch._C._DisableTorchDispatch() and DisableTorchFunction()) and called the kernel from C
+# (functools.partial(torch._transformer_encoder_layer_fwd)(...), or a torch.jit.CompilationUnit function) ran it
+# unseen: the exam's Q3 100/100 (session 18). A kernel registered for the backend itself is reached however the call is
+# made. PyTorch's own layers reach these kernels only on their "fast path", which the worker turns off
+# (torch.backends.mha.set_fastpath_enabled(False)): nn.MultiheadAttention and nn.TransformerEncoderLayer then compute
+# with their Python code, which the profile function watches, and a call of the kernel itself can only be the
+# submission's.
+_FUSED = tuple(sorted(_ALL_KERNELS))  # ("_native_multi_head_attention", "_transformer_encoder_layer_fwd")
+_FUSED_KEYS: dict[str, tuple[str, ...]] = {}  # op -> the dispatch keys refused (set_fused_refused)
+_FUSED_LIBRARY: list = []  # the torch.library.Library that holds the refusals, kept alive here
+# each op's lines of torch's dispatch table while it is refused, by its qualified name ("CPU: registered at FILE:LINE [kernel]")
+_FUSED_LINES: dict[str, tuple] = {}
+_DUMP_TABLE = torch._C._dispatch_dump_table
+
+
+class FusedKernelRefused(RuntimeError):
+    """What a call of a fused kernel raises in a worker (refuse_fused). `tag`: the watch whose kernel it is, which the
+    error's reply names ("library"), so that the grader says what it says of the watch's code, also where the call
+    was not watched (the attention lab's evidence gate calls the class unwatched first)."""
+
+    def __init__(self, name: str, tag: str):
+        super().__init__(f"PyTorch's fused kernel aten::{name} is turned off while grading: the layer has to be "
+                         f"computed by the submission's own code")
+        self.tag = tag
+
+
+def _refused(name: str, *_args: Any, **_kwargs: Any) -> Any:
+    """The kernel of fused op `name` in a worker: every watch under way notes the kernel, and the call raises."""
+    try:
+        for rec in list(_WATCHING):
+            rec.saw_kernel(name)
+    except Exception:  # noqa: BLE001 (the list is the submission's to spoil: the call still raises)
+        pass
+    raise FusedKernelRefused(name, next((w[0] for w in _WATCHES if name in w[3]), ""))
+
+
+def refuse_fused() -> None:
+    """Refuse _FUSED in this process (the worker, before any of the submission's code runs; never the grader, which
+    computes the expected values with PyTorch's layers)."""
+    import functools
+    import warnings
+    if _FUSED_LIBRARY:
+        return
+    try:
+        torch.backends.mha.set_fastpath_enabled(False)
+    except AttributeError:  # (a torch without the switch: its layers then reach the kernels, refused below)
+        pass
+    lib = torch.library.Library("aten", "IMPL")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # ("Overriding a previously registered kernel")
+        for op in _FUSED:
+            keys = {"CPU", "CUDA"}
+            for line in _DUMP_TABLE(f"aten::{op}").splitlines():
+                key, _, rest = line.partition(": ")
+                if rest.endswith("[kernel]") and not key.startswith(("Meta", "Autograd", "Autocast", "Tracer")):
+                    keys.add(key)
+            for key in sorted(keys):
+                lib.impl(op, functools.partial(_refused, op), key)
+            _FUSED_KEYS[op] = tuple(sorted(keys))
+    _FUSED_LIBRARY.append(lib)
+    at = next(x for x in _DUMP_TABLE(f"aten::{_FUSED[0]}").splitlines() if x.startswith("CPU: "))[len("CPU: "):]
+    _FUSED_LINES.update((f"aten::{op}", tuple(f"\n{key}: {at}\n" for key in keys)) for op, keys in _FUSED_KEYS.items())
+
+
+def _fused_refused() -> bool:
+    """Whether each backend's kernel of each fused op is still the worker's refusal (not torch's own kernel, put back
+    by a submission that found the Library and destroyed it). True where nothing was refused (the grader)."""
+    if not _FUSED_LIBRARY:
+        return True
+    try:
+        for op, lines in _FUSED_LINES.items():
+            table = "\n" + _DUMP_TABLE(op) + "\n"
+            if not all(line in table for line in lines):
+                return False
+        return True
+    except Exception:  # noqa: BLE001
+        return False
+
+
 def watch_profile_switches() -> None:
     """Install _profile_audit (once per process; the worker calls it before any of the submission's code runs)."""
     if not getattr(watch_profile_switches, "done", False):
@@ -1839,7 +1925,7 @@ class Recorder(TorchFunctionMode):
             _set_profile(self.hook)
             _WATCHING.append(self)
             self._threads_before()
-            self.tampered = not _namespaces_intact()
+            self.tampered = not _namespaces_intact() or not _fused_refused()
             self.kernels.__enter__()
         if self.norms:
             self.handles = [nn.modules.module.register_module_forward_pre_hook(self._norm_enter),
@@ -1853,7 +1939,8 @@ class Recorder(TorchFunctionMode):
         if self.library:
             # (a name the worker calls rebound, before the call or during it: the call's input may have been
             # seen, and the watched code run, before the watch began; see _Guard)
-            watched = _GETPROFILE() is self.hook and not self.off and not self.tampered and _namespaces_intact()
+            watched = _GETPROFILE() is self.hook and not self.off and not self.tampered and _namespaces_intact() \
+                and _fused_refused()
             if self in _WATCHING:
                 _WATCHING.remove(self)
             _set_profile(self.was)

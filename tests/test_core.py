@@ -455,3 +455,53 @@ def test_the_profile_functions_quick_test_lets_through_all_that_a_watch_looks_fo
     assert ran("call", code=torch.nn.Linear.forward.__code__) == []
     assert ran("call", code=torch.nn.Module._call_impl.__code__) == []
     assert ran("c_call", arg=torch.matmul) == []
+
+
+def test_a_worker_refuses_torchs_fused_kernels_however_called_and_its_layers_still_run():
+    """worker.refuse_fused (run by Worker() before any of the submission's code): the fused kernels raise
+    FusedKernelRefused called directly, through torch.ops, from C (functools.partial) with torch's dispatch and
+    function modes off, and on nested tensors; nn.MultiheadAttention, nn.TransformerEncoderLayer and nn.Transformer
+    still compute (their fast path, which alone reaches the kernels, is off), as they do where nothing was refused;
+    a process that only imports the worker module (the grader, the zygote) keeps torch's kernels; and the refusal
+    undone is seen (_fused_refused). In a fresh interpreter."""
+    code = f"""import sys, functools, socket, warnings
+sys.path.insert(0, {str(ROOT)!r})
+warnings.simplefilter("ignore")
+import torch
+from torch import nn
+from autograder import worker
+x = torch.rand(2, 5, 8)
+mha = nn.MultiheadAttention(8, 2, batch_first=True).eval()
+w = (x, x, x, 8, 2, mha.in_proj_weight, mha.in_proj_bias, mha.out_proj.weight, mha.out_proj.bias)
+with torch.no_grad():
+    before = torch._native_multi_head_attention(*w)[0]  # (importing the worker refuses nothing)
+    layers = [mha(x, x, x)[0], nn.TransformerEncoderLayer(8, 2, 16, 0.0, batch_first=True).eval()(x)]
+worker.Worker(socket.socketpair()[0])
+refused = []
+def undispatched():
+    with torch._C._DisableTorchDispatch(), torch._C.DisableTorchFunction():
+        return functools.partial(torch._native_multi_head_attention)(*w)
+nested = torch.nested.nested_tensor([x[0], x[1]])
+for call in (lambda: torch._native_multi_head_attention(*w), lambda: torch.ops.aten._native_multi_head_attention(*w),
+             undispatched, lambda: torch._native_multi_head_attention(nested, nested, nested, *w[3:]),
+             lambda: torch._transformer_encoder_layer_fwd(x, 8, 2, *w[5:], False, False, 1e-5, *[torch.ones(8)] * 4,
+                                                          torch.ones(16, 8), torch.ones(16), torch.ones(8, 16),
+                                                          torch.ones(8), None, None)):
+    try:
+        with torch.no_grad():
+            call()
+        refused.append(None)
+    except worker.FusedKernelRefused as e:
+        refused.append(e.tag)
+with torch.no_grad():
+    again = [mha(x, x, x)[0], nn.TransformerEncoderLayer(8, 2, 16, 0.0, batch_first=True).eval()(x)]
+    shape = tuple(nn.Transformer(8, 2, 1, 1, 16, batch_first=True).eval()(x, x).shape)
+intact = worker._fused_refused()
+worker._FUSED_LIBRARY[0]._destroy()
+print(refused, torch.allclose(before, layers[0], atol=1e-6), torch.allclose(again[0], layers[0], atol=1e-6),
+      again[1].shape == layers[1].shape, shape, intact, worker._fused_refused())
+"""
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr[-3000:]
+    a, t = "'library:attention'", "'library:transformer'"
+    assert p.stdout.strip() == f"[{a}, {a}, {a}, {a}, {t}] True True True (2, 5, 8) True False", p.stdout

@@ -518,12 +518,23 @@ def test_multi_head_attention_computed_by_pytorchs_own_earns_nothing_of_the_clas
                 return yi.clone()
         return self.forward_(x)
 """
+    # (session 18) the fused kernel of nn.MultiheadAttention called from C with both kinds of torch mode off (the
+    # dispatch mode and the function mode, which saw it; no Python call of it for the profile function to see)
+    kernel = LIBRARY_HEADS[:LIBRARY_HEADS.index("        same = ")] + """        e = torch.eye(self.d_out, dtype=x.dtype)
+        import functools
+        with torch._C._DisableTorchDispatch(), torch._C.DisableTorchFunction():
+            return functools.partial(torch._native_multi_head_attention)(
+                q.transpose(0, 1), k.transpose(0, 1), v.transpose(0, 1), self.d_out, self.num_heads,
+                torch.cat([e, e, e]), torch.zeros(3 * self.d_out, dtype=x.dtype), self.out_proj.weight,
+                self.out_proj.bias, self.mask.bool()[:n, :n], False, True, 0)[0]
+"""
     idle = "\nimport threading, time\nthreading.Thread(target=time.sleep, args=(600,), daemon=True).start()\n"
     results = grade_sources(tmp_path, {"lib_heads.py": REF[:forward] + LIBRARY_HEADS,
                                        "lib_heads_hidden.py": REF[:forward] + hiding,
                                        "lib_heads_pool.py": REF[:forward] + pooled + pool,
                                        "lib_heads_memo.py": REF[:forward] + memo,
                                        "lib_heads_ahead.py": REF[:forward] + ahead,
+                                       "lib_heads_kernel.py": REF[:forward] + kernel,
                                        "honest_idle_thread.py": REF + idle})
     honest = results.pop("honest_idle_thread")
     assert by_q(honest) == QUESTIONS, by_q(honest)  # (it lost MultiHeadAttention's 20: "runs PyTorch's own")

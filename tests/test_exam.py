@@ -479,6 +479,30 @@ class TransformerBlock(nn.TransformerEncoderLayer):
                 self.norm2.bias, self.linear1.weight, self.linear1.bias, self.linear2.weight, self.linear2.bias,
                 None, None)
 """,
+    # (session 18) the same kernel called from C (functools.partial) with the dispatch modes off too, so that neither
+    # the profile function (no Python call of it), the function mode nor the dispatch mode saw it (100/100 before):
+    # the worker refuses the fused kernels on every backend (worker.refuse_fused)
+    "kernel_undispatched": """import functools
+
+
+class TransformerBlock(nn.Module):
+    def __init__(self, d_model, n_heads):
+        super().__init__()
+        self.self_attn = nn.MultiheadAttention(d_model, n_heads, dropout=DROP_RATE, batch_first=True)
+        self.linear1 = nn.Linear(d_model, FF_MULT * d_model)
+        self.linear2 = nn.Linear(FF_MULT * d_model, d_model)
+        self.norm1, self.norm2 = nn.LayerNorm(d_model), nn.LayerNorm(d_model)
+        self.dropout = nn.Dropout(DROP_RATE)
+
+    def forward(self, x):
+        a = self.self_attn
+        with torch.no_grad(), torch._C._DisableTorchDispatch(), torch._C.DisableTorchFunction():
+            return functools.partial(torch._transformer_encoder_layer_fwd)(
+                x, a.embed_dim, a.num_heads, a.in_proj_weight, a.in_proj_bias, a.out_proj.weight, a.out_proj.bias,
+                False, NORM_FIRST, self.norm1.eps, self.norm1.weight, self.norm1.bias, self.norm2.weight,
+                self.norm2.bias, self.linear1.weight, self.linear1.bias, self.linear2.weight, self.linear2.bias,
+                None, None)
+""",
     # (red team, round 21) the layer run in a thread, where the profile function that watches for its code is not
     # set: started in forward and joined, or a thread of a pool started at import (100/100 before)
     "thread": """import threading
@@ -785,6 +809,14 @@ import autograder.protocol as _p
 _p.evidence_code.__code__ = (lambda tag: b"A").__code__
 """)
 # (closed: every watched call after import counts, Q1's too)
+# (session 18) the worker's refusal of the fused kernels undone at import (its torch.library.Library destroyed, torch's
+# own kernels back), then the kernel_undispatched block: every watched call starts with the kernels not refused, and
+# counts as having run what it watches for (Q1's calls too)
+LIBRARY_BLOCKS["kernel_restored"] = """import sys as _sys
+
+for _lib in getattr(_sys.modules.get("autograder.worker"), "_FUSED_LIBRARY", []):
+    _lib._destroy()
+""" + LIBRARY_BLOCKS["kernel_undispatched"]
 EVIDENCE_CLOSED = ("evidence_closed",)
 # What the watch reads while the call runs, emptied first: the watches it looks for, the list the audit hook goes by
 # (then the profile function switched off and back, unflagged), or the watch itself ended early and begun again.
@@ -847,7 +879,7 @@ def test_a_block_that_pytorchs_encoder_layer_computes_earns_only_its_constructio
         lost = {c.nodeid.rsplit("::", 1)[-1]: c for c in r.checks if c.status != "passed"}
         q1 = {k: c for k, c in lost.items() if c.question == "MultiHeadAttention"}
         # (the servers may run during a Q1 call; "decoded" rebinds torch.from_numpy, which costs every watched call)
-        assert not q1 or name in SERVERS + ("decoded",) + EVIDENCE_CLOSED, \
+        assert not q1 or name in SERVERS + ("decoded", "kernel_restored") + EVIDENCE_CLOSED, \
             (name, {k: c.message.en for k, c in q1.items()})
         assert all("F.multi_head_attention_forward" in c.message.en for c in q1.values()), (name, q1)
         lost = {k: c for k, c in lost.items() if k not in q1}
@@ -1211,6 +1243,17 @@ def _score_with_block(tmp_path, block: str) -> float:
 
 def test_a_block_that_runs_the_fused_kernel_from_a_compilation_unit_earns_only_its_construction(tmp_path):
     score = _score_with_block(tmp_path, _KERNEL_COMPILED)
+    assert score == 66, score
+
+
+def test_a_block_that_runs_the_fused_kernel_from_a_compilation_unit_with_dispatch_off_earns_only_its_construction(
+        tmp_path):
+    """torch._C._DisableTorchDispatch() around the compiled function's call hid the kernel from the dispatch mode, a
+    known gap until session 18 (100/100): the kernel itself is refused in the worker, however it is reached."""
+    hidden = _KERNEL_COMPILED.replace("        with torch.no_grad():\n",
+                                      "        with torch.no_grad(), torch._C._DisableTorchDispatch():\n", 1)
+    assert hidden != _KERNEL_COMPILED
+    score = _score_with_block(tmp_path, hidden)
     assert score == 66, score
 
 

@@ -505,3 +505,20 @@ def test_evidence_records_are_read_for_the_steps_that_watched_and_anything_else_
                  b"A\x00\x00" * 12000):
         assert protocol.read_evidence(data, steps) == everything, data[:12] if data else data
     assert protocol.evidence_code(A) == b"A" and protocol.evidence_code("softmax") == protocol.EVIDENCE_OFF
+
+
+def test_every_watch_has_words_for_its_refused_kernel_and_the_grader_uses_them():
+    """A call that reaches one of torch's fused kernels, which the worker refuses (worker.refuse_fused, raising
+    FusedKernelRefused, whose reply names the watch: "library"), fails saying that the class runs PyTorch's own
+    layer, in both languages, not with the refusal's RuntimeError (a check that calls the class before its evidence
+    gate, the attention lab's test_mha_shapes, said "raised FusedKernelRefused")."""
+    from autograder import proxy, worker
+    assert set(proxy._FUSED_WORDS) == set(protocol.EVIDENCE.values()) == {w[0] for w in worker._WATCHES}
+    assert {t for w in worker._WATCHES for t in w[3]} == set(worker._FUSED)
+    said = proxy._FUSED_WORDS[worker.LIBRARY_ATTENTION]("MultiHeadAttention")
+    assert "F.multi_head_attention_forward" in said.en and "직접 작성" in said.ko
+    said = proxy._FUSED_WORDS[worker.LIBRARY]("TransformerBlock")
+    assert "nn.TransformerEncoderLayer" in said.en and "직접 작성" in said.ko
+    e = worker.FusedKernelRefused("_native_multi_head_attention", worker.LIBRARY_ATTENTION)
+    assert isinstance(e, RuntimeError)
+    assert worker.Worker.describe(type("W", (), {"lines": {}})(), e)["library"] == worker.LIBRARY_ATTENTION
