@@ -32,7 +32,6 @@ import torch
 import torch.nn as nn
 import torch.nn.functional  # noqa: F401  (loaded before the fork, so the worker needs no disk access for it)
 from torch.overrides import TorchFunctionMode
-from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten, tree_unflatten
 
 from . import protocol
@@ -876,7 +875,7 @@ class _Guard:
               "_LIBRARY_PRINTS", "_LIBRARY_LARGE", "LIBRARY",
               "_SETPROFILE", "_GETPROFILE", "_LIBRARY_KERNELS",
               "_LIBRARY_BUILTINS", "LIBRARY_ATTENTION", "_ATTENTION_CODE", "_WATCHES", "_THREAD_STARTS",
-              "_CURRENT_FRAMES", "_CALL_IMPL", "_SCRIPT_MODULE", "_DISPATCH_DEPTH", "_DISPATCH_AT",
+              "_CURRENT_FRAMES", "_CALL_IMPL", "_SCRIPT_MODULE",
               "_WATCHING", "_SWITCHING", "_PROFILE_EVENTS", "_NAMESPACES", "_ANY", "_IS", "_PLAIN", "_SCANNED",
               "_ALL_CODES",
               "_ALL_PRINTS", "_ALL_KERNELS", "_C_CALL_IDS", "_CODE_OF", "_CODE_SET", "_ALL_CODE_LINES",
@@ -885,8 +884,7 @@ class _Guard:
               "_GETFRAME", "_PROCS_FD", "_PROCS_ID", "_PREAD", "_EVIDENCE_CODES",
               "_EVIDENCE_OFF", "_EVIDENCE_ENTER", "_WAITID", "_WAIT_ANY", "_FUSED", "_FUSED_KEYS",
               "_FUSED_LIBRARY", "_FUSED_LINES", "_DUMP_TABLE")
-    CLASSES = ("Worker", "DeviceSim", "Recorder", "BoundedText", "_ScratchFile", "_Progress", "_KernelWatch",
-               "FusedKernelRefused")
+    CLASSES = ("Worker", "DeviceSim", "Recorder", "BoundedText", "_ScratchFile", "_Progress", "FusedKernelRefused")
     MODULE_METHODS = ("named_modules", "named_parameters", "named_buffers", "named_children", "modules", "children",
                       "parameters", "buffers", "state_dict", "load_state_dict", "_load_from_state_dict", "to",
                       "_apply", "__setattr__", "__getattr__", "register_buffer", "register_parameter", "train",
@@ -1757,43 +1755,6 @@ def _kernel_name(func: Any) -> str:
     return name.split(".", 1)[0] if type(name) is str else ""
 
 
-# The dispatch-mode stack as torch's C functions tell it (taken at import: torch's Python helpers can be patched)
-_DISPATCH_DEPTH, _DISPATCH_AT = torch._C._len_torch_dispatch_stack, torch._C._get_dispatch_stack_at
-
-
-class _KernelWatch(TorchDispatchMode):
-    """The watches' kernels seen where every op is dispatched, below Python: the fused encoder-layer kernel called
-    from a function that torch.jit.CompilationUnit compiled ran inside TorchScript, where neither the profile
-    function nor __torch_function__ sees a call, and earned all of the exam's Q3 (red team, round 22). A
-    dispatch mode sees the ops TorchScript runs too."""
-
-    def __init__(self, recorder: "Recorder"):
-        super().__init__()
-        self.recorder = recorder
-
-    @classmethod
-    def _should_skip_dynamo(cls) -> bool:
-        # False: torch would wrap __torch_dispatch__ in torch._disable_dynamo, whose first call imports torch._dynamo
-        # and sympy (about 800 modules, 2 s of CPU in every worker that ran a watched call; and where the worker cannot
-        # read torch's files, a uid of its own under a mode-700 home as on Gradescope, a PermissionError that failed
-        # the watched class: a right MultiHeadAttention got 0 of 7 public points). Nothing is compiled in this mode.
-        return False
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        # (an op's own name, and its C function called directly: every op of a watched call comes through here,
-        # and each Python call made on the way is also an event for the watch's profile function)
-        # (attributes read, not getattr(): a builtin's call is an event too)
-        try:
-            name, run = func._opname, func._op
-        except AttributeError:
-            name, run = _kernel_name(func), func
-        if type(name) is not str:
-            name = _kernel_name(func)
-        if name in _ALL_KERNELS:
-            self.recorder.saw_kernel(name)
-        return run(*args, **(kwargs or {}))
-
-
 class Recorder(TorchFunctionMode):
     """Keeps a copy of the first argument of the named torch functions (e.g. what went into softmax); with LIBRARY
     (or LIBRARY_ATTENTION) among the names, also notes whether the code of torch's transformer layers (of its
@@ -1814,7 +1775,13 @@ class Recorder(TorchFunctionMode):
         self.off = False  # whether something else switched the profile function during the call (_profile_audit)
         self.norms = "layer_norm" in self.names
         self.inside, self.handles = 0, []  # how deep in such a subclass's forward; its hooks
-        self.kernels = _KernelWatch(self) if self.library else None
+        # The function mode (this object on torch's stack of them: __torch_function__) only where the call records
+        # what a torch function is given (softmax's scores); a watch for torch's layers does without it. It saw
+        # their fused kernels called by name, as the profile function does where they are called from Python, and
+        # a dispatch mode (_KernelWatch) watched for them below Python (a TorchScript function's call): since
+        # session 18 the worker refuses those kernels outright (refuse_fused), which no mode can be taken off to
+        # hide, and the two modes were half of a watched call's cost.
+        self.modes = bool(self.names - self.tags) or not self.library
         # whether other threads or processes of the submission's were there, and how much each had run (_threads_before)
         self.threads, self.idle = False, {}
         self.children: tuple | None = None  # _children_mark() at the start of the call
@@ -1926,11 +1893,10 @@ class Recorder(TorchFunctionMode):
             _WATCHING.append(self)
             self._threads_before()
             self.tampered = not _namespaces_intact() or not _fused_refused()
-            self.kernels.__enter__()
         if self.norms:
             self.handles = [nn.modules.module.register_module_forward_pre_hook(self._norm_enter),
                             nn.modules.module.register_module_forward_hook(self._norm_exit, always_call=True)]
-        return super().__enter__()
+        return super().__enter__() if self.modes else self
 
     def __exit__(self, *exc):
         for h in self.handles:
@@ -1944,11 +1910,6 @@ class Recorder(TorchFunctionMode):
             if self in _WATCHING:
                 _WATCHING.remove(self)
             _set_profile(self.was)
-            depth = _DISPATCH_DEPTH()
-            if depth and _DISPATCH_AT(depth - 1) is self.kernels:
-                self.kernels.__exit__(None, None, None)
-            else:  # the forward took the kernel watch off (or left a mode of its own above it)
-                watched = False
             self._threads_after()
             for w in self.watches:
                 if w[0] in self.ran or not watched:  # (a forward that takes the watch off is taken to have run it)
@@ -1958,7 +1919,7 @@ class Recorder(TorchFunctionMode):
             elif self.ran:
                 for tag in self.ran:
                     _evidence(_evidence_code(tag), self.step)
-        return super().__exit__(*exc)
+        return super().__exit__(*exc) if self.modes else None
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
@@ -2372,9 +2333,8 @@ def warm_up(full: bool = True) -> None:
 
     m = Tiny()
     x = torch.rand(2, 3, 4)
-    # A watched call, as the checks make them (LIBRARY, LIBRARY_ATTENTION), through the ops of the labs' attention and
-    # blocks: the first dispatch of an op under the kernel watch registers it in torch's Python dispatch table, 1 to 3
-    # ms of every worker's first watched call when done there (the rest of a first call's cost is copy-on-write faults).
+    # A watched call, as the checks make them (LIBRARY, LIBRARY_ATTENTION, an op's input recorded), through the ops of
+    # the labs' attention and blocks, so that a worker's first one imports and builds nothing.
     with Recorder(["softmax", "exp", LIBRARY, LIBRARY_ATTENTION]):
         y = m(x)
     if full:

@@ -258,30 +258,33 @@ def test_putting_back_the_torch_settings_imports_nothing():
     assert p.returncode == 0 and p.stdout.strip() == "[]", (p.stdout, p.stderr[-2000:])
 
 
-def test_the_warm_up_registers_the_ops_of_a_watched_call_before_the_fork():
-    """The kernel watch (a TorchDispatchMode) makes torch register each op it dispatches in a Python table the first
-    time: done in every worker, that was 15 ops and 1 to 3 ms of CPU per submission in its first watched call. The
-    zygote's warm-up makes such a call through the ops of the reference's attention and blocks, so that a worker's
-    watched calls of them register nothing (in a fresh interpreter, as the zygote's is)."""
-    code = (f"import sys; sys.path.insert(0, {str(ROOT)!r})\n"
-            "import torch\nfrom autograder import worker\nworker.warm_up(True)\n"
-            "from torch._library.simple_registry import singleton\n"
-            "from reference.attention import MultiHeadAttention, CausalAttention\n"
-            "from reference.transformer_block import TransformerBlock\n"
-            "before = set(singleton._data)\n"
-            "for m, x in ((MultiHeadAttention(6, 4, 8, 0.0, 2), torch.rand(2, 5, 6)),\n"
-            "             (CausalAttention(6, 4, 8, 0.5), torch.rand(2, 5, 6)), (TransformerBlock(8, 2, 16), torch.rand(2, 5, 8))):\n"
-            "    for mode in (False, True):\n"
-            "        with worker.Recorder([worker.LIBRARY, worker.LIBRARY_ATTENTION, 'softmax']):\n"
-            "            m.train(mode)(x)\n"
-            "print(sorted(set(singleton._data) - before))\n")
-    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert p.returncode == 0 and p.stdout.strip() == "[]", (p.stdout, p.stderr[-2000:])
+def test_a_call_watched_only_for_the_library_runs_under_no_torch_mode():
+    """A watch for torch's layers (LIBRARY, LIBRARY_ATTENTION) alone puts neither a function mode nor a dispatch mode
+    on torch's stacks: their fused kernels are refused in the worker (refuse_fused), and the two modes were half of
+    a watched call's cost (every call of the attention lab's MultiHeadAttention is watched). A watch that records
+    what softmax is given still needs the function mode, and gets it."""
+    import torch
+    from autograder import worker
+    seen = []
+
+    class Probe(torch.nn.Module):
+        def forward(self, x):
+            seen.append((torch._C._len_torch_function_stack(), torch._C._len_torch_dispatch_stack()))
+            return torch.softmax(x, dim=-1)
+
+    m, x = Probe(), torch.rand(2, 3)
+    for names in ([worker.LIBRARY], [worker.LIBRARY_ATTENTION], [worker.LIBRARY, worker.LIBRARY_ATTENTION],
+                  ["softmax", worker.LIBRARY_ATTENTION]):
+        rec = worker.Recorder(names)
+        with rec:
+            m(x)
+        assert [r["fn"] for r in rec.seen] == (["softmax"] if "softmax" in names else []), (names, rec.seen)
+    assert seen == [(0, 0), (0, 0), (0, 0), (1, 0)], seen
 
 
 def test_a_call_watched_for_the_library_imports_nothing():
-    """A call watched for torch's own layers (worker.Recorder with LIBRARY or LIBRARY_ATTENTION, whose kernel watch is
-    a TorchDispatchMode) imports no module in the worker: torch wraps a dispatch mode's __torch_dispatch__ in
+    """A call watched for torch's own layers (worker.Recorder with LIBRARY or LIBRARY_ATTENTION) imports no module in
+    the worker: while the watch had a dispatch mode (until session 18), torch wrapped its __torch_dispatch__ in
     torch._disable_dynamo, whose first call imported torch._dynamo and sympy (about 800 modules, 2 s of CPU in every
     worker, and a PermissionError that failed the watched class where the worker cannot read torch's files). After
     the imports and warm-up the zygote does, in a fresh interpreter."""
