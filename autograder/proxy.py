@@ -218,8 +218,9 @@ def step(op: str, *args: Any, mode: str | None = "eval", seed: int | None = None
     raise ValueError(f"no step {op!r}")
 
 
-# What a call that reached one of torch's fused transformer kernels is told (the worker refuses them: worker.refuse_fused)
-# where no watch of the assignment's has words of its own for it (a check that calls the class before its evidence gate)
+# What a call that reached one of torch's fused transformer kernels is told (the worker refuses them:
+# worker.refuse_fused) where no watch of the assignment's has words of its own for it (a check that calls the class
+# before its evidence gate)
 _FUSED_WORDS = {
     "library:attention": lambda what: Message(
         f"`{what}` runs PyTorch's own multi-head attention (the fused kernel that nn.MultiheadAttention and "

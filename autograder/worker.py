@@ -869,8 +869,8 @@ class _Guard:
                  "_other_threads", "_python_threads", "_other_processes", "_process_ids", "_activity", "_alive",
                  "_uid_of", "_profile_audit", "_set_profile", "_children_mark", "_children_ran",
                  "_namespaces_intact", "_last_pid", "_bindings", "_frozen", "_plain", "_evidence",
-                 "set_evidence", "_evidence_fd", "_evidence_code", "set_procs", "_cgroup_pids", "_read_proc", "_own_children",
-                 "_no_children", "_refused", "refuse_fused", "_fused_refused")
+                 "set_evidence", "_evidence_fd", "_evidence_code", "set_procs", "_cgroup_pids", "_read_proc",
+                 "_own_children", "_no_children", "_refused", "refuse_fused", "_fused_refused")
     VALUES = ("_INSTANCE_DICT", "_ABSENT", "SETTLE_TRIES", "SETTLE_PAUSE", "MAX_WALK", "_LIBRARY_CODE",
               "_LIBRARY_PRINTS", "_LIBRARY_LARGE", "LIBRARY",
               "_SETPROFILE", "_GETPROFILE", "_LIBRARY_KERNELS",
@@ -1668,9 +1668,10 @@ def _evidence(code: bytes, step: Any) -> None:
 # with their Python code, which the profile function watches, and a call of the kernel itself can only be the
 # submission's.
 _FUSED = tuple(sorted(_ALL_KERNELS))  # ("_native_multi_head_attention", "_transformer_encoder_layer_fwd")
-_FUSED_KEYS: dict[str, tuple[str, ...]] = {}  # op -> the dispatch keys refused (set_fused_refused)
+_FUSED_KEYS: dict[str, tuple[str, ...]] = {}  # op -> the dispatch keys refused (refuse_fused)
 _FUSED_LIBRARY: list = []  # the torch.library.Library that holds the refusals, kept alive here
-# each op's lines of torch's dispatch table while it is refused, by its qualified name ("CPU: registered at FILE:LINE [kernel]")
+# each op's lines of torch's dispatch table while it is refused, by its qualified name
+# ("CPU: registered at FILE:LINE [kernel]")
 _FUSED_LINES: dict[str, tuple] = {}
 _DUMP_TABLE = torch._C._dispatch_dump_table
 
@@ -1716,9 +1717,15 @@ def refuse_fused() -> None:
                 key, _, rest = line.partition(": ")
                 if rest.endswith("[kernel]") and not key.startswith(("Meta", "Autograd", "Autocast", "Tracer")):
                     keys.add(key)
+            refused = []
             for key in sorted(keys):
-                lib.impl(op, functools.partial(_refused, op), key)
-            _FUSED_KEYS[op] = tuple(sorted(keys))
+                try:
+                    lib.impl(op, functools.partial(_refused, op), key)
+                    refused.append(key)
+                except (RuntimeError, ValueError):
+                    if key == "CPU":  # (no worker runs with torch's own there: the grader's failure, as Landlock's)
+                        raise
+            _FUSED_KEYS[op] = tuple(refused)
     _FUSED_LIBRARY.append(lib)
     at = next(x for x in _DUMP_TABLE(f"aten::{_FUSED[0]}").splitlines() if x.startswith("CPU: "))[len("CPU: "):]
     _FUSED_LINES.update((f"aten::{op}", tuple(f"\n{key}: {at}\n" for key in keys)) for op, keys in _FUSED_KEYS.items())
