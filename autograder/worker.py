@@ -1533,7 +1533,9 @@ _ATTENTION_CODE = frozenset([f.__code__ for f in vars(nn.MultiheadAttention).val
 _WATCHES = ((LIBRARY, _LIBRARY_CODE, _LIBRARY_PRINTS, _LIBRARY_KERNELS, _LIBRARY_BUILTINS),
             (LIBRARY_ATTENTION, _ATTENTION_CODE,
              frozenset(c.co_names for c in _ATTENTION_CODE if len(c.co_names) >= _LIBRARY_LARGE),
-             frozenset({"_native_multi_head_attention"}), _kernel_builtins("_native_multi_head_attention")))
+             # (and the Triton one, which a CUDA build of torch has: nn.MultiheadAttention does not call it)
+             frozenset({"_native_multi_head_attention", "_triton_multi_head_attention"}),
+             _kernel_builtins("_native_multi_head_attention")))
 # What any watch looks for, together: Recorder._profile's first test, so that the profile event of a call that none
 # of them looks for (nearly all of a forward's hundreds) costs a set lookup, not a pass over each watch (3.3 us a C
 # call, a third of the transformer block lab's worker time). The builtins by id: each is held here, so its id is its.
@@ -1712,11 +1714,14 @@ def refuse_fused() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # ("Overriding a previously registered kernel")
         for op in _FUSED:
-            keys = {"CPU", "CUDA"}
+            keys = set()
             for line in _DUMP_TABLE(f"aten::{op}").splitlines():
                 key, _, rest = line.partition(": ")
                 if rest.endswith("[kernel]") and not key.startswith(("Meta", "Autograd", "Autocast", "Tracer")):
                     keys.add(key)
+            if not keys:
+                continue  # (no backend of this torch has it: the Triton kernel in a CPU build)
+            keys |= {"CPU", "CUDA"}
             refused = []
             for key in sorted(keys):
                 try:
