@@ -237,6 +237,14 @@ _FUSED_WORDS = {
 }
 
 
+def _refused_watch(err: dict[str, Any]) -> str | None:
+    """The watch whose fused kernel an error reply says was refused (its "library": worker.refuse_fused), else None.
+    The reply is the worker's, which the submission runs in: only a known watch's name is taken (a list there, which
+    no dict lookup takes, or another word, is not)."""
+    library = err.get("library")
+    return library if type(library) is str and library in _FUSED_WORDS else None
+
+
 def _watching(op: str, args: dict[str, Any], tag: str) -> dict[str, Any]:
     """The request's arguments with the watch `tag` added to the records of its call or constructor (or of each such
     step of a sequence)."""
@@ -950,8 +958,9 @@ class Submission:
             # (the step that raised ran it: the fused kernel the worker refuses raises once the watch noted it)
             at = e.err.get("step", 0) if op == "seq" else 0
             ran_there = frozenset(ran.get(at, ())) if type(at) is int else frozenset()
-            if e.err.get("library") in protocol.EVIDENCE.values():  # (a fused kernel refused: worker.refuse_fused)
-                ran_there |= {e.err["library"]}
+            library = _refused_watch(e.err)
+            if library is not None:
+                ran_there |= {library}
             if watch is not None and watch[0] in ran_there:
                 failure = CheckFailure(watch[1])
                 if op == "seq":
@@ -972,8 +981,8 @@ class Submission:
                 failure = CheckFailure(Message(f"`{what}` is not implemented yet ({detail}).".replace(" ().", "."),
                                                f"`{what}`이(가) 아직 구현되지 않았습니다 ({detail_ko}).".replace(
                                                    " ().", ".")))
-            elif e.err.get("library") in _FUSED_WORDS:  # (a fused kernel refused: worker.refuse_fused)
-                failure = CheckFailure(_FUSED_WORDS[e.err["library"]](what))
+            elif library is not None:
+                failure = CheckFailure(_FUSED_WORDS[library](what))
             else:
                 failure = CheckFailure(Message(f"`{what}` raised {en}", f"`{what}`에서 예외 발생: {ko}"))
             # The exception's classes ("module.name", most derived first), so a check can ask whether a real

@@ -522,3 +522,13 @@ def test_every_watch_has_words_for_its_refused_kernel_and_the_grader_uses_them()
     e = worker.FusedKernelRefused("_native_multi_head_attention", worker.LIBRARY_ATTENTION)
     assert isinstance(e, RuntimeError)
     assert worker.Worker.describe(type("W", (), {"lines": {}})(), e)["library"] == worker.LIBRARY_ATTENTION
+
+
+def test_a_refused_kernels_word_in_an_error_reply_is_read_only_as_a_known_watchs_name():
+    """The "library" of an error reply comes from the worker, which the submission runs in: a list there (unhashable)
+    or an unknown name is ignored, not a crash of the grader's and not a watch's failure."""
+    from autograder import proxy
+    for word in (["library:attention"], {"a": 1}, "library:nothing", 3, None):
+        assert proxy._refused_watch({"type": "RuntimeError", "message": "no", "library": word}) is None, word
+    assert proxy._refused_watch({"library": "library:attention"}) == "library:attention"
+    assert proxy._refused_watch({}) is None
