@@ -479,30 +479,6 @@ class TransformerBlock(nn.TransformerEncoderLayer):
                 self.norm2.bias, self.linear1.weight, self.linear1.bias, self.linear2.weight, self.linear2.bias,
                 None, None)
 """,
-    # (session 18) the same kernel called from C (functools.partial) with the dispatch modes off too, so that neither
-    # the profile function (no Python call of it), the function mode nor the dispatch mode saw it (100/100 before):
-    # the worker refuses the fused kernels on every backend (worker.refuse_fused)
-    "kernel_undispatched": """import functools
-
-
-class TransformerBlock(nn.Module):
-    def __init__(self, d_model, n_heads):
-        super().__init__()
-        self.self_attn = nn.MultiheadAttention(d_model, n_heads, dropout=DROP_RATE, batch_first=True)
-        self.linear1 = nn.Linear(d_model, FF_MULT * d_model)
-        self.linear2 = nn.Linear(FF_MULT * d_model, d_model)
-        self.norm1, self.norm2 = nn.LayerNorm(d_model), nn.LayerNorm(d_model)
-        self.dropout = nn.Dropout(DROP_RATE)
-
-    def forward(self, x):
-        a = self.self_attn
-        with torch.no_grad(), torch._C._DisableTorchDispatch(), torch._C.DisableTorchFunction():
-            return functools.partial(torch._transformer_encoder_layer_fwd)(
-                x, a.embed_dim, a.num_heads, a.in_proj_weight, a.in_proj_bias, a.out_proj.weight, a.out_proj.bias,
-                False, NORM_FIRST, self.norm1.eps, self.norm1.weight, self.norm1.bias, self.norm2.weight,
-                self.norm2.bias, self.linear1.weight, self.linear1.bias, self.linear2.weight, self.linear2.bias,
-                None, None)
-""",
     # (red team, round 21) the layer run in a thread, where the profile function that watches for its code is not
     # set: started in forward and joined, or a thread of a pool started at import (100/100 before)
     "thread": """import threading
@@ -809,6 +785,15 @@ import autograder.protocol as _p
 _p.evidence_code.__code__ = (lambda tag: b"A").__code__
 """)
 # (closed: every watched call after import counts, Q1's too)
+# (session 18) the same kernel called from C (functools.partial) with the dispatch modes off too, so that neither the
+# profile function (no Python call of it), the function mode nor the dispatch mode saw it (100/100 before): the worker
+# refuses the fused kernels on every backend (worker.refuse_fused)
+LIBRARY_BLOCKS["kernel_undispatched"] = "import functools\n\n\n" + LIBRARY_BLOCKS["kernel"].replace(
+    """        with torch.no_grad(), torch._C.DisableTorchFunction():
+            return torch.ops.aten._transformer_encoder_layer_fwd.default(""",
+    """        with torch.no_grad(), torch._C._DisableTorchDispatch(), torch._C.DisableTorchFunction():
+            return functools.partial(torch._transformer_encoder_layer_fwd)(""")
+assert "functools.partial" in LIBRARY_BLOCKS["kernel_undispatched"]
 # (session 18) the worker's refusal of the fused kernels undone at import (its torch.library.Library destroyed, torch's
 # own kernels back), then the kernel_undispatched block: every watched call starts with the kernels not refused, and
 # counts as having run what it watches for (Q1's calls too)
