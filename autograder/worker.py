@@ -238,6 +238,8 @@ class Worker:
         self.scratch = os.getcwd()  # the scratch folder (the submission may chdir)
         protocol._torch()  # (what decodes tensors, taken before any of the submission's code runs: protocol._MAKERS)
         refuse_fused()
+        if accelerator_built() and os.environ.get("CUDA_VISIBLE_DEVICES") != "":  # (a worker that may see a GPU)
+            start_cuda()
         self.guard = _Guard(self)  # before any of the submission's code runs (its cells come with "load")
         watch_profile_switches()
 
@@ -870,7 +872,8 @@ class _Guard:
                  "_uid_of", "_profile_audit", "_set_profile", "_children_mark", "_children_ran",
                  "_namespaces_intact", "_last_pid", "_bindings", "_frozen", "_plain", "_evidence",
                  "set_evidence", "_evidence_fd", "_evidence_code", "set_procs", "_cgroup_pids", "_read_proc",
-                 "_own_children", "_no_children", "_refused", "refuse_fused", "_fused_refused")
+                 "_own_children", "_children_by_parent", "_no_children", "_thread_start", "_task_ids", "start_cuda",
+                 "_refused", "refuse_fused", "_fused_refused")
     VALUES = ("_INSTANCE_DICT", "_ABSENT", "SETTLE_TRIES", "SETTLE_PAUSE", "MAX_WALK", "_LIBRARY_CODE",
               "_LIBRARY_PRINTS", "_LIBRARY_LARGE", "LIBRARY",
               "_SETPROFILE", "_GETPROFILE", "_LIBRARY_KERNELS",
@@ -883,7 +886,7 @@ class _Guard:
               "_EVIDENCE_ID", "_FSTAT", "_LISTDIR", "_RECORDER_PROFILE", "_SET_PROFILE_CODE", "_SWITCHERS",
               "_GETFRAME", "_PROCS_FD", "_PROCS_ID", "_PREAD", "_EVIDENCE_CODES",
               "_EVIDENCE_OFF", "_EVIDENCE_ENTER", "_WAITID", "_WAIT_ANY", "_FUSED", "_FUSED_KEYS",
-              "_FUSED_LIBRARY", "_FUSED_LINES", "_DUMP_TABLE")
+              "_FUSED_LIBRARY", "_FUSED_LINES", "_DUMP_TABLE", "_OWN_THREADS")
     CLASSES = ("Worker", "DeviceSim", "Recorder", "BoundedText", "_ScratchFile", "_Progress", "FusedKernelRefused")
     MODULE_METHODS = ("named_modules", "named_parameters", "named_buffers", "named_children", "modules", "children",
                       "parameters", "buffers", "state_dict", "load_state_dict", "_load_from_state_dict", "to",
@@ -1376,8 +1379,27 @@ def _own_children() -> set[str]:
     if _no_children():
         return set()
     kids: set[str] = set()
-    for tid in os.listdir("/proc/self/task"):
-        kids.update(x.decode() for x in _read_proc(f"/proc/self/task/{tid}/children").split())
+    try:
+        for tid in os.listdir("/proc/self/task"):
+            kids.update(x.decode() for x in _read_proc(f"/proc/self/task/{tid}/children").split())
+    except FileNotFoundError:  # a kernel without CONFIG_PROC_CHILDREN (or a thread gone since the listing)
+        return _children_by_parent()
+    return kids
+
+
+def _children_by_parent() -> set[str]:
+    """The children of this process's threads, zombies included, found by the parent each process of /proc names:
+    where /proc/<pid>/task/<tid>/children does not exist (a kernel built without CONFIG_PROC_CHILDREN: a Firecracker
+    GPU server's 6.18, session 19, where every child went unseen). A stat of each process (some 0.4 ms with 190)."""
+    me = str(os.getpid()).encode()
+    kids: set[str] = set()
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            try:
+                if _read_proc(f"/proc/{pid}/stat").rsplit(b")", 1)[1].split()[1] == me:
+                    kids.add(pid)
+            except (OSError, IndexError):
+                continue  # (gone since the listing)
     return kids
 
 
@@ -1427,15 +1449,51 @@ def _last_pid() -> bytes | None:
 SETTLE_TRIES, SETTLE_PAUSE = 5, 0.002  # Recorder._threads_before: at most 10 ms for other tasks to settle
 
 
+# The threads of the worker's own that CUDA's driver started as the worker set CUDA up, before any of the
+# submission's code ran (start_cuda): ((tid, its start time), ...). They wake now and then (the driver's event
+# handler), during a watched call too, and on a GPU server a right MultiHeadAttention beside an idle thread of its
+# own (a progress bar's monitor, say) lost the point of its run on CUDA now and then: the watch read the driver's
+# thread as the submission's, running during the call (seen on an H200, session 19). A thread is known by its start
+# time too, so that a thread of the submission's that is given the id of one that ended is not taken for it.
+_OWN_THREADS: tuple = ()
+
+
+def _thread_start(tid: str) -> bytes:
+    """When thread `tid` of this process started (its stat's 22nd field, in clock ticks since boot); b"" if gone."""
+    try:
+        return _read_proc(f"/proc/self/task/{tid}/stat").rsplit(b")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return b""
+
+
+def start_cuda() -> None:
+    """In a worker that may use a GPU, before the submission's code runs: CUDA started (probe_cuda, what op_env then
+    reports), and the threads that this made noted as the worker's own (_OWN_THREADS). The start costs about a
+    second, which the worker's start (not the submission's time budget) now takes."""
+    global _OWN_THREADS
+    before = _task_ids()
+    SANDBOX.update(zip(("cuda", "cuda_error"), probe_cuda()))
+    _OWN_THREADS = tuple((tid, _thread_start(tid)) for tid in sorted(_task_ids() - before))
+
+
+def _task_ids() -> set[str]:
+    """The ids of this process's threads (none where /proc cannot tell: Windows, macOS)."""
+    try:
+        return set(os.listdir("/proc/self/task"))
+    except OSError:
+        return set()
+
+
 def _activity(pids: list[str] | None = None) -> dict[str, bytes] | None:
-    """Every thread of this process but the one asking, and every thread of the submission's other live processes
-    (`pids`, else _process_ids()), with how much it has run: its schedstat (CPU time in ns, time waiting to run, times
-    run), which moves whenever the thread runs at all. None where that cannot be read."""
+    """Every thread of this process but the one asking and the worker's own (_OWN_THREADS), and every thread of the
+    submission's other live processes (`pids`, else _process_ids()), with how much it has run: its schedstat (CPU
+    time in ns, time waiting to run, times run), which moves whenever the thread runs at all. None where that cannot
+    be read."""
     me = str(_thread.get_native_id())
     got = {}
     try:
         for tid in os.listdir("/proc/self/task"):
-            if tid != me:
+            if tid != me and not (_OWN_THREADS and (tid, _thread_start(tid)) in _OWN_THREADS):
                 got[tid] = _read_proc(f"/proc/self/task/{tid}/schedstat")[:200]
         for pid in _process_ids() if pids is None else pids:
             for tid in os.listdir(f"/proc/{pid}/task"):

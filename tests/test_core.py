@@ -366,6 +366,112 @@ def test_a_watched_call_lists_its_processs_children_unless_waitid_says_there_are
             os.waitpid(made[0], 0)
             assert worker._no_children()
             code = 0
+        except BaseException:
+            import traceback
+            traceback.print_exc()  # (to the test's captured output: which step failed)
+        finally:
+            os._exit(code)
+    assert os.waitpid(pid, 0)[1] == 0
+
+
+def test_the_threads_that_starting_cuda_made_are_the_workers_own_and_no_others(monkeypatch):
+    """worker.start_cuda (a worker that may see a GPU, before the submission's code): the threads CUDA's driver starts
+    there are the worker's own (_OWN_THREADS), and a watched call does not read them as the submission's doing work
+    when they wake (on an H200 a right MultiHeadAttention beside an idle thread lost its CUDA run's point now and
+    then). A thread made afterwards counts, and so does one holding a recorded id with another start time (an id
+    given again). Here a thread started by a stand-in for the CUDA probe plays the driver's. In a fresh process."""
+    import threading
+    import time
+    from autograder import worker
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            stop = threading.Event()
+
+            def busy():  # wakes and runs, as the driver's event handler does
+                while not stop.is_set():
+                    sum(range(2000))
+                    time.sleep(0.001)
+
+            def probe():
+                threading.Thread(target=busy, daemon=True).start()
+                return True, ""
+            monkeypatch.setattr(worker, "probe_cuda", probe)
+            worker.start_cuda()
+            (own, start), = worker._OWN_THREADS
+            assert worker.SANDBOX["cuda"] is True and start == worker._thread_start(own) and start
+            assert own not in worker._activity([]), worker._activity([])
+            mine = threading.Thread(target=busy, daemon=True)
+            mine.start()
+            assert str(mine.native_id) in worker._activity([])
+            monkeypatch.setattr(worker, "_OWN_THREADS", ((str(mine.native_id), b"1"),))  # (the id, another start)
+            assert {own, str(mine.native_id)} <= set(worker._activity([]))
+            stop.set()
+            code = 0
+        except BaseException:
+            import traceback
+            traceback.print_exc()
+        finally:
+            os._exit(code)
+    assert os.waitpid(pid, 0)[1] == 0
+
+
+def test_where_the_kernel_has_no_children_files_a_processs_children_are_found_by_their_parent(monkeypatch):
+    """A kernel built without CONFIG_PROC_CHILDREN (a Firecracker GPU server's, session 19) has no
+    /proc/<pid>/task/<tid>/children: _own_children then finds the children by the parent each process names
+    (_children_by_parent), a live child, a zombie and the child of an ended thread alike, and never raises (it
+    raised FileNotFoundError, and every child went unseen). Run in a fresh process of no children."""
+    import threading
+    import time
+    from autograder import worker
+    real = worker._read_proc
+
+    def no_children_file(path):
+        if path.endswith("/children"):
+            raise FileNotFoundError(2, "No such file or directory", path)
+        return real(path)
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            monkeypatch.setattr(worker, "_read_proc", no_children_file)
+            assert worker._own_children() == set() and worker._children_by_parent() == set()
+            kids = []
+            for _ in range(2):
+                kid = os.fork()
+                if kid == 0:
+                    time.sleep(60)
+                    os._exit(0)
+                kids.append(kid)
+            os.kill(kids[1], 9)
+            for _ in range(500):  # (the second a zombie: ended, not reaped)
+                with open(f"/proc/{kids[1]}/stat") as f:
+                    if f.read().rsplit(")", 1)[1].split()[0] == "Z":
+                        break
+                time.sleep(0.01)
+
+            def fork_in_thread():
+                k = os.fork()
+                if k == 0:
+                    time.sleep(60)
+                    os._exit(0)
+                kids.append(k)
+            t = threading.Thread(target=fork_in_thread)
+            t.start()
+            t.join()
+            want = {str(k) for k in kids}
+            assert worker._own_children() == want, (worker._own_children(), want)
+            assert worker._children_mark()[1] == want
+            for k in kids:
+                if k != kids[1]:
+                    os.kill(k, 9)
+                os.waitpid(k, 0)
+            assert worker._children_by_parent() == set()
+            code = 0
+        except BaseException:
+            import traceback
+            traceback.print_exc()
         finally:
             os._exit(code)
     assert os.waitpid(pid, 0)[1] == 0

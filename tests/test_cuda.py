@@ -39,12 +39,22 @@ GLOBAL_DEVICE = edit(edit(REF, "import torch.nn as nn\n", "import torch.nn as nn
                           "device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"),
                      FILL, FILL.replace("self.mask.bool()", "self.mask.to(device).bool()"))
 
+# Wrong on every device: the value checks charge it; the GPU part of the device points is for running on a GPU.
+SOFTMAX_DIM1 = edit(REF, "        weights = torch.softmax(scores / keys.shape[-1] ** 0.5, dim=-1)\n"
+                         "        weights = self.dropout(weights)\n",
+                    "        weights = torch.softmax(scores / keys.shape[-1] ** 0.5, dim=1)\n"
+                    "        weights = self.dropout(weights)\n")
+# Runs anywhere and computes nothing: no point for running on a GPU as it does on the CPU.
+ZEROS = edit(REF, "        return weights @ values  # (b, T, d_out)\n",
+             "        return torch.zeros_like(weights @ values)  # (b, T, d_out)\n")
+
 
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("cuda")
     return tmp, grade_sources(tmp, {"reference.py": REF, "cuda_only_wrong.py": CUDA_ONLY_WRONG,
-                                    "global_device.py": GLOBAL_DEVICE})
+                                    "global_device.py": GLOBAL_DEVICE, "softmax_dim1.py": SOFTMAX_DIM1,
+                                    "zeros.py": ZEROS})
 
 
 def gpu_lines(r):
@@ -100,3 +110,26 @@ def test_a_notebook_global_device_loses_only_the_simulated_device_point(graded):
     assert r.error is None and set(lost) == {"CausalAttention keeps every tensor on the input's "
                                              "device"}, lost
     assert r.score == 99, lost
+
+
+def test_a_bug_wrong_on_every_device_costs_no_gpu_point(graded):
+    """The CUDA run compares the class's output on CUDA with its own on the CPU: a softmax over dim=1 is charged by
+    the value checks, once, and not again by the GPU lines (compared with the reference, it lost 2 more points on a
+    GPU server than on a CPU-only machine: found on an H200, session 19)."""
+    _tmp, results = graded
+    r = results["softmax_dim1"]
+    lost = {c.name: c.points - c.score for c in r.checks if c.score < c.points}
+    assert r.error is None and lost and all(c.startswith("CausalAttention") or c.startswith("MultiHeadAttention")
+                                            for c in lost), lost
+    assert not [n for n in lost if "GPU" in n or "device" in n], lost
+    ran = {n: c.status for n, c in gpu_lines(r).items() if "runs on a real GPU (CUDA)" in n}
+    assert ran and set(ran.values()) == {"passed"}, ran
+
+
+def test_a_class_that_computes_nothing_earns_no_gpu_point(graded):
+    """Returning zeros runs on CUDA exactly as on the CPU: the CUDA run, like every device check, pays only a class
+    shown to work (the evidence gate)."""
+    _tmp, results = graded
+    r = results["zeros"]
+    c = gpu_lines(r)["CausalAttention runs on a real GPU (CUDA)"]
+    assert c.status == "failed" and c.score == 0, (c.status, c.score)

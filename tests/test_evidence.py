@@ -537,7 +537,8 @@ def test_multi_head_attention_computed_by_pytorchs_own_earns_nothing_of_the_clas
                                        "lib_heads_kernel.py": REF[:forward] + kernel,
                                        "honest_idle_thread.py": REF + idle})
     honest = results.pop("honest_idle_thread")
-    assert by_q(honest) == QUESTIONS, by_q(honest)  # (it lost MultiHeadAttention's 20: "runs PyTorch's own")
+    assert by_q(honest) == QUESTIONS, [(c.name, c.message and c.message.en, c.staff) for c in honest.checks
+                                       if c.score < c.points]  # (it lost MultiHeadAttention's 20: "runs PyTorch's own")
     for name, r in results.items():
         assert by_q(r) == {**QUESTIONS, "MultiHeadAttention": 0}, (name, by_q(r))
         said = [c.message for c in r.checks if c.question == "MultiHeadAttention" and c.status == "failed"]
@@ -848,11 +849,10 @@ def test_a_parameter_too_large_to_send_back_is_said_so_and_costs_only_its_class(
     big = big[:at] + "\n        self.unused = nn.Parameter(torch.zeros(8300, 8300))" + big[at:]
     r = grade_sources(tmp_path, {"big_param.py": big})["big_param"]
     assert r.error is None, r.error
-    # On a GPU server its run on CUDA sends back only its output, which matches the reference's: that check's
-    # point (assignment.toml [gpu]) is earned there, and nothing else of the class (seen on an H200, session 14).
-    on_gpu = {c.name: c.score for c in r.checks if c.question == "CausalAttention" and c.score}
-    assert on_gpu == ({"CausalAttention runs on a real GPU (CUDA)": 1.0} if HAS_CUDA else {}), on_gpu
-    assert by_q(r) == {**QUESTIONS, "CausalAttention": sum(on_gpu.values())}, by_q(r)
+    # Nothing of the class is earned, on a GPU server too: its run on CUDA (assignment.toml [gpu]) pays only a class
+    # shown to work (it earned its point there, alone of the class, until session 19).
+    earned = {c.name: c.score for c in r.checks if c.question == "CausalAttention" and c.score}
+    assert earned == {} and by_q(r) == {**QUESTIONS, "CausalAttention": 0}, (earned, by_q(r))
     said = " ".join(c.message.en for c in r.checks if c.question == "CausalAttention" and c.message)
     assert "too large to send back to the grader" in said and "malformed" not in said, said
 

@@ -957,7 +957,12 @@ def test_a_line_that_fails_only_in_the_graders_setting_says_so(tmp_path):
     student's mistake ("PermissionError: [Errno 13] Permission denied" at a `DataLoader(num_workers=2)` loop,
     "Temporary failure in name resolution" at a download); each now says that the grader's setting is the cause and
     that it costs nothing, and the classes keep full marks."""
+    import importlib.util
     from conftest import grade_sources
+    # A package a notebook of the book imports and the course does not install (tiktoken is in a GPU server's image:
+    # there the import worked and the test miscounted the notes, session 19)
+    missing = next(m for m in ("tiktoken", "d2l", "gensim", "tiktoken_not_installed")
+                   if importlib.util.find_spec(m) is None)
     demo = ("\nimport os, pwd, urllib.request\n"
             "from torch.utils.data import DataLoader, TensorDataset\n"
             "urllib.request.urlopen('https://example.com/the-verdict.txt')\n"
@@ -966,16 +971,17 @@ def test_a_line_that_fails_only_in_the_graders_setting_says_so(tmp_path):
             "pwd.getpwuid(os.getuid())\n"
             "x = torch.ones(2).cuda() if not torch.cuda.is_available() else torch.ones(2)[5]\n")
     both = grade_sources(tmp_path, {"env.py": REFERENCE.read_text() + demo, "files.py": REFERENCE.read_text()
-                                    + "\ntext = open('the-verdict.txt', encoding='utf-8').read()\nimport tiktoken\n"
+                                    + f"\ntext = open('the-verdict.txt', encoding='utf-8').read()\nimport {missing}\n"
                                     + "torch.save({'w': torch.ones(2)}, '/tmp/model.pt')\n"
                                     + "open('/tmp/log.txt', 'w').write('loss')\n"})
     r = both["env"]
     assert r.score == 100 and both["files"].score == 100
     files, module, *folder = [n for n in both["files"].notes if "While loading" in n.en]
-    assert len(folder) == 2, [n.en for n in folder]
+    assert len(folder) == 2, ([n.en for n in both["files"].notes],
+                              {f: (os.path.exists(f) and os.stat(f).st_uid) for f in ("/tmp/model.pt", "/tmp/log.txt")})
     for n in folder:
         assert "/tmp/" in n.en and "write files only in its working folder" in n.en and "작업 폴더에만" in n.ko, n.en
-    assert "No module named 'tiktoken'" in module.en and "only the packages the course uses" in module.en, module.en
+    assert f"No module named '{missing}'" in module.en and "only the packages the course uses" in module.en, module.en
     assert "강의에서 쓰는 패키지" in module.ko, module.ko
     assert "the-verdict.txt" in files.en and "without the files beside it" in files.en, files.en
     assert "코드 옆의 파일" in files.ko, files.ko

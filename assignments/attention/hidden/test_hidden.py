@@ -1097,6 +1097,7 @@ def _cuda_check(cls):
     @check(question=cls, points=GPU_POINTS.get(cls, 0), name=f"{cls} runs on a real GPU (CUDA)",
            name_ko=f"{cls}: 실제 GPU(CUDA)에서 실행")
     def run_on_cuda(sub):
+        expect_working(sub, cls)  # (a module that does nothing runs on CUDA as it does on the CPU)
         gpu = sub.gpu()  # a worker of its own that sees the GPU (sub's sees none)
         if not gpu.env().get("cuda"):  # the grader sees a GPU that the sandboxed worker cannot use: our fault
             raise RuntimeError("the grading machine has CUDA but the worker process cannot use it: "
@@ -1106,20 +1107,22 @@ def _cuda_check(cls):
 
 
 def on_cuda(gpu, sub, cls, configs=None):
-    """`cls` built on the CPU with the reference's weights, moved to CUDA and called there (a worker of its own,
-    `gpu`; `sub` is the submission's CPU one, unused), against the reference. configs: CONFIGS[cls] unless given
-    (at_full_length)."""
+    """`cls` built with the same seed in `sub`'s worker (the CPU) and in `gpu` (a worker of its own that sees the
+    GPU), moved to CUDA there, and called on the same input: the output on CUDA must be the CPU's. configs:
+    CONFIGS[cls] unless given (at_full_length).
+
+    Against the class's own output, not the reference's: the GPU part of a question's device points is for
+    running on a GPU. A wrong value is the value checks' to charge, once; compared with the reference here, a
+    softmax over dim=1 lost 2 more points on a GPU server than on a CPU-only machine (found on an H200, session
+    19)."""
     seed, b, T, d_in, d_out, heads, ctx = (configs or CONFIGS[cls])[0]
-    # Build on the CPU with the reference's weights (by role, as the value checks copy them: a question of
-    # devices, not of the order the layers were created in), then move.
-    m = build(gpu, cls, d_in, d_out, ctx, 0.0, heads, seed=seed)
-    ref = ref_build(cls, d_in, d_out, ctx, 0.0, heads, seed=seed).eval()
-    transplant(m, ref, cls)
-    m = m.to("cuda")
+    what = call_text(cls, d_in, d_out, ctx, 0.0, heads)
     x = make_input(cls, seed, b, T, d_in)
-    out = m(x, device="cuda")
-    with torch.no_grad():
-        expect_close(out, ref(x), call_text(cls, d_in, d_out, ctx, 0.0, heads) + " on CUDA")
+    _m, (res,) = build_then(sub, cls, d_in, d_out, ctx, 0.0, heads, seed=seed, steps=[step("call", x)])
+    on_cpu = expect_tensor(taken(res)["out"], what)
+    out = build(gpu, cls, d_in, d_out, ctx, 0.0, heads, seed=seed).to("cuda")(x, device="cuda")
+    expect_close(out, on_cpu, Message(f"{what} on CUDA, against its own output on the CPU",
+                                      f"CUDA에서의 {what} (같은 모듈의 CPU 출력과 비교)"))
 
 
 if HAS_CUDA:
