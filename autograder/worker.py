@@ -1382,15 +1382,17 @@ def _own_children() -> set[str]:
     try:
         for tid in os.listdir("/proc/self/task"):
             kids.update(x.decode() for x in _read_proc(f"/proc/self/task/{tid}/children").split())
-    except FileNotFoundError:  # a kernel without CONFIG_PROC_CHILDREN (or a thread gone since the listing)
+    except FileNotFoundError:  # a thread gone since the listing (or a kernel without CONFIG_PROC_CHILDREN)
         return _children_by_parent()
     return kids
 
 
 def _children_by_parent() -> set[str]:
     """The children of this process's threads, zombies included, found by the parent each process of /proc names:
-    where /proc/<pid>/task/<tid>/children does not exist (a kernel built without CONFIG_PROC_CHILDREN: a Firecracker
-    GPU server's 6.18, session 19, where every child went unseen). A stat of each process (some 0.4 ms with 190)."""
+    where a thread's children file is missing. A thread that has just ended (joined, and still leaving the kernel)
+    is listed in /proc/self/task and then has no file; its children, handed to another thread of the process, went
+    unseen for that look (test_core's waitid test failed so once on an H200, session 19), and a kernel built without
+    CONFIG_PROC_CHILDREN has no such file at all. A stat of each process (some 0.4 ms with 190)."""
     me = str(os.getpid()).encode()
     kids: set[str] = set()
     for pid in os.listdir("/proc"):

@@ -418,10 +418,11 @@ def test_the_threads_that_starting_cuda_made_are_the_workers_own_and_no_others(m
 
 
 def test_where_the_kernel_has_no_children_files_a_processs_children_are_found_by_their_parent(monkeypatch):
-    """A kernel built without CONFIG_PROC_CHILDREN (a Firecracker GPU server's, session 19) has no
-    /proc/<pid>/task/<tid>/children: _own_children then finds the children by the parent each process names
-    (_children_by_parent), a live child, a zombie and the child of an ended thread alike, and never raises (it
-    raised FileNotFoundError, and every child went unseen). Run in a fresh process of no children."""
+    """Where a thread's /proc/<pid>/task/<tid>/children is missing (a thread still leaving the kernel after its join,
+    which failed the waitid test above once on an H200, session 19; a kernel built without CONFIG_PROC_CHILDREN),
+    _own_children finds the children by the parent each process names (_children_by_parent), a live child, a zombie
+    and the child of an ended thread alike, and does not raise (it raised FileNotFoundError, and _children_mark then
+    saw no child at all). Here every children file is missing. Run in a fresh process of no children."""
     import threading
     import time
     from autograder import worker
