@@ -873,6 +873,7 @@ class _Guard:
                  "_namespaces_intact", "_last_pid", "_bindings", "_frozen", "_plain", "_evidence",
                  "set_evidence", "_evidence_fd", "_evidence_code", "set_procs", "_cgroup_pids", "_read_proc",
                  "_own_children", "_children_by_parent", "_no_children", "_thread_start", "_task_ids", "start_cuda",
+                 "_copied",
                  "_refused", "refuse_fused", "_fused_refused")
     VALUES = ("_INSTANCE_DICT", "_ABSENT", "SETTLE_TRIES", "SETTLE_PAUSE", "MAX_WALK", "_LIBRARY_CODE",
               "_LIBRARY_PRINTS", "_LIBRARY_LARGE", "LIBRARY",
@@ -886,7 +887,8 @@ class _Guard:
               "_EVIDENCE_ID", "_FSTAT", "_LISTDIR", "_RECORDER_PROFILE", "_SET_PROFILE_CODE", "_SWITCHERS",
               "_GETFRAME", "_PROCS_FD", "_PROCS_ID", "_PREAD", "_EVIDENCE_CODES",
               "_EVIDENCE_OFF", "_EVIDENCE_ENTER", "_WAITID", "_WAIT_ANY", "_FUSED", "_FUSED_KEYS",
-              "_FUSED_LIBRARY", "_FUSED_LINES", "_DUMP_TABLE", "_OWN_THREADS")
+              "_FUSED_LIBRARY", "_FUSED_LINES", "_DUMP_TABLE", "_OWN_THREADS", "_NAMESETS",
+              "_NAMESET_MIN")
     CLASSES = ("Worker", "DeviceSim", "Recorder", "BoundedText", "_ScratchFile", "_Progress", "FusedKernelRefused")
     MODULE_METHODS = ("named_modules", "named_parameters", "named_buffers", "named_children", "modules", "children",
                       "parameters", "buffers", "state_dict", "load_state_dict", "_load_from_state_dict", "to",
@@ -1586,7 +1588,22 @@ LIBRARY = "library:transformer"  # in a call's `record`: note whether that code 
 # F.multi_head_attention_forward earned all 20 points of the question (red team, round 21). Not part of LIBRARY: the
 # exam's block is built around an nn.MultiheadAttention as its paper says.
 LIBRARY_ATTENTION = "library:attention"
-_ATTENTION_CODE = frozenset([f.__code__ for f in vars(nn.MultiheadAttention).values()
+
+
+def _attention_classes() -> list:
+    """nn.MultiheadAttention and torch's other Python multi-head attention: the quantizable one computes the whole of
+    it in its own `_forward_impl` (heads, scale, mask, softmax, dropout, out_proj), and called with the submission's
+    projections on a namespace it earned the attention lab's 20 of 20 and the exam's Q1 35 of 35 (red team, s19)."""
+    classes = [nn.MultiheadAttention]
+    try:
+        from torch.ao.nn import quantizable
+        classes.append(quantizable.MultiheadAttention)
+    except Exception:  # noqa: BLE001 (a torch without it)
+        pass
+    return classes
+
+
+_ATTENTION_CODE = frozenset([f.__code__ for cls in _attention_classes() for f in vars(cls).values()
                              if isinstance(f, types.FunctionType)]
                             + [torch.nn.functional.multi_head_attention_forward.__code__])
 # (each watch: its record's name, the code objects, the names of the large ones, the kernels' names and builtins)
@@ -1606,6 +1623,21 @@ _ALL_PRINTS = frozenset().union(*(w[2] for w in _WATCHES))
 # 0.5 ms. Equal code objects start on the same line; names that print a large function have its number of names.
 _ALL_CODE_LINES = frozenset(c.co_firstlineno for c in _ALL_CODES)
 _ALL_PRINT_SIZES = frozenset(len(p) for p in _ALL_PRINTS)
+# And the large functions that compute (not __init__) copied with names added: by the set of names they use, all but a
+# tenth of them there. A code object rebuilt with one more name in co_names, or the layer's text pasted with one line
+# that loads another global (`_x = len`), was neither the layer's code nor its names in order, and earned the exam's
+# 100/100 and the attention lab's MultiHeadAttention 20 of 20 (red team, session 19). Known gap: a copy split into
+# functions of fewer names each, or with a tenth of its names aliased, is not seen. ((tag, names, how many may be
+# missing), ...; a function of fewer names than _NAMESET_MIN cannot hold any of them.)
+_NAMESETS = tuple((w[0], frozenset(c.co_names), max(2, len(set(c.co_names)) // 10)) for w in _WATCHES for c in w[1]
+                  if len(set(c.co_names)) >= 2 * _LIBRARY_LARGE and c.co_name != "__init__")
+_NAMESET_MIN = min((len(names) - slack for _tag, names, slack in _NAMESETS), default=1 << 30)
+
+
+def _copied(names: tuple) -> tuple:
+    """The tags of the watches whose large computing functions a code object of these co_names copies (_NAMESETS)."""
+    have = frozenset(names)
+    return tuple(tag for tag, lib, slack in _NAMESETS if len(lib - have) <= slack)
 _ALL_KERNELS = frozenset().union(*(w[3] for w in _WATCHES))
 _C_CALL_IDS = frozenset(map(id, _THREAD_STARTS + tuple(f for w in _WATCHES for f in w[4])))
 _QUIET_CALL_IMPL = _CALL_IMPL not in _ALL_CODES and _CALL_IMPL.co_names not in _ALL_PRINTS
@@ -1897,6 +1929,9 @@ class Recorder(TorchFunctionMode):
                     return
             if (code.co_firstlineno not in _ALL_CODE_LINES or code not in _ALL_CODES) and \
                     (len(code.co_names) not in _ALL_PRINT_SIZES or code.co_names not in _ALL_PRINTS):
+                if len(code.co_names) >= _NAMESET_MIN:  # (rare: a function of 40 names and more)
+                    for tag in _copied(code.co_names):
+                        self.saw(tag)
                 return  # (what no watch looks for)
             for tag, codes, prints, _kernels, _builtins in _WATCHES:
                 if code in codes or len(code.co_names) >= _LIBRARY_LARGE and code.co_names in prints:

@@ -528,6 +528,33 @@ def test_multi_head_attention_computed_by_pytorchs_own_earns_nothing_of_the_clas
                 torch.cat([e, e, e]), torch.zeros(3 * self.d_out, dtype=x.dtype), self.out_proj.weight,
                 self.out_proj.bias, self.mask.bool()[:n, :n], False, True, 0)[0]
 """
+    # (red team, session 19) F.multi_head_attention_forward's code with one name added to its co_names (the same
+    # instructions), and the quantizable multi-head attention's own _forward_impl, handed the class's projections on a
+    # namespace (its constructor, which runs nn.MultiheadAttention's, is never called): 20 of 20 each
+    padded = LIBRARY_HEADS.replace("torch.nn.functional.multi_head_attention_forward(", "_PADDED(") + """
+import types as _types
+_lib = torch.nn.functional.multi_head_attention_forward
+_PADDED = _types.FunctionType(_lib.__code__.replace(co_names=_lib.__code__.co_names + ("_pad",)), _lib.__globals__,
+                              "mine", _lib.__defaults__)
+_PADDED.__kwdefaults__ = _lib.__kwdefaults__
+"""
+    assert "_PADDED(" in padded
+    quantizable = """    def forward(self, x):
+        import types
+        from torch.ao.nn.quantizable import MultiheadAttention as Lib
+        same = lambda t: t
+        n = x.shape[1]
+        xt = x.transpose(0, 1)
+        ns = types.SimpleNamespace(batch_first=False, embed_dim=self.d_out, num_heads=self.num_heads,
+                                   linear_Q=same, linear_K=same, linear_V=same, bias_k=None, bias_v=None,
+                                   q_scaling_product=types.SimpleNamespace(mul_scalar=lambda t, s: t * s),
+                                   add_zero_attn=False, dequant_q=same, dequant_k=same, dequant_v=same,
+                                   dropout=self.dropout.p, training=self.training, quant_attn_output=same,
+                                   out_proj=self.out_proj, quant_attn_output_weights=same)
+        out, _ = Lib._forward_impl(ns, self.W_query(xt), self.W_key(xt), self.W_value(xt), None, False,
+                                   self.mask.bool()[:n, :n])
+        return out.transpose(0, 1)
+"""
     idle = "\nimport threading, time\nthreading.Thread(target=time.sleep, args=(600,), daemon=True).start()\n"
     results = grade_sources(tmp_path, {"lib_heads.py": REF[:forward] + LIBRARY_HEADS,
                                        "lib_heads_hidden.py": REF[:forward] + hiding,
@@ -535,6 +562,8 @@ def test_multi_head_attention_computed_by_pytorchs_own_earns_nothing_of_the_clas
                                        "lib_heads_memo.py": REF[:forward] + memo,
                                        "lib_heads_ahead.py": REF[:forward] + ahead,
                                        "lib_heads_kernel.py": REF[:forward] + kernel,
+                                       "lib_heads_padded.py": REF[:forward] + padded,
+                                       "lib_heads_quantizable.py": REF[:forward] + quantizable,
                                        "honest_idle_thread.py": REF + idle})
     honest = results.pop("honest_idle_thread")
     assert by_q(honest) == QUESTIONS, [(c.name, c.message and c.message.en, c.staff) for c in honest.checks
