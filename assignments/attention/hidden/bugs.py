@@ -23,6 +23,7 @@ BUFFER = f'self.register_buffer("mask", {TRIU})'
 HEAD_LIST = "[CausalAttention(d_in, d_out, context_length, dropout, qkv_bias) for _ in range(num_heads)]"
 HEADS = f"nn.ModuleList(\n            {HEAD_LIST}\n        )"
 DROP = "        weights = self.dropout(weights)\n"
+NO_TRAIN_DROPOUT = "in train mode the attention weights get no dropout"
 DEMO = """
 
 # ---- trying it out, as in the notebook
@@ -149,6 +150,13 @@ VARIANTS: list[Variant] = [
     V("v1_no_scaling", ch(V1, SCALE, "scores"), breaks=V1,
       en="the scores are not scaled before the softmax; divide them by sqrt(d_k) = keys.shape[-1] ** 0.5",
       ko="softmax 전에 점수를 나누지 않음; sqrt(d_k) = keys.shape[-1] ** 0.5로 나누세요"),
+    # Learners' corpus, session 19: scores divided by the square root of the input's size, not the keys' (`x.shape[-1]`,
+    # `d_in`) were only told that the output differs.
+    V("v1_scale_by_d_in", ch(V1, "keys.shape[-1] ** 0.5", "x.shape[-1] ** 0.5"), breaks=V1,
+      en="the scores are scaled by sqrt(d_in) (x.shape[-1], the size of the input); scale by sqrt(d_k) = "
+         "keys.shape[-1] ** 0.5, the size of the keys (d_out)",
+      ko="점수를 sqrt(d_in)(x.shape[-1], 입력의 크기)로 나눔; 키의 크기(d_out)인 sqrt(d_k) = keys.shape[-1] ** 0.5로 "
+         "나누세요"),
     V("v1_softmax_dim0", ch(V1, "dim=-1)", "dim=0)"), breaks=V1,
       en="the softmax runs over dim=0, so each column of the attention weights sums to 1; normalise each row "
          "(dim=-1)",
@@ -265,11 +273,11 @@ VARIANTS: list[Variant] = [
     V("causal_dropout_unused_and_wrapper_without_dropout", ch(CA, DROP, ""),
       ch(WR, "CausalAttention(d_in, d_out, context_length, dropout, qkv_bias)",
          "CausalAttention(d_in, d_out, context_length, 0.0, qkv_bias)"),
-      breaks=f"{CA},{WR}", says=("pass dropout on to every head",), why="two bugs, one in each class"),
+      breaks=f"{CA},{WR}", says=("pass dropout on to every head", NO_TRAIN_DROPOUT), why="two bugs, one in each class"),
     V("causal_dropout_only_in_eval", ch(CA, "weights = self.dropout(weights)",
                                         "weights = torch.nn.functional.dropout(weights, self.dropout.p, "
                                         "training=not self.training)"),
-      breaks=CA, says=("dropout stays on in eval mode",), never_says=("dropout cannot be judged",)),
+      breaks=CA, says=("dropout stays on in eval mode", NO_TRAIN_DROPOUT), never_says=("dropout cannot be judged",)),
     V("causal_register_buffer_assigned", ch(CA, BUFFER, f"self.mask = {BUFFER}"), breaks=CA,
       says=("register_buffer returns nothing",)),
     # A mask of the positions to keep, used that way, with the weights masked after the softmax and not
@@ -304,6 +312,19 @@ VARIANTS: list[Variant] = [
       en="the scores are scaled by sqrt(num_tokens); scale by sqrt(d_k) = keys.shape[-1] ** 0.5",
       ko="점수를 sqrt(num_tokens)로 나눔; sqrt(d_k) = keys.shape[-1] ** 0.5로 나누세요",
       never_says=(DROPOUT_HINT,)),
+    V("causal_scale_by_d_in", ch(CA, "keys.shape[-1] ** 0.5", "d_in ** 0.5"), breaks=CA,
+      en="the scores are scaled by sqrt(d_in) (the size of the input); scale by sqrt(d_k) = keys.shape[-1] ** 0.5, "
+         "the size of the keys (d_out)",
+      ko="점수를 sqrt(d_in)(입력의 크기)로 나눔; 키의 크기(d_out)인 sqrt(d_k) = keys.shape[-1] ** 0.5로 나누세요",
+      never_says=(DROPOUT_HINT,), why="learners' corpus, session 19: only 'differs' was said"),
+    # The dropout created and never applied, in CausalAttention alone (its train-mode check said only 'differs' and
+    # where to apply it; MultiHeadAttention's named it: learners' corpus, session 19)
+    # (said so that it is true also of a dropout applied in eval mode only, whose train-mode output is the same)
+    V("causal_dropout_unused", ch(CA, DROP, ""), breaks=CA,
+      en=f"{NO_TRAIN_DROPOUT}; apply self.dropout (an nn.Dropout) to them right after the softmax: it drops in "
+         "train mode and passes them through in eval mode",
+      ko="train 모드에서 어텐션 가중치에 dropout이 적용되지 않음; softmax 직후의 어텐션 가중치에 self.dropout(nn.Dropout)을 "
+         "적용하세요. train 모드에서만 dropout이 적용되고 eval 모드에서는 그대로 통과합니다"),
     V("causal_typo_0_slash_5", ch(CA, "** 0.5", "** 0/5"), breaks=CA, en=TYPO.en, ko=TYPO.ko,
       never_says=(DROPOUT_HINT,)),
     V("causal_typo_0_slash_5_in_parentheses", ch(CA, SCALE, PAREN), breaks=CA, en=TYPO_PAREN.en,
