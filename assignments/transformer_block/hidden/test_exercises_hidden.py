@@ -104,7 +104,9 @@ def judge_ablation(sub, switch):
     """Each case (size, norm_first) must give PyTorch's block with that part switched off, or the same around the
     student's own parts. A case whose norm_first the student's full block gets wrong too (norm_first ignored, in
     code that the switches share) is that block's bug, charged in TransformerBlock: it is left out, as long as
-    another case shows the switch working; with none left, the first failure stands."""
+    another case shows the switch working; with none left, the first failure stands, saying so: a block wrong in both
+    orders (no residual around a sub-layer in either) cannot show a switch working against PyTorch's block, and its
+    switch checks then read as a second bug of the switches (learners' corpus, session 19). Known gap: it costs them."""
     judged, first = 0, None
     for d, h, d_ff, seed in ABLATION_CASES:
         for nf in (False, True):
@@ -140,7 +142,11 @@ def judge_ablation(sub, switch):
                 continue
             judged += 1
     if not judged and first is not None:
-        raise first
+        raise CheckFailure(Message(
+            "Your TransformerBlock does not give PyTorch's block in either order (norm_first=False or True; see "
+            "TransformerBlock's checks), so this switch cannot be shown to work on its own: ",
+            "TransformerBlock이 어느 순서(norm_first=False, True)에서도 PyTorch의 블록과 같지 않아서(TransformerBlock의 "
+            "검사 참고) 이 스위치가 제대로 동작함을 따로 보일 수 없습니다: ") + first.message, first.staff) from None
 
 
 @check(question="ablation", points=3)
