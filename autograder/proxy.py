@@ -89,7 +89,10 @@ def _exc_text(err: dict[str, Any]) -> tuple[str, str]:
         loc_en = f" ({where.get('file')}, line {where['line']} in {where.get('function')}: `{where.get('code', '')}`)"
         loc_ko = f" ({where.get('file')}, {where['line']}번째 줄, {where.get('function')}: `{where.get('code', '')}`)"
     head = f"{etype}: {msg}" if msg else etype
-    hint = _mask_hint(msg, str(where.get("code", "")))
+    code = str(where.get("code", ""))
+    hint = _mask_hint(msg, code)
+    if not hint.en:
+        hint = _transpose_hint(msg, code)
     return head + loc_en + hint.en, head + loc_ko + hint.ko
 
 
@@ -107,6 +110,25 @@ def _mask_hint(msg: str, code: str) -> Message:
                    "context_length tokens; slice it to the input's, e.g. self.mask.bool()[:num_tokens, :num_tokens]",
                    f". 마스크와 점수의 크기가 다릅니다({sizes[1]}, {sizes[2]}): 마스크는 context_length개 토큰 크기로 "
                    "만들어지므로 입력 토큰 수에 맞게 잘라 쓰세요. 예: self.mask.bool()[:num_tokens, :num_tokens]")
+
+
+_MATMUL_MISFIT = re.compile(r"mat1 and mat2 shapes cannot be multiplied|Expected size for first two dimensions of "
+                            r"batch2 tensor")
+_KEYS = re.compile(r"\bk(?:ey|eys)?\b")
+_TRANSPOSED = re.compile(r"\.T\b|\.mT\b|\.t\(|transpose|permute|swapaxes|einsum")
+
+
+def _transpose_hint(msg: str, code: str) -> Message:
+    """Where the scores' product fails on its shapes and the line multiplies by the keys as they are, the usual cause
+    in the student's terms: the keys are not transposed (learners' corpus, session 19: `queries @ keys` showed only
+    PyTorch's "mat1 and mat2 shapes cannot be multiplied")."""
+    if not _MATMUL_MISFIT.search(msg) or "@" not in code and "matmul" not in code or not _KEYS.search(code) \
+            or _TRANSPOSED.search(code):
+        return Message("", "")
+    return Message(". The keys are not transposed: the scores are queries @ keys.T (keys.transpose(-2, -1) where there "
+                   "is a batch or heads)",
+                   ". 키를 전치하지 않았습니다: 점수는 queries @ keys.T입니다 (배치나 헤드가 있으면 "
+                   "keys.transpose(-2, -1))")
 
 
 # Real special methods a student's class may define: never read as a misspelling of __init__.

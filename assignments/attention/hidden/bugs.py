@@ -188,6 +188,8 @@ VARIANTS: list[Variant] = [
       en="the softmax runs over dim=0, so each column of the attention weights sums to 1; normalise each row "
          "(dim=-1)",
       ko="softmax를 dim=0으로 계산해서 어텐션 가중치의 각 열의 합이 1이 됨; 각 행을 정규화하세요(dim=-1)"),
+    V("v2_keys_not_transposed", ch(V2, "scores = queries @ keys.T", "scores = queries @ keys"), breaks=V2,
+      says=("The keys are not transposed",), why="learners' corpus, session 19: PyTorch's shape error alone was shown"),
     V("v2_scale_by_tokens", ch(V2, "keys.shape[-1] ** 0.5", "keys.shape[0] ** 0.5"), breaks=V2,
       en="the scores are scaled by the square root of the number of tokens (keys.shape[0]); scale by "
          "sqrt(d_k) = keys.shape[-1] ** 0.5",
