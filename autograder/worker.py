@@ -238,6 +238,7 @@ class Worker:
         self.scratch = os.getcwd()  # the scratch folder (the submission may chdir)
         protocol._torch()  # (what decodes tensors, taken before any of the submission's code runs: protocol._MAKERS)
         refuse_fused()
+        refuse_torchscript()
         if accelerator_built() and os.environ.get("CUDA_VISIBLE_DEVICES") != "":  # (a worker that may see a GPU)
             start_cuda()
         self.guard = _Guard(self)  # before any of the submission's code runs (its cells come with "load")
@@ -873,7 +874,7 @@ class _Guard:
                  "_namespaces_intact", "_last_pid", "_bindings", "_frozen", "_plain", "_evidence",
                  "set_evidence", "_evidence_fd", "_evidence_code", "set_procs", "_cgroup_pids", "_read_proc",
                  "_own_children", "_children_by_parent", "_no_children", "_thread_start", "_task_ids", "start_cuda",
-                 "_copied",
+                 "_copied", "refuse_torchscript", "_refuse_script",
                  "_refused", "refuse_fused", "_fused_refused")
     VALUES = ("_INSTANCE_DICT", "_ABSENT", "SETTLE_TRIES", "SETTLE_PAUSE", "MAX_WALK", "_LIBRARY_CODE",
               "_LIBRARY_PRINTS", "_LIBRARY_LARGE", "LIBRARY",
@@ -889,7 +890,8 @@ class _Guard:
               "_EVIDENCE_OFF", "_EVIDENCE_ENTER", "_WAITID", "_WAIT_ANY", "_FUSED", "_FUSED_KEYS",
               "_FUSED_LIBRARY", "_FUSED_LINES", "_DUMP_TABLE", "_OWN_THREADS", "_NAMESETS",
               "_NAMESET_MIN")
-    CLASSES = ("Worker", "DeviceSim", "Recorder", "BoundedText", "_ScratchFile", "_Progress", "FusedKernelRefused")
+    CLASSES = ("Worker", "DeviceSim", "Recorder", "BoundedText", "_ScratchFile", "_Progress", "FusedKernelRefused",
+               "TorchScriptRefused", "_TorchScriptOff")
     MODULE_METHODS = ("named_modules", "named_parameters", "named_buffers", "named_children", "modules", "children",
                       "parameters", "buffers", "state_dict", "load_state_dict", "_load_from_state_dict", "to",
                       "_apply", "__setattr__", "__getattr__", "register_buffer", "register_parameter", "train",
@@ -1789,6 +1791,61 @@ def _refused(name: str, *_args: Any, **_kwargs: Any) -> Any:
     except Exception:  # noqa: BLE001 (the list is the submission's to spoil: the call still raises)
         pass
     raise FusedKernelRefused(name, next((w[0] for w in _WATCHES if name in w[3]), ""))
+
+
+class TorchScriptRefused(RuntimeError):
+    """What compiling TorchScript raises in a worker (refuse_torchscript)."""
+
+    def __init__(self, what: str):
+        super().__init__(f"TorchScript is turned off while grading ({what}): the submission's code runs as Python")
+
+
+class _TorchScriptOff:
+    """torch.jit._state._enabled's class in a worker: TorchScript stays off (torch.jit.script and trace hand back
+    what they are given), whatever torch.jit._state.enable() sets."""
+
+    enabled = property(lambda self: False, lambda self, value: None)
+
+    def __bool__(self) -> bool:
+        return False
+
+
+# TorchScript's compilers, refused in a worker (refuse_torchscript): torch._C's functions, and the methods of its
+# classes, that make compiled code from source, a trace or a saved file. Code that runs compiled is out of the
+# profile function's sight (a call of a scripted function or method makes no profile event), and TorchScript compiles
+# the Python functions it calls: torch.jit.script(F.multi_head_attention_forward), compiled after turning
+# TorchScript on again, earned the attention lab's 20 of 20 and the exam's Q1, and an encoder layer made without its
+# __init__, scripted and called through its forward, Q3's 35 (red team, session 19). The course needs none of it.
+_TORCHSCRIPT_FUNCTIONS = ("_jit_script_compile", "_jit_script_class_compile", "_jit_script_compile_overload",
+                          "_create_module_with_type", "_create_function_from_trace",
+                          "_create_function_from_trace_with_dict", "import_ir_module", "import_ir_module_from_buffer",
+                          "_import_ir_module_from_package", "_load_for_lite_interpreter",
+                          "_load_for_lite_interpreter_from_buffer")
+_TORCHSCRIPT_METHODS = (("CompilationUnit", ("__init__", "define", "create_function")),
+                        ("ScriptModule", ("_create_method_from_trace", "_create_method_from_trace_with_dict",
+                                          "_define")),
+                        ("ConcreteModuleType", ("_create_methods_and_properties", "_create_hooks")))
+
+
+def _refuse_script(what: str) -> Any:
+    def refused(*_args: Any, **_kwargs: Any) -> Any:
+        raise TorchScriptRefused(what)
+    return refused
+
+
+def refuse_torchscript() -> None:
+    """In a worker, before any of the submission's code runs: TorchScript cannot be turned on again, and its
+    compilers raise TorchScriptRefused (see _TORCHSCRIPT_FUNCTIONS). Never in the grader or the zygote."""
+    import torch.jit._state as state
+    state._enabled.__class__ = _TorchScriptOff
+    for name in _TORCHSCRIPT_FUNCTIONS:
+        if hasattr(torch._C, name):
+            setattr(torch._C, name, _refuse_script(f"torch._C.{name}"))
+    for cls_name, methods in _TORCHSCRIPT_METHODS:
+        cls = getattr(torch._C, cls_name, None)
+        for name in methods if cls is not None else ():
+            if name in vars(cls):
+                setattr(cls, name, _refuse_script(f"{cls_name}.{name}"))
 
 
 def refuse_fused() -> None:

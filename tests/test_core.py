@@ -567,6 +567,51 @@ def test_the_profile_functions_quick_test_lets_through_all_that_a_watch_looks_fo
     assert ran("c_call", arg=torch.matmul) == []
 
 
+def test_a_worker_refuses_torchscripts_compilers_and_keeps_torchscript_off():
+    """worker.refuse_torchscript (run by Worker() before any of the submission's code): torch.jit._state.enable()
+    changes nothing (torch.jit.script hands back what it is given), and TorchScript's compilers raise
+    TorchScriptRefused however they are reached: torch.jit.CompilationUnit, torch.jit.script with the switch's class
+    put back, torch._C's own compile function, a trace, a saved module. A process that only imports the worker module
+    (the grader, the zygote) compiles as before. In a fresh interpreter."""
+    code = f"""import sys, io, socket, warnings
+sys.path.insert(0, {str(ROOT)!r})
+warnings.simplefilter("ignore")
+import torch
+import torch.jit._state as js
+from autograder import worker
+F = torch.nn.functional
+proxy_class = type(js._enabled)
+buf = io.BytesIO()
+torch.jit.save(torch.jit.script(torch.nn.Linear(2, 2)), buf)  # (importing the worker refuses nothing)
+before = type(torch.jit.CompilationUnit("def f(x: int) -> int:\\n    return x\\n").f).__name__
+worker.Worker(socket.socketpair()[0])
+js.enable()
+lin = torch.nn.Linear(2, 2)
+got = [before, torch.jit.script(F.multi_head_attention_forward) is F.multi_head_attention_forward,
+       torch.jit.trace(lin, torch.ones(1, 2)) is lin, bool(js._enabled)]
+def swapped():
+    js._enabled.__class__ = proxy_class
+    js._enabled.enabled = True
+    return torch.jit.script(F.multi_head_attention_forward)
+for attempt in (lambda: torch.jit.CompilationUnit("def f(x: int) -> int:\\n    return x\\n"),
+                lambda: js._python_cu.define("def g(x: int) -> int:\\n    return x\\n"),
+                lambda: torch._C._jit_script_compile("f", None, None, None),
+                lambda: torch.jit.load(io.BytesIO(buf.getvalue())), swapped,
+                lambda: torch.jit.trace(torch.nn.Linear(2, 2), torch.ones(1, 2))):  # (the switch swapped back)
+    try:
+        attempt()
+        got.append("compiled")
+    except worker.TorchScriptRefused:
+        got.append("refused")
+    except Exception as e:
+        got.append(type(e).__name__)
+print(got)
+"""
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert p.stdout.strip() == str(["ScriptFunction", True, True, False] + ["refused"] * 6), p.stdout
+
+
 def test_a_worker_refuses_torchs_fused_kernels_however_called_and_its_layers_still_run():
     """worker.refuse_fused (run by Worker() before any of the submission's code): the fused kernels raise
     FusedKernelRefused called directly, through torch.ops, from C (functools.partial) with torch's dispatch and

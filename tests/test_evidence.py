@@ -539,6 +539,15 @@ _PADDED = _types.FunctionType(_lib.__code__.replace(co_names=_lib.__code__.co_na
 _PADDED.__kwdefaults__ = _lib.__kwdefaults__
 """
     assert "_PADDED(" in padded
+    # (red team, session 19) F.multi_head_attention_forward compiled by TorchScript, turned on again for it and off
+    # after: compiled code runs out of the profile function's sight (20 of 20)
+    scripted = LIBRARY_HEADS.replace("torch.nn.functional.multi_head_attention_forward(", "_SCRIPTED(") + """
+import torch.jit._state as _js
+_js.enable()
+_SCRIPTED = torch.jit.script(torch.nn.functional.multi_head_attention_forward)
+_js.disable()
+"""
+    assert "_SCRIPTED(" in scripted
     quantizable = """    def forward(self, x):
         import types
         from torch.ao.nn.quantizable import MultiheadAttention as Lib
@@ -564,6 +573,7 @@ _PADDED.__kwdefaults__ = _lib.__kwdefaults__
                                        "lib_heads_kernel.py": REF[:forward] + kernel,
                                        "lib_heads_padded.py": REF[:forward] + padded,
                                        "lib_heads_quantizable.py": REF[:forward] + quantizable,
+                                       "lib_heads_scripted.py": REF[:forward] + scripted,
                                        "honest_idle_thread.py": REF + idle})
     honest = results.pop("honest_idle_thread")
     assert by_q(honest) == QUESTIONS, [(c.name, c.message and c.message.en, c.staff) for c in honest.checks
