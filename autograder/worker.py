@@ -889,7 +889,7 @@ class _Guard:
               "_GETFRAME", "_PROCS_FD", "_PROCS_ID", "_PREAD", "_EVIDENCE_CODES",
               "_EVIDENCE_OFF", "_EVIDENCE_ENTER", "_WAITID", "_WAIT_ANY", "_FUSED", "_FUSED_KEYS",
               "_FUSED_LIBRARY", "_FUSED_LINES", "_DUMP_TABLE", "_OWN_THREADS", "_NAMESETS",
-              "_NAMESET_MIN")
+              "_NAMESET_MIN", "_GENERATED")
     CLASSES = ("Worker", "DeviceSim", "Recorder", "BoundedText", "_ScratchFile", "_Progress", "FusedKernelRefused",
                "TorchScriptRefused", "_TorchScriptOff")
     MODULE_METHODS = ("named_modules", "named_parameters", "named_buffers", "named_children", "modules", "children",
@@ -1636,6 +1636,15 @@ _NAMESETS = tuple((w[0], frozenset(c.co_names), max(2, len(set(c.co_names)) // 1
 _NAMESET_MIN = min((len(names) - slack for _tag, names, slack in _NAMESETS), default=1 << 30)
 
 
+# The file name of the code torch.fx generates (a GraphModule's forward, from symbolic_trace, make_fx, AOT tracing):
+# such code does what the traced functions did, as new code objects. PyTorch's multi-head attention traced by make_fx
+# at import, and the encoder layer through torch.func.functional_call, each run as a GraphModule in forward, earned
+# the attention lab's 20 of 20 and the exam's 100/100 (red team, session 19). A watched call that runs generated
+# code is taken to have run what every watch looks for; the course needs no FX. Known gap: the generated text
+# compiled again under a name of the submission's is not seen.
+_GENERATED = "<eval_with_key>"
+
+
 def _copied(names: tuple) -> tuple:
     """The tags of the watches whose large computing functions a code object of these co_names copies (_NAMESETS)."""
     have = frozenset(names)
@@ -1989,6 +1998,8 @@ class Recorder(TorchFunctionMode):
                 if len(code.co_names) >= _NAMESET_MIN:  # (rare: a function of 40 names and more)
                     for tag in _copied(code.co_names):
                         self.saw(tag)
+                if code.co_filename.startswith(_GENERATED):
+                    self.saw_all()
                 return  # (what no watch looks for)
             for tag, codes, prints, _kernels, _builtins in _WATCHES:
                 if code in codes or len(code.co_names) >= _LIBRARY_LARGE and code.co_names in prints:

@@ -565,6 +565,10 @@ def test_the_profile_functions_quick_test_lets_through_all_that_a_watch_looks_fo
     assert ran("call", code=torch.nn.Linear.forward.__code__) == []
     assert ran("call", code=torch.nn.Module._call_impl.__code__) == []
     assert ran("c_call", arg=torch.matmul) == []
+    # (red team, session 19) code torch.fx generated: a GraphModule from make_fx or symbolic_trace, called directly
+    from torch.fx.experimental.proxy_tensor import make_fx
+    assert ran("call", code=make_fx(lambda x: x.sin())(torch.ones(2)).forward.__code__) == both
+    assert ran("call", code=torch.fx.symbolic_trace(torch.nn.Linear(2, 2)).forward.__code__) == both
 
 
 def test_a_worker_refuses_torchscripts_compilers_and_keeps_torchscript_off():
