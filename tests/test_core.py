@@ -323,55 +323,75 @@ def _process_of(uid: int):
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs /proc and waitid")
-def test_a_watched_call_lists_its_processs_children_unless_waitid_says_there_are_none():
-    """worker._children_mark(), at each end of every watched call, reads /proc/self/task and a file per thread only
-    where waitid (ECHILD, nothing reaped) does not say the process has no child at all: a live child, a zombie and the
-    child of another thread are each listed, and none is reaped by looking. Run in a fresh process of no children."""
-    import threading
-    import time
-    from autograder import worker
+def _in_a_fresh_process(body) -> None:
+    """body() run in a forked child of this process (one of no children, whatever it changes); a failure there fails
+    the test, its traceback in the test's captured output."""
     pid = os.fork()
     if pid == 0:
         code = 1
         try:
-            assert worker._no_children() and worker._children_mark()[1] == frozenset()
-            kid = os.fork()
-            if kid == 0:
-                time.sleep(60)
-                os._exit(0)
-            assert not worker._no_children() and worker._children_mark()[1] == {str(kid)}
-            os.kill(kid, 9)
-            for _ in range(500):  # (a zombie: ended, not reaped)
-                with open(f"/proc/{kid}/stat") as f:
-                    if f.read().rsplit(")", 1)[1].split()[0] == "Z":
-                        break
-                time.sleep(0.01)
-            for _ in range(2):  # (looking reaps nothing)
-                assert not worker._no_children() and worker._children_mark()[1] == {str(kid)}
-            assert os.waitpid(kid, 0)[0] == kid
-            assert worker._no_children() and worker._children_mark()[1] == frozenset()
-            made = []
-
-            def fork_in_thread():
-                k = os.fork()
-                if k == 0:
-                    time.sleep(60)
-                    os._exit(0)
-                made.append(k)
-            t = threading.Thread(target=fork_in_thread)
-            t.start()
-            t.join()
-            assert not worker._no_children() and str(made[0]) in worker._children_mark()[1]
-            os.kill(made[0], 9)
-            os.waitpid(made[0], 0)
-            assert worker._no_children()
+            body()
             code = 0
         except BaseException:
             import traceback
-            traceback.print_exc()  # (to the test's captured output: which step failed)
+            traceback.print_exc()  # (which step failed)
         finally:
             os._exit(code)
     assert os.waitpid(pid, 0)[1] == 0
+
+
+def _sleeper() -> int:
+    """A child that sleeps for a minute: its pid."""
+    import time
+    kid = os.fork()
+    if kid == 0:
+        time.sleep(60)
+        os._exit(0)
+    return kid
+
+
+def _zombie(kid: int) -> None:
+    """Child `kid` killed and left unreaped (a zombie) once this returns."""
+    import time
+    os.kill(kid, 9)
+    for _ in range(500):
+        with open(f"/proc/{kid}/stat") as f:
+            if f.read().rsplit(")", 1)[1].split()[0] == "Z":
+                return
+        time.sleep(0.01)
+
+
+def _sleeper_of_an_ended_thread() -> int:
+    """A sleeping child made by a thread that has ended since (joined): its pid."""
+    import threading
+    made = []
+    t = threading.Thread(target=lambda: made.append(_sleeper()))
+    t.start()
+    t.join()
+    return made[0]
+
+
+def test_a_watched_call_lists_its_processs_children_unless_waitid_says_there_are_none():
+    """worker._children_mark(), at each end of every watched call, reads /proc/self/task and a file per thread only
+    where waitid (ECHILD, nothing reaped) does not say the process has no child at all: a live child, a zombie and the
+    child of another thread are each listed, and none is reaped by looking. Run in a fresh process of no children."""
+    from autograder import worker
+
+    def body():
+        assert worker._no_children() and worker._children_mark()[1] == frozenset()
+        kid = _sleeper()
+        assert not worker._no_children() and worker._children_mark()[1] == {str(kid)}
+        _zombie(kid)
+        for _ in range(2):  # (looking reaps nothing)
+            assert not worker._no_children() and worker._children_mark()[1] == {str(kid)}
+        assert os.waitpid(kid, 0)[0] == kid
+        assert worker._no_children() and worker._children_mark()[1] == frozenset()
+        kid = _sleeper_of_an_ended_thread()
+        assert not worker._no_children() and str(kid) in worker._children_mark()[1]
+        os.kill(kid, 9)
+        os.waitpid(kid, 0)
+        assert worker._no_children()
+    _in_a_fresh_process(body)
 
 
 def test_the_threads_that_starting_cuda_made_are_the_workers_own_and_no_others(monkeypatch):
@@ -383,38 +403,30 @@ def test_the_threads_that_starting_cuda_made_are_the_workers_own_and_no_others(m
     import threading
     import time
     from autograder import worker
-    pid = os.fork()
-    if pid == 0:
-        code = 1
-        try:
-            stop = threading.Event()
 
-            def busy():  # wakes and runs, as the driver's event handler does
-                while not stop.is_set():
-                    sum(range(2000))
-                    time.sleep(0.001)
+    def body():
+        stop = threading.Event()
 
-            def probe():
-                threading.Thread(target=busy, daemon=True).start()
-                return True, ""
-            monkeypatch.setattr(worker, "probe_cuda", probe)
-            worker.start_cuda()
-            (own, start), = worker._OWN_THREADS
-            assert worker.SANDBOX["cuda"] is True and start == worker._thread_start(own) and start
-            assert own not in worker._activity([]), worker._activity([])
-            mine = threading.Thread(target=busy, daemon=True)
-            mine.start()
-            assert str(mine.native_id) in worker._activity([])
-            monkeypatch.setattr(worker, "_OWN_THREADS", ((str(mine.native_id), b"1"),))  # (the id, another start)
-            assert {own, str(mine.native_id)} <= set(worker._activity([]))
-            stop.set()
-            code = 0
-        except BaseException:
-            import traceback
-            traceback.print_exc()
-        finally:
-            os._exit(code)
-    assert os.waitpid(pid, 0)[1] == 0
+        def busy():  # wakes and runs, as the driver's event handler does
+            while not stop.is_set():
+                sum(range(2000))
+                time.sleep(0.001)
+
+        def probe():
+            threading.Thread(target=busy, daemon=True).start()
+            return True, ""
+        monkeypatch.setattr(worker, "probe_cuda", probe)
+        worker.start_cuda()
+        (own, start), = worker._OWN_THREADS
+        assert worker.SANDBOX["cuda"] is True and start == worker._thread_start(own) and start
+        assert own not in worker._activity([]), worker._activity([])
+        mine = threading.Thread(target=busy, daemon=True)
+        mine.start()
+        assert str(mine.native_id) in worker._activity([])
+        monkeypatch.setattr(worker, "_OWN_THREADS", ((str(mine.native_id), b"1"),))  # (the id, another start)
+        assert {own, str(mine.native_id)} <= set(worker._activity([]))
+        stop.set()
+    _in_a_fresh_process(body)
 
 
 def test_where_the_kernel_has_no_children_files_a_processs_children_are_found_by_their_parent(monkeypatch):
@@ -423,8 +435,6 @@ def test_where_the_kernel_has_no_children_files_a_processs_children_are_found_by
     _own_children finds the children by the parent each process names (_children_by_parent), a live child, a zombie
     and the child of an ended thread alike, and does not raise (it raised FileNotFoundError, and _children_mark then
     saw no child at all). Here every children file is missing. Run in a fresh process of no children."""
-    import threading
-    import time
     from autograder import worker
     real = worker._read_proc
 
@@ -432,50 +442,22 @@ def test_where_the_kernel_has_no_children_files_a_processs_children_are_found_by
         if path.endswith("/children"):
             raise FileNotFoundError(2, "No such file or directory", path)
         return real(path)
-    pid = os.fork()
-    if pid == 0:
-        code = 1
-        try:
-            monkeypatch.setattr(worker, "_read_proc", no_children_file)
-            assert worker._own_children() == set() and worker._children_by_parent() == set()
-            kids = []
-            for _ in range(2):
-                kid = os.fork()
-                if kid == 0:
-                    time.sleep(60)
-                    os._exit(0)
-                kids.append(kid)
-            os.kill(kids[1], 9)
-            for _ in range(500):  # (the second a zombie: ended, not reaped)
-                with open(f"/proc/{kids[1]}/stat") as f:
-                    if f.read().rsplit(")", 1)[1].split()[0] == "Z":
-                        break
-                time.sleep(0.01)
 
-            def fork_in_thread():
-                k = os.fork()
-                if k == 0:
-                    time.sleep(60)
-                    os._exit(0)
-                kids.append(k)
-            t = threading.Thread(target=fork_in_thread)
-            t.start()
-            t.join()
-            want = {str(k) for k in kids}
-            assert worker._own_children() == want, (worker._own_children(), want)
-            assert worker._children_mark()[1] == want
-            for k in kids:
-                if k != kids[1]:
-                    os.kill(k, 9)
-                os.waitpid(k, 0)
-            assert worker._children_by_parent() == set()
-            code = 0
-        except BaseException:
-            import traceback
-            traceback.print_exc()
-        finally:
-            os._exit(code)
-    assert os.waitpid(pid, 0)[1] == 0
+    def body():
+        monkeypatch.setattr(worker, "_read_proc", no_children_file)
+        assert worker._own_children() == set() and worker._children_by_parent() == set()
+        live, zombie = _sleeper(), _sleeper()
+        _zombie(zombie)
+        orphaned = _sleeper_of_an_ended_thread()
+        want = {str(k) for k in (live, zombie, orphaned)}
+        assert worker._own_children() == want, (worker._own_children(), want)
+        assert worker._children_mark()[1] == want
+        for k in (live, zombie, orphaned):
+            if k != zombie:
+                os.kill(k, 9)
+            os.waitpid(k, 0)
+        assert worker._children_by_parent() == set()
+    _in_a_fresh_process(body)
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux") or os.geteuid() != 0, reason="needs /proc and root (setuid)")

@@ -460,40 +460,6 @@ class TransformerBlock(nn.TransformerEncoderLayer):
         super().__init__(d_model, n_heads, FF_MULT * d_model, DROP_RATE, batch_first=True, norm_first=NORM_FIRST)
     forward, _sa_block, _ff_block = _pasted["forward"], _pasted["_sa_block"], _pasted["_ff_block"]
 """,
-    # (red team, session 19) the layer's code copied with one name more: its code objects with a name added to
-    # co_names (instructions unchanged), or its text pasted with a line that loads one more global
-    "padded": """import types as _types
-
-
-def _padded(f):
-    code = f.__code__.replace(co_names=f.__code__.co_names + ("_pad",))
-    return _types.FunctionType(code, f.__globals__, f.__name__, f.__defaults__, f.__closure__)
-
-
-class TransformerBlock(nn.TransformerEncoderLayer):
-    def __init__(self, d_model, n_heads):
-        super().__init__(d_model, n_heads, FF_MULT * d_model, DROP_RATE, batch_first=True, norm_first=NORM_FIRST)
-    forward = _padded(nn.TransformerEncoderLayer.forward)
-    _sa_block = _padded(nn.TransformerEncoderLayer._sa_block)
-    _ff_block = _padded(nn.TransformerEncoderLayer._ff_block)
-""",
-    "pasted_one_more": """import ast as _ast
-import inspect as _inspect
-import textwrap as _textwrap
-
-_pasted: dict = {}
-for _f in (nn.TransformerEncoderLayer.forward, nn.TransformerEncoderLayer._sa_block,
-           nn.TransformerEncoderLayer._ff_block):
-    _tree = _ast.parse(_textwrap.dedent(_inspect.getsource(_f)))
-    _tree.body[0].body.insert(0, _ast.parse("_my_own_line = len").body[0])
-    exec(compile(_ast.fix_missing_locations(_tree), "pasted", "exec"), dict(vars(nn.modules.transformer)), _pasted)
-
-
-class TransformerBlock(nn.TransformerEncoderLayer):
-    def __init__(self, d_model, n_heads):
-        super().__init__(d_model, n_heads, FF_MULT * d_model, DROP_RATE, batch_first=True, norm_first=NORM_FIRST)
-    forward, _sa_block, _ff_block = _pasted["forward"], _pasted["_sa_block"], _pasted["_ff_block"]
-""",
     # (red team, round 18) the layer's fused kernel called with the block's own parts, the torch function modes off
     "kernel": """class TransformerBlock(nn.Module):
     def __init__(self, d_model, n_heads):
@@ -828,6 +794,17 @@ LIBRARY_BLOCKS["kernel_undispatched"] = "import functools\n\n\n" + LIBRARY_BLOCK
     """        with torch.no_grad(), torch._C._DisableTorchDispatch(), torch._C.DisableTorchFunction():
             return functools.partial(torch._transformer_encoder_layer_fwd)(""")
 assert "functools.partial" in LIBRARY_BLOCKS["kernel_undispatched"]
+# (red team, session 19) the layer's code copied with one name more: its code objects with a name added to co_names
+# (instructions unchanged), or its text pasted with a line that loads one more global (`_x = len`)
+LIBRARY_BLOCKS["padded"] = LIBRARY_BLOCKS["cloned"].replace("co_firstlineno=f.__code__.co_firstlineno + 1000",
+                                                            'co_names=f.__code__.co_names + ("_pad",)')
+assert "_pad" in LIBRARY_BLOCKS["padded"]
+LIBRARY_BLOCKS["pasted_one_more"] = "import ast as _ast\n" + LIBRARY_BLOCKS["pasted"].replace(
+    "    exec(compile(_textwrap.dedent(_inspect.getsource(_f)),",
+    "    _tree = _ast.parse(_textwrap.dedent(_inspect.getsource(_f)))\n"
+    "    _tree.body[0].body.insert(0, _ast.parse('_my_own_line = len').body[0])\n"
+    "    exec(compile(_ast.fix_missing_locations(_tree),")
+assert "_my_own_line" in LIBRARY_BLOCKS["pasted_one_more"]
 # (session 18) the worker's refusal of the fused kernels undone at import (its torch.library.Library destroyed, torch's
 # own kernels back), then the kernel_undispatched block: every watched call starts with the kernels not refused, and
 # counts as having run what it watches for (Q1's calls too)
