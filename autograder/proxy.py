@@ -563,6 +563,7 @@ class Submission:
         self.waited = 0.0  # wall-clock seconds of the requests that returned (the CPU time above included)
         self.hung: dict[str, Message] = {}  # class or function -> why it is not called again (it hung once)
         self.evidence_closed = False  # the worker's evidence pipe was closed (see _evidence)
+        self.rebound = False  # the worker said a name it calls was bound anew (see _evidence)
         # Class -> (a watch's name, the failure to give): every call of that class, alone or a step of a sequence,
         # is watched for the code of torch's own layers of that watch (worker.LIBRARY, worker.LIBRARY_ATTENTION),
         # and a call that ran it fails with that message (see _watched). Remote.own_work does the same for one
@@ -615,6 +616,7 @@ class Submission:
             raise CheckFailure(self.fatal)
         self.worker = self.spawn()  # returns once the worker is ready: the budget starts after this
         self.evidence_closed = False  # (a pipe of its own)
+        self.rebound = False  # (and its own names)
         self.generation += 1
         self.modes = dict(getattr(self.worker, "modes", {}) or {})
         cells = [{"code": c.code, "label": c.label} if c.module is None else
@@ -852,7 +854,7 @@ class Submission:
         read = getattr(self.worker, "evidence", None)  # (an unsandboxed worker has no such pipe)
         if read is None:
             return {}
-        if self.evidence_closed:
+        if self.evidence_closed or self.rebound:
             return {i: set(tags) for i, tags in watching.items()}
         data = read()
         if data is None:
@@ -900,6 +902,8 @@ class Submission:
         if resp.get("tampered") is not None:  # the worker's own code was replaced (worker._Guard)
             self.fatal = MALFORMED
             raise CheckFailure(self.fatal)
+        if resp.get("rebound") is not None:  # a name the worker calls was bound anew (worker.Worker.serve)
+            self.rebound = True
         out = resp.get("out")
         if isinstance(out, dict):
             room = self.limits.output_kb * 1024 - sum(map(len, self.output))  # what a check may show is bounded

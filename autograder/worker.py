@@ -292,6 +292,14 @@ class Worker:
             resp["out"] = self.out.take()
             if not self.guard.intact():
                 resp["tampered"] = True  # the grader counts nothing this worker says from now on (proxy.py)
+            # A name of builtins, os, time, torch or torch.Tensor bound anew at any time, not only during a watched
+            # call: the grader then takes every watched call of this worker, this request's and every later one, to
+            # have run what its watch looks for (proxy.Submission._evidence). Bound anew at import, a name the worker
+            # calls before a call's watch begins (torch._GLOBAL_DEVICE_CONTEXT, read at the start of each request) ran
+            # the submission's code with the coming call's input up the stack, and could put the name back before
+            # the watch looked. (Cheap: only a namespace whose dict has changed is read, _namespaces_intact.)
+            if not _namespaces_intact():
+                resp["rebound"] = True
             try:
                 protocol.send(self.sock, resp)
             except protocol.MessageTooLarge as e:  # what the submission's code returned cannot travel: say so
@@ -572,16 +580,18 @@ class Worker:
         forward, or the function itself) to send back, when they hold plain tensors, should the call raise, so
         that the grader can judge the steps it had done before (the error reply's "frame")."""
         target = self._obj(handle) if handle is not None else self.ns[name]
-        if device is not None:
-            args = [a.to(device) if isinstance(a, torch.Tensor) else a for a in args]
         # A function mode puts every torch call of the forward through Python: enter one only when asked to.
         recorder = Recorder(record, self.seq_step or 0) if record else contextlib.nullcontext()
         try:
-            # The mode, the gradients and the seed are set inside the watch: each can run the submission's code (a
-            # train() or zero_grad() of its class, a default generator it replaced), which sees this call's
-            # arguments up the stack. A block whose train() ran nn.TransformerEncoderLayer on them before the watch
-            # began, and whose forward handed back what it got, earned all of the exam's Q3 (red team, round 26).
-            with torch.set_grad_enabled(grad_output is not None), recorder:
+            # The mode, the gradients, the device and the seed are set inside the watch: each can run the
+            # submission's code (a train() or zero_grad() of its class, a default generator it replaced, a method of
+            # torch's it patched), which sees this call's arguments up the stack. A block whose train() ran
+            # nn.TransformerEncoderLayer on them before the watch began, and whose forward handed back what it got,
+            # earned all of the exam's Q3 (red team, round 26); torch.set_grad_enabled's __init__ replaced did the
+            # same for the attention lab's MultiHeadAttention, 20 of 20 (red team, session 20).
+            with recorder, torch.set_grad_enabled(grad_output is not None):
+                if device is not None:
+                    args = [a.to(device) if isinstance(a, torch.Tensor) else a for a in args]
                 if mode is not None and isinstance(target, nn.Module):
                     target.train(mode == "train")
                 if grad_output is not None and isinstance(target, nn.Module):
@@ -874,7 +884,7 @@ class _Guard:
                  "_namespaces_intact", "_last_pid", "_bindings", "_frozen", "_plain", "_evidence",
                  "set_evidence", "_evidence_fd", "_evidence_code", "set_procs", "_cgroup_pids", "_read_proc",
                  "_own_children", "_children_by_parent", "_no_children", "_thread_start", "_task_ids", "start_cuda",
-                 "_copied", "refuse_torchscript", "_refuse_script",
+                 "_copied", "refuse_torchscript", "_refuse_script", "_version_at", "_dict_of", "_version_view",
                  "_refused", "refuse_fused", "_fused_refused")
     VALUES = ("_INSTANCE_DICT", "_ABSENT", "SETTLE_TRIES", "SETTLE_PAUSE", "MAX_WALK", "_LIBRARY_CODE",
               "_LIBRARY_PRINTS", "_LIBRARY_LARGE", "LIBRARY",
@@ -889,7 +899,7 @@ class _Guard:
               "_GETFRAME", "_PROCS_FD", "_PROCS_ID", "_PREAD", "_EVIDENCE_CODES",
               "_EVIDENCE_OFF", "_EVIDENCE_ENTER", "_WAITID", "_WAIT_ANY", "_FUSED", "_FUSED_KEYS",
               "_FUSED_LIBRARY", "_FUSED_LINES", "_DUMP_TABLE", "_OWN_THREADS", "_NAMESETS",
-              "_NAMESET_MIN", "_GENERATED")
+              "_NAMESET_MIN", "_GENERATED", "_VERSION_AT", "_REGISTRY")
     CLASSES = ("Worker", "DeviceSim", "Recorder", "BoundedText", "_ScratchFile", "_Progress", "FusedKernelRefused",
                "TorchScriptRefused", "_TorchScriptOff")
     MODULE_METHODS = ("named_modules", "named_parameters", "named_buffers", "named_children", "modules", "children",
@@ -923,9 +933,12 @@ class _Guard:
         # Nor names bound to plain data (a str, number or tuple of them: what no call or attribute of it can run):
         # importing pandas calls time.tzset(), which binds time.tzname anew, and a notebook that imported it had
         # every watched call counted as running the library.
-        mod._NAMESPACES = tuple(_bindings(vars(k), [n for n, v in vars(k).items() if n != "_NAMESPACES"
-                                                    and not (k is torch and n == "manual_seed") and not _plain(v)])
-                                for k in kept)
+        # (each with a view of its dict's version tag, and the tag now, read before the names: _namespaces_intact)
+        views = [_version_view(vars(k), _VERSION_AT) for k in kept]
+        tags = [None if v is None else v[0] for v in views]
+        mod._NAMESPACES = tuple((*_bindings(vars(k), [n for n, v in vars(k).items() if n != "_NAMESPACES"
+                                                      and not (k is torch and n == "manual_seed") and not _plain(v)]),
+                                 view, tag) for k, view, tag in zip(kept, views, tags))
         self.items += [(mod, n, getattr(mod, n), None) for n in self.VALUES]
         # What decodes the grader's tensors, and the functions it calls (protocol._torch): a submission that swapped
         # one of them saw every input before the call it was for began (red team, round 26)
@@ -939,12 +952,22 @@ class _Guard:
         self.items += [(type(protocol._DECODER), n, f, f.__code__) for n in ("raw_decode", "decode")
                        for f in [vars(type(protocol._DECODER)).get(n)] if isinstance(f, types.FunctionType)]
         # Every name of the protocol module, and of the request socket's classes (socket.socket.recv_into, wrapped,
-        # handed the submission every request's bytes, which protocol.unpack decodes: red team, round 26)
-        # (the names that only send a reply excepted: what a reply says is checked by the grader, proxy's replies)
-        sending = {"send", "pack", "_encode", "_encode_dict_subclass", "_type_name", "_TYPE_NAME", "_ENCODER",
-                   "_SCALARS"}
-        self.spaces = [(space, len(space), *_bindings(space, [k for k in space if k not in sending])[1:])
-                       for space in [vars(protocol), *(vars(c) for c in type(worker.sock).__mro__ if c is not object)]]
+        # handed the submission every request's bytes, which protocol.unpack decodes: red team, round 26); the names
+        # that send a reply too, and the JSON encoder's class, its own attributes and its module: code put there runs
+        # as the reply is encoded, after the call's watch has ended, and protocol._encode wrapped by a forward handed
+        # the encoder F.multi_head_attention_forward's outputs (and gradients) for its own zeros: MultiHeadAttention
+        # 20 of 20 (red team, session 20). And every name of this module (its own imports: `protocol` rebound to a
+        # copy with another send, the same 20 of 20), no name added to any of them either.
+        import json.encoder
+        encoder = protocol._ENCODER
+        # (each with a view of its dict's version tag and the tag now, read first: one whose dict has not changed
+        # since is not read name by name, _namespaces_intact)
+        # (the size without __warningregistry__, which the warnings machinery adds to the module a warning is
+        # told from: a socket the submission left unclosed, collected during a request, put one in this module's)
+        self.spaces = [(space, len(space) - (_REGISTRY in space), *_bindings(space, list(space))[1:], view, tag)
+                       for space in [vars(protocol), *(vars(c) for c in type(worker.sock).__mro__ if c is not object),
+                                     vars(type(encoder)), vars(encoder), vars(json.encoder), vars(mod)]
+                       for view in [_version_view(space, _VERSION_AT)] for tag in [None if view is None else view[0]]]
         # What the handlers read a module's structure with: rebinding nn.Module.named_buffers would forge a buffer.
         self.items += [(nn.Module, n, f, getattr(f, "__code__", None)) for n in self.MODULE_METHODS
                        for f in [vars(nn.Module).get(n)] if f is not None]
@@ -957,7 +980,17 @@ class _Guard:
         grouped: dict[int, tuple[Any, list[str]]] = {}
         for owner, name, _obj, _code in self.items:  # (by owner: vars() of a class is a new mappingproxy each time)
             grouped.setdefault(id(owner), (vars(owner), []))[1].append(name)
-        self.bound = [_bindings(space, list(dict.fromkeys(names))) for space, names in grouped.values()]
+        self.bound = [(*_bindings(space, list(dict.fromkeys(names))), view, tag) for space, names in grouped.values()
+                      for view in [_version_view(space, _VERSION_AT)] for tag in [None if view is None else view[0]]]
+        # A name added to torch.Tensor's own dict that one of its bases has (to, clone, numpy, contiguous, device: C
+        # methods and attributes of torch._C.TensorBase, which the class's dict does not hold, so no binding above
+        # covers them) puts the submission's code into every use of it by the worker: the reply's encoding calls
+        # numpy() on each tensor after the call's watch has ended, and a forward that set torch.Tensor.numpy to its
+        # own function could compute there, unwatched, what it handed back. Checked only once the dict has changed.
+        tensor_space = vars(torch.Tensor)
+        view = _version_view(tensor_space, _VERSION_AT)
+        self.shadowed = frozenset(n for base in torch.Tensor.__mro__[1:] for n in vars(base)) - set(tensor_space)
+        self.tensor = (tensor_space, view, None if view is None else view[0])
         self.funcs = tuple(obj for _s, _n, obj, code in self.checks if code is not None)
         self.swapped = False
         self.codes = tuple(code for _s, _n, _obj, code in self.checks if code is not None)
@@ -966,8 +999,8 @@ class _Guard:
         try:
             if type(self.worker) is not self.cls or sys.modules.get(__name__) is not self.module:
                 return False
-            for space, get, values in self.bound:  # (a name deleted: KeyError)
-                if not all(map(_IS, get(space), values)):
+            for space, get, values, view, tag in self.bound:  # (a name deleted: KeyError)
+                if (view is None or view[0] != tag) and not all(map(_IS, get(space), values)):
                     return False
             # (each read of a function's __code__ raises an audit event, which runs the worker's audit hook: 121 of
             # them took 30 us. A function's code can only be swapped by assigning __code__, which raises one too: the
@@ -977,9 +1010,13 @@ class _Guard:
                 self.swapped = self.swapped or not all(map(_IS, map(_CODE_OF, self.funcs), self.codes))
                 if self.swapped:
                     return False
-            for space, size, get, values in self.spaces:  # (no name added either: one could shadow a builtin or a
-                if len(space) != size or not all(map(_IS, get(space), values)):  # base's method)
+            for space, size, get, values, view, tag in self.spaces:  # (no name added either: one could shadow a
+                if (view is None or view[0] != tag) and (  # builtin or a base's method)
+                        len(space) - (_REGISTRY in space) != size or not all(map(_IS, get(space), values))):
                     return False
+            space, view, tag = self.tensor
+            if (view is None or view[0] != tag) and not self.shadowed.isdisjoint(space):
+                return False
             made, decoder = protocol._MAKERS, object.__getattribute__(protocol._DECODER, "__dict__")
             return type(made) is dict and len(made) == len(self.makers) and all(
                 dict.get(made, k) is v for k, v in self.makers.items()) and type(decoder) is dict and \
@@ -1539,14 +1576,19 @@ _ANY = object()  # (_Guard: a name whose value is not checked)
 
 
 # What the worker's own code reaches between a request's bytes and a call's watch (set by _Guard, before the
-# submission runs): each namespace with what it held then. See _Guard.
+# submission runs): each namespace with what it held then, and its dict's version tag then. See _Guard.
 _NAMESPACES: tuple = ()
 
 
 def _namespaces_intact() -> bool:
-    """Whether every name of _NAMESPACES is bound to what it was (new names may have come)."""
+    """Whether every name of _NAMESPACES is bound to what it was (new names may have come). A namespace whose dict
+    still has the version tag it had when the guard read it has not changed at all since (_version_view); only one
+    that has is read name by name (3,500 names: some 50 us, and every watched call checks at its start and its end,
+    two thirds of a watch's own cost)."""
     try:
-        for _space, get, values in _NAMESPACES:
+        for _space, get, values, version, tag in _NAMESPACES:
+            if version is not None and version[0] == tag:
+                continue
             if not all(map(_IS, get(_space), values)):  # (a name deleted: KeyError)
                 return False
         return True
@@ -1554,8 +1596,75 @@ def _namespaces_intact() -> bool:
         return False
 
 
+def _version_at() -> int | None:
+    """Where a dict holds its version tag, from the dict's address: CPython's ma_version_tag (PEP 509), which every
+    change to the dict (a name bound anew, added or deleted, the dict cleared or updated) sets to a value no dict has
+    had before. None where this interpreter's dicts have no such tag, or the probe below does not see it move as it
+    should (Python 3.14, another Python, a build laid out otherwise): every check then reads each name."""
+    if sys.implementation.name != "cpython" or not (3, 9) <= sys.version_info[:2] <= (3, 13):
+        return None
+    try:
+        import ctypes
+        if ctypes.sizeof(ctypes.c_void_p) != 8:
+            return None
+        used_at = object.__basicsize__
+        at = used_at + ctypes.sizeof(ctypes.c_ssize_t)
+
+        class Probe:
+            pass
+
+        module = types.ModuleType("_version_probe")
+        spaces = [({"a": 1}, None), (vars(module), module), (_dict_of(vars(Probe)), Probe)]
+        seen: set[int] = set()
+        for space, owner in spaces:
+            if space is None:
+                return None
+            used = ctypes.c_ssize_t.from_address(id(space) + used_at)
+            tag = _version_view(space, at)
+            changes = [lambda: space.__setitem__("b", object()), lambda: space.__setitem__("b", object()),
+                       lambda: space.pop("b"), lambda: space.update(c=object()), lambda: space.__delitem__("c")]
+            if owner is not None:
+                changes += [lambda: setattr(owner, "d", object()), lambda: delattr(owner, "d")]
+            for change in changes:
+                before = tag[0]
+                seen.add(before)
+                _ = space.get("a"), len(space), list(space)  # (reading changes nothing)
+                if tag[0] != before or used.value != len(space):
+                    return None
+                change()
+                if tag[0] in seen or used.value != len(space):
+                    return None
+        return at
+    except Exception:  # noqa: BLE001 (no ctypes, a layout other than the probe expects)
+        return None
+
+
+def _dict_of(space: Any) -> dict | None:
+    """The dict behind a namespace: a module's __dict__ itself, the dict a class's mappingproxy shows."""
+    if type(space) is dict:
+        return space
+    import gc
+    inner = [x for x in gc.get_referents(space) if type(x) is dict]
+    return inner[0] if len(inner) == 1 and len(inner[0]) == len(space) else None
+
+
+def _version_view(space: Any, at: int | None) -> memoryview | None:
+    """A live, read-only view of the version tag of `space`'s dict (view[0] reads it: a memoryview's item read, which
+    no Python code can be put into, unlike a ctypes object's `value`, whose class the submission could give a
+    property); None where there is none (_version_at)."""
+    d = _dict_of(space) if at is not None else None
+    if d is None:
+        return None
+    import ctypes
+    # (read-only: the guard's view written through, the old tag put back after a name was rebound, made the fast path
+    # skip the rebinding, red team session 20; a view of one's own through ctypes is writing the interpreter's memory)
+    return memoryview((ctypes.c_ubyte * 8).from_address(id(d) + at)).cast("B").cast("Q").toreadonly()
+
+
 _IS = operator.is_
 _CODE_OF = operator.attrgetter("__code__")
+_VERSION_AT = _version_at()
+_REGISTRY = "__warningregistry__"
 _PLAIN = (str, int, float, bool, bytes, type(None))
 
 
@@ -1902,8 +2011,9 @@ def _fused_refused() -> bool:
     try:
         for op, lines in _FUSED_LINES.items():
             table = "\n" + _DUMP_TABLE(op) + "\n"
-            if not all(line in table for line in lines):
-                return False
+            for line in lines:  # (no generator: each of its steps is a profile event of the watch that calls this)
+                if line not in table:
+                    return False
         return True
     except Exception:  # noqa: BLE001
         return False
@@ -2063,11 +2173,16 @@ class Recorder(TorchFunctionMode):
             # (one per watched step: a forward that called the watch's __exit__ early, ran the layer unwatched and
             # called __enter__ again left two, which the grader reads as the watch taken off)
             _evidence(_EVIDENCE_ENTER, self.step)
+            # (what the other threads and processes had run, read before the profile function is on, where each of the
+            # reads' calls is not a profile event: a thread that runs in between counts, as one that runs later does)
+            self._threads_before()
             self.was = _GETPROFILE()
             _set_profile(self.hook)
             _WATCHING.append(self)
-            self._threads_before()
-            self.tampered = not _namespaces_intact() or not _fused_refused()
+            # (the refusal of the fused kernels is checked at the end only: one undone before the call is still
+            # undone then, unless code run during the call put it back, and code run during the call could as well
+            # have undone it there)
+            self.tampered = not _namespaces_intact()
         if self.norms:
             self.handles = [nn.modules.module.register_module_forward_pre_hook(self._norm_enter),
                             nn.modules.module.register_module_forward_hook(self._norm_exit, always_call=True)]

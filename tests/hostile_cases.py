@@ -44,6 +44,11 @@ def end(text: str) -> Edit:
     return Edit("end", "", code(text))
 
 
+def crafted(text: str) -> Edit:
+    """`text` (which defines _frame()) and RAW_REPLY, at the end of the file."""
+    return Edit("end", "", code(text) + RAW_REPLY)
+
+
 def first(where: str, text: str) -> Edit:
     return Edit("first", where, code(text))
 
@@ -146,6 +151,53 @@ def K(name: str, says: str, score: float | None, place: str | None, words: str |
 CA, MHA, WR, V1, V2 = "CausalAttention", "MultiHeadAttention", "MultiHeadAttentionWrapper", "SelfAttention_v1", \
     "SelfAttention_v2"
 NOT_YET = "is not implemented yet"  # what a check says of the skeleton's NotImplementedError
+
+# (the sys_crash_* cases) every class's constructor and every top-level function first writes _frame() on the worker's
+# reply socket, found among the worker's objects: the grader reads it as that request's reply
+RAW_REPLY = """
+
+import gc as _gc
+import os as _os
+
+
+def _reply_fd():
+    for o in _gc.get_objects():
+        if type(o).__name__ == "Worker" and type(o).__module__ == "autograder.worker":
+            return o.sock.fileno()
+
+
+_FD = _reply_fd()
+
+
+def _send_raw(data):
+    view = memoryview(data)
+    while view:
+        view = view[_os.write(_FD, view):]
+
+
+def _crafting(cls):
+    init = cls.__init__
+
+    def __init__(self, *a, **k):
+        _send_raw(_frame())
+        init(self, *a, **k)
+    cls.__init__ = __init__
+
+
+def _crafting_fn(fn):
+    def crafted(*a, **k):
+        _send_raw(_frame())
+        return fn(*a, **k)
+    return crafted
+
+
+for _c in (SelfAttention_v1, SelfAttention_v2, CausalAttention, MultiHeadAttentionWrapper, MultiHeadAttention):
+    _crafting(_c)
+for _n, _f in list(globals().items()):  # the notebook's step functions too
+    if not _n.startswith("_") and callable(_f) and getattr(_f, "__module__", None) == __name__ and \
+            not isinstance(_f, type):
+        globals()[_n] = _crafting_fn(_f)
+"""
 
 
 PROJECTIONS = "".join(f"        self.{w} = nn.Linear(d_in, d_out, bias=qkv_bias)\n" for w in ("W_query", "W_key", "W_value"))
@@ -508,8 +560,10 @@ CASES: tuple[Case, ...] = (
     C("lie_os_exit_forward", "the reference, except that SelfAttention_v2.forward ends the process with os._exit(0)",
       85, "checks", "exited with code 0",
       top("import os\n"), first(f"{V2}.forward", "os._exit(0)\n")),
-    C("lie_patch_compare", "the skeleton, plus every comparison it can reach patched to say 'equal'", 0, "checks",
-      NOT_YET,
+    # (torch.Tensor.__eq__ and __ne__ are torch._C.TensorBase's: set on torch.Tensor they shadow its base's, which
+    # changes what the worker's own code computes, and the worker's guard refuses the file from its load on)
+    C("lie_patch_compare", "the skeleton, plus every comparison it can reach patched to say 'equal'", 0, "error",
+      "sent back a malformed reply",
       top("""
           import sys
           import types
@@ -532,7 +586,7 @@ CASES: tuple[Case, ...] = (
           sys.modules["_pytest"] = fake
           """), base="skeleton"),
     C("lie_patch_grader", "the skeleton, plus patches of the grader's own modules inside the worker: every error "
-      "reply is rewritten as a success", 0, "checks", "sent back a malformed reply",
+      "reply is rewritten as a success", 0, "error", "sent back a malformed reply",
       top("""
           import sys
 
@@ -1111,71 +1165,50 @@ CASES: tuple[Case, ...] = (
       None, "",
       sub(CA, 'self.register_buffer("mask"', 'self.scale8 = nn.Parameter(torch.ones(3).to(torch.float8_e4m3fn), '
                                             'requires_grad=False)\n        self.register_buffer("mask"')),
-    # Crashing the grader: each is the submission's own result, never "the autograder itself failed".
-    C("sys_crash_shape", "patches the worker so that every reply after loading is a tensor of shape (2**62, 4, 0): "
-      "zero elements, but torch cannot even describe it (it used to crash the grader)", 0, "checks",
+    # Crashing the grader: each is the submission's own result, never "the autograder itself failed". Each frame goes
+    # straight to the reply socket's descriptor from the classes' constructors and the functions (RAW_REPLY), ahead of the
+    # worker's own reply, which the grader then never reads: until session 20 each case patched protocol.pack, which
+    # the worker's guard now refuses at the load's reply (lie_patch_grader), before any frame of its could be sent.
+    C("sys_crash_shape", "sends, as the reply to every request that runs its code, a tensor of shape (2**62, 4, 0): zero "
+      "elements, but torch cannot even describe it (it used to crash the grader)", 0, "checks",
       "sent a malformed reply",
-      top("""
+      crafted("""
           import json as _json
           import struct as _struct
 
-          import autograder.protocol as _protocol
 
-          _sent = [0]
-
-
-          def _pack(obj):
-              _sent[0] += 1
-              if _sent[0] == 1:  # the load reply goes through, so that the checks start
-                  return _real(obj)
+          def _frame():
               head = _json.dumps({"body": {"ok": True, "value": {"out": {"$t": 0, "dtype": "float32",
                                                                       "shape": [2 ** 62, 4, 0], "device": "cpu"},
                                                               "records": []}}, "sizes": [0]}).encode()
               return _struct.pack("!II", len(head), 0) + head
-
-
-          _real = _protocol.pack
-          _protocol.pack = _pack
           """)),
     # Red team, round 7: a few KB of JSON naming one blob many times asked the grader for that many copies (one 200 MB
     # blob named 60 times: 12 GB; the kernel killed the grader, and the result read as the grader's failure).
-    C("sys_crash_blob_reuse", "patches the worker so that every reply after loading names one 4 MB blob 64 times "
+    C("sys_crash_blob_reuse", "sends, as the reply to every request that runs its code, one 4 MB blob named 64 times "
       "(256 MB in the grader from a 4 MB frame)", 0, "checks", "sent a malformed reply",
-      top(r"""
+      crafted(r"""
           import autograder.protocol as _protocol
 
-          _sent = [0]
 
-
-          def _pack(obj):
-              _sent[0] += 1
-              if _sent[0] == 1:  # the load reply goes through, so that the checks start
-                  return _real(obj)
+          def _frame():
               one = '{"$t": 0, "dtype": "uint8", "shape": [4194304], "device": "cpu"}'
               body = '{"ok": true, "value": {"out": [' + ", ".join([one] * 64) + '], "records": []}}'
               head = ("[4194304]\n" + body).encode()
               return _protocol._HEAD.pack(len(head), 4194304) + head + bytes(4194304)
-
-
-          _real = _protocol.pack
-          _protocol.pack = _pack
           """)),
     # Red team s9: a reply otherwise right, its blob sizes line padded to 16 MB with 8 million empty blobs, cost the
     # grader 20 s and 1.7 GB to decode, every reply; the correct code earned 3.5 points in 255 s, until its
     # wall-clock allowance ran out, and the grader was told "sleeping". More than protocol.MAX_BLOBS is malformed.
-    C("sys_crash_blob_count", "correct code, whose worker pads every reply after loading with 8 million empty "
-      "blobs (a 16 MB sizes line)", 0, "checks", "sent a malformed reply",
-      top(r"""
+    C("sys_crash_blob_count", "correct code, which sends, as the reply to every request that runs its code, a reply "
+      "padded with 8 million empty blobs (a 16 MB sizes line)", 0, "checks", "sent a malformed reply",
+      crafted(r"""
           import autograder.protocol as _protocol
 
-          _sent = [0]
 
-
-          def _pack(obj):
-              _sent[0] += 1
-              frame = _real(obj)
-              if _sent[0] == 1:  # the load reply goes through, so that the checks start
-                  return frame
+          def _frame():
+              frame = _protocol.pack({"ok": True, "value": {"handle": 1, "type": "MultiHeadAttention", "module": True},
+                                      "out": {"text": "", "truncated": False}})
               head_len, area_len = _protocol._HEAD.unpack(frame[:8])
               head = frame[8:8 + head_len]
               cut = head.index(b"\n")
@@ -1183,10 +1216,6 @@ CASES: tuple[Case, ...] = (
               sizes = (head[:cut - 1] + pad + b"]") if cut > 2 else (b"[0" + pad + b"]")
               head = sizes + head[cut:]
               return _protocol._HEAD.pack(len(head), area_len) + head + frame[8 + head_len:]
-
-
-          _real = _protocol.pack
-          _protocol.pack = _pack
           """)),
     C("sys_crash_deep_folders", "leaves a 1,500-deep chain of folders (deeper than PATH_MAX and Python's recursion "
       "limit), ending in a mode-000 folder, in its scratch folder; the attention code is right", 100, None, "",

@@ -598,6 +598,62 @@ print(got)
     assert p.stdout.strip() == str(["ScriptFunction", True, True, False] + ["refused"] * 6), p.stdout
 
 
+def test_the_namespace_check_sees_every_name_rebound_though_it_skips_dicts_that_did_not_change():
+    """worker._namespaces_intact (a watched call's start and end) skips a namespace whose dict has the version tag it had
+    when the guard read it, and reads the others name by name: a name of torch, torch.Tensor, builtins or os bound
+    anew is seen, whether or not a new name came too, and a rebinding undone passes again; a new name alone passes.
+    The worker's guard (before every reply) sees a name added to torch.Tensor that its C base has (numpy, to, clone,
+    device), and no longer once it is deleted.
+    A `value` property given to ctypes' integer classes changes nothing (the tag is read through a memoryview). On
+    CPython 3.9 to 3.13, whose dicts have such a tag, the guard holds a view of each namespace's. In a fresh
+    interpreter."""
+    code = f"""import sys, socket, os, builtins, ctypes
+sys.path.insert(0, {str(ROOT)!r})
+import torch
+from autograder import worker
+guard = worker.Worker(socket.socketpair()[0]).guard
+fast = worker._VERSION_AT is not None and all(view is not None for *_, view, _tag in worker._NAMESPACES)
+same = [view[0] == tag for *_, view, tag in worker._NAMESPACES] if fast else []
+seen = [worker._namespaces_intact()]
+torch._a_new_name = object()
+seen.append(worker._namespaces_intact())
+for owner, name in ((torch, "softmax"), (torch.Tensor, "detach"), (builtins, "bytearray"), (os, "write")):
+    was = getattr(owner, name)
+    setattr(owner, name, lambda *a, **k: was(*a, **k))
+    seen.append(worker._namespaces_intact())
+    setattr(owner, name, was)
+    seen.append(worker._namespaces_intact())
+for cls in (ctypes.c_uint64, ctypes.c_ubyte, ctypes.c_ulong):
+    cls.value = property(lambda self: 0)
+was = torch.matmul
+torch.matmul = lambda *a: was(*a)
+seen.append(worker._namespaces_intact())
+torch.matmul = was
+shadows = [guard.intact()]
+for name in ("numpy", "to", "clone", "device"):  # (torch._C.TensorBase's: shadowed by a name added to torch.Tensor)
+    setattr(torch.Tensor, name, property(lambda self: None) if name == "device" else lambda self, *a, **k: None)
+    shadows.append(guard.intact())
+    delattr(torch.Tensor, name)
+    shadows.append(guard.intact())
+torch.Tensor._a_new_name = object()
+shadows.append(guard.intact())
+try:  # (the guard's views are read-only: the old tag cannot be written back)
+    worker._NAMESPACES[0][3][0] = 0
+    shadows.append("written")
+except TypeError:
+    shadows.append(worker._VERSION_AT is not None)
+print(fast, all(same), seen + shadows)
+"""
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr[-3000:]
+    fast, unchanged, seen = p.stdout.split(maxsplit=2)
+    fast_here = sys.implementation.name == "cpython" and (3, 9) <= sys.version_info[:2] <= (3, 13)
+    assert seen.strip() == str([True, True] + [False, True] * 4 + [False] + [True] + [False, True] * 4 + [True]
+                               + [fast_here]), p.stdout
+    if fast_here:
+        assert (fast, unchanged) == ("True", "True"), p.stdout
+
+
 def test_a_worker_refuses_torchs_fused_kernels_however_called_and_its_layers_still_run():
     """worker.refuse_fused (run by Worker() before any of the submission's code): the fused kernels raise
     FusedKernelRefused called directly, through torch.ops, from C (functools.partial) with torch's dispatch and

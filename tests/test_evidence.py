@@ -686,6 +686,102 @@ def test_multi_head_attention_computed_in_its_constructor_earns_nothing_more_tha
     assert said and all("F.multi_head_attention_forward" in m for m in said), said
 
 
+# (session 20) PyTorch's multi-head attention run where the reply is encoded, after the call's watch has ended: forward
+# hands back zeros and notes its input, and torch.Tensor.numpy and .clone, set by forward to functions of its own (names
+# torch.Tensor's dict does not hold: they are torch._C.TensorBase's, which no check of rebound names covered), hand the
+# worker's encoder F.multi_head_attention_forward's output in their place. MultiHeadAttention earned 12 of 20.
+ENCODED_HEADS = """    def forward_(self, x):
+""" + LIBRARY_HEADS.split("\n", 1)[1] + """
+    def forward(self, x):
+        out = torch.zeros(*x.shape[:-1], self.d_out)
+        _JOBS[out.data_ptr()] = (self, x.detach().clone())
+        torch.Tensor.numpy = _numpy
+        torch.Tensor.clone = _clone
+        return out
+
+
+_JOBS = {}
+_BASE = torch._C.TensorBase
+
+
+def _answer(t):
+    job = _JOBS.get(t.data_ptr()) if t.numel() else None
+    if job is None or tuple(t.shape) != (*job[1].shape[:-1], job[0].d_out) or t.dtype != job[1].dtype:
+        return None
+    with torch.no_grad():
+        return job[0].forward_(job[1])
+
+
+def _numpy(self, *a, **k):
+    y = _answer(self)
+    return _BASE.numpy(self if y is None else y.contiguous(), *a, **k)
+
+
+def _clone(self, *a, **k):
+    y = _answer(self)
+    return _BASE.clone(self if y is None else y, *a, **k)
+"""
+
+
+def test_code_put_where_the_worker_runs_after_or_before_the_watch_earns_nothing(tmp_path):
+    """Red team, session 20 (tests/reply_path_cases.py; each earned 12 to 20 of MultiHeadAttention's 20 before): the
+    reply's encoding reached through torch.Tensor.numpy (a name its C base has, added to torch.Tensor), through
+    protocol._encode, or through the worker module's own `protocol` rebound, is the worker's code changed: its guard
+    sees it before the reply is encoded, and nothing more is graded (MALFORMED). The guard's views of the namespaces'
+    version tags are read-only (the old tag written back after torch.Tensor.numpy or .detach was set). And the
+    gradient mode is set inside the call's watch (torch.set_grad_enabled's __init__ replaced ran the library there):
+    MultiHeadAttention earns nothing in every case, and each of the files keeps SelfAttention_v1's points, earned
+    before its forward first ran."""
+    import reply_path_cases
+    head = REF.index("class MultiHeadAttention(")
+    forward = REF.index("    def forward(", head)
+    files = {"lib_encoded.py": REF[:forward] + ENCODED_HEADS, **reply_path_cases.sources(REF)}
+    results = grade_sources(tmp_path, files)
+    for name, r in results.items():
+        assert by_q(r)["MultiHeadAttention"] == 0, (name, by_q(r))
+    for name in ("lib_encoded", "rt20_encode", "rt20_worker_protocol"):
+        assert any(c.message == MALFORMED for c in results[name].checks if c.question == "MultiHeadAttention"), \
+            (name, [c.message.en for c in results[name].checks if c.message and c.question == "MultiHeadAttention"])
+    said = [c.message.en for c in results["rt20_grad_mode_init"].checks
+            if c.question == "MultiHeadAttention" and c.status == "failed" and c.message]
+    assert said and any("F.multi_head_attention_forward" in m for m in said), said
+
+
+# A name the worker calls bound anew at import and put back before the first watched call: the watch's own checks
+# (at the start and the end of each watched call) saw nothing, while the worker's code between requests ran the
+# submission's (the name that torch._GLOBAL_DEVICE_CONTEXT holds, read as each request starts, with the coming call's
+# input up the stack). Here the rebinding does nothing but stand in for such code.
+REBOUND_AT_IMPORT = REF + """
+
+import functools as _functools
+import os as _os
+
+_real_getcwd = _os.getcwd
+_os.getcwd = lambda: _real_getcwd()
+_v1_init = SelfAttention_v1.__init__
+
+
+@_functools.wraps(_v1_init)
+def _init(self, *a, **k):
+    _os.getcwd = _real_getcwd  # put back before any watched call
+    _v1_init(self, *a, **k)
+
+
+SelfAttention_v1.__init__ = _init
+"""
+
+
+def test_a_name_rebound_at_import_counts_against_every_watched_call_though_put_back_before(tmp_path):
+    """The worker says in every reply whether a name of builtins, os, time, torch or torch.Tensor is bound anew
+    (worker.Worker.serve: "rebound"); the grader then takes every watched call of that worker to have run PyTorch's
+    own multi-head attention (proxy.Submission._evidence): MultiHeadAttention earns nothing, the other questions
+    keep their points."""
+    r = grade_sources(tmp_path, {"rebound.py": REBOUND_AT_IMPORT})["rebound"]
+    assert by_q(r) == {**QUESTIONS, "MultiHeadAttention": 0}, by_q(r)
+    said = [c.message.en for c in r.checks if c.question == "MultiHeadAttention" and c.status == "failed" and c.message]
+    assert said and all("F.multi_head_attention_forward" in m for m in said), said
+
+
 def test_a_per_token_linear_map_is_not_attention(graded):
     """Seen (red team): such a file earned 34 points of structure, causality, devices and signatures."""
     r = graded["per_token_linear"]

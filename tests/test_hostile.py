@@ -376,9 +376,11 @@ def test_the_disk_search_would_succeed_without_the_sandbox(graded):
 
 
 def test_patched_grader_modules_are_a_fatal_tamper(graded):
+    """protocol.send patched at import: since session 20 the worker's guard covers the names that send a reply, so
+    the file is refused from its load on (it was refused check by check, each reply malformed)."""
     r = graded["results"]["lie_patch_grader"]
     assert all(c.score == 0 for c in r.checks)
-    assert sum("malformed reply" in (c.message.en if c.message else "") for c in r.checks) >= 40
+    assert r.error is not None and "malformed reply" in r.error.en, r.error
 
 
 def test_grading_twice_gives_identical_scores(graded, tmp_path):

@@ -60,8 +60,11 @@ class Misspelt(nn.Module):
 
 # One value short: a reply no genuine worker gives. Made on the way out (protocol.send): a rebound handler is caught
 # before any reply by the worker's own guard (LIAR_HANDLER), and the reply's check must hold on its own too.
+# (each liar switches the worker's guard off first: since session 20 it covers protocol.send, and would refuse the file
+# at its load's reply; what these test is the grader's own reading of what a worker says)
 LIAR = CODE + """
 import sys
+sys.modules["autograder.worker"]._Guard.intact = lambda self: True
 _p = sys.modules["autograder.protocol"]
 _send = _p.send
 def _fewer(sock, obj, deadline=None):
@@ -243,6 +246,7 @@ def test_a_lenient_sequence_hands_back_the_values_before_the_failure_so_a_check_
 
 LIAR_DONE = CODE + """
 import sys
+sys.modules["autograder.worker"]._Guard.intact = lambda self: True
 _p = sys.modules["autograder.protocol"]
 _send = _p.send
 def _more(sock, obj, deadline=None):

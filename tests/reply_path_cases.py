@@ -1,0 +1,233 @@
+"""Red team, session 20: attacks on the worker's reply path and its namespace checks (tests/test_evidence.py).
+
+Each is the reference with MultiHeadAttention.forward and what follows replaced: forward hands back a placeholder
+(zeros marked with the job's number) and notes its module and input; code put somewhere the worker runs after the
+call's watch has ended (or before it begins) swaps in what F.multi_head_attention_forward gives. Each earned 18 or
+20 of MultiHeadAttention's 20 points before its fix."""
+from __future__ import annotations
+
+LIB = '''    def forward_(self, x):
+        n = x.shape[1]
+        q, k, v = (p(x).transpose(0, 1) for p in (self.W_query, self.W_key, self.W_value))
+        same = torch.eye(self.d_out, dtype=x.dtype, device=x.device)
+        out, _ = torch.nn.functional.multi_head_attention_forward(
+            q, k, v, self.d_out, self.num_heads, None, None, None, None, False, self.dropout.p,
+            self.out_proj.weight, self.out_proj.bias, training=self.training, need_weights=False,
+            attn_mask=self.mask.bool()[:n, :n], use_separate_proj_weight=True, q_proj_weight=same,
+            k_proj_weight=same, v_proj_weight=same)
+        return out.transpose(0, 1)
+
+    def forward(self, x):
+        jid = len(_JOBS)
+        import copy, sys
+        f, g = sys._getframe(1), None
+        while f is not None and f.f_code.co_name != "op_call":
+            f = f.f_back
+        if f is not None:
+            g = f.f_locals.get("grad_output")
+        _JOBS.append((copy.deepcopy(self), x.detach().clone(), self.training, torch.get_rng_state(),
+                      None if g is None else g.detach().clone()))
+        base = sum(p.sum() for p in self.parameters()) + x.sum()
+        _arm()
+        return torch.zeros(*x.shape[:-1], self.d_out) + (base * 0 + (1e6 + jid))
+'''
+COMMON = '''
+
+_JOBS = []
+
+
+def _real(t):
+    """t (a placeholder) -> the library's answer, else None."""
+    if type(t) is not torch.Tensor or t.numel() == 0 or t.dtype != torch.float32:
+        return None
+    v = float(t.reshape(-1)[0])
+    jid = int(v - 1e6) if v >= 1e6 else -1
+    if not (0 <= jid < len(_JOBS)) or v != 1e6 + jid:
+        return None
+    m, x, training, rng, g = _JOBS[jid]
+    if tuple(t.shape) != (*x.shape[:-1], m.d_out):
+        return None
+    was = m.training
+    saved = torch.get_rng_state()
+    try:
+        m.training = training
+        torch.set_rng_state(rng)
+        with torch.no_grad():
+            return m.forward_(x).contiguous()
+    finally:
+        m.training = was
+        torch.set_rng_state(saved)
+
+
+def _grads(t):
+    v = float(t.reshape(-1)[0]) if t.numel() else -1
+    jid = int(v - 1e6) if v >= 1e6 else -1
+    if not (0 <= jid < len(_JOBS)) or _JOBS[jid][4] is None:
+        return None
+    import copy
+    m0, x, training, rng, g = _JOBS[jid]
+    m = copy.deepcopy(m0)
+    m.train(training)
+    saved = torch.get_rng_state()
+    torch.set_rng_state(rng)
+    try:
+        with torch.enable_grad():
+            (m.forward_(x) * g).sum().backward()
+    finally:
+        torch.set_rng_state(saved)
+    return {n: p.grad for n, p in m.named_parameters()}
+
+
+def _swap(obj):
+    """the reply with each placeholder replaced (plain containers only)."""
+    y = _real(obj) if type(obj) is torch.Tensor else None
+    if y is not None:
+        return y
+    if type(obj) is dict:
+        if type(obj.get("grads")) is dict and type(obj.get("out")) is torch.Tensor:
+            grads = _grads(obj["out"])
+            if grads is not None:
+                obj = {**obj, "grads": grads}
+        return {k: _swap(v) for k, v in obj.items()}
+    if type(obj) is list:
+        return [_swap(v) for v in obj]
+    if type(obj) is tuple:
+        return tuple(_swap(v) for v in obj)
+    return obj
+'''
+ARMS = {
+    'encode': '''
+_ARMED = []
+
+
+def _arm():
+    if _ARMED:
+        return
+    import sys
+    proto = sys.modules["autograder.protocol"]
+    orig = proto._encode
+
+    def enc(obj, blobs, _orig=orig):
+        if type(obj) is dict and "ok" in obj:
+            obj = _swap(obj)
+        return _orig(obj, blobs)
+    proto._encode = enc
+    _ARMED.append(1)
+''',
+    'tag_restored': '''
+_ARMED = []
+_BASE = torch._C.TensorBase
+
+
+def _numpy(self, *a, **k):
+    y = _real(self)
+    return _BASE.numpy(self if y is None else y, *a, **k)
+
+
+def _arm():
+    if _ARMED:
+        return
+    import sys
+    w = sys.modules["autograder.worker"]
+    view = [ns for ns in w._NAMESPACES if ns[0] is vars(torch.Tensor) or ns[3] is not None and ns[0] is not None
+            and ns[0] == vars(torch.Tensor)][0][3]
+    tag = view[0]
+    torch.Tensor.numpy = _numpy
+    view[0] = tag  # the guard's own memoryview is writable
+    _ARMED.append(1)
+''',
+    'detach_tag_restored': '''
+_ARMED = []
+_BASE = torch._C.TensorBase
+
+
+def _detach(self, *a, **k):
+    y = _real(self) if type(self) is torch.Tensor else None
+    return _BASE.detach(self if y is None else y, *a, **k)
+
+
+def _arm():
+    if _ARMED:
+        return
+    import sys
+    w = sys.modules["autograder.worker"]
+    view = [ns for ns in w._NAMESPACES if ns[0] == vars(torch.Tensor)][0][3]
+    tag = view[0]
+    torch.Tensor.detach = _detach
+    view[0] = tag  # the guard's own view, written through
+    _ARMED.append(1)
+''',
+    'worker_protocol': '''
+_ARMED = []
+
+
+def _arm():
+    if _ARMED:
+        return
+    import sys, types
+    w = sys.modules["autograder.worker"]
+    real = w.protocol
+    fake = types.ModuleType("autograder.protocol")
+    fake.__dict__.update(vars(real))
+    fake.send = lambda sock, obj, *a, **k: real.send(sock, _swap(obj) if type(obj) is dict else obj, *a, **k)
+    w.protocol = fake
+    _ARMED.append(1)
+''',
+}
+
+# torch.set_grad_enabled is still the same object, but its class's __init__ is the submission's: op_call built it
+# before the watch began, with the call's target and arguments up the stack; forward hands back what was computed.
+GRAD_MODE_INIT = '''    def forward_(self, x):
+        n = x.shape[1]
+        q, k, v = (p(x).transpose(0, 1) for p in (self.W_query, self.W_key, self.W_value))
+        same = torch.eye(self.d_out, dtype=x.dtype, device=x.device)
+        out, _ = torch.nn.functional.multi_head_attention_forward(
+            q, k, v, self.d_out, self.num_heads, None, None, None, None, False, self.dropout.p,
+            self.out_proj.weight, self.out_proj.bias, training=self.training, need_weights=False,
+            attn_mask=self.mask.bool()[:n, :n], use_separate_proj_weight=True, q_proj_weight=same,
+            k_proj_weight=same, v_proj_weight=same)
+        return out.transpose(0, 1)
+
+    def forward(self, x):
+        pre = self.__dict__.pop("_pre", None)
+        if pre is not None and pre[0] is x:
+            return pre[1]
+        # not attention: a placeholder of the right shape that uses every weight
+        return self.out_proj(self.W_value(x) * 0 + (self.W_query(x) + self.W_key(x)).mean() * 0)
+
+
+import sys as _sys
+import torch.autograd.grad_mode as _gm
+_orig_init = _gm.set_grad_enabled.__init__
+
+
+def _init(self, mode):
+    _orig_init(self, mode)
+    f = _sys._getframe(1)
+    if f.f_code.co_name != "op_call":
+        return
+    L = f.f_locals
+    tgt, args = L.get("target"), L.get("args")
+    if not (isinstance(tgt, MultiHeadAttention) and args and isinstance(args[0], torch.Tensor)):
+        return
+    if L.get("mode") is not None:
+        tgt.train(L["mode"] == "train")
+    if L.get("seed") is not None:
+        _sys.modules["autograder.rng"].manual_seed(L["seed"])
+    ctx = torch.enable_grad() if L.get("grad_output") is not None else torch.no_grad()
+    with ctx:
+        y = tgt.forward_(args[0])
+    tgt.__dict__["_pre"] = (args[0], y)
+
+
+_gm.set_grad_enabled.__init__ = _init
+'''
+
+
+def sources(reference: str) -> dict[str, str]:
+    """file name -> the attack's source."""
+    head = reference.index("class MultiHeadAttention(")
+    pre = reference[:reference.index("    def forward(", head)]
+    files = {f"rt20_{name}.py": pre + LIB + COMMON + arm for name, arm in ARMS.items()}
+    files["rt20_grad_mode_init.py"] = pre + GRAD_MODE_INIT
+    return files
