@@ -599,11 +599,17 @@ class Worker:
                 if seed is not None:
                     manual_seed(seed)
                 out = target(*args, **kwargs)
+                # What a watched call sends back is copied here, inside the watch: code of the submission's that the
+                # garbage collector runs after the watch has switched its profile function off (a gc.callbacks
+                # entry, the __del__ of an object in a cycle, armed by forward with gc.set_threshold(1, 1, 1)) filled
+                # forward's zeros in place with F.multi_head_attention_forward's numbers before the reply was
+                # encoded: MultiHeadAttention 20 of 20 (red team, session 20, round 2).
+                sent = _frozen(out) if record else out
         except BaseException as e:
             if partial:
                 self.frame = self.callee_frame(e.__traceback__, target, partial)
             raise
-        result: dict[str, Any] = {"out": out, "records": recorder.seen if record else []}
+        result: dict[str, Any] = {"out": sent, "records": recorder.seen if record else []}
         if grad_output is not None:
             if not isinstance(out, torch.Tensor) or not out.requires_grad or out.shape != grad_output.shape:
                 result["grads"] = None  # the grader reports the shape or the missing graph itself

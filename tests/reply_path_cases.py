@@ -224,10 +224,175 @@ _gm.set_grad_enabled.__init__ = _init
 '''
 
 
+
+# (round 2) code that the garbage collector runs after the watch has switched its profile function off, before the reply
+# is encoded: a gc.callbacks entry, or the __del__ of an object in a reference cycle, armed by forward with
+# gc.set_threshold(1, 1, 1), fills forward's zeros (a custom autograd.Function's, whose backward computes the library's
+# gradients) in place with F.multi_head_attention_forward's numbers. 20 of 20 each.
+COLLECTED = {
+    "gc_callback": '''    def _real(self, x):
+        import torch.nn.functional as F
+        b, T, _ = x.shape
+        q, k, v = self.W_query(x), self.W_key(x), self.W_value(x)
+        eye = torch.eye(self.d_out, dtype=q.dtype, device=q.device)
+        out, _w = F.multi_head_attention_forward(
+            q.transpose(0, 1), k.transpose(0, 1), v.transpose(0, 1), self.d_out, self.num_heads,
+            None, None, None, None, False, self.dropout.p, self.out_proj.weight, self.out_proj.bias,
+            training=self.training, need_weights=False, attn_mask=self.mask.bool()[:T, :T],
+            use_separate_proj_weight=True, q_proj_weight=eye, k_proj_weight=eye, v_proj_weight=eye)
+        return out.transpose(0, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        b, T, _ = x.shape
+        params = tuple(self.parameters())
+        out = _Later.apply(self, x, *params)
+        _PENDING.append((self, x, out))
+        _gc.set_threshold(1, 1, 1)
+        return out
+
+
+import gc as _gc
+import sys as _sys
+_PENDING = []
+_GRAPHS = {}
+
+
+def _watched():
+    p = _sys.getprofile()
+    return p is not None and type(getattr(p, "__self__", None)).__name__ == "Recorder"
+
+
+def _fill_all():
+    while _PENDING:
+        m, x, out = _PENDING.pop()
+        with torch.enable_grad():
+            xx = x.detach().requires_grad_(x.requires_grad)
+            real = m._real(xx)
+        _GRAPHS[id(out)] = (real, xx)
+        with torch.no_grad():
+            out.copy_(real.detach())
+
+
+def _cb(phase, info):
+    if _PENDING and not _watched():
+        _gc.set_threshold(700, 10, 10)
+        _fill_all()
+
+
+_gc.callbacks.append(_cb)
+
+
+class _Later(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, m, x, *params):
+        ctx.m = m
+        ctx.params = params
+        ctx.save_for_backward(x)
+        b, T, _ = x.shape
+        return x.new_zeros(b, T, m.d_out)
+
+    @staticmethod
+    def backward(ctx, g):
+        x, = ctx.saved_tensors
+        m = ctx.m
+        with torch.enable_grad():
+            xx = x.detach().requires_grad_(True)
+            real = m._real(xx)
+            grads = torch.autograd.grad(real, (xx, *ctx.params), g, allow_unused=True)
+        return (None, *grads)
+
+''',
+    "cycle_del": '''    def _real(self, x):
+        import torch.nn.functional as F
+        b, T, _ = x.shape
+        q, k, v = self.W_query(x), self.W_key(x), self.W_value(x)
+        eye = torch.eye(self.d_out, dtype=q.dtype, device=q.device)
+        out, _w = F.multi_head_attention_forward(
+            q.transpose(0, 1), k.transpose(0, 1), v.transpose(0, 1), self.d_out, self.num_heads,
+            None, None, None, None, False, self.dropout.p, self.out_proj.weight, self.out_proj.bias,
+            training=self.training, need_weights=False, attn_mask=self.mask.bool()[:T, :T],
+            use_separate_proj_weight=True, q_proj_weight=eye, k_proj_weight=eye, v_proj_weight=eye)
+        return out.transpose(0, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        b, T, _ = x.shape
+        params = tuple(self.parameters())
+        out = _Later.apply(self, x, *params)
+        _PENDING.append((self, x, out))
+        _Bomb()
+        _gc.set_threshold(1, 1, 1)
+        return out
+
+
+import gc as _gc
+import sys as _sys
+_PENDING = []
+_GRAPHS = {}
+
+
+def _watched():
+    p = _sys.getprofile()
+    return p is not None and type(getattr(p, "__self__", None)).__name__ == "Recorder"
+
+
+def _fill_all():
+    while _PENDING:
+        m, x, out = _PENDING.pop()
+        with torch.enable_grad():
+            xx = x.detach().requires_grad_(x.requires_grad)
+            real = m._real(xx)
+        _GRAPHS[id(out)] = (real, xx)
+        with torch.no_grad():
+            out.copy_(real.detach())
+
+
+def _cb(phase, info):
+    if _PENDING and not _watched():
+        _gc.set_threshold(700, 10, 10)
+        _fill_all()
+
+
+class _Bomb:
+    def __init__(self):
+        self.me = self
+
+    def __del__(self):
+        if _PENDING:
+            if _watched():
+                _Bomb()  # still inside the watch: plant another for the next collection
+            else:
+                _gc.set_threshold(700, 10, 10)
+                _fill_all()
+
+
+class _Later(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, m, x, *params):
+        ctx.m = m
+        ctx.params = params
+        ctx.save_for_backward(x)
+        b, T, _ = x.shape
+        return x.new_zeros(b, T, m.d_out)
+
+    @staticmethod
+    def backward(ctx, g):
+        x, = ctx.saved_tensors
+        m = ctx.m
+        with torch.enable_grad():
+            xx = x.detach().requires_grad_(True)
+            real = m._real(xx)
+            grads = torch.autograd.grad(real, (xx, *ctx.params), g, allow_unused=True)
+        return (None, *grads)
+
+''',
+}
+
+
 def sources(reference: str) -> dict[str, str]:
     """file name -> the attack's source."""
     head = reference.index("class MultiHeadAttention(")
     pre = reference[:reference.index("    def forward(", head)]
     files = {f"rt20_{name}.py": pre + LIB + COMMON + arm for name, arm in ARMS.items()}
     files["rt20_grad_mode_init.py"] = pre + GRAD_MODE_INIT
+    files.update({f"rt20_{name}.py": pre + tail for name, tail in COLLECTED.items()})
     return files

@@ -729,9 +729,9 @@ def test_code_put_where_the_worker_runs_after_or_before_the_watch_earns_nothing(
     protocol._encode, or through the worker module's own `protocol` rebound, is the worker's code changed: its guard
     sees it before the reply is encoded, and nothing more is graded (MALFORMED). The guard's views of the namespaces'
     version tags are read-only (the old tag written back after torch.Tensor.numpy or .detach was set). And the
-    gradient mode is set inside the call's watch (torch.set_grad_enabled's __init__ replaced ran the library there):
-    MultiHeadAttention earns nothing in every case, and each of the files keeps SelfAttention_v1's points, earned
-    before its forward first ran."""
+    gradient mode is set inside the call's watch (torch.set_grad_enabled's __init__ replaced ran the library there),
+    and a watched call's output is copied inside the watch (the garbage collector ran a gc.callbacks entry or a
+    cycle's __del__ after it, which filled the output in place): MultiHeadAttention earns nothing in every case."""
     import reply_path_cases
     head = REF.index("class MultiHeadAttention(")
     forward = REF.index("    def forward(", head)
