@@ -890,7 +890,7 @@ class _Guard:
                  "_namespaces_intact", "_last_pid", "_bindings", "_frozen", "_plain", "_evidence",
                  "set_evidence", "_evidence_fd", "_evidence_code", "set_procs", "_cgroup_pids", "_read_proc",
                  "_own_children", "_children_by_parent", "_no_children", "_thread_start", "_task_ids", "start_cuda",
-                 "_copied", "refuse_torchscript", "_refuse_script", "_version_at", "_dict_of", "_version_view",
+                 "_copied", "refuse_torchscript", "_refuse_script", "_version_at", "_dict_of", "_version_view", "_version_now",
                  "_refused", "refuse_fused", "_fused_refused")
     VALUES = ("_INSTANCE_DICT", "_ABSENT", "SETTLE_TRIES", "SETTLE_PAUSE", "MAX_WALK", "_LIBRARY_CODE",
               "_LIBRARY_PRINTS", "_LIBRARY_LARGE", "LIBRARY",
@@ -940,11 +940,10 @@ class _Guard:
         # importing pandas calls time.tzset(), which binds time.tzname anew, and a notebook that imported it had
         # every watched call counted as running the library.
         # (each with a view of its dict's version tag, and the tag now, read before the names: _namespaces_intact)
-        views = [_version_view(vars(k), _VERSION_AT) for k in kept]
-        tags = [None if v is None else v[0] for v in views]
+        versions = [_version_now(vars(k)) for k in kept]
         mod._NAMESPACES = tuple((*_bindings(vars(k), [n for n, v in vars(k).items() if n != "_NAMESPACES"
                                                       and not (k is torch and n == "manual_seed") and not _plain(v)]),
-                                 view, tag) for k, view, tag in zip(kept, views, tags))
+                                 *version) for k, version in zip(kept, versions))
         self.items += [(mod, n, getattr(mod, n), None) for n in self.VALUES]
         # What decodes the grader's tensors, and the functions it calls (protocol._torch): a submission that swapped
         # one of them saw every input before the call it was for began (red team, round 26)
@@ -970,10 +969,10 @@ class _Guard:
         # since is not read name by name, _namespaces_intact)
         # (the size without __warningregistry__, which the warnings machinery adds to the module a warning is
         # told from: a socket the submission left unclosed, collected during a request, put one in this module's)
-        self.spaces = [(space, len(space) - (_REGISTRY in space), *_bindings(space, list(space))[1:], view, tag)
+        self.spaces = [(space, len(space) - (_REGISTRY in space), *_bindings(space, list(space))[1:], *version)
                        for space in [vars(protocol), *(vars(c) for c in type(worker.sock).__mro__ if c is not object),
                                      vars(type(encoder)), vars(encoder), vars(json.encoder), vars(mod)]
-                       for view in [_version_view(space, _VERSION_AT)] for tag in [None if view is None else view[0]]]
+                       for version in [_version_now(space)]]
         # What the handlers read a module's structure with: rebinding nn.Module.named_buffers would forge a buffer.
         self.items += [(nn.Module, n, f, getattr(f, "__code__", None)) for n in self.MODULE_METHODS
                        for f in [vars(nn.Module).get(n)] if f is not None]
@@ -986,17 +985,16 @@ class _Guard:
         grouped: dict[int, tuple[Any, list[str]]] = {}
         for owner, name, _obj, _code in self.items:  # (by owner: vars() of a class is a new mappingproxy each time)
             grouped.setdefault(id(owner), (vars(owner), []))[1].append(name)
-        self.bound = [(*_bindings(space, list(dict.fromkeys(names))), view, tag) for space, names in grouped.values()
-                      for view in [_version_view(space, _VERSION_AT)] for tag in [None if view is None else view[0]]]
+        self.bound = [(*_bindings(space, list(dict.fromkeys(names))), *_version_now(space))
+                      for space, names in grouped.values()]
         # A name added to torch.Tensor's own dict that one of its bases has (to, clone, numpy, contiguous, device: C
         # methods and attributes of torch._C.TensorBase, which the class's dict does not hold, so no binding above
         # covers them) puts the submission's code into every use of it by the worker: the reply's encoding calls
         # numpy() on each tensor after the call's watch has ended, and a forward that set torch.Tensor.numpy to its
         # own function could compute there, unwatched, what it handed back. Checked only once the dict has changed.
         tensor_space = vars(torch.Tensor)
-        view = _version_view(tensor_space, _VERSION_AT)
         self.shadowed = frozenset(n for base in torch.Tensor.__mro__[1:] for n in vars(base)) - set(tensor_space)
-        self.tensor = (tensor_space, view, None if view is None else view[0])
+        self.tensor = (tensor_space, *_version_now(tensor_space))
         self.funcs = tuple(obj for _s, _n, obj, code in self.checks if code is not None)
         self.swapped = False
         self.codes = tuple(code for _s, _n, _obj, code in self.checks if code is not None)
@@ -1665,6 +1663,12 @@ def _version_view(space: Any, at: int | None) -> memoryview | None:
     # (read-only: the guard's view written through, the old tag put back after a name was rebound, made the fast path
     # skip the rebinding, red team session 20; a view of one's own through ctypes is writing the interpreter's memory)
     return memoryview((ctypes.c_ubyte * 8).from_address(id(d) + at)).cast("B").cast("Q").toreadonly()
+
+
+def _version_now(space: Any) -> tuple[memoryview | None, int | None]:
+    """(a view of `space`'s version tag, the tag now), read before its names are: (None, None) where there is none."""
+    view = _version_view(space, _VERSION_AT)
+    return view, None if view is None else view[0]
 
 
 _IS = operator.is_

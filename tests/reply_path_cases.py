@@ -1,22 +1,14 @@
 """Red team, session 20: attacks on the worker's reply path and its namespace checks (tests/test_evidence.py).
 
-Each is the reference with MultiHeadAttention.forward and what follows replaced: forward hands back a placeholder
-(zeros marked with the job's number) and notes its module and input; code put somewhere the worker runs after the
-call's watch has ended (or before it begins) swaps in what F.multi_head_attention_forward gives. Each earned 18 or
-20 of MultiHeadAttention's 20 points before its fix."""
+Each is the reference with MultiHeadAttention.forward and what follows replaced by `library` (a method forward_ that
+computes with F.multi_head_attention_forward, test_evidence's) and one of the files below: forward hands back a
+placeholder and notes its module and input, and code put somewhere the worker runs after the call's watch has ended
+(or before it begins) swaps in what forward_ gives. Each earned 18 or 20 of MultiHeadAttention's 20 points before its
+fix."""
 from __future__ import annotations
 
-LIB = '''    def forward_(self, x):
-        n = x.shape[1]
-        q, k, v = (p(x).transpose(0, 1) for p in (self.W_query, self.W_key, self.W_value))
-        same = torch.eye(self.d_out, dtype=x.dtype, device=x.device)
-        out, _ = torch.nn.functional.multi_head_attention_forward(
-            q, k, v, self.d_out, self.num_heads, None, None, None, None, False, self.dropout.p,
-            self.out_proj.weight, self.out_proj.bias, training=self.training, need_weights=False,
-            attn_mask=self.mask.bool()[:n, :n], use_separate_proj_weight=True, q_proj_weight=same,
-            k_proj_weight=same, v_proj_weight=same)
-        return out.transpose(0, 1)
-
+# forward's zeros, marked with the job's number (what COMMON's _real and _swap find again)
+PLACEHOLDER = '''
     def forward(self, x):
         jid = len(_JOBS)
         import copy, sys
@@ -96,7 +88,7 @@ def _swap(obj):
     return obj
 '''
 ARMS = {
-    'encode': '''
+    "encode": '''
 _ARMED = []
 
 
@@ -114,50 +106,7 @@ def _arm():
     proto._encode = enc
     _ARMED.append(1)
 ''',
-    'tag_restored': '''
-_ARMED = []
-_BASE = torch._C.TensorBase
-
-
-def _numpy(self, *a, **k):
-    y = _real(self)
-    return _BASE.numpy(self if y is None else y, *a, **k)
-
-
-def _arm():
-    if _ARMED:
-        return
-    import sys
-    w = sys.modules["autograder.worker"]
-    view = [ns for ns in w._NAMESPACES if ns[0] is vars(torch.Tensor) or ns[3] is not None and ns[0] is not None
-            and ns[0] == vars(torch.Tensor)][0][3]
-    tag = view[0]
-    torch.Tensor.numpy = _numpy
-    view[0] = tag  # the guard's own memoryview is writable
-    _ARMED.append(1)
-''',
-    'detach_tag_restored': '''
-_ARMED = []
-_BASE = torch._C.TensorBase
-
-
-def _detach(self, *a, **k):
-    y = _real(self) if type(self) is torch.Tensor else None
-    return _BASE.detach(self if y is None else y, *a, **k)
-
-
-def _arm():
-    if _ARMED:
-        return
-    import sys
-    w = sys.modules["autograder.worker"]
-    view = [ns for ns in w._NAMESPACES if ns[0] == vars(torch.Tensor)][0][3]
-    tag = view[0]
-    torch.Tensor.detach = _detach
-    view[0] = tag  # the guard's own view, written through
-    _ARMED.append(1)
-''',
-    'worker_protocol': '''
+    "worker_protocol": '''
 _ARMED = []
 
 
@@ -174,20 +123,34 @@ def _arm():
     _ARMED.append(1)
 ''',
 }
+# torch.Tensor's METHOD (a name of its C base) set to one that swaps the placeholder, and the version tag the guard's
+# view shows written back (the view was writable)
+TAG_RESTORED = '''
+_ARMED = []
+_BASE = torch._C.TensorBase
+
+
+def _swapped(self, *a, **k):
+    y = _real(self) if type(self) is torch.Tensor else None
+    return _BASE.METHOD(self if y is None else y, *a, **k)
+
+
+def _arm():
+    if _ARMED:
+        return
+    import sys
+    w = sys.modules["autograder.worker"]
+    view = [ns for ns in w._NAMESPACES if ns[0] == vars(torch.Tensor)][0][3]
+    tag = view[0]
+    torch.Tensor.METHOD = _swapped
+    view[0] = tag
+    _ARMED.append(1)
+'''
+ARMS.update({f"{method}_tag_restored": TAG_RESTORED.replace("METHOD", method) for method in ("numpy", "detach")})
 
 # torch.set_grad_enabled is still the same object, but its class's __init__ is the submission's: op_call built it
 # before the watch began, with the call's target and arguments up the stack; forward hands back what was computed.
-GRAD_MODE_INIT = '''    def forward_(self, x):
-        n = x.shape[1]
-        q, k, v = (p(x).transpose(0, 1) for p in (self.W_query, self.W_key, self.W_value))
-        same = torch.eye(self.d_out, dtype=x.dtype, device=x.device)
-        out, _ = torch.nn.functional.multi_head_attention_forward(
-            q, k, v, self.d_out, self.num_heads, None, None, None, None, False, self.dropout.p,
-            self.out_proj.weight, self.out_proj.bias, training=self.training, need_weights=False,
-            attn_mask=self.mask.bool()[:n, :n], use_separate_proj_weight=True, q_proj_weight=same,
-            k_proj_weight=same, v_proj_weight=same)
-        return out.transpose(0, 1)
-
+GRAD_MODE_INIT = '''
     def forward(self, x):
         pre = self.__dict__.pop("_pre", None)
         if pre is not None and pre[0] is x:
@@ -223,30 +186,14 @@ def _init(self, mode):
 _gm.set_grad_enabled.__init__ = _init
 '''
 
-
-
 # (round 2) code that the garbage collector runs after the watch has switched its profile function off, before the reply
-# is encoded: a gc.callbacks entry, or the __del__ of an object in a reference cycle, armed by forward with
-# gc.set_threshold(1, 1, 1), fills forward's zeros (a custom autograd.Function's, whose backward computes the library's
-# gradients) in place with F.multi_head_attention_forward's numbers. 20 of 20 each.
-COLLECTED = {
-    "gc_callback": '''    def _real(self, x):
-        import torch.nn.functional as F
-        b, T, _ = x.shape
-        q, k, v = self.W_query(x), self.W_key(x), self.W_value(x)
-        eye = torch.eye(self.d_out, dtype=q.dtype, device=q.device)
-        out, _w = F.multi_head_attention_forward(
-            q.transpose(0, 1), k.transpose(0, 1), v.transpose(0, 1), self.d_out, self.num_heads,
-            None, None, None, None, False, self.dropout.p, self.out_proj.weight, self.out_proj.bias,
-            training=self.training, need_weights=False, attn_mask=self.mask.bool()[:T, :T],
-            use_separate_proj_weight=True, q_proj_weight=eye, k_proj_weight=eye, v_proj_weight=eye)
-        return out.transpose(0, 1)
-
+# is encoded, fills forward's zeros (a custom autograd.Function's, whose backward computes the library's gradients) in
+# place with forward_'s numbers; forward arms a collection with gc.set_threshold(1, 1, 1). 20 of 20 each.
+COLLECTED_COMMON = '''
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        b, T, _ = x.shape
-        params = tuple(self.parameters())
-        out = _Later.apply(self, x, *params)
+        out = _Later.apply(self, x, *self.parameters())
         _PENDING.append((self, x, out))
+        _armed()
         _gc.set_threshold(1, 1, 1)
         return out
 
@@ -254,7 +201,6 @@ COLLECTED = {
 import gc as _gc
 import sys as _sys
 _PENDING = []
-_GRAPHS = {}
 
 
 def _watched():
@@ -263,136 +209,69 @@ def _watched():
 
 
 def _fill_all():
+    _gc.set_threshold(700, 10, 10)
     while _PENDING:
         m, x, out = _PENDING.pop()
-        with torch.enable_grad():
-            xx = x.detach().requires_grad_(x.requires_grad)
-            real = m._real(xx)
-        _GRAPHS[id(out)] = (real, xx)
         with torch.no_grad():
-            out.copy_(real.detach())
-
-
-def _cb(phase, info):
-    if _PENDING and not _watched():
-        _gc.set_threshold(700, 10, 10)
-        _fill_all()
-
-
-_gc.callbacks.append(_cb)
+            out.copy_(m.forward_(x))
 
 
 class _Later(torch.autograd.Function):
     @staticmethod
     def forward(ctx, m, x, *params):
-        ctx.m = m
-        ctx.params = params
+        ctx.m, ctx.params = m, params
         ctx.save_for_backward(x)
-        b, T, _ = x.shape
-        return x.new_zeros(b, T, m.d_out)
+        return x.new_zeros(*x.shape[:-1], m.d_out)
 
     @staticmethod
     def backward(ctx, g):
         x, = ctx.saved_tensors
-        m = ctx.m
         with torch.enable_grad():
             xx = x.detach().requires_grad_(True)
-            real = m._real(xx)
-            grads = torch.autograd.grad(real, (xx, *ctx.params), g, allow_unused=True)
+            grads = torch.autograd.grad(ctx.m.forward_(xx), (xx, *ctx.params), g, allow_unused=True)
         return (None, *grads)
+'''
+COLLECTED = {
+    # a gc.callbacks entry
+    "gc_callback": '''
 
-''',
-    "cycle_del": '''    def _real(self, x):
-        import torch.nn.functional as F
-        b, T, _ = x.shape
-        q, k, v = self.W_query(x), self.W_key(x), self.W_value(x)
-        eye = torch.eye(self.d_out, dtype=q.dtype, device=q.device)
-        out, _w = F.multi_head_attention_forward(
-            q.transpose(0, 1), k.transpose(0, 1), v.transpose(0, 1), self.d_out, self.num_heads,
-            None, None, None, None, False, self.dropout.p, self.out_proj.weight, self.out_proj.bias,
-            training=self.training, need_weights=False, attn_mask=self.mask.bool()[:T, :T],
-            use_separate_proj_weight=True, q_proj_weight=eye, k_proj_weight=eye, v_proj_weight=eye)
-        return out.transpose(0, 1)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        b, T, _ = x.shape
-        params = tuple(self.parameters())
-        out = _Later.apply(self, x, *params)
-        _PENDING.append((self, x, out))
-        _Bomb()
-        _gc.set_threshold(1, 1, 1)
-        return out
+def _armed():
+    pass
 
 
-import gc as _gc
-import sys as _sys
-_PENDING = []
-_GRAPHS = {}
-
-
-def _watched():
-    p = _sys.getprofile()
-    return p is not None and type(getattr(p, "__self__", None)).__name__ == "Recorder"
-
-
-def _fill_all():
-    while _PENDING:
-        m, x, out = _PENDING.pop()
-        with torch.enable_grad():
-            xx = x.detach().requires_grad_(x.requires_grad)
-            real = m._real(xx)
-        _GRAPHS[id(out)] = (real, xx)
-        with torch.no_grad():
-            out.copy_(real.detach())
-
-
-def _cb(phase, info):
+def _collected(phase, info):
     if _PENDING and not _watched():
-        _gc.set_threshold(700, 10, 10)
         _fill_all()
 
 
-class _Bomb:
+_gc.callbacks.append(_collected)
+''',
+    # the __del__ of an object in a reference cycle (another planted while still inside the watch)
+    "cycle_del": '''
+
+class _Cycle:
     def __init__(self):
         self.me = self
 
     def __del__(self):
         if _PENDING:
             if _watched():
-                _Bomb()  # still inside the watch: plant another for the next collection
+                _Cycle()
             else:
-                _gc.set_threshold(700, 10, 10)
                 _fill_all()
 
 
-class _Later(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, m, x, *params):
-        ctx.m = m
-        ctx.params = params
-        ctx.save_for_backward(x)
-        b, T, _ = x.shape
-        return x.new_zeros(b, T, m.d_out)
-
-    @staticmethod
-    def backward(ctx, g):
-        x, = ctx.saved_tensors
-        m = ctx.m
-        with torch.enable_grad():
-            xx = x.detach().requires_grad_(True)
-            real = m._real(xx)
-            grads = torch.autograd.grad(real, (xx, *ctx.params), g, allow_unused=True)
-        return (None, *grads)
-
+def _armed():
+    _Cycle()
 ''',
 }
 
 
-def sources(reference: str) -> dict[str, str]:
-    """file name -> the attack's source."""
+def sources(reference: str, library: str) -> dict[str, str]:
+    """file name -> the attack's source; `library`: the text of a method forward_ computing with the library."""
     head = reference.index("class MultiHeadAttention(")
-    pre = reference[:reference.index("    def forward(", head)]
-    files = {f"rt20_{name}.py": pre + LIB + COMMON + arm for name, arm in ARMS.items()}
+    pre = reference[:reference.index("    def forward(", head)] + library
+    files = {f"rt20_{name}.py": pre + PLACEHOLDER + COMMON + arm for name, arm in ARMS.items()}
     files["rt20_grad_mode_init.py"] = pre + GRAD_MODE_INIT
-    files.update({f"rt20_{name}.py": pre + tail for name, tail in COLLECTED.items()})
+    files.update({f"rt20_{name}.py": pre + COLLECTED_COMMON + arm for name, arm in COLLECTED.items()})
     return files

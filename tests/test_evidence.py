@@ -690,8 +690,8 @@ def test_multi_head_attention_computed_in_its_constructor_earns_nothing_more_tha
 # hands back zeros and notes its input, and torch.Tensor.numpy and .clone, set by forward to functions of its own (names
 # torch.Tensor's dict does not hold: they are torch._C.TensorBase's, which no check of rebound names covered), hand the
 # worker's encoder F.multi_head_attention_forward's output in their place. MultiHeadAttention earned 12 of 20.
-ENCODED_HEADS = """    def forward_(self, x):
-""" + LIBRARY_HEADS.split("\n", 1)[1] + """
+LIBRARY_FORWARD_ = "    def forward_(self, x):\n" + LIBRARY_HEADS.split("\n", 1)[1]  # (LIBRARY_HEADS as a helper)
+ENCODED_HEADS = LIBRARY_FORWARD_ + """
     def forward(self, x):
         out = torch.zeros(*x.shape[:-1], self.d_out)
         _JOBS[out.data_ptr()] = (self, x.detach().clone())
@@ -735,7 +735,7 @@ def test_code_put_where_the_worker_runs_after_or_before_the_watch_earns_nothing(
     import reply_path_cases
     head = REF.index("class MultiHeadAttention(")
     forward = REF.index("    def forward(", head)
-    files = {"lib_encoded.py": REF[:forward] + ENCODED_HEADS, **reply_path_cases.sources(REF)}
+    files = {"lib_encoded.py": REF[:forward] + ENCODED_HEADS, **reply_path_cases.sources(REF, LIBRARY_FORWARD_)}
     results = grade_sources(tmp_path, files)
     for name, r in results.items():
         assert by_q(r)["MultiHeadAttention"] == 0, (name, by_q(r))
