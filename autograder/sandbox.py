@@ -152,6 +152,8 @@ def clean_env(home: str | None = None) -> dict[str, str]:
            "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "PYTHONDONTWRITEBYTECODE": "1"}
     if "CUDA_VISIBLE_DEVICES" in os.environ:  # set but empty hides every GPU: workers see what the graders see
         env["CUDA_VISIBLE_DEVICES"] = os.environ["CUDA_VISIBLE_DEVICES"]
+    if os.environ.get("GRADE_WATCH_FILTER") == "python":  # the library watch without its C filter (worker.py)
+        env["GRADE_WATCH_FILTER"] = "python"
     if home:  # a worker's: its scratch folder, and a user name, as a login gives (its uid has no account, so
         # getpass.getuser() raised KeyError: torch 2.11 asks it as the first optimizer is made, found on a GPU server)
         env["HOME"] = env["TMPDIR"] = home
@@ -466,6 +468,8 @@ def _isolate(spec: dict[str, Any], me: int) \
     if is_root() and spec.get("isolate", True):
         cpu = confine.CpuCgroup.create(f"{CGROUP_PREFIX}{me}", lim.get("cpu_cores", 1.25), cg)
     modes["cpu"] = f"{cpu.mode}, at most {lim.get('cpu_cores', 1.25):g} cores" if cpu is not None else "polled"
+    from . import worker  # (imported by the zygote already)
+    modes["library watch"] = "C filter" if worker.WATCH_FILTER == "c" else "Python"  # (worker._install_filter)
     return modes, cg, cpu
 
 

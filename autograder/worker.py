@@ -37,6 +37,11 @@ from torch.utils._pytree import tree_flatten, tree_unflatten
 from . import protocol
 from .rng import manual_seed
 
+try:  # the library watch's C filter (autograder/_watchhook.c, built by `pip install`; optional)
+    from . import _watchhook
+except ImportError:
+    _watchhook = None
+
 MAX_TEXT = 600  # characters of an exception message sent back
 MAX_NAMES = 5000  # top-level names reported to the grader
 SEQ_OPS = ("new", "call", "load_state", "state", "describe", "signature", "probe_devices")  # what op_seq runs
@@ -890,7 +895,7 @@ class _Guard:
                  "_namespaces_intact", "_last_pid", "_bindings", "_frozen", "_plain", "_evidence",
                  "set_evidence", "_evidence_fd", "_evidence_code", "set_procs", "_cgroup_pids", "_read_proc",
                  "_own_children", "_children_by_parent", "_no_children", "_thread_start", "_task_ids", "start_cuda",
-                 "_copied", "refuse_torchscript", "_refuse_script", "_version_at", "_dict_of", "_version_view", "_version_now",
+                 "_copied", "_address_hash_is_identity", "_calls_by_address", "_install_filter", "refuse_torchscript", "_refuse_script", "_version_at", "_dict_of", "_version_view", "_version_now",
                  "_refused", "refuse_fused", "_fused_refused")
     VALUES = ("_INSTANCE_DICT", "_ABSENT", "SETTLE_TRIES", "SETTLE_PAUSE", "MAX_WALK", "_LIBRARY_CODE",
               "_LIBRARY_PRINTS", "_LIBRARY_LARGE", "LIBRARY",
@@ -899,7 +904,8 @@ class _Guard:
               "_CURRENT_FRAMES", "_CALL_IMPL", "_SCRIPT_MODULE",
               "_WATCHING", "_SWITCHING", "_PROFILE_EVENTS", "_NAMESPACES", "_ANY", "_IS", "_PLAIN", "_SCANNED",
               "_ALL_CODES",
-              "_ALL_PRINTS", "_ALL_KERNELS", "_C_CALL_IDS", "_CODE_OF", "_CODE_SET", "_ALL_CODE_LINES",
+              "_ALL_PRINTS", "_ALL_KERNELS", "_C_CALL_IDS", "_C_CALLS", "_CALLS_BY_ADDRESS", "_IDENTITY", "_FILTERED_SETPROFILE", "WATCH_FILTER",
+              "_watchhook", "_CODE_OF", "_CODE_SET", "_ALL_CODE_LINES",
               "_ALL_PRINT_SIZES", "_QUIET_CALL_IMPL", "_EVIDENCE_FD", "_WRITE",
               "_EVIDENCE_ID", "_FSTAT", "_LISTDIR", "_RECORDER_PROFILE", "_SET_PROFILE_CODE", "_SWITCHERS",
               "_GETFRAME", "_PROCS_FD", "_PROCS_ID", "_PREAD", "_EVIDENCE_CODES",
@@ -1081,6 +1087,28 @@ def _device_context() -> Any:
     return getattr(getattr(torch, "_GLOBAL_DEVICE_CONTEXT", None), "device_context", None)
 
 
+def _address_hash_is_identity() -> bool:
+    """Whether object.__hash__ gives each live object a number of its own, as id() does (CPython: the address
+    rotated by four bits, one to one)."""
+    probe = [object(), [], _address_hash_is_identity]
+    mask = (1 << 64) - 1
+    for o in probe:
+        i = id(o)
+        rotated = ((i >> 4) | (i << 60)) & mask
+        if rotated >= 1 << 63:
+            rotated -= 1 << 64
+        if sys.maxsize != (1 << 63) - 1 or object.__hash__(o) != rotated:
+            return False
+    return True
+
+
+# An object's identity for the worker's own bookkeeping (the walks' `seen` sets, DeviceSim's moved tensors):
+# id() raises the audit event "builtins.id" at every call, which runs the worker's audit hook (_profile_audit, a
+# Python function): about 0.2 us each, and a watched constructor made some 320 of them (its profile function asked
+# id() of every C function called). object.__hash__ is the address itself, without the event; id() where it is not.
+_IDENTITY = object.__hash__ if _address_hash_is_identity() else id
+
+
 def own_dict(m: Any) -> dict[str, Any]:
     """m's instance __dict__, whatever its class defines ({} where there is none)."""
     try:
@@ -1101,9 +1129,10 @@ def walk_modules(m: Any) -> list[tuple[str, Any]]:
     out, seen, todo = [], set(), [("", m)]
     while todo and len(out) < MAX_WALK:
         name, mod = todo.pop()
-        if id(mod) in seen or not isinstance(mod, nn.Module):
+        key = _IDENTITY(mod)
+        if key in seen or not isinstance(mod, nn.Module):
             continue
-        seen.add(id(mod))
+        seen.add(key)
         out.append((name, mod))
         kids = [(f"{name}.{k}" if name else str(k), c) for k, c in _registered(mod, "_modules").items() if c is not None]
         todo.extend(reversed(kids))
@@ -1116,8 +1145,8 @@ def walk_tensors(m: Any, key: str, modules: list[tuple[str, Any]] | None = None)
     out, seen = [], set()
     for name, mod in walk_modules(m) if modules is None else modules:
         for k, t in _registered(mod, key).items():
-            if isinstance(t, torch.Tensor) and id(t) not in seen:
-                seen.add(id(t))
+            if isinstance(t, torch.Tensor) and _IDENTITY(t) not in seen:
+                seen.add(_IDENTITY(t))
                 out.append((f"{name}.{k}" if name else str(k), t))
     return out
 
@@ -1129,8 +1158,8 @@ def persistent_buffers(m: Any) -> list[str]:
         skip = own_dict(mod).get("_non_persistent_buffers_set")
         skip = skip if type(skip) is set else set()
         for k, t in _registered(mod, "_buffers").items():
-            if isinstance(t, torch.Tensor) and k not in skip and id(t) not in seen:
-                seen.add(id(t))
+            if isinstance(t, torch.Tensor) and k not in skip and _IDENTITY(t) not in seen:
+                seen.add(_IDENTITY(t))
                 out.append(f"{name}.{k}" if name else str(k))
     return out
 
@@ -1157,11 +1186,11 @@ def all_parameters(m: Any) -> list[tuple[str, Any]]:
             if not all(isinstance(x, nn.Module) for _, x in items):
                 continue
             if seen is None:
-                seen = {id(p) for _, p in out}
+                seen = {_IDENTITY(p) for _, p in out}
             for key, child in items:
                 for n, p in walk_tensors(child, "_parameters"):
-                    if id(p) not in seen:
-                        seen.add(id(p))
+                    if _IDENTITY(p) not in seen:
+                        seen.add(_IDENTITY(p))
                         out.append((".".join(x for x in (name, attr, str(key), n) if x), p))
     return out
 
@@ -1769,7 +1798,30 @@ def _copied(names: tuple) -> tuple:
     have = frozenset(names)
     return tuple(tag for tag, lib, slack in _NAMESETS if len(lib - have) <= slack)
 _ALL_KERNELS = frozenset().union(*(w[3] for w in _WATCHES))
-_C_CALL_IDS = frozenset(map(id, _THREAD_STARTS + tuple(f for w in _WATCHES for f in w[4])))
+# The C functions a watch looks for by the object itself: a C call's profile event names a builtin function or method
+# (a method descriptor is bound first), whose hash and equality read its function and its __self__'s address, never
+# __self__'s own __hash__ or __eq__ (_CALLS_BY_ADDRESS checks that here). Looked up as such, not by id(), whose
+# audit event ran the audit hook at every C call of every watched call.
+_C_CALLS = frozenset(_THREAD_STARTS + tuple(f for w in _WATCHES for f in w[4]))
+
+
+def _calls_by_address() -> bool:
+    """Whether a builtin method's hash and equality leave its __self__'s own methods alone (CPython 3.11+)."""
+    class Loud(list):
+        def __hash__(self) -> int:
+            raise TypeError("hash")
+
+        def __eq__(self, other: Any) -> bool:
+            raise TypeError("eq")
+    loud, calm = Loud(), Loud()
+    try:
+        return (loud.append in _C_CALLS) is False and loud.append == loud.append and loud.append != calm.append
+    except TypeError:
+        return False
+
+
+_CALLS_BY_ADDRESS = _calls_by_address()
+_C_CALL_IDS = frozenset(map(id, _C_CALLS))  # (where _CALLS_BY_ADDRESS is False)
 _QUIET_CALL_IMPL = _CALL_IMPL not in _ALL_CODES and _CALL_IMPL.co_names not in _ALL_PRINTS
 _SETPROFILE, _GETPROFILE = sys.setprofile, sys.getprofile
 # The watches in force now (the Recorders of the calls under way), and whether the worker itself is switching the
@@ -1811,11 +1863,38 @@ def _profile_audit(event: str, _args: tuple, watching: list = _WATCHING, switchi
                 _evidence(_EVIDENCE_OFF, rec.step)
 
 
+def _install_filter() -> Any:
+    """The C filter's switch (_watchhook.setprofile) with the watches' constants given to it, or None where there is
+    no C filter (not built, or turned off for a test) and Recorder._profile gets every event itself.
+
+    The filter answers in C the profile events Recorder._profile returns from without doing anything (most of them:
+    returns, calls of code and of C functions no watch looks for) and hands it every other event unchanged. A
+    watched constructor of the attention lab's MultiHeadAttention made some 970 events, a Python call each: about
+    three quarters of its cost."""
+    if _watchhook is None or os.environ.get("GRADE_WATCH_FILTER") == "python":
+        return None
+    try:
+        _watchhook.install(_ALL_CODES, _ALL_CODE_LINES, _ALL_PRINTS, _ALL_PRINT_SIZES, _CALL_IMPL, _C_CALLS,
+                           _ALL_KERNELS, _NAMESET_MIN, _GENERATED)
+    except (RuntimeError, TypeError):  # installed already in this process (a module imported twice): in Python
+        return None
+    return _watchhook.setprofile
+
+
+_FILTERED_SETPROFILE = _install_filter()
+WATCH_FILTER = "c" if _FILTERED_SETPROFILE is not None else "python"  # (said in a result's sandbox modes)
+
+
 def _set_profile(fn: Any) -> None:
-    """The watch's own switch of the profile function (not a submission's: _profile_audit lets it pass)."""
+    """The watch's own switch of the profile function (not a submission's: _profile_audit lets it pass). A watch's
+    own profile function goes behind the C filter where there is one; anything else (the profile function in force
+    before the watch, put back) as sys.setprofile sets it."""
     _SWITCHING.append(True)
     try:
-        _SETPROFILE(fn)
+        if _FILTERED_SETPROFILE is not None and type(fn) is types.MethodType and fn.__func__ is _RECORDER_PROFILE:
+            _FILTERED_SETPROFILE(fn)
+        else:
+            _SETPROFILE(fn)
     finally:
         _SWITCHING.pop()
 
@@ -2125,7 +2204,7 @@ class Recorder(TorchFunctionMode):
                 if code in codes or len(code.co_names) >= _LIBRARY_LARGE and code.co_names in prints:
                     self.saw(tag)
         elif event == "c_call":
-            if id(arg) not in _C_CALL_IDS:
+            if (arg not in _C_CALLS) if _CALLS_BY_ADDRESS else (id(arg) not in _C_CALL_IDS):
                 try:
                     name = arg.__name__  # (a builtin's: C code, as _kernel_name's, without a call)
                 except AttributeError:
@@ -2285,7 +2364,7 @@ class DeviceSim(TorchFunctionMode):
         self.forward_mask = False
 
     def move(self, t: torch.Tensor) -> torch.Tensor:
-        self.moved[id(t)] = t
+        self.moved[_IDENTITY(t)] = t
         return t
 
     def script_call(self, fn: Any, args: tuple, kwargs: dict) -> Any:
@@ -2318,7 +2397,7 @@ class DeviceSim(TorchFunctionMode):
         return out
 
     def on(self, t: Any) -> bool:
-        return isinstance(t, torch.Tensor) and self.moved.get(id(t)) is t
+        return isinstance(t, torch.Tensor) and self.moved.get(_IDENTITY(t)) is t
 
     def _device(self, t: torch.Tensor) -> str:
         return SIMULATED if self.on(t) else t.device.type

@@ -5,6 +5,7 @@ import contextlib
 import csv
 import os
 import json
+import shutil
 import subprocess
 import sys
 
@@ -551,6 +552,107 @@ def test_the_profile_functions_quick_test_lets_through_all_that_a_watch_looks_fo
     from torch.fx.experimental.proxy_tensor import make_fx
     assert ran("call", code=make_fx(lambda x: x.sin())(torch.ones(2)).forward.__code__) == both
     assert ran("call", code=torch.fx.symbolic_trace(torch.nn.Linear(2, 2)).forward.__code__) == both
+
+
+def _watched(fn, c_filter: bool) -> list[str]:
+    """What a watch of both libraries says ran while fn() ran (its exception, if any, ignored), with the C filter in
+    front of Recorder._profile or without it."""
+    from autograder import worker
+    saved = worker._FILTERED_SETPROFILE
+    if not c_filter:
+        worker._FILTERED_SETPROFILE = None
+    try:
+        rec = worker.Recorder([worker.LIBRARY, worker.LIBRARY_ATTENTION])
+        with rec:
+            with contextlib.suppress(Exception):
+                fn()
+        assert all(s.get("watched") for s in rec.seen), rec.seen  # (seen, not taken off: else all would read as ran)
+        return sorted(rec.ran)
+    finally:
+        worker._FILTERED_SETPROFILE = saved
+
+
+def test_the_c_filter_hands_the_watch_every_event_it_acts_on():
+    """The library watch's C filter (autograder/_watchhook.c) answers the profile events Recorder._profile would
+    return from without a look and hands it all others: a watch with it and one without say the same of the layer's
+    code (called, or copied under another file or name), its kernel called by name, a thread started, code torch.fx
+    generated, and of the notebook's own MultiHeadAttention (nothing). Built wherever a C compiler is (make setup)."""
+    import threading
+    import types
+    import torch
+    from autograder import worker
+    if shutil.which("cc") or shutil.which("gcc"):
+        assert worker.WATCH_FILTER == "c"
+    if worker.WATCH_FILTER != "c":
+        pytest.skip("the C filter is not built here")
+    sys.path.insert(0, str(ROOT / "reference"))
+    try:
+        import attention as R
+    finally:
+        sys.path.remove(str(ROOT / "reference"))
+    layer = torch.nn.TransformerEncoderLayer(4, 2, 8, dropout=0.0, batch_first=True).eval()
+    x = torch.ones(1, 3, 4)
+    mha = torch.nn.MultiheadAttention(4, 2, batch_first=True)
+    F = torch.nn.functional
+    copied = types.FunctionType(F.multi_head_attention_forward.__code__.replace(co_filename="student.py"),
+                                F.multi_head_attention_forward.__globals__, None,
+                                F.multi_head_attention_forward.__defaults__)
+    copied.__kwdefaults__ = F.multi_head_attention_forward.__kwdefaults__
+    renamed = types.FunctionType(layer.forward.__code__.replace(co_name="mine", co_firstlineno=3),
+                                 vars(torch.nn.modules.transformer), None, layer.forward.__defaults__)
+    graph = torch.fx.symbolic_trace(torch.nn.Linear(4, 4))
+    both, attention, transformer = ["library:attention", "library:transformer"], ["library:attention"], \
+        ["library:transformer"]
+    cases = {
+        "the notebook's MultiHeadAttention": (lambda: R.MultiHeadAttention(4, 4, 3, 0.0, num_heads=2)(x), []),
+        "nn.MultiheadAttention": (lambda: mha(x, x, x), attention),
+        "nn.TransformerEncoderLayer": (lambda: layer(x), None),
+        "the function copied": (lambda: copied(x, x, x, 4, 2, mha.in_proj_weight, mha.in_proj_bias, None, None,
+                                               False, 0.0, mha.out_proj.weight, mha.out_proj.bias), attention),
+        "its forward renamed": (lambda: renamed(layer, x), None),
+        "the kernel by name": (lambda: torch._transformer_encoder_layer_fwd(), transformer),
+        "a thread": (lambda: threading.Thread(target=len, args=((),)).start(), both),
+        "fx's code": (lambda: graph(x), both),
+    }
+    for what, (fn, expected) in cases.items():
+        with_c, without = _watched(fn, True), _watched(fn, False)
+        assert with_c == without, what
+        if expected is None:
+            assert "library:transformer" in with_c, what
+        else:
+            assert with_c == expected, what
+
+
+def test_the_c_filter_hands_on_few_events_and_its_constants_are_set_once():
+    """Of a constructor's profile events, the filter passes on a handful (those Recorder._profile looks at);
+    install() refuses a second call, so a submission cannot empty the sets it reads."""
+    import torch
+    from autograder import worker
+    if worker.WATCH_FILTER != "c":
+        pytest.skip("the C filter is not built here")
+
+    class Count:
+        def __init__(self):
+            self.events = 0
+
+        def hook(self, frame, event, arg):
+            self.events += 1
+
+    every, passed = Count(), Count()
+    for count, switch in ((every, sys.setprofile), (passed, worker._watchhook.setprofile)):
+        switch(count.hook)
+        try:
+            torch.nn.TransformerEncoderLayer(8, 2, 16)
+        finally:
+            sys.setprofile(None)
+    assert every.events > 500 and passed.events < every.events / 20, (every.events, passed.events)
+    empty = frozenset()
+    with pytest.raises(RuntimeError):
+        worker._watchhook.install(empty, empty, empty, empty, None, empty, empty, 1 << 30, "")
+    p = subprocess.run([sys.executable, "-c", "from autograder import worker; print(worker.WATCH_FILTER)"],
+                       capture_output=True, text=True, cwd=ROOT, timeout=120,
+                       env={**os.environ, "GRADE_WATCH_FILTER": "python"})
+    assert p.stdout.strip() == "python", p.stderr[-2000:]
 
 
 def test_a_worker_refuses_torchscripts_compilers_and_keeps_torchscript_off():

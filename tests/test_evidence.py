@@ -747,6 +747,29 @@ def test_code_put_where_the_worker_runs_after_or_before_the_watch_earns_nothing(
     assert said and any("F.multi_head_attention_forward" in m for m in said), said
 
 
+def test_the_watch_without_its_c_filter_grades_the_same(tmp_path, monkeypatch):
+    """GRADE_WATCH_FILTER=python (the worker as on an image without a C compiler): Recorder._profile gets every
+    profile event itself. The library through F.multi_head_attention_forward, and the same hidden from a profile
+    function or run by a pool's thread, still earn nothing of MultiHeadAttention, the reference keeps full marks, and
+    each result says which filter ran."""
+    monkeypatch.setenv("GRADE_WATCH_FILTER", "python")
+    hiding = LIBRARY_HEADS.replace("        n = x.shape[1]\n", "        import sys\n        if sys.getprofile() is not None:\n"
+                                   "            return torch.zeros(*x.shape[:-1], self.d_out)\n        n = x.shape[1]\n", 1)
+    pooled = LIBRARY_HEADS.replace("    def forward(self, x: torch.Tensor) -> torch.Tensor:  # x: (b, T, d_in)\n",
+                                   "    def forward(self, x):\n        return POOL.submit(self.forward_, x).result()\n\n"
+                                   "    def forward_(self, x: torch.Tensor) -> torch.Tensor:\n", 1)
+    pool = "\nfrom concurrent.futures import ThreadPoolExecutor\nPOOL = ThreadPoolExecutor(1)\nPOOL.submit(int).result()\n"
+    assert hiding != LIBRARY_HEADS and pooled != LIBRARY_HEADS
+    forward = REF.index("    def forward(", REF.index("class MultiHeadAttention("))
+    results = grade_sources(tmp_path, {"reference.py": REF, "lib_heads.py": REF[:forward] + LIBRARY_HEADS,
+                                       "lib_hiding.py": REF[:forward] + hiding,
+                                       "lib_pooled.py": REF[:forward] + pooled + pool})
+    assert by_q(results["reference"]) == QUESTIONS, by_q(results["reference"])
+    for name in ("lib_heads", "lib_hiding", "lib_pooled"):
+        assert by_q(results[name]) == {**QUESTIONS, "MultiHeadAttention": 0}, (name, by_q(results[name]))
+    assert {r.sandbox.get("library watch") for r in results.values()} == {"Python"}
+
+
 # A name the worker calls bound anew at import and put back before the first watched call: the watch's own checks
 # (at the start and the end of each watched call) saw nothing, while the worker's code between requests ran the
 # submission's (the name that torch._GLOBAL_DEVICE_CONTEXT holds, read as each request starts, with the coming call's

@@ -112,7 +112,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder import confine, messages
+from autograder import confine, messages, worker
 from autograder.sandbox import claim_uid, is_root
 from conftest import ROOT
 
@@ -137,7 +137,8 @@ def test_fallback_modes_still_count_shared_memory_and_say_so(tmp_path):
         with pytest.raises(Exception) as e:
             sub.start()
         assert "all its processes together used more than the 256 MB" in str(e.value.message)
-        assert sub.modes == {"namespaces": "none", "scratch": "folder", "memory": "polled", "cpu": "polled"} | (
+        assert sub.modes == {"namespaces": "none", "scratch": "folder", "memory": "polled", "cpu": "polled",
+                             "library watch": "C filter" if worker.WATCH_FILTER == "c" else "Python"} | (
             {"python": sub.modes["python"]} if "python" in sub.modes else {})
         sub.close()
         remove_scratch(sc, uid)
