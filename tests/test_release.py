@@ -53,6 +53,9 @@ def test_bundle_holds_what_grade_check_needs(bundle):
     # nothing of another lab (student_template/ holds every lab's skeleton), nothing else at the top
     assert {f for f in files if "/" not in f} <= {*A.files, "cli.py", "pyproject.toml", "README.md"}
     assert not any(f.startswith("assignments/") and f.split("/")[1] not in ("attention", "conftest.py") for f in files)
+    # (no binary built for the instructor's machine: the library watch's C filter ships as source; grade check
+    # filters in Python where it is not built)
+    assert not any(f.endswith((".so", ".pyd", ".pyc")) for f in files)
 
 
 def test_bundle_holds_no_hidden_material(bundle):
