@@ -7,12 +7,14 @@
    would: what the watch sees is decided there, never here. Events skipped are exactly those for which
    Recorder._profile does nothing:
      - "return", "c_return", "c_exception";
-     - "call" of a code object that is not nn.Module._call_impl, is not (by first line, then by equality) one of
-       the watches' codes, whose co_names is not (by length, then by equality) one of the watches' name tuples,
-       has fewer than `nameset_min` names, and whose file name does not start with the generated-code prefix;
+     - "call" of a code object that is not nn.Module._call_impl, does not start at a first line of the watches'
+       codes, whose co_names is not (by length, then by equality) one of the watches' name tuples, has fewer than
+       `nameset_min` names, and whose file name does not start with the generated-code prefix;
      - "c_call" of a builtin that is not one of the watches' builtins or thread starts, whose __name__ is a str
        without a "." and not a kernel name, or that has no __name__ (AttributeError).
-   Anything else, or anything that fails here, goes to the Python function.
+   Anything else, or anything that fails here, goes to the Python function. Nothing here runs code of the
+   submission's (a profile function's callees make no profile events): no code object is hashed or compared here, and
+   the names read are exact str and tuple objects.
 
    install() takes the watches' constants once per process (the worker module calls it at import, in the zygote,
    before any submission's code runs); it refuses a second call, so those cannot be replaced afterwards.
@@ -23,7 +25,7 @@
 #include <frameobject.h>
 
 static int installed = 0;
-static PyObject *codes, *lines, *prints, *sizes, *call_impl, *c_calls, *kernels, *generated, *name_key;
+static PyObject *lines, *prints, *sizes, *call_impl, *c_calls, *kernels, *generated, *name_key;
 static Py_ssize_t nameset_min;
 static PyObject *call_str, *c_call_str;
 
@@ -40,16 +42,15 @@ wanted_call(PyFrameObject *frame)
         PyErr_Clear();
         goto done;
     }
+    /* (a first line of the watches' codes: handed on without comparing the code here, since hashing a code object
+       hashes its constants, which code.replace can make objects of the submission's; Recorder._profile looks at
+       them first, _plain_code) */
     int r = PySet_Contains(lines, first);
     Py_DECREF(first);
     if (r != 0) {
         if (r < 0)
             PyErr_Clear();
-        if (r < 0 || (r = PySet_Contains(codes, (PyObject *)code)) != 0) {
-            if (r < 0)
-                PyErr_Clear();
-            goto done;
-        }
+        goto done;
     }
     PyObject *names = code->co_names;
     if (names == NULL || !PyTuple_CheckExact(names))
@@ -151,24 +152,23 @@ trampoline(PyObject *fn, PyFrameObject *frame, int what, PyObject *arg)
 static PyObject *
 install(PyObject *self, PyObject *args)
 {
-    PyObject *a[8];
+    PyObject *a[7];
     if (installed) {
         PyErr_SetString(PyExc_RuntimeError, "the watch's constants are set once per process");
         return NULL;
     }
-    if (!PyArg_ParseTuple(args, "O!O!O!O!OO!O!nU:install", &PyFrozenSet_Type, &a[0], &PyFrozenSet_Type, &a[1],
-                          &PyFrozenSet_Type, &a[2], &PyFrozenSet_Type, &a[3], &a[4], &PyFrozenSet_Type, &a[5],
-                          &PyFrozenSet_Type, &a[6], &nameset_min, &a[7]))
+    if (!PyArg_ParseTuple(args, "O!O!O!OO!O!nU:install", &PyFrozenSet_Type, &a[0], &PyFrozenSet_Type, &a[1],
+                          &PyFrozenSet_Type, &a[2], &a[3], &PyFrozenSet_Type, &a[4], &PyFrozenSet_Type, &a[5],
+                          &nameset_min, &a[6]))
         return NULL;
     name_key = PyUnicode_InternFromString("__name__");
     call_str = PyUnicode_InternFromString("call");
     c_call_str = PyUnicode_InternFromString("c_call");
     if (name_key == NULL || call_str == NULL || c_call_str == NULL)
         return NULL;
-    for (int i = 0; i < 8; i++)
+    for (int i = 0; i < 7; i++)
         Py_INCREF(a[i]);
-    codes = a[0]; lines = a[1]; prints = a[2]; sizes = a[3]; call_impl = a[4]; c_calls = a[5]; kernels = a[6];
-    generated = a[7];
+    lines = a[0]; prints = a[1]; sizes = a[2]; call_impl = a[3]; c_calls = a[4]; kernels = a[5]; generated = a[6];
     installed = 1;
     Py_RETURN_NONE;
 }
@@ -193,7 +193,7 @@ setprofile(PyObject *self, PyObject *fn)
 
 static PyMethodDef methods[] = {
     {"install", install, METH_VARARGS,
-     "install(codes, lines, prints, sizes, call_impl, c_calls, kernels, nameset_min, generated): once."},
+     "install(lines, prints, sizes, call_impl, c_calls, kernels, nameset_min, generated): once."},
     {"setprofile", setprofile, METH_O, "sys.setprofile(fn), with the watch's filter in front of fn."},
     {NULL, NULL, 0, NULL}
 };

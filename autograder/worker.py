@@ -895,7 +895,7 @@ class _Guard:
                  "_namespaces_intact", "_last_pid", "_bindings", "_frozen", "_plain", "_evidence",
                  "set_evidence", "_evidence_fd", "_evidence_code", "set_procs", "_cgroup_pids", "_read_proc",
                  "_own_children", "_children_by_parent", "_no_children", "_thread_start", "_task_ids", "start_cuda",
-                 "_copied", "_address_hash_is_identity", "_calls_by_address", "_install_filter", "refuse_torchscript", "_refuse_script", "_version_at", "_dict_of", "_version_view", "_version_now",
+                 "_copied", "_plain_code", "_address_hash_is_identity", "_calls_by_address", "_install_filter", "refuse_torchscript", "_refuse_script", "_version_at", "_dict_of", "_version_view", "_version_now",
                  "_refused", "refuse_fused", "_fused_refused")
     VALUES = ("_INSTANCE_DICT", "_ABSENT", "SETTLE_TRIES", "SETTLE_PAUSE", "MAX_WALK", "_LIBRARY_CODE",
               "_LIBRARY_PRINTS", "_LIBRARY_LARGE", "LIBRARY",
@@ -904,7 +904,8 @@ class _Guard:
               "_CURRENT_FRAMES", "_CALL_IMPL", "_SCRIPT_MODULE",
               "_WATCHING", "_SWITCHING", "_PROFILE_EVENTS", "_NAMESPACES", "_ANY", "_IS", "_PLAIN", "_SCANNED",
               "_ALL_CODES",
-              "_ALL_PRINTS", "_ALL_KERNELS", "_C_CALL_IDS", "_C_CALLS", "_CALLS_BY_ADDRESS", "_IDENTITY", "_FILTERED_SETPROFILE", "WATCH_FILTER",
+              "_ALL_PRINTS", "_ALL_KERNELS", "_C_CALL_IDS", "_C_CALLS", "_CALLS_BY_ADDRESS", "_IDENTITY", "_IS_SUBTYPE", "_PLAIN_CONSTANTS",
+              "_PLAIN_MAX", "_STARTSWITH", "_FILTERED_SETPROFILE", "WATCH_FILTER",
               "_watchhook", "_CODE_OF", "_CODE_SET", "_ALL_CODE_LINES",
               "_ALL_PRINT_SIZES", "_QUIET_CALL_IMPL", "_EVIDENCE_FD", "_WRITE",
               "_EVIDENCE_ID", "_FSTAT", "_LISTDIR", "_RECORDER_PROFILE", "_SET_PROFILE_CODE", "_SWITCHERS",
@@ -1348,6 +1349,9 @@ _CURRENT_FRAMES = sys._current_frames
 # turns TorchScript off before the submission runs, sandbox._become_worker; one the submission compiled after
 # turning it on again is taken to have run the library).
 _CALL_IMPL, _SCRIPT_MODULE = nn.Module._call_impl.__code__, torch.jit.ScriptModule
+# type's own issubclass, by the classes' real MRO: isinstance() also asks an object its __class__, which a property of
+# the submission's answers (see _plain_code for why nothing of the submission's may run in the profile function)
+_IS_SUBTYPE = type.__subclasscheck__
 
 
 def _alive(pid: str) -> bool:
@@ -1793,6 +1797,42 @@ _NAMESET_MIN = min((len(names) - slack for _tag, names, slack in _NAMESETS), def
 _GENERATED = "<eval_with_key>"
 
 
+_PLAIN_CONSTANTS = frozenset({type(None), bool, int, float, complex, str, bytes, type(...)})
+_PLAIN_MAX = 1 << 16  # constants looked at in one code object, nested ones included (more: not plain)
+_STARTSWITH = str.startswith  # (str's own: a co_filename of a str subclass keeps its startswith to itself)
+
+
+def _plain_code(code: types.CodeType) -> bool:
+    """Whether hashing or comparing `code` runs only CPython's own code: its name, line table and constants are of
+    the types compile() makes, all the way down (nested tuples, frozensets, slices and code objects). Hashing a code
+    object hashes its constants, and comparing compares them: code.replace(co_consts=...) with an object of the
+    submission's among them ran that object's __hash__ inside the profile function, where nothing is watched, and
+    it ran F.multi_head_attention_forward there: MultiHeadAttention 20 of 20 (red team, session 21). compile() never
+    makes such a code object, so one is taken to have run what every watch looks for."""
+    todo, seen = [code], 0
+    while todo:
+        c = todo.pop()
+        kind = type(c)
+        seen += 1
+        if seen > _PLAIN_MAX:
+            return False
+        if kind in _PLAIN_CONSTANTS:
+            continue
+        if kind is tuple or kind is frozenset:
+            todo.extend(c)
+        elif kind is slice:
+            todo += (c.start, c.stop, c.step)
+        elif kind is types.CodeType:
+            if type(c.co_name) is not str or type(c.co_qualname) is not str or type(c.co_filename) is not str \
+                    or type(c.co_linetable) is not bytes or type(c.co_exceptiontable) is not bytes \
+                    or type(c.co_consts) is not tuple or type(c.co_names) is not tuple:
+                return False
+            todo.extend(c.co_consts)
+        else:
+            return False
+    return True
+
+
 def _copied(names: tuple) -> tuple:
     """The tags of the watches whose large computing functions a code object of these co_names copies (_NAMESETS)."""
     have = frozenset(names)
@@ -1874,8 +1914,8 @@ def _install_filter() -> Any:
     if _watchhook is None or os.environ.get("GRADE_WATCH_FILTER") == "python":
         return None
     try:
-        _watchhook.install(_ALL_CODES, _ALL_CODE_LINES, _ALL_PRINTS, _ALL_PRINT_SIZES, _CALL_IMPL, _C_CALLS,
-                           _ALL_KERNELS, _NAMESET_MIN, _GENERATED)
+        _watchhook.install(_ALL_CODE_LINES, _ALL_PRINTS, _ALL_PRINT_SIZES, _CALL_IMPL, _C_CALLS, _ALL_KERNELS,
+                           _NAMESET_MIN, _GENERATED)
     except (RuntimeError, TypeError):  # installed already in this process (a module imported twice): in Python
         return None
     return _watchhook.setprofile
@@ -2185,19 +2225,30 @@ class Recorder(TorchFunctionMode):
             self.inside = max(0, self.inside - 1)
 
     def _profile(self, frame, event, arg) -> None:
+        # Nothing of the submission's may run in here: CPython turns profiling off while a profile function runs, so
+        # what it would run here makes no events. Hence no isinstance() of its objects (their __class__), and no hash
+        # or comparison of a code object before _plain_code (its constants' own __hash__ and __eq__).
         if event == "call":
             code = frame.f_code
             if code is _CALL_IMPL:  # (every module's call: looked for by no watch, _QUIET_CALL_IMPL)
-                if isinstance(frame.f_locals.get("self"), _SCRIPT_MODULE):
+                if _IS_SUBTYPE(_SCRIPT_MODULE, type(frame.f_locals.get("self"))):
                     self.saw_all()
                 if _QUIET_CALL_IMPL:
                     return
-            if (code.co_firstlineno not in _ALL_CODE_LINES or code not in _ALL_CODES) and \
-                    (len(code.co_names) not in _ALL_PRINT_SIZES or code.co_names not in _ALL_PRINTS):
-                if len(code.co_names) >= _NAMESET_MIN:  # (rare: a function of 40 names and more)
-                    for tag in _copied(code.co_names):
+            used = code.co_names
+            if type(used) is not tuple:  # (code.replace(co_names=) of a tuple subclass: its __len__ and __hash__)
+                self.saw_all()
+                return
+            lines = code.co_firstlineno in _ALL_CODE_LINES
+            names = len(used) in _ALL_PRINT_SIZES and used in _ALL_PRINTS
+            if (lines or names) and not _plain_code(code):
+                self.saw_all()  # (a code object made to run code when it is compared: code.replace, types.CodeType)
+                return
+            if not (lines and code in _ALL_CODES) and not names:
+                if len(used) >= _NAMESET_MIN:  # (rare: a function of 40 names and more)
+                    for tag in _copied(used):
                         self.saw(tag)
-                if code.co_filename.startswith(_GENERATED):
+                if _STARTSWITH(code.co_filename, _GENERATED):
                     self.saw_all()
                 return  # (what no watch looks for)
             for tag, codes, prints, _kernels, _builtins in _WATCHES:

@@ -747,6 +747,28 @@ def test_code_put_where_the_worker_runs_after_or_before_the_watch_earns_nothing(
     assert said and any("F.multi_head_attention_forward" in m for m in said), said
 
 
+@pytest.mark.parametrize("watch_filter", ["c", "python"])
+def test_code_run_inside_the_profile_function_earns_nothing(tmp_path, monkeypatch, watch_filter):
+    """Red team, session 21 (tests/profile_cases.py; each earned 100/100 before): the submission's code run inside
+    the watch's profile function, where nothing is watched, ran F.multi_head_attention_forward for the call under
+    way: a constant of its own in a code object starting at the library's first line (hashed), the code object's
+    name a str subclass (hashed), its co_names a tuple subclass (measured), a __class__ property (asked by
+    isinstance). The profile function now runs nothing of the submission's, and takes such a code object to have run
+    the library: MultiHeadAttention earns nothing, with the C filter and without, and says why."""
+    import profile_cases
+    if watch_filter == "python":
+        monkeypatch.setenv("GRADE_WATCH_FILTER", "python")
+    results = grade_sources(tmp_path, {"reference.py": REF, **profile_cases.sources(REF)})
+    assert by_q(results.pop("reference")) == QUESTIONS
+    assert set(results) == {"rt21_consts", "rt21_name", "rt21_names", "rt21_class_property"}
+    for name, r in results.items():
+        assert by_q(r) == {**QUESTIONS, "MultiHeadAttention": 0}, (name, by_q(r))
+        said = [c.message.en for c in r.checks if c.question == "MultiHeadAttention" and c.status == "failed"
+                and c.message]
+        assert said and any("F.multi_head_attention_forward" in m for m in said), (name, said)
+        assert r.sandbox.get("library watch") == ("C filter" if watch_filter == "c" else "Python")
+
+
 def test_the_watch_without_its_c_filter_grades_the_same(tmp_path, monkeypatch):
     """GRADE_WATCH_FILTER=python (the worker as on an image without a C compiler): Recorder._profile gets every
     profile event itself. The library through F.multi_head_attention_forward, and the same hidden from a profile

@@ -1,0 +1,122 @@
+"""Red team, session 21: code of the submission's run inside the library watch's profile function (tests/test_evidence.py).
+
+CPython turns profiling off while a profile function runs, so what the submission gets run in there makes no events:
+these files run F.multi_head_attention_forward there, for the call under way, and forward hands back what it gave.
+Each is the reference up to MultiHeadAttention's forward and then one of the forwards below with COMMON. Where the
+trick gives nothing (an unwatched call: no profile function), forward runs the library itself, in plain sight. The
+first and the last each earned all 20 of MultiHeadAttention's points before session 21's fix (by hashing a code
+object the profile function hashed its constants, and isinstance asked the module its __class__); the other two go
+through the code object's name and its co_names, which the profile function also hashed or measured."""
+from __future__ import annotations
+
+COMMON = '''
+
+import types as _types
+_BOX = {}
+
+
+def _lib_forward(self, x):
+    n = x.shape[1]
+    q, k, v = (p(x).transpose(0, 1) for p in (self.W_query, self.W_key, self.W_value))
+    same = torch.eye(self.d_out, dtype=x.dtype, device=x.device)
+    out, _ = torch.nn.functional.multi_head_attention_forward(
+        q, k, v, self.d_out, self.num_heads, None, None, None, None, False, self.dropout.p,
+        self.out_proj.weight, self.out_proj.bias, training=self.training, need_weights=False,
+        attn_mask=self.mask.bool()[:n, :n], use_separate_proj_weight=True, q_proj_weight=same,
+        k_proj_weight=same, v_proj_weight=same)
+    return out.transpose(0, 1)
+
+
+def _run_job():
+    job = _BOX.pop("job", None)
+    if job is not None:
+        _BOX["out"] = _lib_forward(*job)
+
+
+def _noop():
+    return None
+
+
+_LINE = torch.nn.functional.multi_head_attention_forward.__code__.co_firstlineno
+'''
+
+POKED = '''
+    def forward(self, x):
+        _BOX["job"] = (self, x)
+        _poke()
+        out = _BOX.pop("out", None)
+        _BOX.pop("job", None)
+        return _lib_forward(self, x) if out is None else out
+'''
+
+TRIGGERS = {
+    # a constant of the submission's in a code object that starts at the library's first line: hashed
+    "consts": '''
+
+class _Trigger:
+    def __hash__(self):
+        _run_job()
+        return 12345
+
+    def __eq__(self, other):
+        return self is other
+
+
+_poke = _types.FunctionType(_noop.__code__.replace(co_firstlineno=_LINE,
+                                                   co_consts=_noop.__code__.co_consts + (_Trigger(),)), globals())
+''',
+    # the code object's name a str subclass: hashed with the code
+    "name": '''
+
+class _Name(str):
+    def __hash__(self):
+        _run_job()
+        return str.__hash__(self)
+
+    def __eq__(self, other):
+        return str.__eq__(self, other)
+
+
+_poke = _types.FunctionType(_noop.__code__.replace(co_firstlineno=_LINE, co_name=_Name("_noop")), globals())
+''',
+    # its co_names a tuple subclass: measured (len) at every call event
+    "names": '''
+
+class _Names(tuple):
+    def __len__(self):
+        _run_job()
+        return tuple.__len__(self)
+
+
+_poke = _types.FunctionType(_noop.__code__.replace(co_names=_Names(_noop.__code__.co_names)), globals())
+''',
+}
+
+# a property named __class__, which isinstance() asks of the module at its _call_impl's profile event
+CLASS_PROPERTY = '''
+    @property
+    def __class__(self):
+        import sys
+        f = sys._getframe(1)
+        if f.f_code.co_name == "_profile":
+            call = f.f_locals.get("frame")
+            args = call.f_locals.get("args") if call is not None else None
+            if args and isinstance(args[0], torch.Tensor):
+                self.__dict__["_pending"] = (args[0], _lib_forward(self, args[0]))
+        return type(self)
+
+    def forward(self, x):
+        pending = self.__dict__.pop("_pending", None)
+        if pending is not None and pending[0] is x:
+            return pending[1]
+        return _lib_forward(self, x)
+'''
+
+
+def sources(reference: str) -> dict[str, str]:
+    """{file name: source}: the reference's MultiHeadAttention.forward and what follows it replaced."""
+    forward = reference.index("    def forward(", reference.index("class MultiHeadAttention("))
+    head = reference[:forward]
+    files = {f"rt21_{name}.py": head + POKED + COMMON + trigger for name, trigger in TRIGGERS.items()}
+    files["rt21_class_property.py"] = head + CLASS_PROPERTY + COMMON
+    return files
