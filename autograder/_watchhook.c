@@ -1,23 +1,32 @@
 /* The library watch's profile function, filtered in C (worker.Recorder._profile).
 
    A watched call hands every profile event to Recorder._profile, a Python function: about a thousand events for
-   one constructor of the attention lab's MultiHeadAttention, nearly all of them events that function returns from
-   at once (a return, a call of code no watch looks for, a C function no watch looks for). This filter answers
-   those here and passes every other event to the Python function, unchanged, as sys.setprofile's own trampoline
-   would: what the watch sees is decided there, never here. Events skipped are exactly those for which
-   Recorder._profile does nothing:
+   one constructor of the attention lab's MultiHeadAttention, nearly all of them events that function does nothing
+   about. This filter decides here, by the same rules, whether Recorder._profile would note anything (call saw() or
+   saw_all()), and hands it only those events, unchanged, as sys.setprofile's own trampoline would; the Python
+   function then notes what it sees. Events it does nothing about stay here:
      - "return", "c_return", "c_exception";
-     - "call" of a code object that is not nn.Module._call_impl, does not start at a first line of the watches'
-       codes, whose co_names is not (by length, then by equality) one of the watches' name tuples, has fewer than
-       `nameset_min` names, and whose file name does not start with the generated-code prefix;
-     - "c_call" of a builtin that is not one of the watches' builtins or thread starts, whose __name__ is a str
-       without a "." and not a kernel name, or that has no __name__ (AttributeError).
-   Anything else, or anything that fails here, goes to the Python function. Nothing here runs code of the
-   submission's (a profile function's callees make no profile events): no code object is hashed or compared here, and
-   the names read are exact str and tuple objects.
+     - "call" of nn.Module._call_impl whose `self` is not a TorchScript module (by its type's real MRO);
+     - "call" of any other code object that is not one of the watches' codes (by first line, then, for a code of
+       plain constants only, by equality), whose co_names is not one of the watches' name tuples, that does not use
+       all but a few of the names of one of the watches' large functions, and whose file name does not start with
+       the generated-code prefix;
+     - "c_call" of a builtin that is not one of the watches' builtins or thread starts and whose __name__, up to a
+       ".", is not a kernel name (or that has no __name__).
+   Anything that fails here is handed on.
+
+   Why decide here rather than hand the Python function every event it might look at: CPython turns profiling off
+   while a profile function runs, so anything of the submission's that runs in there is unseen. A Python function
+   runs more than its own code: a signal handler of the submission's at its first instruction (a timer that fired
+   every 20 us, and a handler that ran F.multi_head_attention_forward when it found itself inside the profile
+   function, earned MultiHeadAttention's 20 of 20: red team, session 21), the garbage collector's callbacks and
+   finalizers when it allocates. Here no Python code runs, and the garbage collector is off while this code allocates
+   (the frame's locals, a set of names); the Python function runs only once there is something to note, which it
+   notes whatever else runs meanwhile. Nothing here hashes or compares an object of the submission's: a code object
+   is compared only once its name, tables and constants are of the types compile() makes.
 
    install() takes the watches' constants once per process (the worker module calls it at import, in the zygote,
-   before any submission's code runs); it refuses a second call, so those cannot be replaced afterwards.
+   before any submission's code runs); it refuses a second call, so they cannot be replaced afterwards.
    setprofile(fn) is sys.setprofile(fn) with this filter in front: sys.getprofile() returns fn, and CPython raises
    the audit event "sys.setprofile" for it as for any other switch (worker._profile_audit). */
 #define PY_SSIZE_T_CLEAN
@@ -25,60 +34,142 @@
 #include <frameobject.h>
 
 static int installed = 0;
-static PyObject *lines, *prints, *sizes, *call_impl, *c_calls, *kernels, *generated, *name_key;
+static PyObject *codes, *lines, *prints, *sizes, *call_impl, *script_module, *c_calls, *kernels, *namesets,
+    *generated, *name_key, *self_key, *call_str, *c_call_str;
 static Py_ssize_t nameset_min;
-static PyObject *call_str, *c_call_str;
+static int quiet_call_impl;
 
-/* 1: pass the event on; 0: skip it */
+#define PLAIN_MAX 65536  /* constants looked at in one code object, nested ones included (more: not plain) */
+
+/* 1 when `obj` (a code object's constant, or the code object) is of the types compile() makes, all the way down;
+   *budget counts the objects looked at. */
+static int
+plain(PyObject *obj, Py_ssize_t *budget, int depth)
+{
+    if (--*budget < 0 || depth > 200)
+        return 0;
+    PyTypeObject *t = Py_TYPE(obj);
+    if (obj == Py_None || obj == Py_Ellipsis || t == &PyBool_Type || t == &PyLong_Type || t == &PyFloat_Type ||
+            t == &PyComplex_Type || t == &PyUnicode_Type || t == &PyBytes_Type)
+        return 1;
+    if (t == &PyTuple_Type) {
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(obj); i++)
+            if (!plain(PyTuple_GET_ITEM(obj, i), budget, depth + 1))
+                return 0;
+        return 1;
+    }
+    if (t == &PyFrozenSet_Type) {
+        PyObject *it = PyObject_GetIter(obj), *key;
+        int ok = it != NULL;
+        while (ok && (key = PyIter_Next(it)) != NULL) {
+            ok = plain(key, budget, depth + 1);
+            Py_DECREF(key);
+        }
+        Py_XDECREF(it);
+        return ok && !PyErr_Occurred();
+    }
+    if (t == &PySlice_Type) {
+        PySliceObject *s = (PySliceObject *)obj;
+        return plain(s->start, budget, depth + 1) && plain(s->stop, budget, depth + 1) &&
+            plain(s->step, budget, depth + 1);
+    }
+    if (t == &PyCode_Type) {
+        PyCodeObject *c = (PyCodeObject *)obj;
+        if (!PyUnicode_CheckExact(c->co_name) || !PyUnicode_CheckExact(c->co_qualname) ||
+                !PyUnicode_CheckExact(c->co_filename) || !PyBytes_CheckExact(c->co_linetable) ||
+                !PyBytes_CheckExact(c->co_exceptiontable) || !PyTuple_CheckExact(c->co_consts) ||
+                !PyTuple_CheckExact(c->co_names))
+            return 0;
+        return plain(c->co_consts, budget, depth + 1);
+    }
+    return 0;
+}
+
+/* 1 when co_names (an exact tuple of exact str) uses all but `slack` of one nameset's names; -1 on an error */
+static int
+copied(PyObject *names)
+{
+    PyObject *have = PyFrozenSet_New(names);
+    if (have == NULL)
+        return -1;
+    int found = 0;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(namesets) && !found; i++) {
+        PyObject *pair = PyTuple_GET_ITEM(namesets, i);  /* (frozenset of names, slack) */
+        PyObject *lib = PyTuple_GET_ITEM(pair, 0);
+        Py_ssize_t slack = PyLong_AsSsize_t(PyTuple_GET_ITEM(pair, 1)), missing = 0;
+        PyObject *it = PyObject_GetIter(lib), *key;
+        int r = it != NULL ? 0 : -1;
+        while (r >= 0 && (key = PyIter_Next(it)) != NULL) {
+            r = PySet_Contains(have, key);
+            missing += r == 0;
+            Py_DECREF(key);
+        }
+        Py_XDECREF(it);
+        if (r < 0 || PyErr_Occurred()) {
+            Py_DECREF(have);
+            return -1;
+        }
+        found = missing <= slack;
+    }
+    Py_DECREF(have);
+    return found;
+}
+
+/* 1: hand the event on; 0: Recorder._profile would do nothing about it */
 static int
 wanted_call(PyFrameObject *frame)
 {
     PyCodeObject *code = PyFrame_GetCode(frame);  /* (a new reference) */
-    int want = 1;
-    if ((PyObject *)code == call_impl)
-        goto done;
-    PyObject *first = PyLong_FromLong(code->co_firstlineno);
-    if (first == NULL) {
-        PyErr_Clear();
-        goto done;
-    }
-    /* (a first line of the watches' codes: handed on without comparing the code here, since hashing a code object
-       hashes its constants, which code.replace can make objects of the submission's; Recorder._profile looks at
-       them first, _plain_code) */
-    int r = PySet_Contains(lines, first);
-    Py_DECREF(first);
-    if (r != 0) {
-        if (r < 0)
-            PyErr_Clear();
-        goto done;
+    int want = 1, r;
+    if ((PyObject *)code == call_impl) {
+        PyObject *locals = PyFrame_GetLocals(frame);  /* (a new reference) */
+        if (locals == NULL)
+            goto done;
+        PyObject *self = PyDict_CheckExact(locals) ? PyDict_GetItemWithError(locals, self_key) : NULL;
+        int script = self != NULL && PyType_IsSubtype(Py_TYPE(self), (PyTypeObject *)script_module);
+        int failed = PyErr_Occurred() != NULL || !PyDict_CheckExact(locals);
+        Py_DECREF(locals);
+        if (failed || script)
+            goto done;
+        if (quiet_call_impl) {
+            want = 0;
+            goto done;
+        }
     }
     PyObject *names = code->co_names;
-    if (names == NULL || !PyTuple_CheckExact(names))
+    if (!PyTuple_CheckExact(names))
         goto done;
     Py_ssize_t n = PyTuple_GET_SIZE(names);
-    if (n >= nameset_min)
+    PyObject *first = PyLong_FromLong(code->co_firstlineno);
+    if (first == NULL)
         goto done;
-    PyObject *size = PyLong_FromSsize_t(n);
-    if (size == NULL) {
-        PyErr_Clear();
+    r = PySet_Contains(lines, first);
+    Py_DECREF(first);
+    if (r < 0)
         goto done;
+    if (r) {
+        Py_ssize_t budget = PLAIN_MAX;
+        if (!plain((PyObject *)code, &budget, 0))
+            goto done;  /* (Recorder._profile: saw_all) */
+        r = PySet_Contains(codes, (PyObject *)code);
+        if (r != 0)
+            goto done;
     }
+    PyObject *size = PyLong_FromSsize_t(n);
+    if (size == NULL)
+        goto done;
     r = PySet_Contains(sizes, size);
     Py_DECREF(size);
-    if (r != 0 && (r < 0 || (r = PySet_Contains(prints, names)) != 0)) {
-        if (r < 0)
-            PyErr_Clear();
+    if (r != 0 && (r < 0 || (r = PySet_Contains(prints, names)) != 0))
         goto done;
-    }
+    if (n >= nameset_min && copied(names) != 0)
+        goto done;
     PyObject *file = code->co_filename;
-    if (file == NULL || !PyUnicode_CheckExact(file))
+    if (!PyUnicode_Check(file))
         goto done;
     r = PyUnicode_Tailmatch(file, generated, 0, PY_SSIZE_T_MAX, -1);
-    if (r != 0) {
-        if (r < 0)
-            PyErr_Clear();
+    if (r != 0)
         goto done;
-    }
     want = 0;
 done:
     Py_DECREF(code);
@@ -89,18 +180,14 @@ static int
 wanted_c_call(PyObject *arg)
 {
     int r = PySet_Contains(c_calls, arg);
-    if (r != 0) {
-        if (r < 0)
-            PyErr_Clear();
+    if (r != 0)
         return 1;
-    }
     PyObject *name = PyObject_GetAttr(arg, name_key);
     if (name == NULL) {
         if (PyErr_ExceptionMatches(PyExc_AttributeError)) {
             PyErr_Clear();
-            return 0;  /* (name None: not a kernel, and not a str) */
+            return 0;  /* (name None: not a kernel) */
         }
-        PyErr_Clear();
         return 1;
     }
     int want = 1;
@@ -110,11 +197,16 @@ wanted_c_call(PyObject *arg)
             Py_ssize_t dot = PyUnicode_FindChar(name, '.', 0, PY_SSIZE_T_MAX, 1);
             if (dot == -1)
                 want = 0;
-            else if (dot == -2)
-                PyErr_Clear();
+            else if (dot >= 0) {
+                PyObject *head = PyUnicode_Substring(name, 0, dot);
+                if (head != NULL) {
+                    r = PySet_Contains(kernels, head);
+                    Py_DECREF(head);
+                    if (r == 0)
+                        want = 0;
+                }
+            }
         }
-        else if (r < 0)
-            PyErr_Clear();
     }
     Py_DECREF(name);
     return want;
@@ -124,22 +216,26 @@ static int
 trampoline(PyObject *fn, PyFrameObject *frame, int what, PyObject *arg)
 {
     PyObject *event;
-    if (what == PyTrace_CALL) {
-        if (!wanted_call(frame))
-            return 0;
+    int want;
+    if (what == PyTrace_CALL)
         event = call_str;
-    }
-    else if (what == PyTrace_C_CALL) {
-        if (arg == NULL || !wanted_c_call(arg))
-            return 0;
+    else if (what == PyTrace_C_CALL && arg != NULL)
         event = c_call_str;
-    }
     else
+        return 0;
+    int gc = PyGC_Disable();
+    PyObject *type, *value, *traceback;
+    PyErr_Fetch(&type, &value, &traceback);  /* (none is set at a profile event; kept as it is, whatever) */
+    want = what == PyTrace_CALL ? wanted_call(frame) : wanted_c_call(arg);
+    PyErr_Clear();  /* (a failure here hands the event on: `want` is 1) */
+    PyErr_Restore(type, value, traceback);
+    if (gc)
+        PyGC_Enable();
+    if (!want)
         return 0;
     PyObject *stack[3] = {(PyObject *)frame, event, arg != NULL ? arg : Py_None};
     PyObject *result = PyObject_Vectorcall(fn, stack, 3, NULL);
     if (result == NULL) {  /* as sys.setprofile's trampoline: a profile function that raises is taken off */
-        PyObject *type, *value, *traceback;
         PyErr_Fetch(&type, &value, &traceback);
         PyEval_SetProfile(NULL, NULL);
         PyErr_Restore(type, value, traceback);
@@ -152,23 +248,34 @@ trampoline(PyObject *fn, PyFrameObject *frame, int what, PyObject *arg)
 static PyObject *
 install(PyObject *self, PyObject *args)
 {
-    PyObject *a[7];
+    PyObject *a[10];
     if (installed) {
         PyErr_SetString(PyExc_RuntimeError, "the watch's constants are set once per process");
         return NULL;
     }
-    if (!PyArg_ParseTuple(args, "O!O!O!OO!O!nU:install", &PyFrozenSet_Type, &a[0], &PyFrozenSet_Type, &a[1],
-                          &PyFrozenSet_Type, &a[2], &a[3], &PyFrozenSet_Type, &a[4], &PyFrozenSet_Type, &a[5],
-                          &nameset_min, &a[6]))
+    if (!PyArg_ParseTuple(args, "O!O!O!O!OO!pO!O!O!nU:install", &PyFrozenSet_Type, &a[0], &PyFrozenSet_Type,
+                          &a[1], &PyFrozenSet_Type, &a[2], &PyFrozenSet_Type, &a[3], &a[4], &PyType_Type, &a[5],
+                          &quiet_call_impl, &PyFrozenSet_Type, &a[6], &PyFrozenSet_Type, &a[7], &PyTuple_Type, &a[8],
+                          &nameset_min, &a[9]))
         return NULL;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(a[8]); i++) {
+        PyObject *pair = PyTuple_GET_ITEM(a[8], i);
+        if (!PyTuple_CheckExact(pair) || PyTuple_GET_SIZE(pair) != 2 ||
+                !PyFrozenSet_CheckExact(PyTuple_GET_ITEM(pair, 0)) || !PyLong_CheckExact(PyTuple_GET_ITEM(pair, 1))) {
+            PyErr_SetString(PyExc_TypeError, "namesets: (frozenset of names, slack) pairs");
+            return NULL;
+        }
+    }
     name_key = PyUnicode_InternFromString("__name__");
+    self_key = PyUnicode_InternFromString("self");
     call_str = PyUnicode_InternFromString("call");
     c_call_str = PyUnicode_InternFromString("c_call");
-    if (name_key == NULL || call_str == NULL || c_call_str == NULL)
+    if (name_key == NULL || self_key == NULL || call_str == NULL || c_call_str == NULL)
         return NULL;
-    for (int i = 0; i < 7; i++)
+    for (int i = 0; i < 10; i++)
         Py_INCREF(a[i]);
-    lines = a[0]; prints = a[1]; sizes = a[2]; call_impl = a[3]; c_calls = a[4]; kernels = a[5]; generated = a[6];
+    codes = a[0]; lines = a[1]; prints = a[2]; sizes = a[3]; call_impl = a[4]; script_module = a[5];
+    c_calls = a[6]; kernels = a[7]; namesets = a[8]; generated = a[9];
     installed = 1;
     Py_RETURN_NONE;
 }
@@ -186,14 +293,15 @@ setprofile(PyObject *self, PyObject *fn)
         }
         PyEval_SetProfile(trampoline, fn);
     }
-    if (PyErr_Occurred())  /* (an audit hook that refused the switch) */
+    if (PyErr_Occurred())
         return NULL;
     Py_RETURN_NONE;
 }
 
 static PyMethodDef methods[] = {
     {"install", install, METH_VARARGS,
-     "install(lines, prints, sizes, call_impl, c_calls, kernels, nameset_min, generated): once."},
+     "install(codes, lines, prints, sizes, call_impl, script_module, quiet_call_impl, c_calls, kernels, namesets, "
+     "nameset_min, generated): once."},
     {"setprofile", setprofile, METH_O, "sys.setprofile(fn), with the watch's filter in front of fn."},
     {NULL, NULL, 0, NULL}
 };

@@ -914,6 +914,7 @@ class _Guard:
               "_FUSED_LIBRARY", "_FUSED_LINES", "_DUMP_TABLE", "_OWN_THREADS", "_NAMESETS",
               "_NAMESET_MIN", "_GENERATED", "_VERSION_AT", "_REGISTRY")
     CLASSES = ("Worker", "DeviceSim", "Recorder", "BoundedText", "_ScratchFile", "_Progress", "FusedKernelRefused",
+               "AuditHookRefused",
                "TorchScriptRefused", "_TorchScriptOff")
     MODULE_METHODS = ("named_modules", "named_parameters", "named_buffers", "named_children", "modules", "children",
                       "parameters", "buffers", "state_dict", "load_state_dict", "_load_from_state_dict", "to",
@@ -1877,6 +1878,10 @@ _CODE_SET: list = []  # a function's __code__ was assigned since _Guard.intact l
 _PROFILE_EVENTS = frozenset({"sys.setprofile", "sys._setprofileallthreads"})  # (the latter: Python 3.12's all threads)
 
 
+class AuditHookRefused(Exception):
+    """Raised by the worker's audit hook at sys.addaudithook: see _profile_audit."""
+
+
 def _profile_audit(event: str, _args: tuple, watching: list = _WATCHING, switching: list = _SWITCHING) -> None:
     """The audit hook of the worker (sys.addaudithook, before the submission runs): see _WATCHING above; and a
     function's __code__ assigned (_CODE_SET, for _Guard.intact)."""
@@ -1884,6 +1889,12 @@ def _profile_audit(event: str, _args: tuple, watching: list = _WATCHING, switchi
         if len(_args) > 1 and _args[1] == "__code__":
             _CODE_SET.append(True)
         return
+    if event == "sys.addaudithook":
+        # No audit hook of the submission's: hooks run at audited events inside the watch's profile function, where
+        # nothing is watched (reading frame.f_code is one), and one that ran F.multi_head_attention_forward there
+        # earned MultiHeadAttention's 20 of 20 (red team, session 21). An Exception raised here makes
+        # sys.addaudithook add nothing, silently.
+        raise AuditHookRefused("the grader's worker takes no audit hooks")
     if event in _PROFILE_EVENTS:
         if watching and not switching:
             for rec in watching:
@@ -1907,15 +1918,16 @@ def _install_filter() -> Any:
     """The C filter's switch (_watchhook.setprofile) with the watches' constants given to it, or None where there is
     no C filter (not built, or turned off for a test) and Recorder._profile gets every event itself.
 
-    The filter answers in C the profile events Recorder._profile returns from without doing anything (most of them:
-    returns, calls of code and of C functions no watch looks for) and hands it every other event unchanged. A
-    watched constructor of the attention lab's MultiHeadAttention made some 970 events, a Python call each: about
-    three quarters of its cost."""
+    The filter decides in C, by Recorder._profile's own rules, which events that function would note anything about
+    and hands it only those, unchanged (autograder/_watchhook.c says why: no Python code of any kind runs inside a
+    profile function until there is something to note). A watched constructor of the attention lab's
+    MultiHeadAttention made some 970 events, a Python call each: about three quarters of its cost."""
     if _watchhook is None or os.environ.get("GRADE_WATCH_FILTER") == "python":
         return None
     try:
-        _watchhook.install(_ALL_CODE_LINES, _ALL_PRINTS, _ALL_PRINT_SIZES, _CALL_IMPL, _C_CALLS, _ALL_KERNELS,
-                           _NAMESET_MIN, _GENERATED)
+        _watchhook.install(_ALL_CODES, _ALL_CODE_LINES, _ALL_PRINTS, _ALL_PRINT_SIZES, _CALL_IMPL, _SCRIPT_MODULE,
+                           _QUIET_CALL_IMPL, _C_CALLS, _ALL_KERNELS,
+                           tuple((names, slack) for _tag, names, slack in _NAMESETS), _NAMESET_MIN, _GENERATED)
     except (RuntimeError, TypeError):  # installed already in this process (a module imported twice): in Python
         return None
     return _watchhook.setprofile

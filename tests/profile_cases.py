@@ -3,10 +3,11 @@
 CPython turns profiling off while a profile function runs, so what the submission gets run in there makes no events:
 these files run F.multi_head_attention_forward there, for the call under way, and forward hands back what it gave.
 Each is the reference up to MultiHeadAttention's forward and then one of the forwards below with COMMON. Where the
-trick gives nothing (an unwatched call: no profile function), forward runs the library itself, in plain sight. The
-first and the last each earned all 20 of MultiHeadAttention's points before session 21's fix (by hashing a code
-object the profile function hashed its constants, and isinstance asked the module its __class__); the other two go
-through the code object's name and its co_names, which the profile function also hashed or measured."""
+trick gives nothing (an unwatched call: no profile function), forward runs the library itself, in plain sight. Each
+earned all 20 of MultiHeadAttention's points (100/100) before session 21's fixes: a code object's constant, its name
+(a str subclass) or its co_names (a tuple subclass), which the profile function hashed or measured; a __class__
+property, which isinstance asked; an audit hook, run at the profile function's read of frame.f_code; a signal
+handler, run at the profile function's first instruction."""
 from __future__ import annotations
 
 COMMON = '''
@@ -113,10 +114,65 @@ CLASS_PROPERTY = '''
 '''
 
 
+# any module call of forward's (its _call_impl event), with the job set: an audit hook of the submission's ran at the
+# frame.f_code the profile function read
+AUDITED = '''
+    def forward(self, x):
+        _BOX["job"] = (self, x)
+        self.W_query(x)
+        out = _BOX.pop("out", None)
+        _BOX.pop("job", None)
+        return _lib_forward(self, x) if out is None else out
+'''
+AUDIT_HOOK = '''
+
+import sys as _sys
+
+
+def _hook(event, args):
+    if event == "object.__getattr__" and len(args) > 1 and args[1] == "f_code":
+        _run_job()
+
+
+_sys.addaudithook(_hook)
+'''
+
+# a timer every 20 us while forward makes module calls: its handler runs wherever the interpreter is, and does the
+# job when that is inside the profile function (known gap without the C filter: the profile function is Python code)
+SIGNALLED = '''
+    def forward(self, x):
+        import signal
+        _BOX["job"] = (self, x)
+        signal.setitimer(signal.ITIMER_REAL, 2e-5, 2e-5)
+        for _ in range(3000):
+            self.W_query(x)
+            if "out" in _BOX:
+                break
+        signal.setitimer(signal.ITIMER_REAL, 0, 0)
+        out = _BOX.pop("out", None)
+        _BOX.pop("job", None)
+        return _lib_forward(self, x) if out is None else out
+'''
+SIGNAL_HANDLER = '''
+
+import signal as _signal
+
+
+def _handler(signum, frame):
+    if frame is not None and frame.f_code.co_name == "_profile":
+        _run_job()
+
+
+_signal.signal(_signal.SIGALRM, _handler)
+'''
+
+
 def sources(reference: str) -> dict[str, str]:
     """{file name: source}: the reference's MultiHeadAttention.forward and what follows it replaced."""
     forward = reference.index("    def forward(", reference.index("class MultiHeadAttention("))
     head = reference[:forward]
     files = {f"rt21_{name}.py": head + POKED + COMMON + trigger for name, trigger in TRIGGERS.items()}
     files["rt21_class_property.py"] = head + CLASS_PROPERTY + COMMON
+    files["rt21_audit_hook.py"] = head + AUDITED + COMMON + AUDIT_HOOK
+    files["rt21_signal.py"] = head + SIGNALLED + COMMON + SIGNAL_HANDLER
     return files

@@ -648,7 +648,7 @@ def test_the_c_filter_hands_on_few_events_and_its_constants_are_set_once():
     assert every.events > 500 and passed.events < every.events / 20, (every.events, passed.events)
     empty = frozenset()
     with pytest.raises(RuntimeError):
-        worker._watchhook.install(empty, empty, empty, None, empty, empty, 1 << 30, "")
+        worker._watchhook.install(empty, empty, empty, empty, None, object, True, empty, empty, (), 1 << 30, "")
     p = subprocess.run([sys.executable, "-c", "from autograder import worker; print(worker.WATCH_FILTER)"],
                        capture_output=True, text=True, cwd=ROOT, timeout=120,
                        env={**os.environ, "GRADE_WATCH_FILTER": "python"})

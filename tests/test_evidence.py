@@ -753,14 +753,19 @@ def test_code_run_inside_the_profile_function_earns_nothing(tmp_path, monkeypatc
     the watch's profile function, where nothing is watched, ran F.multi_head_attention_forward for the call under
     way: a constant of its own in a code object starting at the library's first line (hashed), the code object's
     name a str subclass (hashed), its co_names a tuple subclass (measured), a __class__ property (asked by
-    isinstance). The profile function now runs nothing of the submission's, and takes such a code object to have run
-    the library: MultiHeadAttention earns nothing, with the C filter and without, and says why."""
+    isinstance), an audit hook (run at the read of frame.f_code), a signal handler (run at the profile function's
+    first instruction). The profile function now runs nothing of the submission's, the C filter hands it an event
+    only once there is something to note, and the worker takes no audit hook: MultiHeadAttention earns nothing, with
+    the C filter and without, and says why. Known gap without the C filter: the signal handler (README)."""
     import profile_cases
+    files = profile_cases.sources(REF)
     if watch_filter == "python":
         monkeypatch.setenv("GRADE_WATCH_FILTER", "python")
-    results = grade_sources(tmp_path, {"reference.py": REF, **profile_cases.sources(REF)})
+        del files["rt21_signal.py"]
+    results = grade_sources(tmp_path, {"reference.py": REF, **files})
     assert by_q(results.pop("reference")) == QUESTIONS
-    assert set(results) == {"rt21_consts", "rt21_name", "rt21_names", "rt21_class_property"}
+    assert set(results) == {f[:-3] for f in files}
+    assert len(results) == (6 if watch_filter == "c" else 5)
     for name, r in results.items():
         assert by_q(r) == {**QUESTIONS, "MultiHeadAttention": 0}, (name, by_q(r))
         said = [c.message.en for c in r.checks if c.question == "MultiHeadAttention" and c.status == "failed"
