@@ -905,7 +905,7 @@ class _Guard:
               "_WATCHING", "_SWITCHING", "_PROFILE_EVENTS", "_NAMESPACES", "_ANY", "_IS", "_PLAIN", "_SCANNED",
               "_ALL_CODES",
               "_ALL_PRINTS", "_ALL_KERNELS", "_C_CALL_IDS", "_C_CALLS", "_CALLS_BY_ADDRESS", "_IDENTITY", "_IS_SUBTYPE", "_PLAIN_CONSTANTS",
-              "_PLAIN_MAX", "_STARTSWITH", "_FILTERED_SETPROFILE", "WATCH_FILTER",
+              "_PLAIN_MAX", "_PLAIN_DEPTH", "_STARTSWITH", "_THREAD_START_SET", "_FILTERED_SETPROFILE", "WATCH_FILTER",
               "_watchhook", "_CODE_OF", "_CODE_SET", "_ALL_CODE_LINES",
               "_ALL_PRINT_SIZES", "_QUIET_CALL_IMPL", "_EVIDENCE_FD", "_WRITE",
               "_EVIDENCE_ID", "_FSTAT", "_LISTDIR", "_RECORDER_PROFILE", "_SET_PROFILE_CODE", "_SWITCHERS",
@@ -1800,6 +1800,7 @@ _GENERATED = "<eval_with_key>"
 
 _PLAIN_CONSTANTS = frozenset({type(None), bool, int, float, complex, str, bytes, type(...)})
 _PLAIN_MAX = 1 << 16  # constants looked at in one code object, nested ones included (more: not plain)
+_PLAIN_DEPTH = 200  # how deep they may nest (deeper: not plain; the C filter's recursion stops there)
 _STARTSWITH = str.startswith  # (str's own: a co_filename of a str subclass keeps its startswith to itself)
 
 
@@ -1810,25 +1811,25 @@ def _plain_code(code: types.CodeType) -> bool:
     submission's among them ran that object's __hash__ inside the profile function, where nothing is watched, and
     it ran F.multi_head_attention_forward there: MultiHeadAttention 20 of 20 (red team, session 21). compile() never
     makes such a code object, so one is taken to have run what every watch looks for."""
-    todo, seen = [code], 0
+    todo, seen = [(code, 0)], 0  # (object, how deep: nested more than _PLAIN_DEPTH, not plain, as in the C filter)
     while todo:
-        c = todo.pop()
+        c, depth = todo.pop()
         kind = type(c)
         seen += 1
-        if seen > _PLAIN_MAX:
+        if seen > _PLAIN_MAX or depth > _PLAIN_DEPTH:
             return False
         if kind in _PLAIN_CONSTANTS:
             continue
         if kind is tuple or kind is frozenset:
-            todo.extend(c)
+            todo += [(x, depth + 1) for x in c]
         elif kind is slice:
-            todo += (c.start, c.stop, c.step)
+            todo += [(c.start, depth + 1), (c.stop, depth + 1), (c.step, depth + 1)]
         elif kind is types.CodeType:
             if type(c.co_name) is not str or type(c.co_qualname) is not str or type(c.co_filename) is not str \
                     or type(c.co_linetable) is not bytes or type(c.co_exceptiontable) is not bytes \
                     or type(c.co_consts) is not tuple or type(c.co_names) is not tuple:
                 return False
-            todo.extend(c.co_consts)
+            todo.append((c.co_consts, depth + 1))
         else:
             return False
     return True
@@ -1844,6 +1845,7 @@ _ALL_KERNELS = frozenset().union(*(w[3] for w in _WATCHES))
 # __self__'s own __hash__ or __eq__ (_CALLS_BY_ADDRESS checks that here). Looked up as such, not by id(), whose
 # audit event ran the audit hook at every C call of every watched call.
 _C_CALLS = frozenset(_THREAD_STARTS + tuple(f for w in _WATCHES for f in w[4]))
+_THREAD_START_SET = frozenset(_THREAD_STARTS)
 
 
 def _calls_by_address() -> bool:
@@ -2275,12 +2277,14 @@ class Recorder(TorchFunctionMode):
                 if name not in _ALL_KERNELS and (type(name) is not str or "." not in name
                                                  or _kernel_name(arg) not in _ALL_KERNELS):
                     return  # (what no watch looks for)
-            if any(arg is f for f in _THREAD_STARTS):
+            # (a builtin equal to a watched one, its function bound to the same object, is that function: looked up as
+            # the C filter does, by address, where _CALLS_BY_ADDRESS)
+            if any(arg is f for f in _THREAD_STARTS) or _CALLS_BY_ADDRESS and arg in _THREAD_START_SET:
                 self.saw_all()
                 return
             name = _kernel_name(arg)
             for tag, _codes, _prints, kernels, builtins in _WATCHES:
-                if name in kernels or any(arg is f for f in builtins):
+                if name in kernels or any(arg is f or _CALLS_BY_ADDRESS and arg == f for f in builtins):
                     self.saw(tag)
 
     def _threads_before(self) -> None:

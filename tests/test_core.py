@@ -603,6 +603,47 @@ def test_the_c_filter_hands_the_watch_every_event_it_acts_on():
     graph = torch.fx.symbolic_trace(torch.nn.Linear(4, 4))
     both, attention, transformer = ["library:attention", "library:transformer"], ["library:attention"], \
         ["library:transformer"]
+    ran = []
+
+    class Loud:  # (any method of it that runs says so: nothing may run it inside the watch)
+        def __hash__(self):
+            ran.append("hash")
+            return 1
+
+        def __eq__(self, other):
+            ran.append("eq")
+            return self is other
+
+    class LoudName(str):
+        def __hash__(self):
+            ran.append("name")
+            return str.__hash__(self)
+
+    class LoudNames(tuple):
+        def __len__(self):
+            ran.append("names")
+            return tuple.__len__(self)
+
+    class Classy(torch.nn.Module):
+        @property
+        def __class__(self):
+            ran.append("class")
+            return type(self)
+
+        def forward(self, t):
+            return t
+
+    def nested(depth):
+        out = 1
+        for _ in range(depth):
+            out = (out,)
+        return out
+
+    def at_line(consts=(), name=None, names=None, line=F.multi_head_attention_forward.__code__.co_firstlineno):
+        code = (lambda: None).__code__
+        code = code.replace(co_firstlineno=line, co_consts=code.co_consts + consts, co_name=name or code.co_name,
+                            co_names=code.co_names if names is None else names)
+        return types.FunctionType(code, {})
     cases = {
         "the notebook's MultiHeadAttention": (lambda: R.MultiHeadAttention(4, 4, 3, 0.0, num_heads=2)(x), []),
         "nn.MultiheadAttention": (lambda: mha(x, x, x), attention),
@@ -613,6 +654,13 @@ def test_the_c_filter_hands_the_watch_every_event_it_acts_on():
         "the kernel by name": (lambda: torch._transformer_encoder_layer_fwd(), transformer),
         "a thread": (lambda: threading.Thread(target=len, args=((),)).start(), both),
         "fx's code": (lambda: graph(x), both),
+        # (session 21) code objects made to run code when compared or measured, and their plain look-alikes
+        "a constant of its own at the library's first line": (lambda: at_line(consts=(Loud(),))(), both),
+        "constants nested too deep at that line": (lambda: at_line(consts=(nested(250),))(), both),
+        "constants nested deep but plain at that line": (lambda: at_line(consts=(nested(150),))(), []),
+        "its name a str subclass at that line": (lambda: at_line(name=LoudName("f"))(), both),
+        "its co_names a tuple subclass": (lambda: at_line(names=LoudNames(), line=1)(), both),
+        "a module whose __class__ is a property": (lambda: Classy()(x), []),
     }
     for what, (fn, expected) in cases.items():
         with_c, without = _watched(fn, True), _watched(fn, False)
@@ -621,6 +669,7 @@ def test_the_c_filter_hands_the_watch_every_event_it_acts_on():
             assert "library:transformer" in with_c, what
         else:
             assert with_c == expected, what
+    assert ran == [], ran
 
 
 def test_the_c_filter_hands_on_few_events_and_its_constants_are_set_once():
