@@ -34,10 +34,13 @@
 #include <frameobject.h>
 
 static int installed = 0;
-static PyObject *codes, *lines, *prints, *sizes, *call_impl, *script_module, *c_calls, *kernels, *namesets,
-    *generated, *name_key, *self_key, *call_str, *c_call_str;
-static Py_ssize_t nameset_min;
+static PyObject *lines, *sizes, *call_impl, *script_module, *thread_starts, *watches, *namesets, *generated,
+    *name_key, *self_key, *call_str, *c_call_str;
+static Py_ssize_t nameset_min, large;
 static int quiet_call_impl;
+static PyObject *current_fn;          /* what setprofile() last switched on, and the watches it asked for */
+static unsigned long current_mask;
+#define EVERY (~0UL)                  /* what saw_all() notes: every watch */
 
 #define PLAIN_MAX 65536  /* constants looked at in one code object, nested ones included (more: not plain) */
 
@@ -85,18 +88,20 @@ plain(PyObject *obj, Py_ssize_t *budget, int depth)
     return 0;
 }
 
-/* 1 when co_names (an exact tuple of exact str) uses all but `slack` of one nameset's names; -1 on an error */
-static int
+/* The watches (a bit each) one of whose namesets co_names (an exact tuple of exact str) uses all but `slack` names
+   of (worker._copied); EVERY on an error */
+static unsigned long
 copied(PyObject *names)
 {
     PyObject *have = PyFrozenSet_New(names);
     if (have == NULL)
-        return -1;
-    int found = 0;
-    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(namesets) && !found; i++) {
-        PyObject *pair = PyTuple_GET_ITEM(namesets, i);  /* (frozenset of names, slack) */
-        PyObject *lib = PyTuple_GET_ITEM(pair, 0);
-        Py_ssize_t slack = PyLong_AsSsize_t(PyTuple_GET_ITEM(pair, 1)), missing = 0;
+        return EVERY;
+    unsigned long found = 0;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(namesets); i++) {
+        PyObject *entry = PyTuple_GET_ITEM(namesets, i);  /* (watch index, frozenset of names, slack) */
+        long watch = PyLong_AsLong(PyTuple_GET_ITEM(entry, 0));
+        PyObject *lib = PyTuple_GET_ITEM(entry, 1);
+        Py_ssize_t slack = PyLong_AsSsize_t(PyTuple_GET_ITEM(entry, 2)), missing = 0;
         PyObject *it = PyObject_GetIter(lib), *key;
         int r = it != NULL ? 0 : -1;
         while (r >= 0 && (key = PyIter_Next(it)) != NULL) {
@@ -107,20 +112,23 @@ copied(PyObject *names)
         Py_XDECREF(it);
         if (r < 0 || PyErr_Occurred()) {
             Py_DECREF(have);
-            return -1;
+            return EVERY;
         }
-        found = missing <= slack;
+        if (missing <= slack)
+            found |= 1UL << watch;
     }
     Py_DECREF(have);
     return found;
 }
 
-/* 1: hand the event on; 0: Recorder._profile would do nothing about it */
-static int
-wanted_call(PyFrameObject *frame)
+/* What Recorder._profile would note of a call event (worker.py: saw(tag) for the watches of these bits, or
+   saw_all(): EVERY); 0 for nothing. EVERY too for anything that fails here. */
+static unsigned long
+noted_call(PyFrameObject *frame)
 {
     PyCodeObject *code = PyFrame_GetCode(frame);  /* (a new reference) */
-    int want = 1, r;
+    unsigned long noted = EVERY;
+    int r;
     if ((PyObject *)code == call_impl) {
         PyObject *locals = PyFrame_GetLocals(frame);  /* (a new reference) */
         if (locals == NULL)
@@ -132,37 +140,56 @@ wanted_call(PyFrameObject *frame)
         if (failed || script)
             goto done;
         if (quiet_call_impl) {
-            want = 0;
+            noted = 0;
             goto done;
         }
     }
     PyObject *names = code->co_names;
     if (!PyTuple_CheckExact(names))
-        goto done;
-    Py_ssize_t n = PyTuple_GET_SIZE(names);
+        goto done;  /* (saw_all) */
+    Py_ssize_t n = PyTuple_GET_SIZE(names), count = PyTuple_GET_SIZE(watches);
     PyObject *first = PyLong_FromLong(code->co_firstlineno);
     if (first == NULL)
         goto done;
-    r = PySet_Contains(lines, first);
+    int at_line = PySet_Contains(lines, first);
     Py_DECREF(first);
-    if (r < 0)
+    PyObject *size = PyLong_FromSsize_t(n);
+    if (size == NULL || at_line < 0)
         goto done;
-    if (r) {
-        Py_ssize_t budget = PLAIN_MAX;
-        if (!plain((PyObject *)code, &budget, 0))
-            goto done;  /* (Recorder._profile: saw_all) */
-        r = PySet_Contains(codes, (PyObject *)code);
-        if (r != 0)
+    int sized = PySet_Contains(sizes, size), printed = 0;
+    Py_DECREF(size);
+    if (sized < 0)
+        goto done;
+    for (Py_ssize_t i = 0; i < count && sized && !printed; i++) {  /* (a tuple of exact str: nothing of its own) */
+        printed = PySet_Contains(PyTuple_GET_ITEM(PyTuple_GET_ITEM(watches, i), 1), names);
+        if (printed < 0)
             goto done;
     }
-    PyObject *size = PyLong_FromSsize_t(n);
-    if (size == NULL)
+    if (at_line || printed) {
+        Py_ssize_t budget = PLAIN_MAX;
+        if (!plain((PyObject *)code, &budget, 0))
+            goto done;  /* (saw_all) */
+    }
+    /* each watch: its codes (at their first lines), or (a large function's) its name tuples */
+    unsigned long bits = 0;
+    int in_codes = 0;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        PyObject *w = PyTuple_GET_ITEM(watches, i);  /* (codes, prints, kernels, builtins) */
+        int c = at_line ? PySet_Contains(PyTuple_GET_ITEM(w, 0), (PyObject *)code) : 0;
+        int p = c == 0 && sized && n >= large ? PySet_Contains(PyTuple_GET_ITEM(w, 1), names) : 0;
+        if (c < 0 || p < 0)
+            goto done;
+        in_codes |= c;
+        if (c || p)
+            bits |= 1UL << i;
+    }
+    if (in_codes || printed) {
+        noted = bits;
         goto done;
-    r = PySet_Contains(sizes, size);
-    Py_DECREF(size);
-    if (r != 0 && (r < 0 || (r = PySet_Contains(prints, names)) != 0))
-        goto done;
-    if (n >= nameset_min && copied(names) != 0)
+    }
+    /* nothing of a watch's own: names copied from a large function, code torch.fx generated */
+    bits = n >= nameset_min ? copied(names) : 0;
+    if (bits == EVERY)
         goto done;
     PyObject *file = code->co_filename;
     if (!PyUnicode_Check(file))
@@ -170,46 +197,52 @@ wanted_call(PyFrameObject *frame)
     r = PyUnicode_Tailmatch(file, generated, 0, PY_SSIZE_T_MAX, -1);
     if (r != 0)
         goto done;
-    want = 0;
+    noted = bits;
 done:
     Py_DECREF(code);
-    return want;
+    return noted;
 }
 
-static int
-wanted_c_call(PyObject *arg)
+/* The same for a C call: a thread start is every watch; else the watches whose kernel (its name up to a ".") or
+   builtin (by address) it is. */
+static unsigned long
+noted_c_call(PyObject *arg)
 {
-    int r = PySet_Contains(c_calls, arg);
+    int r = PySet_Contains(thread_starts, arg);
     if (r != 0)
-        return 1;
-    PyObject *name = PyObject_GetAttr(arg, name_key);
+        return EVERY;
+    PyObject *name = PyObject_GetAttr(arg, name_key), *kernel = NULL;
     if (name == NULL) {
-        if (PyErr_ExceptionMatches(PyExc_AttributeError)) {
-            PyErr_Clear();
-            return 0;  /* (name None: not a kernel) */
-        }
-        return 1;
+        if (!PyErr_ExceptionMatches(PyExc_AttributeError))
+            return EVERY;
+        PyErr_Clear();
     }
-    int want = 1;
-    if (PyUnicode_CheckExact(name)) {
-        r = PySet_Contains(kernels, name);
-        if (r == 0) {
-            Py_ssize_t dot = PyUnicode_FindChar(name, '.', 0, PY_SSIZE_T_MAX, 1);
-            if (dot == -1)
-                want = 0;
-            else if (dot >= 0) {
-                PyObject *head = PyUnicode_Substring(name, 0, dot);
-                if (head != NULL) {
-                    r = PySet_Contains(kernels, head);
-                    Py_DECREF(head);
-                    if (r == 0)
-                        want = 0;
-                }
-            }
+    else if (PyUnicode_CheckExact(name)) {
+        Py_ssize_t dot = PyUnicode_FindChar(name, '.', 0, PY_SSIZE_T_MAX, 1);
+        kernel = dot == -1 ? (Py_INCREF(name), name) : dot >= 0 ? PyUnicode_Substring(name, 0, dot) : NULL;
+        if (kernel == NULL) {
+            Py_DECREF(name);
+            return EVERY;
         }
     }
-    Py_DECREF(name);
-    return want;
+    else {  /* (a builtin's __name__ is a str: something else is not a builtin) */
+        Py_DECREF(name);
+        return EVERY;
+    }
+    unsigned long bits = 0;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(watches) && bits != EVERY; i++) {
+        PyObject *w = PyTuple_GET_ITEM(watches, i);
+        r = kernel != NULL ? PySet_Contains(PyTuple_GET_ITEM(w, 2), kernel) : 0;
+        if (r == 0)
+            r = PySet_Contains(PyTuple_GET_ITEM(w, 3), arg);
+        if (r < 0)
+            bits = EVERY;
+        else if (r)
+            bits |= 1UL << i;
+    }
+    Py_XDECREF(name);
+    Py_XDECREF(kernel);
+    return bits;
 }
 
 static int
@@ -226,11 +259,17 @@ trampoline(PyObject *fn, PyFrameObject *frame, int what, PyObject *arg)
     int gc = PyGC_Disable();
     PyObject *type, *value, *traceback;
     PyErr_Fetch(&type, &value, &traceback);  /* (none is set at a profile event; kept as it is, whatever) */
-    want = what == PyTrace_CALL ? wanted_call(frame) : wanted_c_call(arg);
-    PyErr_Clear();  /* (a failure here hands the event on: `want` is 1) */
+    unsigned long noted = what == PyTrace_CALL ? noted_call(frame) : noted_c_call(arg);
+    PyErr_Clear();  /* (a failure here notes every watch) */
     PyErr_Restore(type, value, traceback);
     if (gc)
         PyGC_Enable();
+    /* Only what the watch that switched this function on asked for (or every watch): a record of another watch's is
+       left aside by the grader (protocol.read_evidence), so an event noted only for another one would run the Python
+       function, and whatever runs inside it, for nothing (red team, session 21, round 2: a call of the encoder
+       layer's code in an attention-only step carried a garbage-collector callback, or a signal handler, that ran
+       F.multi_head_attention_forward there: 20 of 20). */
+    want = noted == EVERY || (noted & (fn == current_fn ? current_mask : EVERY)) != 0;
     if (!want)
         return 0;
     PyObject *stack[3] = {(PyObject *)frame, event, arg != NULL ? arg : Py_None};
@@ -248,21 +287,36 @@ trampoline(PyObject *fn, PyFrameObject *frame, int what, PyObject *arg)
 static PyObject *
 install(PyObject *self, PyObject *args)
 {
-    PyObject *a[10];
+    PyObject *a[8];
     if (installed) {
         PyErr_SetString(PyExc_RuntimeError, "the watch's constants are set once per process");
         return NULL;
     }
-    if (!PyArg_ParseTuple(args, "O!O!O!O!OO!pO!O!O!nU:install", &PyFrozenSet_Type, &a[0], &PyFrozenSet_Type,
-                          &a[1], &PyFrozenSet_Type, &a[2], &PyFrozenSet_Type, &a[3], &a[4], &PyType_Type, &a[5],
-                          &quiet_call_impl, &PyFrozenSet_Type, &a[6], &PyFrozenSet_Type, &a[7], &PyTuple_Type, &a[8],
-                          &nameset_min, &a[9]))
+    if (!PyArg_ParseTuple(args, "O!O!nOO!pO!O!O!nU:install", &PyFrozenSet_Type, &a[0], &PyFrozenSet_Type, &a[1],
+                          &large, &a[2], &PyType_Type, &a[3], &quiet_call_impl, &PyFrozenSet_Type, &a[4],
+                          &PyTuple_Type, &a[5], &PyTuple_Type, &a[6], &nameset_min, &a[7]))
         return NULL;
-    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(a[8]); i++) {
-        PyObject *pair = PyTuple_GET_ITEM(a[8], i);
-        if (!PyTuple_CheckExact(pair) || PyTuple_GET_SIZE(pair) != 2 ||
-                !PyFrozenSet_CheckExact(PyTuple_GET_ITEM(pair, 0)) || !PyLong_CheckExact(PyTuple_GET_ITEM(pair, 1))) {
-            PyErr_SetString(PyExc_TypeError, "namesets: (frozenset of names, slack) pairs");
+    if (PyTuple_GET_SIZE(a[5]) > (Py_ssize_t)(8 * sizeof(unsigned long)) - 1) {
+        PyErr_SetString(PyExc_ValueError, "too many watches");
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(a[5]); i++) {
+        PyObject *w = PyTuple_GET_ITEM(a[5], i);
+        int ok = PyTuple_CheckExact(w) && PyTuple_GET_SIZE(w) == 4;
+        for (int k = 0; ok && k < 4; k++)
+            ok = PyFrozenSet_CheckExact(PyTuple_GET_ITEM(w, k));
+        if (!ok) {
+            PyErr_SetString(PyExc_TypeError, "watches: (codes, prints, kernels, builtins) frozensets");
+            return NULL;
+        }
+    }
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(a[6]); i++) {
+        PyObject *e = PyTuple_GET_ITEM(a[6], i);
+        if (!PyTuple_CheckExact(e) || PyTuple_GET_SIZE(e) != 3 || !PyLong_CheckExact(PyTuple_GET_ITEM(e, 0)) ||
+                PyLong_AsLong(PyTuple_GET_ITEM(e, 0)) < 0 ||
+                PyLong_AsLong(PyTuple_GET_ITEM(e, 0)) >= PyTuple_GET_SIZE(a[5]) ||
+                !PyFrozenSet_CheckExact(PyTuple_GET_ITEM(e, 1)) || !PyLong_CheckExact(PyTuple_GET_ITEM(e, 2))) {
+            PyErr_SetString(PyExc_TypeError, "namesets: (watch index, frozenset of names, slack)");
             return NULL;
         }
     }
@@ -272,17 +326,21 @@ install(PyObject *self, PyObject *args)
     c_call_str = PyUnicode_InternFromString("c_call");
     if (name_key == NULL || self_key == NULL || call_str == NULL || c_call_str == NULL)
         return NULL;
-    for (int i = 0; i < 10; i++)
+    for (int i = 0; i < 8; i++)
         Py_INCREF(a[i]);
-    codes = a[0]; lines = a[1]; prints = a[2]; sizes = a[3]; call_impl = a[4]; script_module = a[5];
-    c_calls = a[6]; kernels = a[7]; namesets = a[8]; generated = a[9];
+    lines = a[0]; sizes = a[1]; call_impl = a[2]; script_module = a[3]; thread_starts = a[4]; watches = a[5];
+    namesets = a[6]; generated = a[7];
     installed = 1;
     Py_RETURN_NONE;
 }
 
 static PyObject *
-setprofile(PyObject *self, PyObject *fn)
+setprofile(PyObject *self, PyObject *args)
 {
+    PyObject *fn;
+    unsigned long mask = EVERY;
+    if (!PyArg_ParseTuple(args, "O|k:setprofile", &fn, &mask))
+        return NULL;
     if (fn == Py_None) {
         PyEval_SetProfile(NULL, NULL);
     }
@@ -291,6 +349,9 @@ setprofile(PyObject *self, PyObject *fn)
             PyErr_SetString(PyExc_RuntimeError, "install() first");
             return NULL;
         }
+        Py_INCREF(fn);
+        Py_XSETREF(current_fn, fn);
+        current_mask = mask;
         PyEval_SetProfile(trampoline, fn);
     }
     if (PyErr_Occurred())
@@ -300,9 +361,11 @@ setprofile(PyObject *self, PyObject *fn)
 
 static PyMethodDef methods[] = {
     {"install", install, METH_VARARGS,
-     "install(codes, lines, prints, sizes, call_impl, script_module, quiet_call_impl, c_calls, kernels, namesets, "
+     "install(lines, sizes, large, call_impl, script_module, quiet_call_impl, thread_starts, watches, namesets, "
      "nameset_min, generated): once."},
-    {"setprofile", setprofile, METH_O, "sys.setprofile(fn), with the watch's filter in front of fn."},
+    {"setprofile", setprofile, METH_VARARGS,
+     "setprofile(fn, mask=all): sys.setprofile(fn), with the watch's filter in front of fn; fn is handed only events "
+     "that note a watch of `mask` (a bit per watch, in worker._WATCHES' order) or every watch."},
     {NULL, NULL, 0, NULL}
 };
 

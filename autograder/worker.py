@@ -904,7 +904,8 @@ class _Guard:
               "_CURRENT_FRAMES", "_CALL_IMPL", "_SCRIPT_MODULE",
               "_WATCHING", "_SWITCHING", "_PROFILE_EVENTS", "_NAMESPACES", "_ANY", "_IS", "_PLAIN", "_SCANNED",
               "_ALL_CODES",
-              "_ALL_PRINTS", "_ALL_KERNELS", "_C_CALL_IDS", "_C_CALLS", "_CALLS_BY_ADDRESS", "_IDENTITY", "_IS_SUBTYPE", "_PLAIN_CONSTANTS",
+              "_ALL_PRINTS", "_ALL_KERNELS", "_C_CALL_IDS", "_C_CALLS", "_CALLS_BY_ADDRESS", "_IDENTITY",
+              "_IS_SUBTYPE", "_PLAIN_CONSTANTS", "_EVERY_WATCH", "_RECORDER_SAW", "_RECORDER_SAW_ALL",
               "_PLAIN_MAX", "_PLAIN_DEPTH", "_STARTSWITH", "_THREAD_START_SET", "_FILTERED_SETPROFILE", "WATCH_FILTER",
               "_watchhook", "_CODE_OF", "_CODE_SET", "_ALL_CODE_LINES",
               "_ALL_PRINT_SIZES", "_QUIET_CALL_IMPL", "_EVIDENCE_FD", "_WRITE",
@@ -1927,26 +1928,32 @@ def _install_filter() -> Any:
     if _watchhook is None or os.environ.get("GRADE_WATCH_FILTER") == "python":
         return None
     try:
-        _watchhook.install(_ALL_CODES, _ALL_CODE_LINES, _ALL_PRINTS, _ALL_PRINT_SIZES, _CALL_IMPL, _SCRIPT_MODULE,
-                           _QUIET_CALL_IMPL, _C_CALLS, _ALL_KERNELS,
-                           tuple((names, slack) for _tag, names, slack in _NAMESETS), _NAMESET_MIN, _GENERATED)
+        tags = [w[0] for w in _WATCHES]
+        _watchhook.install(_ALL_CODE_LINES, _ALL_PRINT_SIZES, _LIBRARY_LARGE, _CALL_IMPL, _SCRIPT_MODULE,
+                           _QUIET_CALL_IMPL, _THREAD_START_SET,
+                           tuple((frozenset(codes), frozenset(prints), frozenset(kernels), frozenset(builtins))
+                                 for _tag, codes, prints, kernels, builtins in _WATCHES),
+                           tuple((tags.index(tag), names, slack) for tag, names, slack in _NAMESETS),
+                           _NAMESET_MIN, _GENERATED)
     except (RuntimeError, TypeError):  # installed already in this process (a module imported twice): in Python
         return None
     return _watchhook.setprofile
 
 
 _FILTERED_SETPROFILE = _install_filter()
+_EVERY_WATCH = (1 << len(_WATCHES)) - 1
 WATCH_FILTER = "c" if _FILTERED_SETPROFILE is not None else "python"  # (said in a result's sandbox modes)
 
 
-def _set_profile(fn: Any) -> None:
+def _set_profile(fn: Any, mask: int = -1) -> None:
     """The watch's own switch of the profile function (not a submission's: _profile_audit lets it pass). A watch's
-    own profile function goes behind the C filter where there is one; anything else (the profile function in force
-    before the watch, put back) as sys.setprofile sets it."""
+    own profile function goes behind the C filter where there is one, which hands it only what notes a watch of
+    `mask` (Recorder.mask; -1: every watch); anything else (the profile function in force before the watch, put
+    back) as sys.setprofile sets it."""
     _SWITCHING.append(True)
     try:
         if _FILTERED_SETPROFILE is not None and type(fn) is types.MethodType and fn.__func__ is _RECORDER_PROFILE:
-            _FILTERED_SETPROFILE(fn)
+            _FILTERED_SETPROFILE(fn, mask if type(mask) is int and mask >= 0 else _EVERY_WATCH)
         else:
             _SETPROFILE(fn)
     finally:
@@ -2192,6 +2199,7 @@ class Recorder(TorchFunctionMode):
         self.seen: list[dict[str, Any]] = []
         self.watches = tuple(w for w in _WATCHES if w[0] in self.names)
         self.tags = frozenset(w[0] for w in self.watches)
+        self.mask = sum(1 << i for i, w in enumerate(_WATCHES) if w[0] in self.names)  # (the C filter's)
         self.library = bool(self.watches)
         self.hook, self.was = self._profile, None
         self.ran: set[str] = set()  # the watches whose code ran
@@ -2214,19 +2222,19 @@ class Recorder(TorchFunctionMode):
         """What watch `tag` looks for ran: noted here where this call watches for it, and at once on the evidence
         pipe whether or not it does. The grader keeps the records of the watches it asked for: which ones this
         call watches is the Recorder's own state, which the code it watches can empty (`watches`, `ran`)."""
+        _evidence(_evidence_code(tag), self.step)
         if tag in self.tags:
             self.ran.add(tag)
-        _evidence(_evidence_code(tag), self.step)
 
     def saw_all(self) -> None:
         """Every watch's code may have run unseen (a thread started, a TorchScript module called)."""
         for w in _WATCHES:
-            self.saw(w[0])
+            _RECORDER_SAW(self, w[0])
 
     def saw_kernel(self, name: str) -> None:
         for tag, _codes, _prints, kernels, _builtins in _WATCHES:
             if name in kernels:
-                self.saw(tag)
+                _RECORDER_SAW(self, tag)
 
     def _norm_enter(self, module, args) -> None:
         if _own_norm(module):
@@ -2241,33 +2249,36 @@ class Recorder(TorchFunctionMode):
     def _profile(self, frame, event, arg) -> None:
         # Nothing of the submission's may run in here: CPython turns profiling off while a profile function runs, so
         # what it would run here makes no events. Hence no isinstance() of its objects (their __class__), and no hash
-        # or comparison of a code object before _plain_code (its constants' own __hash__ and __eq__).
+        # or comparison of a code object before _plain_code (its constants' own __hash__ and __eq__). And what it
+        # notes goes through the class's own saw and saw_all, not this object's attributes: a forward that set
+        # `sys.getprofile().__self__.saw = lambda tag: None` (and saw_all) ran F.multi_head_attention_forward unseen,
+        # 20 of 20 (session 21).
         if event == "call":
             code = frame.f_code
             if code is _CALL_IMPL:  # (every module's call: looked for by no watch, _QUIET_CALL_IMPL)
                 if _IS_SUBTYPE(_SCRIPT_MODULE, type(frame.f_locals.get("self"))):
-                    self.saw_all()
+                    _RECORDER_SAW_ALL(self)
                 if _QUIET_CALL_IMPL:
                     return
             used = code.co_names
             if type(used) is not tuple:  # (code.replace(co_names=) of a tuple subclass: its __len__ and __hash__)
-                self.saw_all()
+                _RECORDER_SAW_ALL(self)
                 return
             lines = code.co_firstlineno in _ALL_CODE_LINES
             names = len(used) in _ALL_PRINT_SIZES and used in _ALL_PRINTS
             if (lines or names) and not _plain_code(code):
-                self.saw_all()  # (a code object made to run code when it is compared: code.replace, types.CodeType)
+                _RECORDER_SAW_ALL(self)  # (a code object made to run code when compared: code.replace, CodeType)
                 return
             if not (lines and code in _ALL_CODES) and not names:
                 if len(used) >= _NAMESET_MIN:  # (rare: a function of 40 names and more)
                     for tag in _copied(used):
-                        self.saw(tag)
+                        _RECORDER_SAW(self, tag)
                 if _STARTSWITH(code.co_filename, _GENERATED):
-                    self.saw_all()
+                    _RECORDER_SAW_ALL(self)
                 return  # (what no watch looks for)
             for tag, codes, prints, _kernels, _builtins in _WATCHES:
                 if code in codes or len(code.co_names) >= _LIBRARY_LARGE and code.co_names in prints:
-                    self.saw(tag)
+                    _RECORDER_SAW(self, tag)
         elif event == "c_call":
             if (arg not in _C_CALLS) if _CALLS_BY_ADDRESS else (id(arg) not in _C_CALL_IDS):
                 try:
@@ -2280,12 +2291,12 @@ class Recorder(TorchFunctionMode):
             # (a builtin equal to a watched one, its function bound to the same object, is that function: looked up as
             # the C filter does, by address, where _CALLS_BY_ADDRESS)
             if any(arg is f for f in _THREAD_STARTS) or _CALLS_BY_ADDRESS and arg in _THREAD_START_SET:
-                self.saw_all()
+                _RECORDER_SAW_ALL(self)
                 return
             name = _kernel_name(arg)
             for tag, _codes, _prints, kernels, builtins in _WATCHES:
                 if name in kernels or any(arg is f or _CALLS_BY_ADDRESS and arg == f for f in builtins):
-                    self.saw(tag)
+                    _RECORDER_SAW(self, tag)
 
     def _threads_before(self) -> None:
         """At the start of a watched call: another thread or live process of the submission's can do the work
@@ -2333,7 +2344,7 @@ class Recorder(TorchFunctionMode):
             # reads' calls is not a profile event: a thread that runs in between counts, as one that runs later does)
             self._threads_before()
             self.was = _GETPROFILE()
-            _set_profile(self.hook)
+            _set_profile(self.hook, self.mask)
             _WATCHING.append(self)
             # (the refusal of the fused kernels is checked at the end only: one undone before the call is still
             # undone then, unless code run during the call put it back, and code run during the call could as well
@@ -2355,7 +2366,9 @@ class Recorder(TorchFunctionMode):
                 and _fused_refused()
             if self in _WATCHING:
                 _WATCHING.remove(self)
-            _set_profile(self.was)
+            was = self.was  # (a watch's of an outer call, put back with the watches it asked for)
+            outer = getattr(was, "__self__", None) if type(was) is types.MethodType else None
+            _set_profile(was, vars(outer).get("mask", -1) if type(outer) is Recorder else -1)
             self._threads_after()
             for w in self.watches:
                 if w[0] in self.ran or not watched:  # (a forward that takes the watch off is taken to have run it)
@@ -2387,6 +2400,7 @@ class Recorder(TorchFunctionMode):
 
 # (_profile_audit: the watch's profile function, and the code that switches it on and off)
 _RECORDER_PROFILE = Recorder._profile
+_RECORDER_SAW, _RECORDER_SAW_ALL = Recorder.saw, Recorder.saw_all
 _SET_PROFILE_CODE = _set_profile.__code__
 _SWITCHERS = frozenset({Recorder.__enter__.__code__, Recorder.__exit__.__code__})
 _GETFRAME = sys._getframe

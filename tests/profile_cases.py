@@ -7,7 +7,9 @@ trick gives nothing (an unwatched call: no profile function), forward runs the l
 earned all 20 of MultiHeadAttention's points (100/100) before session 21's fixes: a code object's constant, its name
 (a str subclass) or its co_names (a tuple subclass), which the profile function hashed or measured; a __class__
 property, which isinstance asked; an audit hook, run at the profile function's read of frame.f_code; a signal
-handler, run at the profile function's first instruction."""
+handler, run at the profile function's first instruction; (round 2) either of the last, or a garbage-collector
+callback, carried by a call of the encoder layer's code in an attention-only step; and the watch's own saw and
+saw_all replaced on its object, from forward."""
 from __future__ import annotations
 
 COMMON = '''
@@ -167,6 +169,71 @@ _signal.signal(_signal.SIGALRM, _handler)
 '''
 
 
+# (round 2) a call of the encoder layer's own code, which the transformer watch notes and an attention-only step
+# does not ask for, as the carrier: the profile function ran for it, and a garbage-collector callback, or the signal
+# handler above, ran the job inside it
+CARRIED = '''
+    def forward(self, x):
+        import gc, signal
+        _BOX["job"] = (self, x)
+        old = gc.get_threshold()
+        gc.callbacks.append(_gc_cb)
+        gc.set_threshold(1)
+        signal.setitimer(signal.ITIMER_REAL, 2e-5, 2e-5)
+        try:
+            for _ in range(300):
+                _carrier()
+                if "out" in _BOX:
+                    break
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0, 0)
+            gc.set_threshold(*old)
+            gc.callbacks.remove(_gc_cb)
+        out = _BOX.pop("out", None)
+        _BOX.pop("job", None)
+        return _lib_forward(self, x) if out is None else out
+'''
+CARRIER = '''
+
+import sys as _sys
+
+
+class _Fake:
+    pass
+
+
+def _carrier():
+    try:
+        torch.nn.TransformerEncoderLayer._ff_block(_Fake(), None)
+    except AttributeError:
+        pass
+
+
+def _in_profile(frame):
+    while frame is not None:
+        if frame.f_code.co_name == "_profile":
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _gc_cb(phase, info):
+    if phase == "start" and "job" in _BOX and _in_profile(_sys._getframe(1)):
+        _run_job()
+'''
+
+# the watch's own methods replaced on its object, from forward (no trick inside the profile function at all)
+UNSAW = '''
+    def forward(self, x):
+        import sys
+        watch = getattr(sys.getprofile(), "__self__", None)
+        if watch is not None:
+            watch.saw = lambda tag: None
+            watch.saw_all = lambda: None
+        return _lib_forward(self, x)
+'''
+
+
 def sources(reference: str) -> dict[str, str]:
     """{file name: source}: the reference's MultiHeadAttention.forward and what follows it replaced."""
     forward = reference.index("    def forward(", reference.index("class MultiHeadAttention("))
@@ -175,4 +242,6 @@ def sources(reference: str) -> dict[str, str]:
     files["rt21_class_property.py"] = head + CLASS_PROPERTY + COMMON
     files["rt21_audit_hook.py"] = head + AUDITED + COMMON + AUDIT_HOOK
     files["rt21_signal.py"] = head + SIGNALLED + COMMON + SIGNAL_HANDLER
+    files["rt21_carried.py"] = head + CARRIED + COMMON + SIGNAL_HANDLER + CARRIER
+    files["rt21_unsaw.py"] = head + UNSAW + COMMON
     return files

@@ -695,9 +695,24 @@ def test_the_c_filter_hands_on_few_events_and_its_constants_are_set_once():
         finally:
             sys.setprofile(None)
     assert every.events > 500 and passed.events < every.events / 20, (every.events, passed.events)
+    # a step that watches only the attention: code of the encoder layer's own (its feed-forward block, the other
+    # watch's) is not handed on, so that nothing runs inside the Python function for a note the grader would leave
+    # aside
+    tags = [w[0] for w in worker._WATCHES]
+    layer, x = torch.nn.TransformerEncoderLayer(8, 2, 16).eval(), torch.ones(1, 3, 8)
+    counts = {}
+    for tag in tags:
+        count = Count()
+        worker._watchhook.setprofile(count.hook, 1 << tags.index(tag))
+        try:
+            layer._ff_block(x)
+        finally:
+            sys.setprofile(None)
+        counts[tag] = count.events
+    assert counts[worker.LIBRARY] > 0 and counts[worker.LIBRARY_ATTENTION] == 0, counts
     empty = frozenset()
     with pytest.raises(RuntimeError):
-        worker._watchhook.install(empty, empty, empty, empty, None, object, True, empty, empty, (), 1 << 30, "")
+        worker._watchhook.install(empty, empty, 1, None, object, True, empty, (), (), 1 << 30, "")
     p = subprocess.run([sys.executable, "-c", "from autograder import worker; print(worker.WATCH_FILTER)"],
                        capture_output=True, text=True, cwd=ROOT, timeout=120,
                        env={**os.environ, "GRADE_WATCH_FILTER": "python"})
