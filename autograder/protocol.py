@@ -63,6 +63,7 @@ _SCALARS = (bool, int, float, str)
 EVIDENCE = {b"T": "library:transformer", b"A": "library:attention"}  # worker.LIBRARY, worker.LIBRARY_ATTENTION
 EVIDENCE_OFF = b"!"  # the watch was taken off (the profile function switched by someone else): every watch's
 EVIDENCE_ENTER = b"("  # a watched step's watch began (once a step: twice, it was ended early and begun again)
+EVIDENCE_EXIT = b")"  # ... and ended (once a step, after it began: another, a watch's end run by the submission)
 EVIDENCE_RECORD = 3
 EVIDENCE_MAX = 1 << 16  # what the grader reads after a request at most (a pipe's default capacity)
 
@@ -79,13 +80,15 @@ def read_evidence(data: bytes | None, steps: dict[int, set[str]]) -> dict[int, s
     """Which watches of which steps the records `data` say ran (`steps`: each watched step's watches). A record of a
     watch the step did not ask for is left aside (a watch writes what any watch looks for: the exam's block may run
     nn.MultiheadAttention). None (the pipe closed), a byte that is not a record, a step that watched nothing, a pipe
-    half full (a watched call writes a few records) or a watch begun twice in one step: every watch of every step
-    (only the submission's own code can make those, and only against itself)."""
+    half full (a watched call writes a few records), a watch begun twice in one step, or ended twice, or ended
+    before it began: every watch of every step (only the submission's own code can make those, and only against
+    itself)."""
     everything = {i: set(tags) for i, tags in steps.items()}
     if data is None or len(data) % EVIDENCE_RECORD or len(data) > EVIDENCE_MAX // 2:
         return everything
     got: dict[int, set[str]] = {}
     begun: set[int] = set()
+    ended: set[int] = set()
     for k in range(0, len(data), EVIDENCE_RECORD):
         code, step = data[k:k + 1], int.from_bytes(data[k + 1:k + EVIDENCE_RECORD], "big")
         if step not in steps:
@@ -94,6 +97,13 @@ def read_evidence(data: bytes | None, steps: dict[int, set[str]]) -> dict[int, s
             if step in begun:
                 return everything
             begun.add(step)
+        elif code == EVIDENCE_EXIT:
+            # (a watch's end called by the submission's code, on the watch itself or on a Recorder it made, switches
+            # the profile function off or on as the watch's own switch: the library run in between earned 100/100,
+            # red team, session 21, round 3; it writes one more end, or an end before a beginning)
+            if step not in begun or step in ended:
+                return everything
+            ended.add(step)
         elif code == EVIDENCE_OFF:
             got.setdefault(step, set()).update(steps[step])
         elif code in EVIDENCE:

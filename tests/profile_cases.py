@@ -8,8 +8,9 @@ earned all 20 of MultiHeadAttention's points (100/100) before session 21's fixes
 (a str subclass) or its co_names (a tuple subclass), which the profile function hashed or measured; a __class__
 property, which isinstance asked; an audit hook, run at the profile function's read of frame.f_code; a signal
 handler, run at the profile function's first instruction; (round 2) either of the last, or a garbage-collector
-callback, carried by a call of the encoder layer's code in an attention-only step; and the watch's own saw and
-saw_all replaced on its object, from forward."""
+callback, carried by a call of the encoder layer's code in an attention-only step; the watch's own saw and
+saw_all replaced on its object, from forward; (round 3) the watch's switches made by the submission, through the
+__exit__ of a Recorder of its own or the watch's own run early."""
 from __future__ import annotations
 
 COMMON = '''
@@ -234,6 +235,50 @@ UNSAW = '''
 '''
 
 
+# (round 3) the watch's own switches, made by the submission: a Recorder of its own (the watch's class) whose
+# __exit__ switches the profile function off as the watch's own switch, and another that puts the watch's back; or
+# the watch's own __exit__ run early, and it put back by such a Recorder
+EXIT_GADGET = '''
+    def forward(self, x):
+        import sys
+        hook = sys.getprofile()
+        watch = getattr(hook, "__self__", None)
+        if watch is None or not hasattr(watch, "names"):
+            return _lib_forward(self, x)
+        R = type(watch)
+        off = R(list(watch.names), 0)
+        off.hook, off.was = hook, None
+        off.__exit__(None, None, None)
+        try:
+            out = _lib_forward(self, x)
+        finally:
+            on = R(list(watch.names), 0)
+            on.hook, on.was = None, hook
+            on.__exit__(None, None, None)
+        return out
+'''
+EXIT_EARLY = '''
+    def forward(self, x):
+        import sys
+        hook = sys.getprofile()
+        watch = getattr(hook, "__self__", None)
+        if watch is None or not hasattr(watch, "names"):
+            return _lib_forward(self, x)
+        R = type(watch)
+        watch.__exit__(None, None, None)
+        try:
+            out = _lib_forward(self, x)
+        finally:
+            on = R(list(watch.names), 0)
+            on.hook, on.was = None, hook
+            on.__exit__(None, None, None)
+            watching = on.__exit__.__func__.__globals__["_WATCHING"]
+            if watch not in watching:
+                watching.append(watch)
+        return out
+'''
+
+
 def sources(reference: str) -> dict[str, str]:
     """{file name: source}: the reference's MultiHeadAttention.forward and what follows it replaced."""
     forward = reference.index("    def forward(", reference.index("class MultiHeadAttention("))
@@ -244,4 +289,6 @@ def sources(reference: str) -> dict[str, str]:
     files["rt21_signal.py"] = head + SIGNALLED + COMMON + SIGNAL_HANDLER
     files["rt21_carried.py"] = head + CARRIED + COMMON + SIGNAL_HANDLER + CARRIER
     files["rt21_unsaw.py"] = head + UNSAW + COMMON
+    files["rt21_exit_gadget.py"] = head + EXIT_GADGET + COMMON
+    files["rt21_exit_early.py"] = head + EXIT_EARLY + COMMON
     return files

@@ -765,7 +765,7 @@ def test_code_run_inside_the_profile_function_earns_nothing(tmp_path, monkeypatc
     results = grade_sources(tmp_path, {"reference.py": REF, **files})
     assert by_q(results.pop("reference")) == QUESTIONS
     assert set(results) == {f[:-3] for f in files}
-    assert len(results) == (8 if watch_filter == "c" else 6)
+    assert len(results) == (10 if watch_filter == "c" else 8)
     for name, r in results.items():
         assert by_q(r) == {**QUESTIONS, "MultiHeadAttention": 0}, (name, by_q(r))
         said = [c.message.en for c in r.checks if c.question == "MultiHeadAttention" and c.status == "failed"

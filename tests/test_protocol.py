@@ -491,8 +491,9 @@ def test_reply_shapes_are_checked_per_request():
 
 def test_evidence_records_are_read_for_the_steps_that_watched_and_anything_else_counts_everywhere():
     """protocol.read_evidence: a record names what was seen and the step; one of a watch the step did not ask for is
-    left aside; bytes that are not records, a step that watched nothing, a watch begun twice in a step, a pipe half
-    full or closed (None) count for every watch of every watched step: only the submission's code makes those."""
+    left aside; bytes that are not records, a step that watched nothing, a watch begun twice in a step or ended twice
+    or before it began, a pipe half full or closed (None) count for every watch of every watched step: only the
+    submission's code makes those."""
     T, A = protocol.EVIDENCE[b"T"], protocol.EVIDENCE[b"A"]
     steps = {0: {A}, 2: {A, T}}
     enter = protocol.EVIDENCE_ENTER
@@ -501,8 +502,12 @@ def test_evidence_records_are_read_for_the_steps_that_watched_and_anything_else_
     assert protocol.read_evidence(b"A\x00\x00A\x00\x00T\x00\x00", steps) == {0: {A}}
     assert protocol.read_evidence(protocol.EVIDENCE_OFF + b"\x00\x02", steps) == {2: {A, T}}
     everything = {0: {A}, 2: {A, T}}
+    end = protocol.EVIDENCE_EXIT
+    assert protocol.read_evidence(enter + b"\x00\x00" + b"A\x00\x00" + end + b"\x00\x00", steps) == {0: {A}}
     for data in (None, b"A\x00", b"A\x00\x01", b"x\x00\x00", enter + b"\x00\x02" + enter + b"\x00\x02",
-                 b"A\x00\x00" * 12000):
+                 b"A\x00\x00" * 12000, end + b"\x00\x00",  # (ended before it began, twice, or begun again)
+                 enter + b"\x00\x00" + end + b"\x00\x00" + end + b"\x00\x00",
+                 enter + b"\x00\x00" + end + b"\x00\x00" + enter + b"\x00\x00"):
         assert protocol.read_evidence(data, steps) == everything, data[:12] if data else data
     assert protocol.evidence_code(A) == b"A" and protocol.evidence_code("softmax") == protocol.EVIDENCE_OFF
 
