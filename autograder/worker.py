@@ -1936,7 +1936,8 @@ def _install_filter() -> Any:
                                  for _tag, codes, prints, kernels, builtins in _WATCHES),
                            tuple((tags.index(tag), names, slack) for tag, names, slack in _NAMESETS),
                            _NAMESET_MIN, _GENERATED)
-    except (RuntimeError, TypeError):  # installed already in this process (a module imported twice): in Python
+    except (RuntimeError, TypeError, ValueError):  # installed already (a module imported twice), or a filter built
+        # from other sources than this module's: in Python
         return None
     return _watchhook.setprofile
 

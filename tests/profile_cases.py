@@ -17,18 +17,7 @@ COMMON = '''
 
 import types as _types
 _BOX = {}
-
-
-def _lib_forward(self, x):
-    n = x.shape[1]
-    q, k, v = (p(x).transpose(0, 1) for p in (self.W_query, self.W_key, self.W_value))
-    same = torch.eye(self.d_out, dtype=x.dtype, device=x.device)
-    out, _ = torch.nn.functional.multi_head_attention_forward(
-        q, k, v, self.d_out, self.num_heads, None, None, None, None, False, self.dropout.p,
-        self.out_proj.weight, self.out_proj.bias, training=self.training, need_weights=False,
-        attn_mask=self.mask.bool()[:n, :n], use_separate_proj_weight=True, q_proj_weight=same,
-        k_proj_weight=same, v_proj_weight=same)
-    return out.transpose(0, 1)
+_lib_forward = MultiHeadAttention.forward_  # (the library's answer: `library`, see sources)
 
 
 def _run_job():
@@ -252,9 +241,7 @@ EXIT_GADGET = '''
         try:
             out = _lib_forward(self, x)
         finally:
-            on = R(list(watch.names), 0)
-            on.hook, on.was = None, hook
-            on.__exit__(None, None, None)
+            _rearm(watch, hook)
         return out
 '''
 EXIT_EARLY = '''
@@ -264,31 +251,38 @@ EXIT_EARLY = '''
         watch = getattr(hook, "__self__", None)
         if watch is None or not hasattr(watch, "names"):
             return _lib_forward(self, x)
-        R = type(watch)
         watch.__exit__(None, None, None)
         try:
             out = _lib_forward(self, x)
         finally:
-            on = R(list(watch.names), 0)
-            on.hook, on.was = None, hook
-            on.__exit__(None, None, None)
+            on = _rearm(watch, hook)
             watching = on.__exit__.__func__.__globals__["_WATCHING"]
             if watch not in watching:
                 watching.append(watch)
         return out
 '''
+# (the watch's hook put back by the __exit__ of another Recorder of the submission's)
+REARM = '''
+
+def _rearm(watch, hook):
+    on = type(watch)(list(watch.names), 0)
+    on.hook, on.was = None, hook
+    on.__exit__(None, None, None)
+    return on
+'''
 
 
-def sources(reference: str) -> dict[str, str]:
-    """{file name: source}: the reference's MultiHeadAttention.forward and what follows it replaced."""
+def sources(reference: str, library: str) -> dict[str, str]:
+    """{file name: source}: the reference's MultiHeadAttention.forward and what follows it replaced; `library`: the
+    text of a method forward_ computing with the library (test_evidence's LIBRARY_FORWARD_)."""
     forward = reference.index("    def forward(", reference.index("class MultiHeadAttention("))
-    head = reference[:forward]
+    head = reference[:forward] + library
     files = {f"rt21_{name}.py": head + POKED + COMMON + trigger for name, trigger in TRIGGERS.items()}
     files["rt21_class_property.py"] = head + CLASS_PROPERTY + COMMON
     files["rt21_audit_hook.py"] = head + AUDITED + COMMON + AUDIT_HOOK
     files["rt21_signal.py"] = head + SIGNALLED + COMMON + SIGNAL_HANDLER
     files["rt21_carried.py"] = head + CARRIED + COMMON + SIGNAL_HANDLER + CARRIER
     files["rt21_unsaw.py"] = head + UNSAW + COMMON
-    files["rt21_exit_gadget.py"] = head + EXIT_GADGET + COMMON
-    files["rt21_exit_early.py"] = head + EXIT_EARLY + COMMON
+    files["rt21_exit_gadget.py"] = head + EXIT_GADGET + COMMON + REARM
+    files["rt21_exit_early.py"] = head + EXIT_EARLY + COMMON + REARM
     return files

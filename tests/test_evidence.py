@@ -758,7 +758,7 @@ def test_code_run_inside_the_profile_function_earns_nothing(tmp_path, monkeypatc
     only once there is something to note, and the worker takes no audit hook: MultiHeadAttention earns nothing, with
     the C filter and without, and says why. Known gap without the C filter: the signal handler (README)."""
     import profile_cases
-    files = profile_cases.sources(REF)
+    files = profile_cases.sources(REF, LIBRARY_FORWARD_)
     if watch_filter == "python":
         monkeypatch.setenv("GRADE_WATCH_FILTER", "python")
         del files["rt21_signal.py"], files["rt21_carried.py"]
